@@ -1,0 +1,37 @@
+# Two commands do everything on a fresh machine:  make lab   |   make test
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+PORT   ?= 8888
+export GPULAB_FAST ?= 1
+
+.PHONY: lab test test-unit test-notebooks test-gpu install handouts clean
+
+$(STAMP): pyproject.toml constraints.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -c constraints.txt -e '.[dev,lightning]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+lab: $(STAMP)
+	@echo "Starting JupyterLab on notebooks/ (localhost only, token auth on); open the URL it prints."
+	GPULAB_FAST=0 $(VENV)/bin/jupyter lab --notebook-dir=notebooks --ip=127.0.0.1 --port=$(PORT) --no-browser $(if $(filter 0,$(shell id -u)),--allow-root,)
+
+test: $(STAMP)
+	$(PY) -m pytest tests notebooks
+
+test-unit: $(STAMP)
+	$(PY) -m pytest tests
+
+test-notebooks: $(STAMP)
+	$(PY) -m pytest notebooks
+
+# Only what needs real GPUs: tests and notebook cells marked gpu / multigpu.
+test-gpu: $(STAMP)
+	GPULAB_ONLY_GPU=1 $(PY) -m pytest tests notebooks
+
+clean:
+	rm -rf $(VENV) .pytest_cache build *.egg-info

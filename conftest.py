@@ -1,0 +1,54 @@
+"""pytest set-up shared by the unit tests and the nbval run of the notebooks.
+
+- Tests marked ``gpu`` / ``multigpu`` are skipped, with the reason, where the GPUs are missing.
+- Notebook cells tagged ``gpu`` / ``multigpu`` get the same markers (their ``%%gpu`` magic prints why they skip).
+- ``GPULAB_ONLY_GPU=1`` (``make test-gpu``) keeps only the GPU tests and the notebooks that have GPU cells.
+- nbval waits 5 s for a cell's output by default; chapters train for longer than that without printing, so the wait
+  is raised here, and the sanitizer file for timings, addresses, PIDs and ports is applied by default.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).parent
+GPU_TAGS = {"gpu": 1, "multigpu": 2}
+OUTPUT_WAIT_S = 300
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    os.environ.setdefault("GPULAB_FAST", "1")
+    if hasattr(config.option, "nbval_sanitize_with") and config.option.nbval_sanitize_with is None:
+        config.option.nbval_sanitize_with = str(HERE / "notebooks" / "nbval_sanitize.cfg")
+
+
+def _cell_tags(item: pytest.Item) -> set[str]:
+    cell = getattr(item, "cell", None)
+    return set(cell.metadata.get("tags", [])) if cell is not None else set()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    from gpulab.gpus import gpu_requirement
+
+    reasons = {n: gpu_requirement(n) for n in (1, 2)}
+    gpu_notebooks = set()
+    for item in items:
+        if hasattr(item, "cell"):  # an nbval cell
+            item.output_timeout = OUTPUT_WAIT_S
+            for tag in _cell_tags(item) & GPU_TAGS.keys():
+                item.add_marker(getattr(pytest.mark, tag))
+                gpu_notebooks.add(item.parent)
+            continue
+        for name, n in GPU_TAGS.items():
+            if item.get_closest_marker(name) and reasons[n]:
+                item.add_marker(pytest.mark.skip(reason=f"this test {reasons[n]}"))
+    if os.environ.get("GPULAB_ONLY_GPU") == "1":
+        keep, drop = [], []
+        for item in items:
+            wanted = (item.parent in gpu_notebooks) if hasattr(item, "cell") else any(
+                item.get_closest_marker(m) for m in GPU_TAGS)
+            (keep if wanted else drop).append(item)
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep

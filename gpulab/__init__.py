@@ -1,0 +1,28 @@
+"""gpulab: helpers for the notebook chapters that teach putting PyTorch work on GPUs.
+
+Grouped by what a learner does with them; each docstring names the notebook that teaches it.
+Importing gpulab initialises neither NVML nor CUDA.
+"""
+from .config import fast_mode, pick
+from .devices import Inventory, devices
+from .gpus import cuda_gpu_count, gpu_requirement
+from .host import HostInfo, host_info
+from .magics import load_ipython_extension
+from .nvml import GpuReader, NvmlReader, default_reader
+from .readings import GpuInfo, GpuProcess, GpuSample, MigInstance, Unavailable
+from .simulated import SimulatedGpuReader
+from .units import format_bytes, format_percent, format_rate, format_seconds
+from .visible import VisibleMap, parse_visible_devices, visible_map
+
+# --- chapter 00: what hardware is here -------------------------------------------------------------------------------
+_setup = ["devices", "Inventory", "HostInfo", "host_info", "cuda_gpu_count", "gpu_requirement",
+          "GpuReader", "NvmlReader", "SimulatedGpuReader", "default_reader",
+          "GpuInfo", "GpuSample", "GpuProcess", "MigInstance", "Unavailable"]
+# --- chapter 02: which GPU runs what -------------------------------------------------------------------------------
+_choosing = ["visible_map", "parse_visible_devices", "VisibleMap"]
+# --- formatting and course settings ---------------------------------------------------------------------------------
+_common = ["format_bytes", "format_seconds", "format_rate", "format_percent", "fast_mode", "pick",
+           "load_ipython_extension"]
+
+__all__ = _setup + _choosing + _common
+__version__ = "0.1.0"

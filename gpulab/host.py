@@ -1,0 +1,106 @@
+"""The host side of the machine: CPU cores and RAM, cgroup-aware (a probe: reads /proc, /sys and psutil).
+
+In a container (JupyterHub, Kaggle, Colab, Docker) the RAM you may use is the cgroup's limit, not what the host has:
+``free -h`` and ``psutil.virtual_memory()`` show the host's. Taught in ``notebooks/00_setup.ipynb``.
+"""
+from __future__ import annotations
+
+import os
+import platform
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+__all__ = ["HostInfo", "HostSample", "host_info", "host_sample", "cgroup_memory"]
+
+_CGROUP_ROOT = Path("/sys/fs/cgroup")
+_NO_LIMIT = 1 << 60  # cgroup v1 writes a huge number for "unlimited"
+
+
+@dataclass(frozen=True)
+class HostInfo:
+    """The CPU side: cores this process may use and the RAM it may use."""
+
+    cpu_model: str
+    logical_cores: int
+    usable_cores: int  # os.sched_getaffinity: what a container or taskset allows
+    memory_total_bytes: int  # the host's RAM
+    memory_available_bytes: int
+    cgroup_memory_limit_bytes: int | None  # None: no limit set
+    cgroup_memory_used_bytes: int | None
+
+    @property
+    def memory_limit_bytes(self) -> int:
+        """What this process can really use: the cgroup limit if lower than the host's RAM."""
+        if self.cgroup_memory_limit_bytes is not None:
+            return min(self.cgroup_memory_limit_bytes, self.memory_total_bytes)
+        return self.memory_total_bytes
+
+
+@dataclass(frozen=True)
+class HostSample:
+    """What a monitor polls: RAM in use (cgroup's if limited) and CPU busy share across usable cores."""
+
+    memory_used_bytes: int
+    memory_limit_bytes: int
+    cpu_percent: float  # 0–100, across all usable cores
+    process_rss_bytes: int  # this Python process
+
+
+def cgroup_memory(root: Path = _CGROUP_ROOT) -> tuple[int | None, int | None]:
+    """``(limit_bytes, used_bytes)`` of this process's memory cgroup (v2 or v1); ``None`` where no limit is set."""
+    v2_max, v2_cur = root / "memory.max", root / "memory.current"
+    v1_max, v1_cur = root / "memory" / "memory.limit_in_bytes", root / "memory" / "memory.usage_in_bytes"
+    for max_file, cur_file in ((v2_max, v2_cur), (v1_max, v1_cur)):
+        raw = _read(max_file)
+        if raw is None:
+            continue
+        limit = None if raw == "max" or not raw.isdigit() or int(raw) >= _NO_LIMIT else int(raw)
+        cur = _read(cur_file)
+        return limit, int(cur) if cur and cur.isdigit() else None
+    return None, None
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return None
+
+
+def _cpu_model() -> str:
+    for line in (_read(Path("/proc/cpuinfo")) or "").splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return platform.processor() or platform.machine()
+
+
+def _usable_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS, Windows
+        return os.cpu_count() or 1
+
+
+def host_info() -> HostInfo:
+    vm = psutil.virtual_memory()
+    limit, used = cgroup_memory()
+    return HostInfo(_cpu_model(), os.cpu_count() or 1, _usable_cores(), vm.total, vm.available, limit, used)
+
+
+_process = psutil.Process()
+
+
+def host_sample() -> HostSample:
+    """A cheap reading (well under a millisecond) for the live monitor.
+
+    CPU percent is measured since the previous call (psutil's convention), so the first call returns 0.
+    """
+    vm = psutil.virtual_memory()
+    limit, used = cgroup_memory()
+    if limit is not None and used is not None:
+        mem_used, mem_limit = used, min(limit, vm.total)
+    else:
+        mem_used, mem_limit = vm.total - vm.available, vm.total
+    return HostSample(mem_used, mem_limit, psutil.cpu_percent(interval=None), _process.memory_info().rss)

@@ -1,0 +1,45 @@
+"""Test seams: a fake GPU reader with realistic devices, a fake clock, and the ``gpu``/``multigpu`` markers.
+
+Only our own seam in front of missing hardware (NVML) is faked. torch.distributed, processes, matplotlib and widgets
+run for real in the tests.
+"""
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from .gpus import gpu_requirement
+from .simulated import PRESETS, SimulatedGpuReader
+
+__all__ = ["FakeGpuReader", "FakeClock", "requires_gpus", "PRESETS"]
+
+
+class FakeGpuReader(SimulatedGpuReader):
+    """``SimulatedGpuReader`` under its test name; default: two GPUs, one a MIG parent, one with a refused field."""
+
+
+class FakeClock:
+    """A monotonic clock that moves only when told (``advance``) or when something ``sleep``s on it."""
+
+    def __init__(self, start: float = 1000.0) -> None:
+        self._t = start
+        self._lock = threading.Lock()
+
+    def __call__(self) -> float:
+        with self._lock:
+            return self._t
+
+    def advance(self, seconds: float) -> None:
+        if seconds < 0:
+            raise ValueError("a clock cannot go backwards")
+        with self._lock:
+            self._t += seconds
+
+    sleep = advance
+
+
+def requires_gpus(n: int = 1) -> pytest.MarkDecorator:
+    """``@requires_gpus(2)``: skip with the reason unless n CUDA GPUs are usable. Use with the gpu/multigpu marker."""
+    reason = gpu_requirement(n)
+    return pytest.mark.skipif(reason is not None, reason=f"this test {reason}")
