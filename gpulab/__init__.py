@@ -14,6 +14,16 @@ from .simulated import SimulatedGpuReader
 from .units import format_bytes, format_percent, format_rate, format_seconds
 from .visible import VisibleMap, parse_visible_devices, visible_map
 
+# >>> chapter 01 exports (issue 3: timing, transfers) — edit only inside this block
+_transfer: list[str] = []
+# <<< chapter 01 exports
+# >>> chapter 02 exports (issue 4: explain, setter, selection, picker) — edit only inside this block
+_choosing_more: list[str] = []
+# <<< chapter 02 exports
+# >>> monitor exports (issue 5) — edit only inside this block
+_monitor: list[str] = []
+# <<< monitor exports
+
 # --- chapter 00: what hardware is here -------------------------------------------------------------------------------
 _setup = ["devices", "Inventory", "HostInfo", "host_info", "cuda_gpu_count", "gpu_requirement",
           "GpuReader", "NvmlReader", "SimulatedGpuReader", "default_reader",
@@ -24,5 +34,5 @@ _choosing = ["visible_map", "parse_visible_devices", "VisibleMap"]
 _common = ["format_bytes", "format_seconds", "format_rate", "format_percent", "fast_mode", "pick",
            "load_ipython_extension"]
 
-__all__ = _setup + _choosing + _common
+__all__ = _setup + _choosing + _common + _transfer + _choosing_more + _monitor
 __version__ = "0.1.0"
