@@ -115,7 +115,7 @@ class NvmlReader:
     def _query(self, fn: str, *args: Any) -> Any:
         """Call ``pynvml.<fn>(*args)``; a refusal becomes ``Unavailable(reason)``."""
         if not self._start():
-            return Unavailable(self._error or "NVML unavailable")
+            return Unavailable("NVML could not start")
         try:
             with self._lock:
                 return getattr(self._lib, fn)(*args)

@@ -1,0 +1,45 @@
+"""``python -m gpulab <command>``: the course's command line (thin wrapper over the package's functions).
+
+    python -m gpulab env        the classroom environment report
+    python -m gpulab devices    the GPUs (physical numbering) and the CPU, like a short nvidia-smi
+    python -m gpulab visible    what cuda:k means under the current CUDA_VISIBLE_DEVICES
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m gpulab", description="Helpers for the gpulab GPU course.")
+    sub = parser.add_subparsers(dest="command", metavar="command")
+    sub.add_parser("env", help="the classroom environment report (GPUs, CUDA, packages, checklist)")
+    p_dev = sub.add_parser("devices", help="the GPUs NVML sees (nvidia-smi numbering) and the CPU")
+    p_dev.add_argument("--no-processes", action="store_true", help="skip the per-GPU process list (faster)")
+    sub.add_parser("visible", help="the cuda:k -> physical GPU map implied by CUDA_VISIBLE_DEVICES")
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 2
+    try:
+        if args.command == "env":
+            from .report import environment_report
+
+            print(environment_report())
+        elif args.command == "devices":
+            from .devices import devices
+
+            print(devices(processes=not args.no_processes))
+        elif args.command == "visible":
+            from .devices import devices
+            from .visible import visible_map
+
+            print(visible_map(devices(processes=False).gpus))
+    except ValueError as exc:  # e.g. a bad GPULAB_SIMULATE_GPUS or GPULAB_FAST: the message says what to do
+        print(f"gpulab: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

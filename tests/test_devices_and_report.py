@@ -1,0 +1,116 @@
+"""Inventory and environment report: content through the fake reader, and no CUDA context, checked for real."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import gpulab
+from gpulab.report import environment_report
+from gpulab.testing import FakeGpuReader
+
+NO_CONTEXT_SCRIPT = """
+import gpulab, torch
+gpulab.devices()
+r = gpulab.report.environment_report()
+str(r); r._repr_html_()
+print(torch.cuda.is_initialized())
+"""
+
+
+def _python(code: str, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, **env})
+
+
+@pytest.mark.parametrize("simulate", ["", "workshop-8"])
+def test_listing_gpus_and_reporting_never_create_a_cuda_context(simulate):
+    out = _python("import gpulab.report\n" + NO_CONTEXT_SCRIPT, GPULAB_SIMULATE_GPUS=simulate)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "False"
+
+
+def test_importing_gpulab_loads_neither_torch_nor_starts_nvml():
+    out = _python("import sys, gpulab; print('torch' in sys.modules, gpulab.default_reader()._started)")
+    assert out.stdout.split() == ["False", "False"]
+
+
+def test_inventory_lists_fake_gpus_with_mig_and_refused_fields():
+    inv = gpulab.devices(FakeGpuReader("two-gpus-mig"))
+    assert inv.gpu_count == 2 and inv.nvml_error is None
+    text = str(inv)
+    assert "NVIDIA A100 80GB PCIe" in text and "0/mig1" in text
+    assert "N/A (MIG mode: no utilisation per GPU)" in text
+    assert "4242 python" in text
+    assert "<table" in inv._repr_html_() and "RTX 3090" in inv._repr_html_()
+    assert inv.host.usable_cores >= 1 and inv.host.memory_total_bytes > 0
+
+
+def test_inventory_without_driver_says_why():
+    inv = gpulab.devices(FakeGpuReader(None, error="no NVIDIA driver library (libnvidia-ml.so) was found"))
+    assert inv.gpu_count == 0
+    assert str(inv).startswith("No NVIDIA GPU found: no NVIDIA driver library")
+
+
+def test_report_on_a_machine_without_gpus_says_so_plainly():
+    r = environment_report(FakeGpuReader(None, error="no NVIDIA driver library (libnvidia-ml.so) was found: x"))
+    text = str(r)
+    assert "No GPU found (no NVIDIA driver library (libnvidia-ml.so) was found)" in text
+    assert "CPU fallback mode" in text
+    assert "✘ at least one CUDA GPU usable by PyTorch" in text
+    assert "✔ gloo backend" in text
+    assert "no GPU visible" in text
+    html = r._repr_html_()
+    assert "CPU fallback mode" in html and "<table" in html
+
+
+def test_report_maps_visible_devices_on_a_described_machine(monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "5,1")
+    r = environment_report(FakeGpuReader("workshop-8"))
+    rows = r.visible.rows()
+    assert [row[:2] for row in rows] == [["cuda:0", "5"], ["cuda:1", "1"]]
+    assert "CUDA_VISIBLE_DEVICES='5,1'" in str(r)
+
+
+def test_cli_env_runs_and_bad_simulation_is_explained():
+    ok = subprocess.run([sys.executable, "-m", "gpulab", "env"], capture_output=True, text=True, timeout=120,
+                        env={**os.environ, "GPULAB_SIMULATE_GPUS": "kaggle-2xT4"})
+    assert ok.returncode == 0, ok.stderr
+    assert "[SIMULATED GPUs" in ok.stdout and "Tesla T4" in ok.stdout
+    bad = subprocess.run([sys.executable, "-m", "gpulab", "devices"], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "GPULAB_SIMULATE_GPUS": "eight-h100s"})
+    assert bad.returncode == 2
+    assert "unknown simulated-GPU description 'eight-h100s'" in bad.stderr and "workshop-8" in bad.stderr
+
+
+def test_cli_without_command_prints_help():
+    out = subprocess.run([sys.executable, "-m", "gpulab"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and "env" in out.stdout
+
+
+def test_simulated_description_from_a_json_file(tmp_path):
+    path = tmp_path / "lab.json"
+    path.write_text(json.dumps({"gpus": [gpulab.simulated.simulated_gpu(0, "Tesla V100-SXM2-16GB", 16384)]}))
+    inv = gpulab.devices(FakeGpuReader(str(path)))
+    assert inv.gpus[0].name == "Tesla V100-SXM2-16GB"
+    assert "simulated" in str(inv.driver_version)
+
+
+@pytest.mark.parametrize("content, words", [("{not json", "is not valid JSON"), ("[1, 2]", "needs a top-level object")])
+def test_simulated_description_errors(tmp_path, content, words):
+    path = tmp_path / "bad.json"
+    path.write_text(content)
+    with pytest.raises(ValueError, match=words):
+        FakeGpuReader(str(path))
+
+
+def test_simulated_usage_can_change_while_read():
+    r = FakeGpuReader("colab-T4")
+    r.set_usage(0, memory_used_bytes=2**30, utilization_gpu_percent=88)
+    s = r.sample(0)
+    assert (s.memory_used_bytes, s.utilization_gpu_percent) == (2**30, 88)
+    with pytest.raises(IndexError, match="1 simulated GPU"):
+        r.sample(1)

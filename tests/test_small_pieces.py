@@ -1,0 +1,97 @@
+"""Units, course settings, host readings (cgroup v1/v2) and the %%gpu cell magic."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from gpulab import config, host, units
+
+
+@pytest.mark.parametrize("n, text", [(0, "0 B"), (1023, "1023 B"), (1536, "1.5 KiB"), (3 * 2**30, "3.0 GiB"),
+                                     (-2048, "-2.0 KiB"), (math.nan, "N/A"), (None, "N/A")])
+def test_format_bytes(n, text):
+    assert units.format_bytes(n) == text
+
+
+@pytest.mark.parametrize("s, text", [(0, "0 s"), (0.00042, "420 µs"), (1.5e-9, "1.50 ns"), (0.0123, "12.3 ms"),
+                                     (2.0, "2.00 s"), (90, "1.5 min"), (7200, "2.0 h"), (-0.5, "-500 ms")])
+def test_format_seconds(s, text):
+    assert units.format_seconds(s) == text
+
+
+def test_format_rate_and_percent():
+    assert units.format_rate(12345.6) == "12.3 k samples/s"
+    assert units.format_rate(12.0, "steps") == "12.0 steps/s"
+    assert units.format_percent(0.371, is_fraction=True) == "37 %"
+
+
+@pytest.mark.parametrize("raw, fast", [("1", True), ("yes", True), ("0", False), ("", False)])
+def test_fast_mode(monkeypatch, raw, fast):
+    monkeypatch.setenv("GPULAB_FAST", raw)
+    assert config.fast_mode() is fast
+    assert config.pick(full=100, fast=3) == (3 if fast else 100)
+
+
+def test_fast_mode_rejects_nonsense(monkeypatch):
+    monkeypatch.setenv("GPULAB_FAST", "quick")
+    with pytest.raises(ValueError, match="GPULAB_FAST='quick' is not understood: use 1"):
+        config.fast_mode()
+
+
+def test_cgroup_v2_limit(tmp_path):
+    (tmp_path / "memory.max").write_text("4294967296\n")
+    (tmp_path / "memory.current").write_text("1073741824\n")
+    assert host.cgroup_memory(tmp_path) == (4 * 2**30, 2**30)
+
+
+def test_cgroup_v2_unlimited(tmp_path):
+    (tmp_path / "memory.max").write_text("max\n")
+    (tmp_path / "memory.current").write_text("123\n")
+    assert host.cgroup_memory(tmp_path) == (None, 123)
+
+
+def test_cgroup_v1_unlimited_and_absent(tmp_path):
+    (tmp_path / "memory").mkdir()
+    (tmp_path / "memory" / "memory.limit_in_bytes").write_text(str(9223372036854771712))
+    (tmp_path / "memory" / "memory.usage_in_bytes").write_text("77")
+    assert host.cgroup_memory(tmp_path) == (None, 77)
+    assert host.cgroup_memory(tmp_path / "nowhere") == (None, None)
+
+
+def test_host_readings_are_real():
+    info, sample = host.host_info(), host.host_sample()
+    assert info.usable_cores >= 1 and info.memory_limit_bytes <= info.memory_total_bytes
+    assert 0 < sample.process_rss_bytes and 0 < sample.memory_used_bytes <= sample.memory_limit_bytes
+
+
+@pytest.fixture
+def shell():
+    from IPython.core.interactiveshell import InteractiveShell
+
+    sh = InteractiveShell.instance()
+    sh.run_line_magic("load_ext", "gpulab")
+    yield sh
+    InteractiveShell.clear_instance()
+
+
+def test_gpu_magic_skips_with_the_reason_on_a_machine_without_gpus(shell, capsys):
+    from gpulab.gpus import gpu_requirement
+
+    if gpu_requirement(2) is None:
+        pytest.skip("this machine has 2 GPUs: the skip path cannot be shown here")
+    shell.run_cell("%%gpu 2\nran = True")
+    assert "Skipped on this machine: this cell needs 2 CUDA GPU(s)" in capsys.readouterr().out
+    assert "ran" not in shell.user_ns
+
+
+def test_gpu_magic_rejects_a_bad_count(shell):
+    result = shell.run_cell("%%gpu two\nx = 1")
+    assert isinstance(result.error_in_exec, ValueError)
+    assert "%%gpu takes the number of GPUs" in str(result.error_in_exec)
+
+
+@pytest.mark.gpu
+def test_gpu_magic_runs_the_cell_where_a_gpu_exists(shell):
+    shell.run_cell("%%gpu\nimport torch\nx = torch.ones(1, device='cuda')")
+    assert shell.user_ns["x"].is_cuda
