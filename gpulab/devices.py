@@ -52,7 +52,7 @@ def gpu_rows(gpus: tuple[GpuInfo, ...]) -> list[list[str]]:
     return rows
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Inventory:
     """The GPUs NVML sees (physical numbering, like nvidia-smi) and the host's CPU and RAM."""
 
@@ -78,6 +78,9 @@ class Inventory:
         if not self.gpus:
             return "No NVIDIA GPU found" + (f": {self.nvml_error}" if self.nvml_error else ".")
         return f"{self.gpu_count} GPU(s); driver {self.driver_version}, supports CUDA up to {self.cuda_driver_version}"
+
+    def _repr_pretty_(self, p, cycle: bool) -> None:  # IPython's text/plain: the readable report, not the fields
+        p.text(str(self))
 
     def __str__(self) -> str:
         parts = [self._gpu_header()]

@@ -35,7 +35,7 @@ class Check:
         return "✔" if self.ok else "✘"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class EnvReport:
     platform: str
     simulated: bool
@@ -76,6 +76,9 @@ class EnvReport:
             ("Packages", ["package", "version", "needed for"], pkg_rows),
             ("Environment variables", ["variable", "value"], env_rows),
         ]
+
+    def _repr_pretty_(self, p, cycle: bool) -> None:  # IPython's text/plain: the readable report, not the fields
+        p.text(str(self))
 
     def __str__(self) -> str:
         out = ["gpulab environment report" + ("  [SIMULATED GPUs: GPULAB_SIMULATE_GPUS is set]" if self.simulated else ""),

@@ -1,0 +1,64 @@
+"""Every chapter is committed in a state nbval, handouts and learners can rely on (no kernel needed)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+import pytest
+
+NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
+KNOWN_TAGS = {"nbval-check-output", "raises-exception", "gpu", "multigpu", "nbval-ignore-output"}
+
+
+def test_there_are_chapters():
+    assert any(p.name.startswith("00_") for p in NOTEBOOKS)
+
+
+@pytest.fixture(params=NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def nb(request):
+    return nbformat.read(request.param, as_version=4)
+
+
+def _code(nb):
+    return [c for c in nb.cells if c.cell_type == "code"]
+
+
+def test_kernelspec_is_python3(nb):
+    assert nb.metadata.get("kernelspec", {}).get("name") == "python3"
+
+
+def test_no_embedded_images(nb):
+    images = [k for c in _code(nb) for o in c.outputs for k in o.get("data", {}) if k.startswith("image/")]
+    assert images == [], "strip images: run tools/execute_notebooks.py"
+
+
+def test_every_code_cell_was_run_in_order(nb):
+    counts = [c.execution_count for c in _code(nb) if c.source.strip()]
+    assert None not in counts, "commit the outputs of a CPU run (tools/execute_notebooks.py)"
+    assert counts == sorted(counts) and len(set(counts)) == len(counts)
+
+
+def test_only_known_tags(nb):
+    tags = {t for c in nb.cells for t in c.metadata.get("tags", [])}
+    assert tags <= KNOWN_TAGS, f"unknown tags {tags - KNOWN_TAGS}"
+
+
+def test_gpu_cells_use_the_gpu_magic_and_are_tagged(nb):
+    for c in _code(nb):
+        tags = set(c.metadata.get("tags", []))
+        first = c.source.lstrip().splitlines()[0] if c.source.strip() else ""
+        if first.startswith("%%gpu"):
+            n = int(first.split()[1]) if len(first.split()) > 1 else 1
+            assert tags & {"gpu", "multigpu"} == {"multigpu" if n >= 2 else "gpu"}, c.source[:80]
+        else:
+            assert not tags & {"gpu", "multigpu"}, f"tagged gpu but no %%gpu magic: {c.source[:80]}"
+
+
+def test_expected_exceptions_really_raised_in_the_committed_run(nb):
+    for c in _code(nb):
+        if "raises-exception" in c.metadata.get("tags", []):
+            assert any(o.output_type == "error" for o in c.outputs), f"tagged raises-exception but did not raise: {c.source[:80]}"
+
+
+def test_first_code_cell_loads_the_extension(nb):
+    assert "%load_ext gpulab" in _code(nb)[0].source

@@ -1,0 +1,57 @@
+"""The project's own install files agree with each other (no kernel, no network)."""
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _name(req: str) -> str:
+    return re.split(r"[<>=!~\[ ;]", req.strip(), maxsplit=1)[0].lower()
+
+
+def _pyproject() -> dict[str, str]:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    reqs = list(project["dependencies"]) + [r for extra in project["optional-dependencies"].values() for r in extra]
+    return {_name(r): r.replace(" ", "") for r in reqs}
+
+
+def _conda() -> dict[str, str]:
+    deps = yaml.safe_load((ROOT / "environment.yml").read_text())["dependencies"]
+    out: dict[str, str] = {}
+    for d in deps:
+        items = d["pip"] if isinstance(d, dict) else [d]
+        for r in items:
+            if not r.startswith("-e") and _name(r) not in ("python", "pip"):
+                out[_name(r)] = r.replace(" ", "")
+    return out
+
+
+def test_environment_yml_and_pyproject_name_the_same_dependencies_and_bounds():
+    assert _conda() == _pyproject()
+
+
+def test_torch_is_not_required_newer_than_the_local_wheels():
+    constraints = (ROOT / "constraints.txt").read_text()
+    assert "torch==2.14.1" in constraints and "torchvision==0.29.1" in constraints
+    assert "<=2.14.1" in _pyproject()["torch"]
+
+
+def test_the_deprecated_pynvml_distribution_is_not_used():
+    assert "pynvml" not in _pyproject() and "nvidia-ml-py" in _pyproject()
+
+
+def test_ci_runs_make_test_and_readme_gives_the_two_commands():
+    assert "make test" in (ROOT / ".ci" / "run").read_text()
+    readme = (ROOT / "README.md").read_text()
+    assert "make lab" in readme and "make test" in readme
+
+
+def test_make_lab_keeps_token_auth_and_binds_to_localhost():
+    lab = [l for l in (ROOT / "Makefile").read_text().splitlines() if "jupyter lab" in l][0]
+    assert "--ip=127.0.0.1" in lab
+    assert "token=''" not in lab and "ServerApp.token" not in lab and "--NotebookApp.token" not in lab
