@@ -15,64 +15,118 @@ from dataclasses import dataclass, field
 from .readings import GpuInfo
 from .tables import html_table, text_table
 
-__all__ = ["VisibleSpec", "LogicalDevice", "VisibleMap", "parse_visible_devices", "visible_map"]
+__all__ = ["VisibleSpec", "LogicalDevice", "VisibleMap", "parse_visible_devices", "visible_map", "format_visible_devices"]
 
 Entry = int | str
+_ASCII_DIGITS = frozenset("0123456789")
 
 
 @dataclass(frozen=True)
 class VisibleSpec:
-    """The parsed variable: ``entries`` CUDA accepts (ints or UUID strings) and, in words, where and why it stopped."""
+    """The parsed variable: the ``entries`` CUDA accepts (ints or UUID prefixes) and, in words, where and why it stopped.
+
+    ``stopped_at`` is the position (0-based, in the comma-separated list) of the first entry CUDA did not use, or
+    ``None`` when it used them all; ``repeated`` is True when a device named twice emptied the whole list.
+    """
 
     raw: str | None
     entries: tuple[Entry, ...] | None  # None: variable unset, every GPU visible
     notes: tuple[str, ...] = ()
+    stopped_at: int | None = None
+    repeated: bool = False
 
     @property
     def unset(self) -> bool:
         return self.entries is None
 
+    def __str__(self) -> str:
+        if self.entries is None:
+            return "CUDA_VISIBLE_DEVICES is unset: every GPU is visible."
+        seen = ", ".join(map(str, self.entries)) or "nothing"
+        return "\n".join([f"CUDA_VISIBLE_DEVICES={self.raw!r} → CUDA uses: {seen}", *(f"  note: {n}" for n in self.notes)])
+
 
 def _strtoul(s: str) -> int:
-    """The leading integer of ``s`` the way CUDA's parser sees it; -1 when there is none (or it is negative)."""
+    """The leading integer of ``s`` as C's ``strtoul`` reads it (ASCII digits, one optional sign); -1 if none or negative.
+
+    ``"1gpu"`` → 1, ``"+2"`` → 2, ``"-0"`` → 0, ``"-1"`` → -1, ``"gpu1"``/``""``/``"+"`` → -1.
+    """
+    sign = s[:1] if s[:1] in ("+", "-") else ""
     digits = ""
-    for i, c in enumerate(s):
-        if c.isdigit() or (i == 0 and c in "+-"):
-            digits += c
-        else:
+    for c in s[len(sign):]:
+        if c not in _ASCII_DIGITS:
             break
-    if digits in ("", "+", "-"):
+        digits += c
+    if not digits:
         return -1
-    return int(digits)
+    return int(sign + digits)
+
+
+def _why_invalid(elem: str) -> str:
+    e = elem.strip()
+    if not e:
+        return "is empty"
+    if e.startswith("-") and _strtoul(e) < 0:
+        return "is negative"
+    return "does not start with a number"
 
 
 def parse_visible_devices(raw: str | None) -> VisibleSpec:
-    """Parse ``CUDA_VISIBLE_DEVICES`` (without looking at any GPU). ``None`` means the variable is unset."""
+    """Parse ``CUDA_VISIBLE_DEVICES`` by CUDA's rules, without looking at any GPU. ``None`` means unset.
+
+    The same rules as PyTorch's ``torch.cuda._parse_visible_devices`` (tested against it), except that a lone sign
+    (``"+"``) is an invalid entry here where PyTorch raises ``ValueError``, and only ASCII digits count as digits.
+    """
     if raw is None:
         return VisibleSpec(None, None, ("CUDA_VISIBLE_DEVICES is unset: every GPU is visible, cuda:k is the k-th in CUDA's order.",))
+    elems = raw.split(",")
     for prefix in ("GPU-", "MIG-"):
         if raw.startswith(prefix):
             out: list[str] = []
-            for elem in raw.split(","):
+            for pos, elem in enumerate(elems):
                 if elem in out:
-                    return VisibleSpec(raw, (), (f"{elem!r} is listed twice, which makes the whole list invalid: no GPU is visible.",))
+                    return VisibleSpec(raw, (), (f"{elem!r} is listed twice, which makes the whole list invalid: "
+                                                 "no GPU is visible.",), pos, True)
                 if not elem.startswith(prefix):
-                    return VisibleSpec(raw, tuple(out), (f"{elem!r} does not start with {prefix!r} like the first entry, so CUDA stops reading there.",))
+                    return VisibleSpec(raw, tuple(out), (f"{elem!r} does not start with {prefix!r} like the first entry, "
+                                                         f"so CUDA stops reading there{_after(out)}.",), pos)
                 out.append(elem)
             return VisibleSpec(raw, tuple(out))
     nums: list[int] = []
-    for elem in raw.split(","):
+    for pos, elem in enumerate(elems):
         x = _strtoul(elem.strip())
         if x >= 0 and x in nums:
-            return VisibleSpec(raw, (), (f"GPU {x} is listed twice, which makes the whole list invalid: no GPU is visible.",))
+            return VisibleSpec(raw, (), (f"GPU {x} is listed twice ({elem!r}), which makes the whole list invalid: "
+                                         "no GPU is visible.",), pos, True)
         if x < 0:
-            why = "is empty" if not elem.strip() else ("is negative" if elem.strip().startswith("-") else "is not a number")
-            note = (f"{elem!r} {why}, so CUDA stops reading there" + (f" and ignores everything after it." if nums or raw != elem else "."))
+            note = f"{elem!r} {_why_invalid(elem)}, so CUDA stops reading there{_after(nums)}."
             if not nums:
                 note += " No GPU is visible (this is how `CUDA_VISIBLE_DEVICES=` or `=-1` hides every GPU)."
-            return VisibleSpec(raw, tuple(nums), (note,))
+            return VisibleSpec(raw, tuple(nums), (note,), pos)
         nums.append(x)
     return VisibleSpec(raw, tuple(nums))
+
+
+def _after(kept: Sequence[Entry]) -> str:
+    return f" and keeps only what came before it ({', '.join(map(str, kept))})" if kept else ""
+
+
+def format_visible_devices(entries: Sequence[int | str]) -> str:
+    """The value to write for these GPUs, in this order: ``[2, 3]`` → ``"2,3"``; UUIDs are kept as given.
+
+    Refuses lists CUDA would cut short or empty (a repeat, a negative index, an empty or mixed entry), saying why.
+    """
+    texts = [str(e).strip() for e in entries]
+    value = ",".join(texts)
+    spec = parse_visible_devices(value)
+    if not texts:
+        return ""
+    if spec.stopped_at is not None or spec.repeated:
+        raise ValueError(
+            f"CUDA_VISIBLE_DEVICES={value!r} would not mean what the list {list(entries)!r} says: "
+            f"{spec.notes[0]} Give each GPU once, as an index (0, 1, …) or a UUID (GPU-…/MIG-…), not both kinds."
+        )
+    return value
 
 
 @dataclass(frozen=True)
@@ -102,6 +156,10 @@ class VisibleMap:
                 f" (CUDA_VISIBLE_DEVICES={self.raw!r}). CUDA numbers the visible GPUs 0..{len(self.devices) - 1}."
             )
         return self.devices[cuda_index]
+
+    def cuda_indices_of(self, physical_index: int) -> tuple[int, ...]:
+        """Which ``cuda:k`` (if any) is the physical GPU ``physical_index`` (several for MIG slices of one GPU)."""
+        return tuple(d.cuda_index for d in self.devices if d.physical_index == physical_index)
 
     def rows(self) -> list[list[str]]:
         return [[f"cuda:{d.cuda_index}", str(d.physical_index), d.name, d.mig_uuid or d.uuid] for d in self.devices]
@@ -133,7 +191,11 @@ def _cuda_order(gpus: Sequence[GpuInfo], order: str, notes: list[str]) -> list[G
 
 
 def visible_map(gpus: Sequence[GpuInfo], env: Mapping[str, str] | None = None) -> VisibleMap:
-    """Map each ``cuda:k`` to a physical GPU for a process started with ``env`` (default: this process's environment)."""
+    """Map each ``cuda:k`` to a physical GPU for a process started with ``env`` (default: this process's environment).
+
+    ``gpus`` are NVML's physical GPUs (``devices().gpus``, or a ``SimulatedGpuReader``'s). Integer entries count in
+    CUDA's order, UUID entries match by unique prefix; both stop at the first entry that names no GPU, as CUDA does.
+    """
     env = os.environ if env is None else env
     raw = env.get("CUDA_VISIBLE_DEVICES")
     order = env.get("CUDA_DEVICE_ORDER", "FASTEST_FIRST")
@@ -157,6 +219,11 @@ def visible_map(gpus: Sequence[GpuInfo], env: Mapping[str, str] | None = None) -
                 out = []
                 break
             out.append(LogicalDevice(len(out), found.physical_index, found.uuid, found.name, found.mig_uuid))
+    for d in out:
+        g = next((g for g in gpus if g.physical_index == d.physical_index), None)
+        if g is not None and g.mig_enabled is True and d.mig_uuid is None:
+            notes.append(f"GPU {g.physical_index} is in MIG mode: CUDA runs work on its MIG slices, never on the whole "
+                         "GPU. Name one slice by its MIG-… UUID (nvidia-smi -L lists them) to use it.")
     if not gpus:
         notes.append("No GPU was found on this machine, so no cuda:k exists whatever the variable says.")
     return VisibleMap(raw, order, tuple(out), tuple(notes))
