@@ -9,6 +9,7 @@ from .gpus import cuda_gpu_count, gpu_requirement
 from .host import HostInfo, host_info
 from .magics import load_ipython_extension
 from .nvml import GpuReader, NvmlReader, default_reader
+from .report import EnvReport, environment_report
 from .readings import GpuInfo, GpuProcess, GpuSample, MigInstance, Unavailable
 from .simulated import SimulatedGpuReader
 from .units import format_bytes, format_percent, format_rate, format_seconds
@@ -21,11 +22,13 @@ _transfer: list[str] = []
 _choosing_more: list[str] = []
 # <<< chapter 02 exports
 # >>> monitor exports (issue 5) — edit only inside this block
-_monitor: list[str] = []
+from .monitor import Monitor, MonitorSummary, monitor  # noqa: E402  (binds gpulab.monitor to the function)
+
+_monitor: list[str] = ["monitor", "Monitor", "MonitorSummary"]
 # <<< monitor exports
 
 # --- chapter 00: what hardware is here -------------------------------------------------------------------------------
-_setup = ["devices", "Inventory", "HostInfo", "host_info", "cuda_gpu_count", "gpu_requirement",
+_setup = ["environment_report", "EnvReport", "devices", "Inventory", "HostInfo", "host_info", "cuda_gpu_count", "gpu_requirement",
           "GpuReader", "NvmlReader", "SimulatedGpuReader", "default_reader",
           "GpuInfo", "GpuSample", "GpuProcess", "MigInstance", "Unavailable"]
 # --- chapter 02: which GPU runs what -------------------------------------------------------------------------------

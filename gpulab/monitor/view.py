@@ -1,0 +1,202 @@
+"""The monitor's figure: built once, its lines updated in place; live in JupyterLab through ipympl, static elsewhere.
+
+``MonitorFigure`` is a plain ``matplotlib.figure.Figure`` (never pyplot, so no backend shows it twice and no global
+figure list grows). ``update`` only calls ``set_data`` on existing lines and adds an artist per new mark. ``png`` renders
+it with Agg for the final static picture that nbval, nbconvert and handouts keep. ``LiveCanvas`` shows the same figure
+as an ipympl canvas and redraws it from the render thread; nothing is ever written into an ``Output`` widget from a
+thread. Panels: host memory, utilisation (CPU and each GPU), GPU memory (only when GPUs or CUDA are there), speed.
+Taught in ``notebooks/05_live_monitor.ipynb``.
+"""
+from __future__ import annotations
+
+import io
+import os
+import sys
+import textwrap
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter, MaxNLocator
+
+from ..units import format_bytes
+from .history import History
+
+__all__ = ["MonitorFigure", "LiveCanvas", "frontend_available", "RENDER_THREAD_NAME"]
+
+RENDER_THREAD_NAME = "gpulab-monitor-render"
+_BYTES = FuncFormatter(lambda v, _pos: format_bytes(v, 1).replace(".0 ", " ") if v > 0 else "0")
+
+
+class _BinaryLocator(MaxNLocator):
+    """Round ticks in MiB or GiB (1, 2, 4, 5, 8 …), as memory is counted, not 953.7 MiB."""
+
+    def tick_values(self, vmin: float, vmax: float) -> np.ndarray:
+        unit = 1024.0**3 if vmax >= 4 * 1024**3 else 1024.0**2 if vmax >= 1024**2 else 1.0
+        return super().tick_values(vmin / unit, vmax / unit) * unit
+
+
+def frontend_available() -> bool:
+    """Whether a live widget would be seen: an IPython kernel started by a Jupyter server (JupyterLab, Notebook).
+
+    Headless runners (nbval, nbconvert, nbclient) start kernels without a server, so they get the static figure only.
+    ``GPULAB_MONITOR_LIVE=1`` / ``0`` overrides the guess (VS Code, Colab).
+    """
+    forced = os.environ.get("GPULAB_MONITOR_LIVE", "").strip().lower()
+    if forced in {"1", "true", "yes", "on", "0", "false", "no", "off"}:
+        return forced in {"1", "true", "yes", "on"}
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    return shell is not None and hasattr(shell, "kernel") and bool(os.environ.get("JPY_SESSION_NAME"))
+
+
+class MonitorFigure:
+    """The monitor's panels over a ``History``'s columns."""
+
+    def __init__(self, columns: Sequence[str], *, title: str = "", gpus: Sequence[int] = (), cuda_devices: int = 0,
+                 notes: Sequence[str] = ()) -> None:
+        self.columns = tuple(columns)
+        has_gpu_memory = bool(gpus) or cuda_devices > 0
+        names = ["host memory", "utilisation"] + (["GPU memory"] if has_gpu_memory else []) + ["speed"]
+        self.figure = Figure(figsize=(9, 2.0 * len(names) + 0.8), layout="constrained")
+        axes = self.figure.subplots(len(names), 1, sharex=True, squeeze=False)[:, 0]
+        self.axes = dict(zip(names, axes))
+        self.lines: dict[str, Any] = {}
+        ax = self.axes["host memory"]
+        self._line(ax, "host_memory_used_bytes", "host RAM used (cgroup-aware)")
+        self._line(ax, "process_rss_bytes", "this process (RSS)")
+        self._bytes_axis(ax)
+        ax = self.axes["utilisation"]
+        self._line(ax, "host_cpu_percent", "CPU (all usable cores)")
+        for k in gpus:
+            self._line(ax, f"gpu{k}_utilization_percent", f"GPU {k}")
+        ax.set_ylim(0, 105)
+        ax.set_ylabel("%")
+        if has_gpu_memory:
+            ax = self.axes["GPU memory"]
+            for k in gpus:
+                self._line(ax, f"gpu{k}_memory_used_bytes", f"GPU {k} used (NVML, all processes)")
+            for j in range(cuda_devices):
+                self._line(ax, f"cuda{j}_allocated_bytes", f"cuda:{j} allocated (torch)")
+                self._line(ax, f"cuda{j}_reserved_bytes", f"cuda:{j} reserved (torch)", linestyle=":")
+            self._bytes_axis(ax)
+        ax = self.axes["speed"]
+        self._line(ax, "samples_per_s", "samples/s")
+        ax.set_ylabel("samples/s")
+        self._step_axis = ax.twinx()
+        self._line(self._step_axis, "step_time_s", "step time (s, right)", color="tab:red", linestyle="--")
+        self._step_axis.set_ylabel("step time (s)")
+        ax.set_xlabel("seconds since the monitor started")
+        for name, ax in self.axes.items():
+            ax.set_title(name, loc="left", fontsize=9)
+            ax.grid(alpha=0.3)
+        for name, ax in self.axes.items():
+            handles = ax.lines + (self._step_axis.lines if name == "speed" else [])
+            if handles:
+                ax.legend(handles=handles, loc="lower right", bbox_to_anchor=(1.0, 1.0), ncols=3, fontsize=7,
+                          frameon=False, borderaxespad=0.1)  # above the panel: never hides a line or a mark
+        self._title = f"{title} — " if title else ""
+        self.axes["host memory"].set_title(f"{self._title}host memory", loc="left", fontsize=9)
+        self._marks_drawn = 0
+        self._notes = self.figure.text(0.01, 0.0, "", fontsize=7, color="dimgrey", va="bottom")
+        self.set_notes(notes)
+
+    @staticmethod
+    def _bytes_axis(ax: Any) -> None:
+        ax.yaxis.set_major_locator(_BinaryLocator(nbins=5, steps=[1, 2, 4, 5, 8, 10]))
+        ax.yaxis.set_major_formatter(_BYTES)
+
+    def _line(self, ax: Any, column: str, label: str, **style: Any) -> None:
+        if column in self.columns:
+            (self.lines[column],) = ax.plot([], [], label=label, linewidth=1.2, **style)
+
+    def set_notes(self, notes: Sequence[str]) -> None:
+        text = "\n".join(textwrap.shorten(n, 150) for n in notes)
+        self._notes.set_text(text)
+        bottom = 0.015 * (len(notes) + 1) if notes else 0.0  # room for the notes under the panels
+        self.figure.get_layout_engine().set(h_pad=0.04, rect=(0, bottom, 1, 1 - bottom))
+
+    def update(self, elapsed_s: np.ndarray, values: np.ndarray, marks: Sequence[tuple[float, str]] = ()) -> None:
+        """Move every line to the new data (``set_data``), add any new marks, rescale. No artist is rebuilt."""
+        for column, line in self.lines.items():
+            line.set_data(elapsed_s, values[:, self.columns.index(column)])
+        for t, label in marks[self._marks_drawn:]:
+            for ax in self.axes.values():
+                ax.axvline(t, color="black", alpha=0.5, linewidth=0.8)
+            top = self.axes["host memory"]
+            top.annotate(label, (t, 0.97), xycoords=("data", "axes fraction"), rotation=90, fontsize=8,
+                         va="top", ha="right", bbox={"boxstyle": "round,pad=0.1", "fc": "white", "alpha": 0.7,
+                                                     "linewidth": 0})
+        self._marks_drawn = max(self._marks_drawn, len(marks))
+        for ax in list(self.axes.values()) + [self._step_axis]:
+            ax.relim()
+            ax.autoscale_view(scalex=False)
+        self.axes["utilisation"].set_ylim(0, 105)
+        for ax in [self.axes[n] for n in ("host memory", "GPU memory", "speed") if n in self.axes] + [self._step_axis]:
+            ax.set_ylim(0, ax.get_ylim()[1] * 1.08, auto=None)  # from zero, with room above the highest point
+        if "host_memory_limit_bytes" in self.columns and len(values):
+            limit = values[-1, self.columns.index("host_memory_limit_bytes")]
+            self.axes["host memory"].set_title(f"{self._title}host memory (limit {format_bytes(limit)})", loc="left",
+                                              fontsize=9)
+        end = float(elapsed_s[-1]) if len(elapsed_s) else 1.0
+        self.axes["speed"].set_xlim(0, max(end, 1.0))
+
+    def update_from(self, history: History, marks: Sequence[tuple[float, str]] = ()) -> None:
+        self.update(*history.snapshot(), marks)
+
+    def png(self, dpi: int = 80) -> bytes:
+        """The figure as PNG bytes, rendered with Agg whatever the notebook's backend is."""
+        buf = io.BytesIO()
+        self.figure.savefig(buf, format="png", dpi=dpi)  # Agg for PNG whatever canvas the figure has
+        return buf.getvalue()
+
+
+class LiveCanvas:
+    """An ipympl canvas over a ``MonitorFigure``, redrawn by a render thread at most every ``interval_s``."""
+
+    def __init__(self, figure: MonitorFigure, history: History, marks: list[tuple[float, str]],
+                 interval_s: float = 0.5) -> None:
+        from ipympl.backend_nbagg import Canvas, FigureManager  # the one import of ipympl
+
+        self.figure = figure
+        self._history = history
+        self._marks = marks
+        self.interval_s = interval_s
+        self.canvas = Canvas(figure.figure)
+        self.canvas.header_visible = False
+        self.canvas.toolbar_visible = False
+        self._manager = FigureManager(self.canvas, 0)
+        self.draws = 0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._handle: Any = None
+
+    def show(self) -> None:
+        """Display the canvas (main thread) and start redrawing it."""
+        from IPython.display import display
+
+        self.canvas._closed = False
+        self._handle = display(self.canvas, display_id=True)
+        self._thread = threading.Thread(target=self._run, name=RENDER_THREAD_NAME, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            self.figure.update_from(self._history, list(self._marks))
+            self.canvas.draw()  # renders with Agg and sends the image to the frontend; no round trip needed
+            self.draws += 1
+
+    def stop(self, timeout: float = 10.0) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def replace_with(self, png: bytes) -> None:
+        """Put the final static picture where the live canvas was (so a saved notebook keeps an image, not a widget)."""
+        from IPython.display import Image
+
+        if self._handle is not None:
+            self._handle.update(Image(data=png, format="png"))
+        self.canvas.close()
