@@ -16,7 +16,15 @@ from .units import format_bytes, format_percent, format_rate, format_seconds
 from .visible import VisibleMap, parse_visible_devices, visible_map
 
 # >>> chapter 01 exports (issue 3: timing, transfers) — edit only inside this block
-_transfer: list[str] = []
+from .sizing import Allocation, ModuleSize, allocated_bytes, module_size  # noqa: E402
+from .timing import BenchmarkResult, benchmark, synchronize  # noqa: E402
+from .transfer import (BandwidthSweep, CrossoverSweep, HazardResult, bandwidth_sweep,  # noqa: E402
+                       crossover_sweep, nonblocking_hazard)
+
+_transfer: list[str] = ["benchmark", "BenchmarkResult", "synchronize",
+                        "bandwidth_sweep", "BandwidthSweep", "crossover_sweep", "CrossoverSweep",
+                        "nonblocking_hazard", "HazardResult",
+                        "module_size", "ModuleSize", "allocated_bytes", "Allocation"]
 # <<< chapter 01 exports
 # >>> chapter 02 exports (issue 4: explain, setter, selection, picker) — edit only inside this block
 _choosing_more: list[str] = []
