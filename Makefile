@@ -33,5 +33,9 @@ test-notebooks: $(STAMP)
 test-gpu: $(STAMP)
 	GPULAB_ONLY_GPU=1 $(PY) -m pytest tests notebooks
 
+# Printable HTML (and PDF where Chromium is installed) of every chapter, into handouts/.
+handouts: $(STAMP)
+	$(PY) tools/handouts.py
+
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info
