@@ -13,9 +13,9 @@ Never creates a CUDA context: the GPUs are read through NVML (or a described mac
 from __future__ import annotations
 
 import fcntl
-import getpass
 import json
 import os
+import pwd
 import socket
 import stat
 import time
@@ -219,7 +219,7 @@ def _write_holder(fd: int) -> bool:
     """Write who holds the lock into the file; False on a read-only descriptor (the lock holds, the name is missing)."""
     if fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE == os.O_RDONLY:
         return False
-    info = {"pid": os.getpid(), "user": getpass.getuser(), "host": socket.gethostname(), "since": time.time()}
+    info = {"pid": os.getpid(), "user": pwd.getpwuid(os.geteuid()).pw_name, "host": socket.gethostname(), "since": time.time()}
     os.ftruncate(fd, 0)
     os.pwrite(fd, json.dumps(info).encode(), 0)
     return True
