@@ -87,6 +87,9 @@ class MonitorSummary:
             lines.append(f"  not shown: {note}")
         return "\n".join(lines)
 
+    def _repr_pretty_(self, p, cycle: bool) -> None:  # IPython's text/plain: the table, not the dataclass fields
+        p.text(str(self))
+
     def _repr_html_(self) -> str:
         parts = [html_table(("", ""), self._speed_rows(), caption=self._heading()),
                  html_table(("device", "reading", "peak", "of"), [p.row() for p in self.peaks],
