@@ -92,8 +92,13 @@ def _read_holder(fd: int) -> str:
 
 
 def current_holders(uuids: list[str], directory: str | os.PathLike[str] | None = None) -> dict[str, str]:
-    """Which of these GPUs someone holds right now, and who (checked by trying each lock, then letting go)."""
-    d = reservations_dir(directory)
+    """Which of these GPUs someone holds right now, and who (checked by trying each lock, then letting go).
+
+    Creates nothing: with no reservation directory yet, nobody holds anything.
+    """
+    d = Path(directory or os.environ.get("GPULAB_RESERVATIONS_DIR") or DEFAULT_DIR)
+    if not d.is_dir():
+        return {}
     out: dict[str, str] = {}
     for uuid in uuids:
         path = _lock_path(d, uuid)
