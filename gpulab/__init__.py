@@ -27,7 +27,17 @@ _transfer: list[str] = ["benchmark", "BenchmarkResult", "synchronize",
                         "module_size", "ModuleSize", "allocated_bytes", "Allocation"]
 # <<< chapter 01 exports
 # >>> chapter 02 exports (issue 4: explain, setter, selection, picker) — edit only inside this block
-_choosing_more: list[str] = []
+from .envvars import CudaAlreadyStarted, CudaState, cuda_state, patched_environ, set_visible_devices  # noqa: E402
+from .explain import Explanation, explain  # noqa: E402
+from .picker import GpuPicker  # noqa: E402
+from .reservation import Reservation, current_holders, reserve_gpus  # noqa: E402
+from .selection import Choice, NoFreeGpu, Policy, choose_gpus, rank_gpus  # noqa: E402
+from .visible import format_visible_devices  # noqa: E402
+
+_choosing_more: list[str] = ["explain", "Explanation", "format_visible_devices",
+                             "set_visible_devices", "patched_environ", "cuda_state", "CudaState", "CudaAlreadyStarted",
+                             "choose_gpus", "rank_gpus", "Policy", "Choice", "NoFreeGpu",
+                             "reserve_gpus", "Reservation", "current_holders", "GpuPicker"]
 # <<< chapter 02 exports
 # >>> monitor exports (issue 5) — edit only inside this block
 from .monitor import Monitor, MonitorSummary, monitor  # noqa: E402  (binds gpulab.monitor to the function)

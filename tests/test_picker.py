@@ -129,3 +129,25 @@ def test_no_gpu_shows_the_cpu_and_what_would_appear():
 def test_renders_as_a_widget_with_a_text_fallback():
     bundle = GpuPicker(FakeGpuReader("two-gpus-mig"), selected=[1])._repr_mimebundle_()
     assert "application/vnd.jupyter.widget-view+json" in bundle and "selected: 1" in bundle["text/plain"]
+
+
+NO_CONTEXT_SCRIPT = """
+import tempfile, torch, gpulab
+gpulab.explain("torch.cuda.set_device(1)\\nmodel.cuda()", env={"CUDA_VISIBLE_DEVICES": "1,0"})
+picker = gpulab.GpuPicker(reservations=tempfile.mkdtemp())
+str(picker)
+inv = gpulab.devices()
+if inv.gpus:
+    gpulab.choose_gpus(1, inv.gpus, gpulab.Policy(1.0, 100, True))
+    gpulab.reserve_gpus(1, policy=gpulab.Policy(1.0, 100, True), directory=tempfile.mkdtemp()).release()
+s = gpulab.cuda_state()
+print(torch.cuda.is_initialized(), s.driver_loaded)
+"""
+
+
+@pytest.mark.parametrize("simulate", ["", "workshop-8"])
+def test_explaining_picking_and_reserving_never_start_cuda(simulate):
+    env = {**os.environ, "GPULAB_SIMULATE_GPUS": simulate}
+    out = subprocess.run([sys.executable, "-c", NO_CONTEXT_SCRIPT], capture_output=True, text=True, timeout=120, env=env)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split()[-2:] == ["False", "False"]
