@@ -159,9 +159,8 @@ class _Walker:
                 if k < 0:  # PyTorch documents negative indices as a no-op
                     return self._cpu(code, f"a negative index is a no-op: the current device stays cuda:{self.current}.")
                 step = self._on(code, [k], f"makes cuda:{k} the current device"
-                                + (" inside the block" if context else " for the rest of the program")
-                                + "; `.cuda()` and `torch.cuda.*Tensor` without an index now go there, while an "
-                                  "explicit index still wins")
+                                + (" inside the block" if context else " from here on")
+                                + " (.cuda() without an index goes there; an explicit index still wins)")
                 if not step.error:
                     self.current = k
                 return step
@@ -209,7 +208,7 @@ class _Walker:
         d = torch.device("cuda", dev) if isinstance(dev, int) else torch.device(dev)
         if cuda_only and d.type != "cuda":
             raise RuntimeError("Invalid device, must be cuda device")
-        return self._device_here(code, d, "is asked for explicitly, which wins over set_device and torch.cuda.device")
+        return self._device_here(code, d, "is asked for explicitly (this beats set_device and torch.cuda.device)")
 
     def _device_here(self, code: str, dev: Any, why: str) -> Step:
         if dev is None or dev.type != "cuda":
@@ -242,12 +241,11 @@ def _why_none(vmap: VisibleMap) -> str:
 
 def _describe(vmap: VisibleMap, d: LogicalDevice) -> str:
     if vmap.raw is None:
-        because = "CUDA_VISIBLE_DEVICES is unset, so cuda:k is the k-th GPU in CUDA's order"
+        because = "CUDA_VISIBLE_DEVICES is unset, so cuda:k is the k-th GPU"
     else:
-        because = (f"CUDA_VISIBLE_DEVICES={vmap.raw!r} lists it in position {d.cuda_index} (counting from 0), "
-                   "and CUDA numbers the visible GPUs in list order")
+        because = f"entry {d.cuda_index} (from 0) of CUDA_VISIBLE_DEVICES={vmap.raw!r}"
     slice_ = f", MIG slice {d.mig_uuid}" if d.mig_uuid else ""
-    return f"cuda:{d.cuda_index} is physical GPU {d.physical_index} ({d.name}{slice_}) because {because}"
+    return f"cuda:{d.cuda_index} is physical GPU {d.physical_index} ({d.name}{slice_}): {because}"
 
 
 def _name(node: ast.expr) -> str:

@@ -128,7 +128,8 @@ def _selection_lock(d: Path) -> Iterator[None]:
 
 @dataclass
 class Reservation:
-    """GPUs held by this process until ``release()``, the end of a ``with`` block, or the end of the process."""
+    """GPUs held by this process until ``release()``, the end of a ``with`` block, the object being dropped, or the
+    end of the process (however it ends: the kernel releases the locks)."""
 
     choice: Choice
     directory: Path
@@ -162,6 +163,9 @@ class Reservation:
         for fd in self._fds.values():
             os.close(fd)
         self._fds = {}
+
+    def __del__(self) -> None:  # a reservation nobody refers to any more is let go, like a file object
+        self.release()
 
     def __enter__(self) -> "Reservation":
         return self

@@ -14,7 +14,7 @@ SEED_ENV = {"CUDA_VISIBLE_DEVICES": "2,3,4,5"}
 def test_seed_000_cuda_1_under_2345_runs_on_physical_gpu_3():
     e = explain("model.cuda(1)", W8, SEED_ENV)
     assert e.error is None and e.physical_indices == (3,)
-    assert "cuda:1 is physical GPU 3" in str(e) and "lists it in position 1" in str(e)
+    assert "cuda:1 is physical GPU 3" in str(e) and "entry 1 (from 0) of CUDA_VISIBLE_DEVICES='2,3,4,5'" in str(e)
     assert "<table" in e._repr_html_()
 
 
