@@ -18,8 +18,8 @@ from .visible import VisibleMap, parse_visible_devices, visible_map
 # >>> chapter 01 exports (issue 3: timing, transfers) — edit only inside this block
 from .sizing import Allocation, ModuleSize, allocated_bytes, module_size  # noqa: E402
 from .timing import BenchmarkResult, benchmark, synchronize  # noqa: E402
-from .transfer import (BandwidthSweep, CrossoverSweep, HazardResult, bandwidth_sweep,  # noqa: E402
-                       crossover_sweep, nonblocking_hazard)
+from .crossover import CrossoverSweep, crossover_sweep  # noqa: E402
+from .transfer import BandwidthSweep, HazardResult, bandwidth_sweep, nonblocking_hazard  # noqa: E402
 
 _transfer: list[str] = ["benchmark", "BenchmarkResult", "synchronize",
                         "bandwidth_sweep", "BandwidthSweep", "crossover_sweep", "CrossoverSweep",

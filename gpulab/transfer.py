@@ -1,15 +1,14 @@
-"""What crossing the CPU↔GPU boundary costs, measured: copy bandwidth, and when a GPU beats the CPU (a probe).
+"""What crossing the CPU↔GPU boundary costs, measured: copy bandwidth and the non_blocking hazard (a probe).
 
 - ``bandwidth_sweep``: host→device and device→host copies of growing size, from pageable or pinned host memory.
-- ``crossover_sweep``: one operation at growing sizes on several devices, optionally paying the copies both ways.
 - ``nonblocking_hazard``: reading a GPU→CPU ``non_blocking`` copy before synchronising (CUDA only).
 
-The device is a parameter everywhere, so the CPU path (``device='cpu'``: host-to-host copies, CPU-only curves) runs
-on any laptop and in the tests. Taught in ``notebooks/01_cpu_gpu_transfer.ipynb``.
+The device is a parameter, so the CPU path (``device='cpu'``: host-to-host copies) runs on any laptop and in the
+tests. When a GPU beats the CPU at all is ``gpulab.crossover``. Taught in ``notebooks/01_cpu_gpu_transfer.ipynb``.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,8 +16,7 @@ from .tables import html_table, text_table
 from .timing import BenchmarkResult, benchmark, resolve_device
 from .units import format_bytes, format_seconds
 
-__all__ = ["CopyMeasurement", "BandwidthSweep", "bandwidth_sweep", "SizePoint", "CrossoverSweep", "crossover_sweep",
-           "OPS", "HazardResult", "nonblocking_hazard"]
+__all__ = ["CopyMeasurement", "BandwidthSweep", "bandwidth_sweep", "HazardResult", "nonblocking_hazard"]
 
 DIRECTIONS = ("h2d", "d2h")
 
@@ -136,171 +134,6 @@ def bandwidth_sweep(sizes_bytes: Sequence[int], *, device: Any = "cuda", pinned:
             del host
         del on_device
     return BandwidthSweep(str(dev), non_blocking, tuple(out))
-
-
-@dataclass(frozen=True)
-class Op:
-    """An operation with a size knob: ``make(size, device)`` builds its inputs, ``run(*inputs)`` does the work."""
-
-    name: str
-    size_meaning: str
-    make: Callable[[int, Any], tuple[Any, ...]]
-    run: Callable[..., Any]
-
-
-def _square(n: int, device: Any) -> tuple[Any, ...]:
-    import torch
-
-    return torch.randn(n, n, device=device), torch.randn(n, n, device=device)
-
-
-def _vector(n: int, device: Any) -> tuple[Any, ...]:
-    import torch
-
-    return torch.randn(n, device=device), torch.randn(n, device=device)
-
-
-OPS: dict[str, Op] = {
-    "matmul": Op("matmul", "n for n×n @ n×n, float32", _square, lambda a, b: a @ b),
-    "add": Op("add", "elements in a + b, float32", _vector, lambda a, b: a + b),
-}
-
-
-@dataclass(frozen=True)
-class SizePoint:
-    device: str
-    size: int
-    result: BenchmarkResult
-
-
-@dataclass(frozen=True)
-class CrossoverSweep:
-    """Median time of one op against its size on each device; where does the GPU start to win?"""
-
-    op: str
-    size_meaning: str
-    include_transfer: bool
-    points: tuple[SizePoint, ...]
-
-    @property
-    def devices(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(p.device for p in self.points))
-
-    @property
-    def sizes(self) -> tuple[int, ...]:
-        return tuple(dict.fromkeys(p.size for p in self.points))
-
-    def median_s(self, device: str, size: int) -> float:
-        for p in self.points:
-            if p.device == device and p.size == size:
-                return p.result.median_s
-        raise KeyError(f"{device} at size {size} was not measured; measured devices: {', '.join(self.devices)}.")
-
-    def crossover_size(self, device: str, baseline: str = "cpu") -> int | None:
-        """Smallest measured size from which ``device`` is faster than ``baseline`` at every larger size, or None."""
-        if device not in self.devices or baseline not in self.devices:
-            return None
-        found = None
-        for size in reversed(self.sizes):
-            if self.median_s(device, size) < self.median_s(baseline, size):
-                found = size
-            else:
-                break
-        return found
-
-    def verdict(self) -> str:
-        others = [d for d in self.devices if d != "cpu"]
-        if "cpu" not in self.devices or not others:
-            return (f"Only {', '.join(self.devices)} measured: no crossover can be read from one device. On a GPU "
-                    f"machine the sweep adds the GPU curve.")
-        lines = []
-        for d in others:
-            size = self.crossover_size(d)
-            lines.append(f"{d} is faster than cpu from size {size:,} on" if size is not None
-                         else f"{d} was never faster than cpu at every size from some point on")
-        return "; ".join(lines) + (" (including the copies both ways)." if self.include_transfer else ".")
-
-    def _rows(self) -> list[list[str]]:
-        devs = self.devices
-        rows = []
-        for size in self.sizes:
-            row = [f"{size:,}"] + [format_seconds(self.median_s(d, size)) for d in devs]
-            if "cpu" in devs and len(devs) > 1:
-                row += [f"{self.median_s('cpu', size) / self.median_s(d, size):.2f}×" for d in devs if d != "cpu"]
-            rows.append(row)
-        return rows
-
-    def _headers(self) -> list[str]:
-        devs = self.devices
-        extra = [f"cpu ÷ {d}" for d in devs if d != "cpu"] if "cpu" in devs and len(devs) > 1 else []
-        return ["size"] + [f"{d} median" for d in devs] + extra
-
-    def _title(self) -> str:
-        copies = ", copies in and out included" if self.include_transfer else ", inputs already on the device"
-        return f"{self.op} ({self.size_meaning}){copies}"
-
-    def __str__(self) -> str:
-        return "\n".join([self._title(), text_table(self._headers(), self._rows(), indent="  "), self.verdict()])
-
-    def _repr_html_(self) -> str:
-        import html
-
-        return html_table(self._headers(), self._rows(), caption=self._title()) + f"<p>{html.escape(self.verdict())}</p>"
-
-    def plot(self, ax: Any = None) -> Any:
-        """Median time against size per device (log-log), IQR as error bars; returns the Axes."""
-        if ax is None:
-            import matplotlib.pyplot as plt
-
-            _, ax = plt.subplots(figsize=(6, 3.5))
-        for d in self.devices:
-            ps = [p for p in self.points if p.device == d]
-            med = [p.result.median_s for p in ps]
-            err = [[m - p.result.q1_s for m, p in zip(med, ps)], [p.result.q3_s - m for m, p in zip(med, ps)]]
-            ax.errorbar([p.size for p in ps], med, yerr=err, fmt="o-", capsize=2, label=d)
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        ax.set_xlabel(f"size ({self.size_meaning})")
-        ax.set_ylabel("seconds per call (median)")
-        ax.set_title(self._title(), fontsize="small")
-        ax.legend(fontsize="small")
-        return ax
-
-
-def crossover_sweep(sizes: Sequence[int], *, devices: Sequence[Any] = ("cpu",), op: str = "matmul",
-                    include_transfer: bool = False, warmup: int = 2, repeats: int = 7,
-                    min_block_s: float = 1e-3) -> CrossoverSweep:
-    """Time ``op`` at each size on each device; returns a ``CrossoverSweep`` with its table, verdict and plot.
-
-    With ``include_transfer=True`` the inputs start on the CPU and the result comes back to it, as when data lives in
-    host memory: the device pays two copies per call (nothing extra on ``cpu``). Taught in
-    ``notebooks/01_cpu_gpu_transfer.ipynb``.
-    """
-    if op not in OPS:
-        raise ValueError(f"op={op!r} is not one of {', '.join(OPS)}.")
-    if not sizes or any(int(s) < 1 for s in sizes):
-        raise ValueError(f"sizes={tuple(sizes)!r}: give one or more positive sizes, e.g. [16, 64, 256, 1024].")
-    if not devices:
-        raise ValueError("devices=(): name at least one device, e.g. devices=('cpu', 'cuda').")
-    spec = OPS[op]
-    points = []
-    for device in devices:
-        dev = resolve_device(device)
-        for size in (int(s) for s in sizes):
-            if include_transfer:
-                host_inputs = spec.make(size, "cpu")
-
-                def fn(h: tuple[Any, ...] = host_inputs, d: Any = dev) -> Any:
-                    return spec.run(*(t.to(d) for t in h)).to("cpu")
-            else:
-                inputs = spec.make(size, dev)
-
-                def fn(i: tuple[Any, ...] = inputs) -> Any:
-                    return spec.run(*i)
-            r = benchmark(fn, device=dev, warmup=warmup, repeats=repeats, min_block_s=min_block_s,
-                          label=f"{op} {size}")
-            points.append(SizePoint(str(dev), size, r))
-    return CrossoverSweep(op, spec.size_meaning, include_transfer, tuple(points))
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""gpulab.transfer: the sweeps run their CPU path for real here; the CUDA paths are gpu-marked."""
+"""gpulab.transfer and gpulab.crossover: the sweeps run their CPU path for real here; the CUDA paths are gpu-marked."""
 from __future__ import annotations
 
 import matplotlib
@@ -9,8 +9,8 @@ import pytest  # noqa: E402
 
 from gpulab.testing import requires_gpus  # noqa: E402
 from gpulab.timing import BenchmarkResult  # noqa: E402
-from gpulab.transfer import (CrossoverSweep, SizePoint, bandwidth_sweep, crossover_sweep,  # noqa: E402
-                             nonblocking_hazard)
+from gpulab.crossover import CrossoverSweep, SizePoint, crossover_sweep  # noqa: E402
+from gpulab.transfer import bandwidth_sweep, nonblocking_hazard  # noqa: E402
 
 
 def test_cpu_bandwidth_sweep_measures_host_copies() -> None:
