@@ -155,7 +155,10 @@ class _Walker:
             if last in ("set_device", "set_device_index", "set_device_idx") or (last == "device" and "cuda" in name):
                 if last == "device" and not context:
                     return self._cpu(code, "torch.cuda.device(i) does nothing by itself: use it in a `with` block.")
-                k = _cuda_index(args[0] if args else kw.get("device"))
+                arg = args[0] if args else kw.get("device")
+                if arg is None and context:  # torch.cuda.device(None) is documented as a no-op
+                    return self._cpu(code, f"torch.cuda.device(None) is a no-op: the current device stays cuda:{self.current}.")
+                k = _cuda_index(arg)
                 if k < 0:  # PyTorch documents negative indices as a no-op
                     return self._cpu(code, f"a negative index is a no-op: the current device stays cuda:{self.current}.")
                 step = self._on(code, [k], f"makes cuda:{k} the current device"

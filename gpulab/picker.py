@@ -21,7 +21,7 @@ from .readings import GpuInfo, Unavailable, is_known
 from .reservation import current_holders
 from .selection import NoFreeGpu, Policy, choose_gpus
 from .units import format_bytes
-from .visible import VisibleMap, VisibleSpec, visible_map
+from .visible import VisibleMap, VisibleSpec, parse_visible_devices, visible_map
 
 __all__ = ["GpuPicker", "parse_pick"]
 
@@ -183,8 +183,6 @@ class GpuPicker:
         if not self.this_kernel:
             self._say(f"Simulated machine: a real one would now set CUDA_VISIBLE_DEVICES={self.value} "
                       "CUDA_DEVICE_ORDER=PCI_BUS_ID. Nothing was changed in this kernel.", ok=True)
-            from .visible import parse_visible_devices
-
             return parse_visible_devices(self.value)
         spec = set_visible_devices(self._order, order="PCI_BUS_ID")
         self._say(f"Set CUDA_VISIBLE_DEVICES={self.value}, CUDA_DEVICE_ORDER=PCI_BUS_ID in this kernel; processes it "

@@ -98,6 +98,8 @@ def test_no_gpu_machine_says_so():
 def test_set_device_negative_is_a_no_op_and_bare_context_does_nothing():
     e = explain("torch.cuda.set_device(-1)\ntorch.cuda.device(1)\nx.cuda()", W8, {})
     assert e.physical_indices == (0,) and "no-op" in e.steps[0].sentence and "does nothing" in e.steps[1].sentence
+    e = explain("with torch.cuda.device(None):\n    x.cuda()", W8, {})
+    assert e.physical_indices == (0,) and "no-op" in e.steps[0].sentence
 
 
 @pytest.mark.parametrize("code, match", [
