@@ -228,3 +228,18 @@ def test_the_sampler_never_initialises_cuda():
         s.start(); time.sleep(0.3); s.stop()
         print(torch.cuda.is_initialized(), s.history.appended > 0)
     """) == "False True"
+
+
+def test_this_process_cpu_use_is_read_next_to_the_machine_s():
+    import psutil
+
+    s = Sampler(reader=FakeGpuReader(None), clock=FakeClock())
+    s.tick()
+    me = psutil.Process()
+    start = sum(me.cpu_times()[:2])
+    while sum(me.cpu_times()[:2]) - start < 0.05:  # burn CPU until the kernel has counted some (10 ms ticks)
+        sum(range(10_000))
+    s.tick()
+    share = s.history.column("process_cpu_percent")
+    assert 0 < share[-1] <= 100
+    assert s.history.last("host_cpu_percent") >= 0

@@ -191,10 +191,11 @@ class Monitor:
                                  math.nan) for what in ("allocated", "reserved")]
         return MonitorSummary(
             title=self.title, duration_s=end - s.t0, readings=h.appended, interval_s=s.interval_s,
-            missed_deadlines=s.missed_deadlines, samples_total=samples, steps_total=steps,
+            missed_deadlines=s.missed_deadlines, reading_cost_s=s.busy_s / max(h.appended, 1), samples_total=samples, steps_total=steps,
             mean_samples_per_s=samples / step_time if steps and step_time > 0 else never,
             mean_step_time_s=step_time / steps if steps else never,
             mean_cpu_percent=h.nanmean("host_cpu_percent"),
+            mean_process_cpu_percent=h.nanmean("process_cpu_percent"),
             mean_gpu_utilization_percent=tuple((k, h.nanmean(f"gpu{k}_utilization_percent")) for k in s.gpus),
             peaks=tuple(peaks), marks=tuple(self.marks), missing=tuple(s.missing), ended_by=self._ended_by,
             simulated_gpus=bool(getattr(s.reader, "simulated", False)) and bool(s.gpus),

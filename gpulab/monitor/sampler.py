@@ -11,6 +11,7 @@ Taught in ``notebooks/05_live_monitor.ipynb``.
 from __future__ import annotations
 
 import math
+import os
 import sys
 import threading
 import time
@@ -18,6 +19,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+import psutil
 
 from ..host import host_sample
 from ..nvml import GpuReader, default_reader
@@ -28,7 +30,9 @@ __all__ = ["Progress", "Sampler", "SAMPLER_THREAD_NAME"]
 
 SAMPLER_THREAD_NAME = "gpulab-monitor-sampler"
 NAN = float("nan")
-HOST_COLUMNS = ("host_memory_used_bytes", "host_memory_limit_bytes", "host_cpu_percent", "process_rss_bytes")
+HOST_COLUMNS = ("host_memory_used_bytes", "host_memory_limit_bytes", "host_cpu_percent", "process_rss_bytes",
+                "process_cpu_percent")
+_SPEED_AT = len(HOST_COLUMNS)
 SPEED_COLUMNS = ("samples_total", "steps_total", "samples_per_s", "step_time_s")
 GPU_FIELDS = ("memory_used_bytes", "memory_total_bytes", "utilization_percent", "processes")
 CUDA_FIELDS = ("allocated_bytes", "reserved_bytes")
@@ -89,7 +93,7 @@ class Sampler:
         self._thread: threading.Thread | None = None
         self.missing: list[str] = []  # what could not be read, one sentence each, in order of discovery
         self.missed_deadlines = 0
-        self.busy_s = 0.0  # time spent reading (perf_counter), for the benchmark
+        self.busy_s = 0.0  # CPU time spent reading (thread_time): the cost of watching
         self.gpus = self._choose_gpus(gpus)
         self.cuda_devices = self._cuda_device_count()
         columns = list(HOST_COLUMNS) + list(SPEED_COLUMNS)
@@ -103,6 +107,10 @@ class Sampler:
         self._previous: tuple[float, tuple[int, int, float]] | None = None
         self._next_process_t = self.t0
         self._process_counts = [NAN] * len(self.gpus)
+        self._process = psutil.Process()
+        self._cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        times = self._process.cpu_times()
+        self._cpu_before = (time.perf_counter(), times.user + times.system)
 
     # -- what can be read ---------------------------------------------------------------------------------------------
     def _choose_gpus(self, gpus: Sequence[int] | None) -> list[int]:
@@ -140,13 +148,14 @@ class Sampler:
         ``rate=False`` (the extra reading when the monitor stops, a fraction of an interval after the last) records
         the counts but no samples/s or step time, which would be noise over so short a span.
         """
-        started = time.perf_counter()
+        started = time.thread_time()  # CPU time of this thread: waiting for the GIL is not cost
         now = self._clock()
         row = self._row
         row.fill(NAN)
         try:
             h = host_sample()
             row[0:4] = (h.memory_used_bytes, h.memory_limit_bytes, h.cpu_percent, h.process_rss_bytes)
+            row[4] = self._process_cpu_percent()
         except Exception as exc:  # psutil refusing (a locked-down container): the rest still works
             self._note(f"host panel: N/A ({type(exc).__name__}: {exc})")
         self._read_progress(now, row, rate)
@@ -155,19 +164,33 @@ class Sampler:
         if self.cuda_devices:
             self._read_torch(row)
         self.history.append(now - self.t0, row)
-        self.busy_s += time.perf_counter() - started
+        self.busy_s += time.thread_time() - started
+
+    def _process_cpu_percent(self) -> float:
+        """This process's CPU use since the last reading, as a share of the usable cores (comparable with the host's).
+
+        Real time, not the injected clock: it is a ratio of two real durations.
+        """
+        wall, times = time.perf_counter(), self._process.cpu_times()
+        cpu = times.user + times.system
+        before_wall, before_cpu = self._cpu_before
+        self._cpu_before = (wall, cpu)
+        if wall <= before_wall:
+            return NAN
+        return min(100.0 * (cpu - before_cpu) / (wall - before_wall) / self._cores, 100.0)
 
     def _read_progress(self, now: float, row: np.ndarray, rate: bool) -> None:
         state = self.progress.state
-        row[4], row[5] = state[0], state[1]
+        at = _SPEED_AT
+        row[at], row[at + 1] = state[0], state[1]
         if not rate:
             return
         if self._previous is not None:
             before_t, before = self._previous
             if now > before_t:
-                row[6] = (state[0] - before[0]) / (now - before_t)
+                row[at + 2] = (state[0] - before[0]) / (now - before_t)
             if state[1] > before[1]:
-                row[7] = (state[2] - before[2]) / (state[1] - before[1])
+                row[at + 3] = (state[2] - before[2]) / (state[1] - before[1])
         self._previous = (now, state)
 
     def _read_gpus(self, now: float, row: np.ndarray) -> None:

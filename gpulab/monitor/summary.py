@@ -48,11 +48,13 @@ class MonitorSummary:
     readings: int  # rows the sampler took
     interval_s: float
     missed_deadlines: int  # sampler wake-ups skipped because it ran late
+    reading_cost_s: float  # mean time the sampler spent on one reading
     samples_total: int
     steps_total: int
     mean_samples_per_s: float | Unavailable
     mean_step_time_s: float | Unavailable
-    mean_cpu_percent: float
+    mean_cpu_percent: float  # the whole machine, share of the usable cores
+    mean_process_cpu_percent: float  # this process, same scale
     mean_gpu_utilization_percent: tuple[tuple[int, float], ...]  # (physical index, mean %)
     peaks: tuple[PeakMemory, ...]
     marks: tuple[tuple[float, str], ...]
@@ -65,14 +67,22 @@ class MonitorSummary:
             ("duration", format_seconds(self.duration_s)),
             ("readings", f"{self.readings} every {format_seconds(self.interval_s)}"
              + (f" ({self.missed_deadlines} deadlines missed)" if self.missed_deadlines else "")),
+            ("cost of watching", f"{format_seconds(self.reading_cost_s)} per reading "
+             f"(≈ {self.reading_cost_s / self.interval_s * 100:.2f} % of one core)"),
             ("work reported", f"{self.samples_total} samples in {self.steps_total} steps"),
             ("mean speed", _value(self.mean_samples_per_s, format_rate)),
             ("mean step time", _value(self.mean_step_time_s, format_seconds)),
-            ("mean CPU use", _value(self.mean_cpu_percent, format_percent)),
+            ("mean CPU use", f"{_value(self.mean_cpu_percent, format_percent)} whole machine, "
+                             f"{_value(self.mean_process_cpu_percent, format_percent)} this process"),
         ]
         rows += [(f"mean GPU {k} utilisation", _value(p, format_percent)) for k, p in self.mean_gpu_utilization_percent]
         rows.append(("ended by", self.ended_by))
         return rows
+
+    def _marks_text(self, most: int = 8) -> str:
+        shown = ", ".join(f"{label} @ {format_seconds(t)}" for t, label in self.marks[:most])
+        more = len(self.marks) - most
+        return shown + (f" … and {more} more (all in mon.marks)" if more > 0 else "")
 
     def _heading(self) -> str:
         sim = " [SIMULATED GPUs]" if self.simulated_gpus else ""
@@ -82,7 +92,7 @@ class MonitorSummary:
         lines = [self._heading(), text_table(("", ""), self._speed_rows(), indent="  ").split("\n", 2)[2], ""]
         lines.append(text_table(("device", "reading", "peak", "of"), [p.row() for p in self.peaks], indent="  "))
         if self.marks:
-            lines.append("  marks: " + ", ".join(f"{label} @ {format_seconds(t)}" for t, label in self.marks))
+            lines.append("  marks: " + self._marks_text())
         for note in self.missing:
             lines.append(f"  not shown: {note}")
         return "\n".join(lines)
@@ -95,8 +105,7 @@ class MonitorSummary:
                  html_table(("device", "reading", "peak", "of"), [p.row() for p in self.peaks],
                             caption="Peak memory (sampled)")]
         if self.marks:
-            parts.append("<p>marks: " + ", ".join(html.escape(f"{label} @ {format_seconds(t)}")
-                                                  for t, label in self.marks) + "</p>")
+            parts.append(f"<p>marks: {html.escape(self._marks_text())}</p>")
         if self.missing:
             parts.append("<ul>" + "".join(f"<li>not shown: {html.escape(n)}</li>" for n in self.missing) + "</ul>")
         return "".join(parts)

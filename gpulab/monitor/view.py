@@ -69,7 +69,8 @@ class MonitorFigure:
         self._line(ax, "process_rss_bytes", "this process (RSS)")
         self._bytes_axis(ax)
         ax = self.axes["utilisation"]
-        self._line(ax, "host_cpu_percent", "CPU (all usable cores)")
+        self._line(ax, "host_cpu_percent", "CPU, whole machine")
+        self._line(ax, "process_cpu_percent", "CPU, this process")
         for k in gpus:
             self._line(ax, f"gpu{k}_utilization_percent", f"GPU {k}")
         ax.set_ylim(0, 105)

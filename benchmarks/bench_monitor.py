@@ -1,0 +1,120 @@
+"""What watching costs: the sampler's time per reading, its CPU share at 5 Hz, and a CPU training loop with the monitor
+on vs off, alternated in one run (targets: < 1 % of one core; < 3 % slowdown).
+
+    GPULAB_FAST=0 .venv/bin/python benchmarks/bench_monitor.py      # full; GPULAB_FAST=1 for a quick look
+
+Readings come from this machine's GPU reader (NVML; on a machine without a driver that part is skipped, which the
+output says) and, for comparison, from eight simulated GPUs (``workshop-8``), which show the sampler's own overhead
+per GPU but not the driver's. Ratios are measured side by side in one process; arms alternate A B B A so that drift
+in a shared machine's load falls on both.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import statistics
+import time
+
+import torch
+
+import gpulab
+from gpulab.monitor import monitor
+from gpulab.monitor.sampler import Sampler
+from gpulab.nvml import default_reader
+from gpulab.testing import FakeGpuReader
+
+
+def cost_per_reading(reader, n: int) -> tuple[float, int, list[str]]:
+    s = Sampler(reader=reader)
+    for _ in range(20):  # warm-up: first psutil and NVML calls are slower
+        s.tick()
+    times = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        s.tick()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), len(s.gpus), s.missing
+
+
+def cpu_share(seconds: float, interval_s: float = 0.2) -> tuple[float, float, int, float]:
+    """Process CPU time per wall second while idle, without and with the sampler thread at 1/interval_s Hz, and the
+    sampler thread's own CPU time per reading (cold caches: the realistic cost, unlike a tight loop's)."""
+    def idle_cpu(with_sampler: bool) -> tuple[float, Sampler]:
+        s = Sampler(reader=default_reader(), interval_s=interval_s)
+        c0, w0 = time.process_time(), time.perf_counter()
+        if with_sampler:
+            s.start()
+        time.sleep(seconds)
+        if with_sampler:
+            s.stop()
+        return (time.process_time() - c0) / (time.perf_counter() - w0), s
+
+    base, _ = idle_cpu(False)
+    on, s = idle_cpu(True)
+    return base, on, s.history.appended, s.busy_s / max(s.history.appended, 1)
+
+
+def training_round(model, opt, data, target, steps: int, batch: int, arm: str) -> float:
+    loss_fn = torch.nn.CrossEntropyLoss()
+    ctx = contextlib.nullcontext(None)
+    if arm != "off":
+        ctx = monitor("bench", show=False, live=(arm == "on + live redraw"))
+    with contextlib.redirect_stdout(io.StringIO()), ctx as mon:  # live mode prints the canvas outside Jupyter
+        t0 = time.perf_counter()
+        for i in range(steps):
+            j = (i * batch) % (len(data) - batch)
+            xb, yb = data[j:j + batch], target[j:j + batch]
+            opt.zero_grad(set_to_none=True)
+            loss_fn(model(xb), yb).backward()
+            opt.step()
+            if mon is not None:
+                mon.step(samples=batch)
+        return time.perf_counter() - t0
+
+
+def main() -> None:
+    fast = gpulab.fast_mode()
+    print(f"gpulab monitor benchmark ({'fast' if fast else 'full'} mode), torch {torch.__version__}, "
+          f"{torch.get_num_threads()} torch threads\n")
+
+    n = gpulab.pick(3000, 300)
+    print(f"1. Cost of one reading in a tight loop (median of {n}; host + speed + each GPU; warm caches):")
+    real, gpus, missing = cost_per_reading(default_reader(), n)
+    print(f"   this machine's reader ({gpus} GPU(s)):    {real * 1e6:8.1f} µs per reading"
+          + (f"   [{missing[0][:70]}…]" if missing else ""))
+    sim, gpus, _ = cost_per_reading(FakeGpuReader("workshop-8"), n)
+    print(f"   8 simulated GPUs (no driver cost):   {sim * 1e6:8.1f} µs per reading")
+    print()
+
+    seconds = gpulab.pick(20.0, 4.0)
+    base, on, readings, per_reading = cpu_share(seconds)
+    print(f"2. CPU share of the sampler thread at 5 Hz ({seconds:.0f} s idle, {readings} readings):")
+    print(f"   the thread's CPU time per reading (caches cold between wake-ups): {per_reading * 1e6:.1f} µs")
+    print(f"   process CPU while idle: {base * 100:.3f} % without, {on * 100:.3f} % with the sampler "
+          f"→ sampler ≈ {(on - base) * 100:.3f} % of one core (target < 1 %)\n")
+
+    torch.manual_seed(0)
+    batch, steps, rounds = 64, gpulab.pick(2000, 300), gpulab.pick(8, 3)
+    data, target = torch.randn(8192, 64), torch.randint(0, 10, (8192,))
+    model = torch.nn.Sequential(torch.nn.Linear(64, 512), torch.nn.ReLU(), torch.nn.Linear(512, 512),
+                                torch.nn.ReLU(), torch.nn.Linear(512, 10))
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    arms = ["off", "on", "on + live redraw"]
+    times: dict[str, list[float]] = {a: [] for a in arms}
+    training_round(model, opt, data, target, 50, batch, "off")  # warm-up
+    for r in range(rounds):
+        for arm in (arms if r % 2 == 0 else arms[::-1]):  # A B C, C B A, ...
+            times[arm].append(training_round(model, opt, data, target, steps, batch, arm))
+    print(f"3. CPU training loop (MLP 64-512-512-10, batch {batch}, {steps} steps per round, {rounds} rounds per "
+          "arm, alternated):")
+    off = statistics.median(times["off"])
+    for arm in arms:
+        med = statistics.median(times[arm])
+        print(f"   monitor {arm:17s} median {med:7.3f} s per round ({steps * batch / med:9.0f} samples/s)"
+              + ("" if arm == "off" else f"   ratio on/off {med / off:.3f} ({(med / off - 1) * 100:+.1f} %)"))
+    print("   per-round ratios on/off:", " ".join(f"{a / b:.3f}" for a, b in zip(times["on"], times["off"])))
+    print("   (the live redraw arm renders the figure at 2 Hz, as in JupyterLab; nbval and scripts never pay it)")
+
+
+if __name__ == "__main__":
+    main()
