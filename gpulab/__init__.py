@@ -5,7 +5,7 @@ Importing gpulab initialises neither NVML nor CUDA.
 """
 from .config import fast_mode, pick
 from .devices import Inventory, devices
-from .gpus import cuda_gpu_count, gpu_requirement
+from .gpus import best_device, cuda_gpu_count, gpu_requirement
 from .host import HostInfo, host_info
 from .magics import load_ipython_extension
 from .nvml import GpuReader, NvmlReader, default_reader
@@ -46,7 +46,7 @@ _monitor: list[str] = ["monitor", "Monitor", "MonitorSummary"]
 # <<< monitor exports
 
 # --- chapter 00: what hardware is here -------------------------------------------------------------------------------
-_setup = ["environment_report", "EnvReport", "devices", "Inventory", "HostInfo", "host_info", "cuda_gpu_count", "gpu_requirement",
+_setup = ["environment_report", "EnvReport", "devices", "Inventory", "HostInfo", "host_info", "cuda_gpu_count", "gpu_requirement", "best_device",
           "GpuReader", "NvmlReader", "SimulatedGpuReader", "default_reader",
           "GpuInfo", "GpuSample", "GpuProcess", "MigInstance", "Unavailable"]
 # --- chapter 02: which GPU runs what -------------------------------------------------------------------------------

@@ -1,18 +1,32 @@
 """How many CUDA GPUs this process can use, asked without creating a CUDA context (a probe).
 
-``torch.cuda.device_count()`` does not create a context (``torch.cuda.is_initialized()`` stays False), so a
-notebook can ask it and still fork workers later.
+``torch.cuda.device_count()`` asks NVML when the driver is there: it neither creates a CUDA context nor starts the
+CUDA driver, so a notebook can ask it, then still change ``CUDA_VISIBLE_DEVICES`` or fork workers. The usual
+``torch.cuda.is_available()`` is different: unless ``PYTORCH_NVML_BASED_CUDA_CHECK=1`` it calls ``cudaGetDeviceCount``,
+which starts the driver (``cuInit``) — from then on this process ignores changes to ``CUDA_VISIBLE_DEVICES``, and
+forked children may fail to use CUDA. gpulab therefore never calls ``is_available()``.
+Taught in ``notebooks/00_setup.ipynb``.
 """
 from __future__ import annotations
 
-__all__ = ["cuda_gpu_count", "gpu_requirement"]
+__all__ = ["cuda_gpu_count", "gpu_requirement", "best_device"]
 
 
 def cuda_gpu_count() -> int:
     """GPUs torch can use in this process (after ``CUDA_VISIBLE_DEVICES``); 0 on a CPU-only build or machine."""
     import torch
 
-    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+    return torch.cuda.device_count()  # 0 on a CPU-only build; never torch.cuda.is_available(), see above
+
+
+def best_device():
+    """``torch.device('cuda')`` when this process can use a GPU, else ``torch.device('cpu')`` — without starting CUDA.
+
+    The course's replacement for ``torch.device("cuda" if torch.cuda.is_available() else "cpu")``.
+    """
+    import torch
+
+    return torch.device("cuda" if cuda_gpu_count() > 0 else "cpu")
 
 
 def gpu_requirement(needed: int = 1) -> str | None:

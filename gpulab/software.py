@@ -68,13 +68,13 @@ def torch_facts() -> TorchFacts:
     if dist.is_available() and dist.is_nccl_available():
         v = torch.cuda.nccl.version()
         nccl = ".".join(map(str, v)) if isinstance(v, tuple) else str(v)
-    available = torch.cuda.is_available()
+    count = torch.cuda.device_count()  # NVML-based: unlike is_available(), it does not start the CUDA driver
     return TorchFacts(
         version=torch.__version__,
         built_with_cuda=torch.version.cuda,
         cudnn=_cudnn_version(torch),
-        cuda_available=available,
-        cuda_device_count=torch.cuda.device_count() if available else 0,
+        cuda_available=count > 0,
+        cuda_device_count=count,
         cuda_initialized=torch.cuda.is_initialized(),
         gloo=dist.is_available() and dist.is_gloo_available(),
         nccl=nccl,
