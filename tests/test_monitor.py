@@ -1,6 +1,6 @@
 """``with gpulab.monitor():`` end to end: threads stop on every way out, the figure (real Agg) and summary are left,
 data exports, NVML trouble is survived and explained. GPUs come from our NVML seam (FakeGpuReader); matplotlib,
-ipympl and IPython's display machinery are real."""
+ipywidgets and IPython's display machinery are real."""
 from __future__ import annotations
 
 import csv
@@ -107,7 +107,7 @@ def test_100_start_stop_cycles_leave_no_thread_behind():
     assert set(threading.enumerate()) == before
 
 
-def test_the_live_canvas_draws_from_its_thread_and_stops_with_the_block():
+def test_the_live_image_is_redrawn_from_its_thread_and_stops_with_the_block():
     before = set(threading.enumerate())
     with monitor("live", reader=FakeGpuReader("colab-T4"), live=True, show=False) as mon:
         assert {t.name for t in monitor_threads()} == MONITOR_THREADS
@@ -116,7 +116,8 @@ def test_the_live_canvas_draws_from_its_thread_and_stops_with_the_block():
             mon.step(samples=4)
             time.sleep(0.02)
         assert mon._live.draws >= 2
-        assert mon._live.canvas.figure is mon._figure.figure  # the same figure, updated in place
+        assert mon._live.figure is mon._figure  # one figure, updated in place
+        assert mon._live.widget.value[:8] == b"\x89PNG\r\n\x1a\n"
     assert set(threading.enumerate()) == before
 
 
@@ -255,8 +256,8 @@ def test_mistakes_are_explained():
         mon.stop()
     with pytest.raises(ValueError, match="live= takes True, False or 'auto'"):
         Monitor(reader=FakeGpuReader(None), live="yes")
-    with pytest.raises(ValueError, match="more than 5 times a second"):
-        Monitor(reader=FakeGpuReader(None), render_interval_s=0.1)
+    with pytest.raises(ValueError, match="more than twice a second"):
+        Monitor(reader=FakeGpuReader(None), render_interval_s=0.2)
     assert monitor_threads() == []
 
 
@@ -271,3 +272,13 @@ def test_live_auto_is_off_without_a_jupyter_server(monkeypatch, ipython_shell):
     monkeypatch.setenv("GPULAB_MONITOR_LIVE", "0")
     monkeypatch.setenv("JPY_SESSION_NAME", "05_live_monitor.ipynb")
     assert not frontend_available()
+
+
+def test_live_without_ipywidgets_explains_and_leaves_no_thread(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "ipywidgets", None)  # what Python does for a package it cannot import
+    mon = Monitor(reader=FakeGpuReader(None), live=True, show=False)
+    with pytest.raises(ImportError, match="pip install ipywidgets.*or pass live=False"):
+        mon.start()
+    assert monitor_threads() == [] and not mon.running

@@ -3,7 +3,7 @@
 A sampling thread reads the GPUs (NVML), torch's CUDA memory (only once CUDA is initialised — the monitor never
 initialises it), host RAM (cgroup-aware) and CPU, and the work the loop reports with ``mon.step(samples=...)`` or by
 iterating ``mon.wrap(loader)``. ``mon.mark("epoch 2")`` puts an event on the time axis. In JupyterLab the figure is
-live (ipympl, redrawn at most twice a second); everywhere, when the block ends — normally, on an exception or on
+live (an image widget redrawn once a second); everywhere, when the block ends — normally, on an exception or on
 Ctrl-C — the thread stops and a static figure and a ``MonitorSummary`` are left in the cell output.
 Data: ``mon.records()`` (list of dicts: ``pandas.DataFrame(mon.records())``) and ``mon.to_csv(path)``.
 Taught in ``notebooks/05_live_monitor.ipynb``; used by chapters 00–02.
@@ -63,14 +63,14 @@ class Monitor:
     """A monitored stretch of code. Use ``gpulab.monitor(...)`` as a context manager; one Monitor records one run."""
 
     def __init__(self, title: str = "", *, reader: GpuReader | None = None, gpus: Sequence[int] | None = None,
-                 interval_s: float = 0.2, process_interval_s: float = 2.0, render_interval_s: float = 0.5,
+                 interval_s: float = 0.2, process_interval_s: float = 2.0, render_interval_s: float = 1.0,
                  capacity: int = 36_000, live: bool | str = "auto", show: bool = True,
                  clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], Any] | None = None) -> None:
         if live not in (True, False, "auto"):
             raise ValueError(f"live= takes True, False or 'auto' (live only in JupyterLab); got {live!r}.")
-        if not render_interval_s >= 0.2:
-            raise ValueError(f"render_interval_s={render_interval_s} would redraw more than 5 times a second, which "
-                             "costs the training loop CPU time; use 0.5 (the default) or more.")
+        if not render_interval_s >= 0.5:
+            raise ValueError(f"render_interval_s={render_interval_s} would redraw more than twice a second; each "
+                             "redraw takes the training loop's CPU time. Use 1.0 (the default) or at least 0.5.")
         self.title = title
         self._clock = clock
         self._progress = Progress(clock)
@@ -110,17 +110,34 @@ class Monitor:
                                "`with gpulab.monitor(...) as mon:`.")
         self._state = "running"
         self._sampler.start()
+        try:
+            self._start_live()
+        except BaseException:  # leave no thread behind if the live view cannot start
+            self._state = "stopped"
+            self._sampler.stop()
+            if self._live is not None:
+                self._live.stop()
+            raise
+        return self
+
+    def _start_live(self) -> None:
         live = self._live_wanted
         if live == "auto":
             from .view import frontend_available
 
             live = frontend_available()
-        if live:
-            from .view import LiveCanvas
+        if not live:
+            return
+        try:
+            from .view import LiveImage
 
-            self._live = LiveCanvas(self._build_figure(), self.history, self.marks, self._render_interval_s)
-            self._live.show()
-        return self
+            self._live = LiveImage(self._build_figure(), self.history, self.marks, self._render_interval_s,
+                                   missing=self._sampler.missing)
+        except ImportError as exc:
+            raise ImportError(f"live=True shows the figure in an ipywidgets Image, and ipywidgets could not be "
+                              f"imported ({exc}). Install it with `pip install ipywidgets` and restart JupyterLab, or "
+                              "pass live=False to get the figure when the block ends.") from exc
+        self._live.show()
 
     def stop(self, ended_by: str = "completed") -> MonitorSummary:
         """Stop the threads, take a last reading, and (with ``show``) leave the figure and the summary in the output."""
@@ -239,9 +256,9 @@ class Monitor:
         fig.update_from(self.history, list(self.marks))
         return fig.figure
 
-    def figure_png(self, dpi: int = 80) -> bytes:
+    def figure_png(self) -> bytes:
         self.figure()
-        return self._figure.png(dpi)
+        return self._figure.png()
 
     def _display(self, summary: MonitorSummary) -> None:
         ipython = sys.modules.get("IPython")

@@ -1,10 +1,10 @@
-"""The monitor's figure: built once, its lines updated in place; live in JupyterLab through ipympl, static elsewhere.
+"""The monitor's figure: built once, its lines updated in place; live in JupyterLab, static everywhere at the end.
 
 ``MonitorFigure`` is a plain ``matplotlib.figure.Figure`` (never pyplot, so no backend shows it twice and no global
 figure list grows). ``update`` only calls ``set_data`` on existing lines and adds an artist per new mark. ``png`` renders
-it with Agg for the final static picture that nbval, nbconvert and handouts keep. ``LiveCanvas`` shows the same figure
-as an ipympl canvas and redraws it from the render thread; nothing is ever written into an ``Output`` widget from a
-thread. Panels: host memory, utilisation (CPU and each GPU), GPU memory (only when GPUs or CUDA are there), speed.
+it with Agg for the final static picture that nbval, nbconvert and handouts keep. ``LiveImage`` shows the same figure
+live in JupyterLab: a render thread puts a fresh PNG into an ``ipywidgets.Image`` once a second (twice at most); nothing is
+ever written into an ``Output`` widget from a thread. Panels: host memory, utilisation (CPU and each GPU), GPU memory (only when GPUs or CUDA are there), speed.
 Taught in ``notebooks/05_live_monitor.ipynb``.
 """
 from __future__ import annotations
@@ -18,13 +18,14 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from ..units import format_bytes
 from .history import History
 
-__all__ = ["MonitorFigure", "LiveCanvas", "frontend_available", "RENDER_THREAD_NAME"]
+__all__ = ["MonitorFigure", "LiveImage", "frontend_available", "RENDER_THREAD_NAME"]
 
 RENDER_THREAD_NAME = "gpulab-monitor-render"
 _BYTES = FuncFormatter(lambda v, _pos: format_bytes(v, 1).replace(".0 ", " ") if v > 0 else "0")
@@ -60,7 +61,10 @@ class MonitorFigure:
         self.columns = tuple(columns)
         has_gpu_memory = bool(gpus) or cuda_devices > 0
         names = ["host memory", "utilisation"] + (["GPU memory"] if has_gpu_memory else []) + ["speed"]
-        self.figure = Figure(figsize=(9, 2.0 * len(names) + 0.8), layout="constrained")
+        self.figure = Figure(figsize=(9, 2.0 * len(names) + 0.8), dpi=80, layout="constrained")
+        self._canvas = FigureCanvasAgg(self.figure)  # drawn with Agg in every notebook backend
+        self._layout_engine = self.figure.get_layout_engine()
+        self._needs_layout = True
         axes = self.figure.subplots(len(names), 1, sharex=True, squeeze=False)[:, 0]
         self.axes = dict(zip(names, axes))
         self.lines: dict[str, Any] = {}
@@ -117,7 +121,8 @@ class MonitorFigure:
         text = "\n".join(textwrap.shorten(n, 150) for n in notes)
         self._notes.set_text(text)
         bottom = 0.015 * (len(notes) + 1) if notes else 0.0  # room for the notes under the panels
-        self.figure.get_layout_engine().set(h_pad=0.04, rect=(0, bottom, 1, 1 - bottom))
+        self._layout_engine.set(h_pad=0.04, rect=(0, bottom, 1, 1 - bottom))
+        self._needs_layout = True
 
     def update(self, elapsed_s: np.ndarray, values: np.ndarray, marks: Sequence[tuple[float, str]] = ()) -> None:
         """Move every line to the new data (``set_data``), add any new marks, rescale. No artist is rebuilt."""
@@ -147,47 +152,62 @@ class MonitorFigure:
     def update_from(self, history: History, marks: Sequence[tuple[float, str]] = ()) -> None:
         self.update(*history.snapshot(), marks)
 
-    def png(self, dpi: int = 80) -> bytes:
-        """The figure as PNG bytes, rendered with Agg whatever the notebook's backend is."""
+    def png(self, *, relayout: bool = True) -> bytes:
+        """The figure as PNG bytes (Agg). ``relayout=False`` keeps the panels where the last laid-out frame put them:
+        the layout is a third of a frame's cost, and live frames do not need it redone every time."""
+        if relayout or self._needs_layout:
+            self.figure.set_layout_engine(self._layout_engine)
+            self._needs_layout = False
+        else:
+            self.figure.set_layout_engine("none")
         buf = io.BytesIO()
-        self.figure.savefig(buf, format="png", dpi=dpi)  # Agg for PNG whatever canvas the figure has
+        self._canvas.print_png(buf)
         return buf.getvalue()
 
 
-class LiveCanvas:
-    """An ipympl canvas over a ``MonitorFigure``, redrawn by a render thread at most every ``interval_s``."""
+class LiveImage:
+    """The live view: an ``ipywidgets.Image`` whose PNG the render thread replaces at most every ``interval_s``.
+
+    Why not an ipympl canvas: while a cell runs, the kernel cannot answer the canvas's start-up handshake, and JupyterLab
+    (4.6, ipympl 0.10) leaves it blank until the cell ends — which is exactly when a monitor no longer needs it. An
+    ``Image`` widget's value, set from a thread, reaches the page at once (the ipywidgets docs' pattern for threads).
+    """
 
     def __init__(self, figure: MonitorFigure, history: History, marks: list[tuple[float, str]],
-                 interval_s: float = 0.5) -> None:
-        from ipympl.backend_nbagg import Canvas, FigureManager  # the one import of ipympl
+                 interval_s: float = 1.0, missing: Sequence[str] = ()) -> None:
+        import ipywidgets  # the one import of ipywidgets for this view
 
         self.figure = figure
+        self._missing = missing  # the sampler's list, which grows in place when something stops being readable
+        self._notes_shown = -1
         self._history = history
         self._marks = marks
         self.interval_s = interval_s
-        self.canvas = Canvas(figure.figure)
-        self.canvas.header_visible = False
-        self.canvas.toolbar_visible = False
-        self._manager = FigureManager(self.canvas, 0)
+        self.widget = ipywidgets.Image(format="png")
         self.draws = 0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._handle: Any = None
 
     def show(self) -> None:
-        """Display the canvas (main thread) and start redrawing it."""
+        """Display the widget (main thread) and start redrawing it."""
         from IPython.display import display
 
-        self.canvas._closed = False
-        self._handle = display(self.canvas, display_id=True)
+        self._handle = display(self.widget, display_id=True)
         self._thread = threading.Thread(target=self._run, name=RENDER_THREAD_NAME, daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
-        while not self._stop.wait(self.interval_s):
+        while True:
+            if len(self._missing) != self._notes_shown:
+                self._notes_shown = len(self._missing)
+                self.figure.set_notes([f"not shown: {n}" for n in list(self._missing)])
             self.figure.update_from(self._history, list(self._marks))
-            self.canvas.draw()  # renders with Agg and sends the image to the frontend; no round trip needed
+            # a widget value set from a thread reaches the page at once; the layout is redone every 10th frame
+            self.widget.value = self.figure.png(relayout=self.draws % 10 == 0)
             self.draws += 1
+            if self._stop.wait(self.interval_s):
+                return
 
     def stop(self, timeout: float = 10.0) -> None:
         self._stop.set()
@@ -195,9 +215,9 @@ class LiveCanvas:
             self._thread.join(timeout)
 
     def replace_with(self, png: bytes) -> None:
-        """Put the final static picture where the live canvas was (so a saved notebook keeps an image, not a widget)."""
+        """Put the final static picture where the live one was (a saved notebook keeps an image, not a widget)."""
         from IPython.display import Image
 
         if self._handle is not None:
             self._handle.update(Image(data=png, format="png"))
-        self.canvas.close()
+        self.widget.close()
