@@ -130,7 +130,8 @@ def main() -> None:
             fig.png(relayout=relayout)
             costs.append(time.thread_time() - t0)
         print(f"4. CPU time to draw {what}: {statistics.median(costs) * 1e3:.0f} ms", end="")
-        print(f" → {statistics.median(costs) * 100:.1f} % of one core at 1 frame/s" if not relayout else " (every 10th)")
+        share = statistics.median(costs) * 100
+        print(f" → {share:.1f} % of one core at 1 frame/s" if not relayout else " (every 10th frame)")
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ import math
 import operator
 import sys
 import time
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from os import PathLike
 from typing import Any
@@ -154,7 +155,14 @@ class Monitor:
         self._stopped_at = self._clock()
         summary = self.summary()
         if self._show:
-            self._display(summary)
+            try:
+                self._display(summary)
+            except Exception as exc:
+                if ended_by == "completed":
+                    raise
+                # the block is already ending with the learner's exception: report ours without hiding theirs
+                warnings.warn(f"the monitor could not show its figure ({type(exc).__name__}: {exc}); "
+                              f"its data is still in mon.records().", RuntimeWarning, stacklevel=2)
         return summary
 
     def __enter__(self) -> Monitor:
@@ -208,7 +216,8 @@ class Monitor:
                                  math.nan) for what in ("allocated", "reserved")]
         return MonitorSummary(
             title=self.title, duration_s=end - s.t0, readings=h.appended, interval_s=s.interval_s,
-            missed_deadlines=s.missed_deadlines, reading_cost_s=s.busy_s / max(h.appended, 1), samples_total=samples, steps_total=steps,
+            missed_deadlines=s.missed_deadlines, reading_cost_s=s.busy_s / max(h.appended, 1),
+            samples_total=samples, steps_total=steps,
             mean_samples_per_s=samples / step_time if steps and step_time > 0 else never,
             mean_step_time_s=step_time / steps if steps else never,
             mean_cpu_percent=h.nanmean("host_cpu_percent"),

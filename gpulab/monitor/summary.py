@@ -36,12 +36,14 @@ class PeakMemory:
         share = (format_percent(self.peak_bytes / self.limit_bytes, is_fraction=True)
                  if self.limit_bytes and not math.isnan(self.limit_bytes) and not math.isnan(self.peak_bytes) else "")
         limit = "" if math.isnan(self.limit_bytes) else format_bytes(self.limit_bytes)
-        return self.device, self.what, _value(self.peak_bytes, format_bytes), f"{limit} {share and f'({share})'}".strip()
+        of = f"{limit} ({share})" if share else limit
+        return self.device, self.what, _value(self.peak_bytes, format_bytes), of
 
 
 @dataclass(frozen=True)
 class MonitorSummary:
-    """One monitored run. ``mean_samples_per_s`` = samples reported ÷ summed step time (gaps between loops excluded)."""
+    """One monitored run. ``mean_samples_per_s`` = samples reported ÷ summed step time (gaps between loops excluded).
+    """
 
     title: str
     duration_s: float

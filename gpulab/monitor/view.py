@@ -1,10 +1,11 @@
 """The monitor's figure: built once, its lines updated in place; live in JupyterLab, static everywhere at the end.
 
 ``MonitorFigure`` is a plain ``matplotlib.figure.Figure`` (never pyplot, so no backend shows it twice and no global
-figure list grows). ``update`` only calls ``set_data`` on existing lines and adds an artist per new mark. ``png`` renders
-it with Agg for the final static picture that nbval, nbconvert and handouts keep. ``LiveImage`` shows the same figure
-live in JupyterLab: a render thread puts a fresh PNG into an ``ipywidgets.Image`` once a second (twice at most); nothing is
-ever written into an ``Output`` widget from a thread. Panels: host memory, utilisation (CPU and each GPU), GPU memory (only when GPUs or CUDA are there), speed.
+figure list grows). ``update`` only calls ``set_data`` on existing lines and adds an artist per new mark. ``png``
+renders it with Agg for the final static picture that nbval, nbconvert and handouts keep. ``LiveImage`` shows the same
+figure live in JupyterLab: a render thread puts a fresh PNG into an ``ipywidgets.Image`` once a second (twice at
+most); nothing is ever written into an ``Output`` widget from a thread.
+Panels: host memory, utilisation (CPU and each GPU), GPU memory (only when there are GPUs or CUDA devices), speed.
 Taught in ``notebooks/05_live_monitor.ipynb``.
 """
 from __future__ import annotations
@@ -168,8 +169,8 @@ class MonitorFigure:
 class LiveImage:
     """The live view: an ``ipywidgets.Image`` whose PNG the render thread replaces at most every ``interval_s``.
 
-    Why not an ipympl canvas: while a cell runs, the kernel cannot answer the canvas's start-up handshake, and JupyterLab
-    (4.6, ipympl 0.10) leaves it blank until the cell ends — which is exactly when a monitor no longer needs it. An
+    Why not an ipympl canvas: while a cell runs, the kernel cannot answer the canvas's start-up handshake, and
+    JupyterLab (4.6, ipympl 0.10) leaves it blank until the cell ends — when a monitor no longer needs it. An
     ``Image`` widget's value, set from a thread, reaches the page at once (the ipywidgets docs' pattern for threads).
     """
 
