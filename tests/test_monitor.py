@@ -262,7 +262,7 @@ def test_mistakes_are_explained():
 
 
 def test_live_auto_is_off_without_a_jupyter_server(monkeypatch, ipython_shell):
-    from gpulab.monitor.view import frontend_available
+    from gpulab.monitor import frontend_available
 
     monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
     monkeypatch.delenv("GPULAB_MONITOR_LIVE", raising=False)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import math
 import operator
+import os
 import sys
 import time
 import warnings
@@ -28,7 +29,7 @@ from .history import History
 from .sampler import Progress, Sampler
 from .summary import MonitorSummary, PeakMemory
 
-__all__ = ["monitor", "Monitor", "MonitorSummary", "PeakMemory", "History"]
+__all__ = ["monitor", "Monitor", "MonitorSummary", "PeakMemory", "History", "frontend_available"]
 
 
 def _batch_size(item: Any) -> int:
@@ -40,6 +41,20 @@ def _batch_size(item: Any) -> int:
     if shape is not None and len(shape) > 0:
         return int(shape[0])
     return len(first) if isinstance(first, (list, tuple)) else 1
+
+
+def frontend_available() -> bool:
+    """Whether a live widget would be seen: an IPython kernel started by a Jupyter server (JupyterLab, Notebook).
+
+    Headless runners (nbval, nbconvert, nbclient) start kernels without a server, so they get the static figure only.
+    ``GPULAB_MONITOR_LIVE=1`` / ``0`` overrides the guess (VS Code, Colab).
+    """
+    forced = os.environ.get("GPULAB_MONITOR_LIVE", "").strip().lower()
+    if forced in {"1", "true", "yes", "on", "0", "false", "no", "off"}:
+        return forced in {"1", "true", "yes", "on"}
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    return shell is not None and hasattr(shell, "kernel") and bool(os.environ.get("JPY_SESSION_NAME"))
 
 
 class _Watched:
@@ -124,9 +139,7 @@ class Monitor:
     def _start_live(self) -> None:
         live = self._live_wanted
         if live == "auto":
-            from .view import frontend_available
-
-            live = frontend_available()
+            live = frontend_available()  # decided without importing matplotlib: a headless run draws only at the end
         if not live:
             return
         try:

@@ -11,8 +11,6 @@ Taught in ``notebooks/05_live_monitor.ipynb``.
 from __future__ import annotations
 
 import io
-import os
-import sys
 import textwrap
 import threading
 from collections.abc import Sequence
@@ -26,7 +24,7 @@ from matplotlib.ticker import FuncFormatter, MaxNLocator
 from ..units import format_bytes
 from .history import History
 
-__all__ = ["MonitorFigure", "LiveImage", "frontend_available", "RENDER_THREAD_NAME"]
+__all__ = ["MonitorFigure", "LiveImage", "RENDER_THREAD_NAME"]
 
 RENDER_THREAD_NAME = "gpulab-monitor-render"
 _BYTES = FuncFormatter(lambda v, _pos: format_bytes(v, 1).replace(".0 ", " ") if v > 0 else "0")
@@ -38,20 +36,6 @@ class _BinaryLocator(MaxNLocator):
     def tick_values(self, vmin: float, vmax: float) -> np.ndarray:
         unit = 1024.0**3 if vmax >= 4 * 1024**3 else 1024.0**2 if vmax >= 1024**2 else 1.0
         return super().tick_values(vmin / unit, vmax / unit) * unit
-
-
-def frontend_available() -> bool:
-    """Whether a live widget would be seen: an IPython kernel started by a Jupyter server (JupyterLab, Notebook).
-
-    Headless runners (nbval, nbconvert, nbclient) start kernels without a server, so they get the static figure only.
-    ``GPULAB_MONITOR_LIVE=1`` / ``0`` overrides the guess (VS Code, Colab).
-    """
-    forced = os.environ.get("GPULAB_MONITOR_LIVE", "").strip().lower()
-    if forced in {"1", "true", "yes", "on", "0", "false", "no", "off"}:
-        return forced in {"1", "true", "yes", "on"}
-    ipython = sys.modules.get("IPython")
-    shell = ipython.get_ipython() if ipython is not None else None
-    return shell is not None and hasattr(shell, "kernel") and bool(os.environ.get("JPY_SESSION_NAME"))
 
 
 class MonitorFigure:
