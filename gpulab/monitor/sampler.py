@@ -155,6 +155,8 @@ class Sampler:
         try:
             h = host_sample()
             row[0:4] = (h.memory_used_bytes, h.memory_limit_bytes, h.cpu_percent, h.process_rss_bytes)
+            if self.history.appended == 0:
+                row[2] = NAN  # psutil measures CPU since its previous call: the first answer is a meaningless 0
             row[4] = self._process_cpu_percent()
         except Exception as exc:  # psutil refusing (a locked-down container): the rest still works
             self._note(f"host panel: N/A ({type(exc).__name__}: {exc})")
