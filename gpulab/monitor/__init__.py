@@ -191,7 +191,11 @@ class Monitor:
                                "`with gpulab.monitor(...) as mon:` block (or between mon.start() and mon.stop()).")
 
     def step(self, samples: int = 1) -> None:
-        """Report one step of work that processed ``samples`` examples (a batch's size). Costs about a microsecond."""
+        """Report one step of work that processed ``samples`` examples (a batch's size). Costs about a microsecond.
+
+        The step's time is the time since the previous step (for the first: since the monitor started, or since
+        ``wrap`` began). Call it from the loop's own thread.
+        """
         try:
             n = operator.index(samples)
         except TypeError:
