@@ -18,8 +18,8 @@ import time
 import torch
 
 import gpulab
-from gpulab.monitor import monitor
-from gpulab.monitor.sampler import Sampler
+from gpulab.monitoring import monitor
+from gpulab.monitoring.sampler import Sampler
 from gpulab.nvml import default_reader
 from gpulab.testing import FakeGpuReader
 

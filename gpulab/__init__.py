@@ -40,7 +40,7 @@ _choosing_more: list[str] = ["explain", "Explanation", "format_visible_devices",
                              "reserve_gpus", "Reservation", "current_holders", "GpuPicker"]
 # <<< chapter 02 exports
 # >>> monitor exports (issue 5) — edit only inside this block
-from .monitor import Monitor, MonitorSummary, monitor  # noqa: E402  (binds gpulab.monitor to the function)
+from .monitoring import Monitor, MonitorSummary, monitor  # noqa: E402
 
 _monitor: list[str] = ["monitor", "Monitor", "MonitorSummary"]
 # <<< monitor exports

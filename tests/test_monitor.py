@@ -14,9 +14,9 @@ import torch
 from tqdm import tqdm
 
 import gpulab
-from gpulab.monitor import Monitor, MonitorSummary, monitor
-from gpulab.monitor.sampler import SAMPLER_THREAD_NAME
-from gpulab.monitor.view import RENDER_THREAD_NAME
+from gpulab.monitoring import Monitor, MonitorSummary, monitor
+from gpulab.monitoring.sampler import SAMPLER_THREAD_NAME
+from gpulab.monitoring.view import RENDER_THREAD_NAME
 from gpulab.testing import FakeClock, FakeGpuReader
 
 MONITOR_THREADS = {SAMPLER_THREAD_NAME, RENDER_THREAD_NAME}
@@ -262,7 +262,7 @@ def test_mistakes_are_explained():
 
 
 def test_live_auto_is_off_without_a_jupyter_server(monkeypatch, ipython_shell):
-    from gpulab.monitor import frontend_available
+    from gpulab.monitoring import frontend_available
 
     monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
     monkeypatch.delenv("GPULAB_MONITOR_LIVE", raising=False)

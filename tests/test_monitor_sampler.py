@@ -15,7 +15,7 @@ import time
 import numpy as np
 import pytest
 
-from gpulab.monitor.sampler import SAMPLER_THREAD_NAME, Progress, Sampler
+from gpulab.monitoring.sampler import SAMPLER_THREAD_NAME, Progress, Sampler
 from gpulab.testing import FakeClock, FakeGpuReader
 
 MiB = 1024**2
@@ -211,7 +211,7 @@ def _run(code: str) -> str:
 def test_the_sampler_never_imports_torch_itself():
     assert _run("""
         import sys
-        from gpulab.monitor.sampler import Sampler
+        from gpulab.monitoring.sampler import Sampler
         from gpulab.testing import FakeGpuReader
         s = Sampler(reader=FakeGpuReader("colab-T4"), interval_s=0.05)
         s.start(); import time; time.sleep(0.3); s.stop()
@@ -222,7 +222,7 @@ def test_the_sampler_never_imports_torch_itself():
 def test_the_sampler_never_initialises_cuda():
     assert _run("""
         import time, torch
-        from gpulab.monitor.sampler import Sampler
+        from gpulab.monitoring.sampler import Sampler
         from gpulab.testing import FakeGpuReader
         s = Sampler(reader=FakeGpuReader("colab-T4"), interval_s=0.05)
         s.start(); time.sleep(0.3); s.stop()
