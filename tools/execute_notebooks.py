@@ -28,10 +28,12 @@ def strip_images(nb: nbformat.NotebookNode) -> int:
         for out in cell.get("outputs", []):
             data = out.get("data")
             if data:
-                for key in [k for k in data if k.startswith(IMAGE_PREFIX)]:
+                images = [k for k in data if k.startswith(IMAGE_PREFIX)]
+                for key in images:
                     del data[key]
                     removed += 1
-                if not data:
+                # An image's text/plain is only a placeholder ("<Figure size 640x480 with 1 Axes>"): drop it too.
+                if not data or (images and set(data) == {"text/plain"}):
                     continue
                 out.get("metadata", {}).clear()
             kept.append(out)
