@@ -118,18 +118,19 @@ def patched_environ(**values: str | None) -> Iterator[None]:
     """
     saved = {k: os.environ.get(k) for k in values}
     try:
-        for k, v in values.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+        _apply_environ(values)
         yield
     finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+        _apply_environ(saved)
+
+
+def _apply_environ(values: dict[str, str | None]) -> None:
+    """Write each variable, removing those whose value is ``None``."""
+    for k, v in values.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
 
 
 @dataclass(frozen=True)
