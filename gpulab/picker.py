@@ -126,7 +126,7 @@ class GpuPicker:
             who.append(f"processes {g.processes}")
         elif g.processes:
             who.append(", ".join(f"pid {p.pid} {p.name}" for p in g.processes))
-        return "; ".join(who) or "nobody"
+        return "; ".join(who) or "no process"
 
     def _cpu_row(self) -> w.HTML:
         h = host_info()

@@ -28,7 +28,7 @@ def test_one_row_per_gpu_with_memory_bar_utilisation_and_users(tmp_path):
     assert row0[2].value == pytest.approx(30110 / 40960) and row0[2].bar_style == "warning"
     assert picker.rows_box.children[4].children[2].bar_style == "danger"
     text = _texts(picker)
-    assert "NVIDIA A100-SXM4-40GB" in text and "97 %" in text and "pid 31000 python" in text and "nobody" in text
+    assert "NVIDIA A100-SXM4-40GB" in text and "97 %" in text and "pid 31000 python" in text and "no process" in text
     assert "SIMULATED machine" in picker.widget.children[0].value
 
 
