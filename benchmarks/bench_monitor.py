@@ -1,12 +1,15 @@
-"""What watching costs: the sampler's time per reading, its CPU share at 5 Hz, and a CPU training loop with the monitor
-on vs off, alternated in one run (targets: < 1 % of one core; < 3 % slowdown).
+"""What watching costs: the sampler's time per reading, its CPU share at 5 Hz, a CPU training loop with the monitor
+off, on, and on with the live figure (JupyterLab), alternated in one run (targets: < 1 % of one core; < 3 % slowdown),
+and the live figure's cost per frame, stage by stage.
 
     GPULAB_FAST=0 .venv/bin/python benchmarks/bench_monitor.py      # full; GPULAB_FAST=1 for a quick look
 
 Readings come from this machine's GPU reader (NVML; on a machine without a driver that part is skipped, which the
 output says) and, for comparison, from eight simulated GPUs (``workshop-8``), which show the sampler's own overhead
 per GPU but not the driver's. Ratios are measured side by side in one process; arms alternate A B B A so that drift
-in a shared machine's load falls on both.
+in a shared machine's load falls on both. A round is a training loop of several seconds with its own monitor, so the
+live arm pays a monitor's start-up (a first frame drawn in full, and a few more while its limits settle) once per round,
+as a cell would; section 4 shows what each kind of frame costs.
 """
 from __future__ import annotations
 
@@ -15,10 +18,13 @@ import io
 import statistics
 import time
 
+import numpy as np
 import torch
+from PIL import Image
 
 import gpulab
 from gpulab.monitoring import monitor
+from gpulab.monitoring.png import encode_png
 from gpulab.monitoring.sampler import Sampler
 from gpulab.nvml import default_reader
 from gpulab.testing import FakeGpuReader
@@ -54,7 +60,8 @@ def cpu_share(seconds: float, interval_s: float = 0.2) -> tuple[float, float, in
     return base, on, s.history.appended, s.busy_s / max(s.history.appended, 1)
 
 
-def training_round(model, opt, data, target, steps: int, batch: int, arm: str) -> float:
+def training_round(model, opt, data, target, steps: int, batch: int, arm: str) -> tuple[float, int, int]:
+    """Seconds for ``steps`` steps, and (live arm) the frames drawn and how many of them in full."""
     loss_fn = torch.nn.CrossEntropyLoss()
     ctx = contextlib.nullcontext(None)
     if arm != "off":
@@ -69,7 +76,52 @@ def training_round(model, opt, data, target, steps: int, batch: int, arm: str) -
             opt.step()
             if mon is not None:
                 mon.step(samples=batch)
-        return time.perf_counter() - t0
+        seconds = time.perf_counter() - t0
+    live = mon._live if mon is not None else None
+    return seconds, (live.draws if live else 0), (live.figure.full_draws if live else 0)
+
+
+def median_ms(f, n: int) -> float:
+    """Median thread CPU time of ``f()`` in ms (CPU time: a shared machine's other work is not counted)."""
+    costs = []
+    for _ in range(n):
+        t0 = time.thread_time()
+        f()
+        costs.append(time.thread_time() - t0)
+    return statistics.median(costs) * 1e3
+
+
+def frame_stages(n: int) -> None:
+    with monitor("render cost", show=False) as mon:
+        time.sleep(gpulab.pick(3.0, 1.0))
+        mon.mark("epoch 1")
+        time.sleep(gpulab.pick(1.0, 0.4))
+    fig = mon._build_figure()
+    fig.set_notes([f"not shown: {m}" for m in mon.missing])
+    fig.update_from(mon.history, mon.marks, stepped=True)
+    fig.draw_live()  # the first frame: drawn in full, background cached
+    update = median_ms(lambda: fig.update_from(mon.history, mon.marks, stepped=True), n)
+    blit = median_ms(fig.draw_live, n)
+    pixels = np.asarray(fig._canvas.buffer_rgba())
+    ours = median_ms(lambda: encode_png(pixels), n)
+    pillow = median_ms(lambda: Image.fromarray(pixels).save(io.BytesIO(), format="png"), n)  # as print_png does
+
+    def full_draw() -> None:
+        fig._background = None  # what a new limit, mark or note does
+        fig.draw_live()
+
+    full = median_ms(full_draw, n)
+    frame = update + blit + ours
+    print(f"4. CPU time per live frame, by stage (median of {n}; {pixels.shape[1]}×{pixels.shape[0]} px):")
+    print(f"   update lines and stepped limits        {update:6.1f} ms")
+    print(f"   blit: cached background + lines, marks {blit:6.1f} ms")
+    print(f"   encode PNG (unfiltered, zlib level 1)  {ours:6.1f} ms   (Pillow as print_png uses it: {pillow:.1f} ms)")
+    print(f"   → a live frame                         {frame:6.1f} ms → {frame / 10:.2f} % of a core at 1 frame/s")
+    print(f"   a frame drawn in full (first frame, new limit, mark or note; with layout): {full + ours:.0f} ms")
+    old_kept = median_ms(lambda: (fig.update_from(mon.history, mon.marks), fig.png(relayout=False)), n)
+    old_new = median_ms(lambda: (fig.update_from(mon.history, mon.marks), fig.png(relayout=True)), n)
+    print(f"   before blitting, every frame was a full draw + print_png: {old_kept:.0f} ms (layout kept), "
+          f"{old_new:.0f} ms (new layout, every 10th frame)")
 
 
 def main() -> None:
@@ -94,17 +146,21 @@ def main() -> None:
           f"→ sampler ≈ {(on - base) * 100:.3f} % of one core (target < 1 %)\n")
 
     torch.manual_seed(0)
-    batch, steps, rounds = 64, gpulab.pick(1200, 150), gpulab.pick(16, 4)
+    batch, steps, rounds = 64, gpulab.pick(6000, 300), gpulab.pick(6, 3)
     data, target = torch.randn(8192, 64), torch.randint(0, 10, (8192,))
     model = torch.nn.Sequential(torch.nn.Linear(64, 512), torch.nn.ReLU(), torch.nn.Linear(512, 512),
                                 torch.nn.ReLU(), torch.nn.Linear(512, 10))
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     arms = ["off", "on", "on + live redraw"]
     times: dict[str, list[float]] = {a: [] for a in arms}
+    frames: list[tuple[int, int]] = []
     training_round(model, opt, data, target, 50, batch, "off")  # warm-up
     for r in range(rounds):
         for arm in arms[r % 3:] + arms[:r % 3]:  # rotate the order: no arm always runs first
-            times[arm].append(training_round(model, opt, data, target, steps, batch, arm))
+            seconds, drawn, full = training_round(model, opt, data, target, steps, batch, arm)
+            times[arm].append(seconds)
+            if arm == "on + live redraw":
+                frames.append((drawn, full))
     print(f"3. CPU training loop (MLP 64-512-512-10, batch {batch}, {steps} steps per round, {rounds} rounds; the "
           "three arms run back to back in each round, in rotating order):")
     for arm in arms:
@@ -115,23 +171,11 @@ def main() -> None:
             q1, q3 = ratios[len(ratios) // 4], ratios[(3 * len(ratios)) // 4]
             line += f"   paired ratio to off: median {statistics.median(ratios):.3f} (middle half {q1:.3f}–{q3:.3f})"
         print(line)
-    print("   (the live arm redraws the figure once a second, as in JupyterLab; nbval, nbconvert and scripts never "
-          "pay it)\n")
-
-    with monitor("render cost", show=False) as mon:
-        time.sleep(gpulab.pick(3.0, 1.0))
-    mon.figure()
-    fig = mon._figure
-    for relayout, what in ((False, "a live frame (layout kept)"), (True, "a frame with a new layout")):
-        costs = []
-        for _ in range(gpulab.pick(10, 3)):
-            t0 = time.thread_time()
-            fig.update_from(mon.history, mon.marks)
-            fig.png(relayout=relayout)
-            costs.append(time.thread_time() - t0)
-        print(f"4. CPU time to draw {what}: {statistics.median(costs) * 1e3:.0f} ms", end="")
-        share = statistics.median(costs) * 100
-        print(f" → {share:.1f} % of one core at 1 frame/s" if not relayout else " (every 10th frame)")
+    drawn, full = (sum(f[i] for f in frames) / len(frames) for i in (0, 1))
+    print(f"   the live arm drew {drawn:.1f} frames per round, {full:.1f} of them in full (a new monitor's first "
+          "frame, limits settling);\n   the rest were blitted. As in JupyterLab: nbval, nbconvert and scripts never "
+          "draw live frames\n")
+    frame_stages(gpulab.pick(20, 5))
 
 
 if __name__ == "__main__":

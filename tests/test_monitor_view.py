@@ -120,3 +120,29 @@ def test_live_frames_leave_the_static_figure_as_it_would_have_been():
     live.update(t, v, marks)
     assert [ax.get_ylim() for ax in live.figure.axes] == [ax.get_ylim() for ax in untouched.figure.axes]
     assert (pixels(live.png()) == pixels(untouched.png())).all()
+
+
+def test_the_render_thread_skips_a_frame_when_nothing_new_was_sampled():
+    import time
+
+    from gpulab.monitoring.history import History
+    from gpulab.monitoring.view import LiveImage
+
+    history = History(COLUMNS)
+    t, v = readings(2)
+    history.append(t[0], v[0])
+    live = LiveImage(MonitorFigure(COLUMNS), history, [], interval_s=0.5)
+    live.show()  # outside a notebook, display() prints the widget's repr
+    try:
+        end = time.monotonic() + 60
+        while live.draws < 1 and time.monotonic() < end:  # bounded waits, not timing checks
+            time.sleep(0.02)
+        time.sleep(1.2)  # two more wake-ups with the same data
+        assert live.draws == 1
+        history.append(t[1], v[1])
+        while live.draws < 2 and time.monotonic() < end:
+            time.sleep(0.02)
+        assert live.draws == 2 and live.widget.value[:8] == b"\x89PNG\r\n\x1a\n"
+    finally:
+        live.stop()
+    assert not live._thread.is_alive()
