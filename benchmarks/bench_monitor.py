@@ -60,8 +60,8 @@ def cpu_share(seconds: float, interval_s: float = 0.2) -> tuple[float, float, in
     return base, on, s.history.appended, s.busy_s / max(s.history.appended, 1)
 
 
-def training_round(model, opt, data, target, steps: int, batch: int, arm: str) -> tuple[float, int, int]:
-    """Seconds for ``steps`` steps, and (live arm) the frames drawn and how many of them in full."""
+def training_round(model, opt, data, target, steps: int, batch: int, arm: str) -> tuple[float, int, int, float]:
+    """Seconds for ``steps`` steps; live arm: the frames drawn, how many of them in full, the render thread's CPU s."""
     loss_fn = torch.nn.CrossEntropyLoss()
     ctx = contextlib.nullcontext(None)
     if arm != "off":
@@ -78,7 +78,7 @@ def training_round(model, opt, data, target, steps: int, batch: int, arm: str) -
                 mon.step(samples=batch)
         seconds = time.perf_counter() - t0
     live = mon._live if mon is not None else None
-    return seconds, (live.draws if live else 0), (live.figure.full_draws if live else 0)
+    return seconds, (live.draws if live else 0), (live.figure.full_draws if live else 0), (live.cpu_s if live else 0)
 
 
 def median_ms(f, n: int) -> float:
@@ -106,18 +106,21 @@ def frame_stages(n: int) -> None:
     ours = median_ms(lambda: encode_png(pixels), n)
     pillow = median_ms(lambda: Image.fromarray(pixels).save(io.BytesIO(), format="png"), n)  # as print_png does
 
-    def full_draw() -> None:
+    def full_draw(new_layout: bool) -> None:
         fig._background = None  # what a new limit, mark or note does
+        if new_layout:
+            fig._margins = []  # what a first frame, new notes or wider tick labels do
         fig.draw_live()
 
-    full = median_ms(full_draw, n)
+    kept, laid_out = (median_ms(lambda: full_draw(new), n) for new in (False, True))
     frame = update + blit + ours
     print(f"4. CPU time per live frame, by stage (median of {n}; {pixels.shape[1]}×{pixels.shape[0]} px):")
     print(f"   update lines and stepped limits        {update:6.1f} ms")
     print(f"   blit: cached background + lines, marks {blit:6.1f} ms")
     print(f"   encode PNG (unfiltered, zlib level 1)  {ours:6.1f} ms   (Pillow as print_png uses it: {pillow:.1f} ms)")
     print(f"   → a live frame                         {frame:6.1f} ms → {frame / 10:.2f} % of a core at 1 frame/s")
-    print(f"   a frame drawn in full (first frame, new limit, mark or note; with layout): {full + ours:.0f} ms")
+    print(f"   a frame drawn in full (new limit or mark): {update + kept + ours:.0f} ms; with a new layout (first "
+          f"frame, new notes, wider tick labels): {update + laid_out + ours:.0f} ms")
     old_kept = median_ms(lambda: (fig.update_from(mon.history, mon.marks), fig.png(relayout=False)), n)
     old_new = median_ms(lambda: (fig.update_from(mon.history, mon.marks), fig.png(relayout=True)), n)
     print(f"   before blitting, every frame was a full draw + print_png: {old_kept:.0f} ms (layout kept), "
@@ -153,14 +156,14 @@ def main() -> None:
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     arms = ["off", "on", "on + live redraw"]
     times: dict[str, list[float]] = {a: [] for a in arms}
-    frames: list[tuple[int, int]] = []
+    frames: list[tuple[int, int, float]] = []
     training_round(model, opt, data, target, 50, batch, "off")  # warm-up
     for r in range(rounds):
         for arm in arms[r % 3:] + arms[:r % 3]:  # rotate the order: no arm always runs first
-            seconds, drawn, full = training_round(model, opt, data, target, steps, batch, arm)
+            seconds, *live = training_round(model, opt, data, target, steps, batch, arm)
             times[arm].append(seconds)
             if arm == "on + live redraw":
-                frames.append((drawn, full))
+                frames.append(tuple(live))
     print(f"3. CPU training loop (MLP 64-512-512-10, batch {batch}, {steps} steps per round, {rounds} rounds; the "
           "three arms run back to back in each round, in rotating order):")
     for arm in arms:
@@ -171,10 +174,11 @@ def main() -> None:
             q1, q3 = ratios[len(ratios) // 4], ratios[(3 * len(ratios)) // 4]
             line += f"   paired ratio to off: median {statistics.median(ratios):.3f} (middle half {q1:.3f}–{q3:.3f})"
         print(line)
-    drawn, full = (sum(f[i] for f in frames) / len(frames) for i in (0, 1))
+    drawn, full, cpu = (statistics.mean(f[i] for f in frames) for i in (0, 1, 2))
     print(f"   the live arm drew {drawn:.1f} frames per round, {full:.1f} of them in full (a new monitor's first "
-          "frame, limits settling);\n   the rest were blitted. As in JupyterLab: nbval, nbconvert and scripts never "
-          "draw live frames\n")
+          f"frame, limits settling),\n   the rest blitted; its render thread used {cpu * 1e3:.0f} ms of CPU per round "
+          f"({cpu / statistics.median(times['off']) * 100:.1f} % of a round). As in JupyterLab: nbval, nbconvert and "
+          "scripts never draw live frames\n")
     frame_stages(gpulab.pick(20, 5))
 
 

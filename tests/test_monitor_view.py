@@ -108,6 +108,19 @@ def test_new_marks_notes_or_limits_redraw_in_full():
     assert fig.full_draws == 4 and fig.axes["speed"].get_xlim()[1] == 80.0  # 60 s × 1.25 = 75 → 80
 
 
+def test_wider_tick_labels_after_a_limit_change_get_a_new_layout():
+    fig = MonitorFigure(COLUMNS, title="layout")
+    t, v = readings(40)
+    speed = COLUMNS.index("samples_per_s")
+    fig.update(t[:20], v[:20], stepped=True)  # samples/s in the hundreds: narrow tick labels
+    fig.live_png()
+    v[20:, speed] *= 1000  # hundreds of thousands: labels three digits wider, the panels must move right
+    fig.update(t, v, stepped=True)
+    live = pixels(fig.live_png())
+    fresh = pixels(fig.png(relayout=True))  # the same limits, laid out from scratch
+    assert (np.abs(live - fresh).max(axis=2) > 0).mean() < 0.001
+
+
 def test_live_frames_leave_the_static_figure_as_it_would_have_been():
     t, v = readings(50, seed=2)
     marks = [(3.0, "epoch 1")]

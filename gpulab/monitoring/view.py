@@ -15,6 +15,7 @@ from __future__ import annotations
 import io
 import textwrap
 import threading
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -97,13 +98,14 @@ class MonitorFigure:
         self._title = f"{title} — " if title else ""
         self.axes["host memory"].set_title(f"{self._title}host memory", loc="left", fontsize=9, y=1.0)
         self._marks_drawn = 0
-        self._mark_artists: list[Any] = []
+        self._moving: list[Any] = list(self.lines.values())  # lines, then marks: drawn over the live background
         self._ax_columns = {ax: [self.columns.index(c) for c, line in self.lines.items() if line.axes is ax]
                             for ax in self.figure.axes}  # which columns each axes plots, for its live y limit
         self._live_top: dict[Any, float] = {}  # the live view's y limits, which only grow (limits.grow_limit)
         self._live_end = 10.0  # the live time axis: the first 10 s fill it from the left, then it grows in steps
         self._background: Any = None  # the cached picture of everything but lines and marks, and what it shows
         self._background_key: tuple[Any, ...] = ()
+        self._margins: list[float] = []  # y tick label widths the live layout made room for
         self.full_draws = 0  # live frames drawn in full (the first, and after a limit, mark or note changed)
         self._notes = self.figure.text(0.01, 0.0, "", fontsize=7, color="dimgrey", va="bottom")
         self.set_notes(notes)
@@ -133,9 +135,9 @@ class MonitorFigure:
             line.set_data(elapsed_s, values[:, self.columns.index(column)])
         for t, label in marks[self._marks_drawn:]:
             for ax in self.axes.values():
-                self._mark_artists.append(ax.axvline(t, color="black", alpha=0.5, linewidth=0.8))
+                self._moving.append(ax.axvline(t, color="black", alpha=0.5, linewidth=0.8))
             top = self.axes["host memory"]
-            self._mark_artists.append(top.annotate(
+            self._moving.append(top.annotate(
                 label, (t, 0.97), xycoords=("data", "axes fraction"), rotation=90, fontsize=8, va="top", ha="right",
                 bbox={"boxstyle": "round,pad=0.1", "fc": "white", "alpha": 0.7, "linewidth": 0}))
         self._marks_drawn = max(self._marks_drawn, len(marks))
@@ -178,28 +180,21 @@ class MonitorFigure:
                     stepped: bool = False) -> None:
         self.update(*history.snapshot(), marks, stepped=stepped)
 
-    def _moving(self) -> list[Any]:
-        """Lines and marks: what a live frame draws over the cached background."""
-        return list(self.lines.values()) + self._mark_artists
-
-    def live_png(self) -> bytes:
-        """A live frame as PNG: ``draw_live`` then a light encoding (a third of ``print_png``'s encoding time)."""
+    def live_png(self) -> bytes:  # draw_live, then a light encoding: a third of print_png's encoding time
         self.draw_live()
         return encode_png(np.asarray(self._canvas.buffer_rgba()))
 
     def draw_live(self) -> bool:
         """Draw a live frame on the canvas: blitted over the cached background when that still shows the same axes,
-        else drawn in full (with a new layout) and the background cached again. Returns whether it was drawn in full.
+        else drawn in full and the background cached again. Returns whether it was drawn in full.
         Lines and marks are drawn in the order a full draw uses (by zorder, then as added)."""
-        for artist in self._moving():
+        for artist in self._moving:
             artist.set_animated(True)  # a full draw leaves them out of the background
-        key = (tuple((ax.get_xlim(), ax.get_ylim()) for ax in self.figure.axes), len(self._mark_artists),
+        key = (tuple((ax.get_xlim(), ax.get_ylim()) for ax in self.figure.axes), len(self._moving),
                self._notes.get_text(), self.axes["host memory"].get_title(loc="left"))
         full = self._background is None or key != self._background_key or self._needs_layout
         if full:
-            self.figure.set_layout_engine(self._layout_engine)  # new limits: tick labels change width
-            self._needs_layout = False
-            self._canvas.draw()
+            self._draw_background()
             self._background = self._canvas.copy_from_bbox(self.figure.bbox)
             self._background_key = key
             self.full_draws += 1
@@ -211,12 +206,30 @@ class MonitorFigure:
                 artist.draw(renderer)
         return full
 
+    def _draw_background(self) -> None:
+        """A full draw for the live view. The layout (half a full draw) is redone only when it has to be: the first
+        time, after new notes, or when new limits made a panel's y tick labels wider than the layout left room for."""
+        if self._needs_layout or not self._margins:
+            relayout = True
+        else:
+            self.figure.set_layout_engine("none")
+            self._canvas.draw()
+            relayout = any(w > room + 0.5 for w, room in zip(self._y_label_widths(), self._margins))
+        if relayout:
+            self.figure.set_layout_engine(self._layout_engine)
+            self._needs_layout = False
+            self._canvas.draw()
+            self._margins = self._y_label_widths()
+
+    def _y_label_widths(self) -> list[float]:  # each axes' y tick labels and label, as last drawn, in pixels
+        return [ax.yaxis.get_tightbbox(self._canvas.get_renderer()).width for ax in self.figure.axes]
+
     def png(self, *, relayout: bool = True) -> bytes:
         """The figure as PNG bytes (Agg), everything drawn in one pass: the static picture left at the end.
         ``relayout=False`` keeps the panels where the last laid-out draw put them (the layout is a third of a draw)."""
-        for artist in self._moving():
+        for artist in self._moving:
             artist.set_animated(False)  # after live frames: the static picture draws everything in one pass
-        self._background = None
+        self._background, self._margins = None, []
         if relayout or self._needs_layout:
             self.figure.set_layout_engine(self._layout_engine)
             self._needs_layout = False
@@ -247,6 +260,7 @@ class LiveImage:
         self.interval_s = interval_s
         self.widget = ipywidgets.Image(format="png")
         self.draws = 0
+        self.cpu_s = 0.0  # the render thread's CPU time: what the live view costs the training loop
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._handle: Any = None
@@ -267,7 +281,7 @@ class LiveImage:
         while not self._stop.wait(self.interval_s):
             now = (self._history.appended, len(self._marks), len(self._missing))
             if now != shown:  # nothing new sampled, marked or missing (a stalled sampler): the frame is the same
-                shown = now
+                shown, started = now, time.thread_time()
                 if len(self._missing) != self._notes_shown:
                     self._notes_shown = len(self._missing)
                     self.figure.set_notes([f"not shown: {n}" for n in list(self._missing)])
@@ -275,6 +289,7 @@ class LiveImage:
                 # a widget value set from a thread reaches the page at once
                 self.widget.value = self.figure.live_png()
                 self.draws += 1
+                self.cpu_s += time.thread_time() - started
 
     def stop(self, timeout: float = 10.0) -> None:
         self._stop.set()
