@@ -6,7 +6,7 @@ and the live figure's cost per frame, stage by stage.
 
 Readings come from this machine's GPU reader (NVML; on a machine without a driver that part is skipped, which the
 output says) and, for comparison, from eight simulated GPUs (``workshop-8``), which show the sampler's own overhead
-per GPU but not the driver's. Ratios are measured side by side in one process; arms alternate A B B A so that drift
+per GPU but not the driver's. Ratios are measured side by side in one process; arms run in rotating order so that drift
 in a shared machine's load falls on both. A round is a training loop of several seconds with its own monitor, so the
 live arm pays a monitor's start-up (a first frame drawn in full, and a few more while its limits settle) once per round,
 as a cell would; section 4 shows what each kind of frame costs.
@@ -121,6 +121,13 @@ def frame_stages(n: int) -> None:
     print(f"   → a live frame                         {frame:6.1f} ms → {frame / 10:.2f} % of a core at 1 frame/s")
     print(f"   a frame drawn in full (new limit or mark): {update + kept + ours:.0f} ms; with a new layout (first "
           f"frame, new notes, wider tick labels): {update + laid_out + ours:.0f} ms")
+    t_hour = np.arange(18_000) * 0.2
+    _, recorded = mon.history.snapshot()
+    hour = recorded[np.arange(t_hour.size) % len(recorded)]  # the readings above, repeated for an hour at 5 Hz
+    fig.update(t_hour, hour, mon.marks, stepped=True)
+    fig.draw_live()  # the time axis grew: one full draw
+    long = median_ms(lambda: (fig.update(t_hour, hour, mon.marks, stepped=True), fig.draw_live()), n)
+    print(f"   after an hour (18,000 readings a line, cut to ~2 points per pixel column): update + blit {long:.1f} ms")
     old_kept = median_ms(lambda: (fig.update_from(mon.history, mon.marks), fig.png(relayout=False)), n)
     old_new = median_ms(lambda: (fig.update_from(mon.history, mon.marks), fig.png(relayout=True)), n)
     print(f"   before blitting, every frame was a full draw + print_png: {old_kept:.0f} ms (layout kept), "

@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from PIL import Image
 
+from gpulab.monitoring.decimate import envelope
 from gpulab.monitoring.limits import grow_limit, nice_ceil
 from gpulab.monitoring.png import encode_png
 from gpulab.monitoring.sampler import HOST_COLUMNS, SPEED_COLUMNS
@@ -159,3 +160,31 @@ def test_the_render_thread_skips_a_frame_when_nothing_new_was_sampled():
     finally:
         live.stop()
     assert not live._thread.is_alive()
+
+
+def test_an_envelope_keeps_each_slices_lowest_and_highest_value_and_its_gaps():
+    t = np.arange(10_000) * 0.1
+    y = np.sin(t) + np.random.default_rng(4).normal(0, 0.1, t.size)
+    y[5000:5003] = np.nan
+    et, ey = envelope(t, y, t_end=1000.0, slices=100)
+    assert len(et) <= 3 * 101 and np.all(np.diff(et) >= 0)
+    assert np.nanmax(ey) == np.nanmax(y) and np.nanmin(ey) == np.nanmin(y)  # spikes survive
+    assert np.isnan(ey).sum() == 1 and et[np.isnan(ey)][0] == pytest.approx(500.0)  # the gap stays, in its slice
+    for k in (0, 37, 99):  # each slice: exactly its lowest and highest reading
+        inside = (t >= k * 10) & (t < (k + 1) * 10) & ~np.isnan(y)
+        mine = ey[(et >= k * 10) & (et < (k + 1) * 10)]
+        assert np.nanmin(mine) == y[inside].min() and np.nanmax(mine) == y[inside].max()
+    short_t, short_y = envelope(t[:250], y[:250], t_end=1000.0, slices=100)
+    assert (short_t == t[:250]).all() and np.array_equal(short_y, y[:250], equal_nan=True)  # few: as they are
+
+
+def test_live_lines_are_cut_to_the_panel_width_and_the_static_figure_draws_every_reading():
+    fig = MonitorFigure(COLUMNS, title="long run")
+    t, v = readings(20_000)
+    fig.update(t, v, stepped=True)
+    fig.live_png()
+    width = fig.axes["speed"].bbox.width
+    assert all(len(line.get_xdata()) <= 3 * (width + 1) for line in fig.lines.values())
+    fig.update(t, v)
+    fig.png()
+    assert all(len(line.get_xdata()) == 20_000 for line in fig.lines.values())

@@ -25,6 +25,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from ..units import format_bytes
+from .decimate import envelope
 from .history import History
 from .limits import grow_limit
 from .png import encode_png
@@ -103,8 +104,7 @@ class MonitorFigure:
                             for ax in self.figure.axes}  # which columns each axes plots, for its live y limit
         self._live_top: dict[Any, float] = {}  # the live view's y limits, which only grow (limits.grow_limit)
         self._live_end = 10.0  # the live time axis: the first 10 s fill it from the left, then it grows in steps
-        self._background: Any = None  # the cached picture of everything but lines and marks, and what it shows
-        self._background_key: tuple[Any, ...] = ()
+        self._background, self._background_key = None, ()  # the live picture without lines and marks; what it shows
         self._margins: list[float] = []  # y tick label widths the live layout made room for
         self.full_draws = 0  # live frames drawn in full (the first, and after a limit, mark or note changed)
         self._notes = self.figure.text(0.01, 0.0, "", fontsize=7, color="dimgrey", va="bottom")
@@ -131,8 +131,12 @@ class MonitorFigure:
         """Move every line to the new data (``set_data``), add any new marks, rescale. No artist is rebuilt.
 
         ``stepped=True`` (live frames): limits only grow, in round steps, so most frames can be blitted."""
+        if stepped:  # live: the x limit first, then at most ~2 points per pixel column (decimate.envelope)
+            self._live_end = grow_limit(self._live_end, float(elapsed_s[-1]) if len(elapsed_s) else 0.0)
+        width = int(self.axes["speed"].bbox.width)
         for column, line in self.lines.items():
-            line.set_data(elapsed_s, values[:, self.columns.index(column)])
+            y = values[:, self.columns.index(column)]
+            line.set_data(*envelope(elapsed_s, y, self._live_end, width) if stepped else (elapsed_s, y))
         for t, label in marks[self._marks_drawn:]:
             for ax in self.axes.values():
                 self._moving.append(ax.axvline(t, color="black", alpha=0.5, linewidth=0.8))
@@ -173,7 +177,6 @@ class MonitorFigure:
             self._live_top[ax] = grow_limit(self._live_top.get(ax, 0.0), float(seen.max()) if seen.size else 0.0,
                                             headroom=1.5 if noisy else 1.25)
             ax.set_ylim(0, self._live_top[ax], auto=None)  # autoscaling stays on for the exact limits at the end
-        self._live_end = grow_limit(self._live_end, float(elapsed_s[-1]) if len(elapsed_s) else 0.0)
         self.axes["speed"].set_xlim(0, self._live_end)
 
     def update_from(self, history: History, marks: Sequence[tuple[float, str]] = (), *,
@@ -274,9 +277,8 @@ class LiveImage:
         self._thread.start()
 
     def _run(self) -> None:
-        # The first frame comes one interval in, with data to fit: drawn at once it would be empty, and the axes it
-        # fixed would all change a second later (two full draws instead of one). A block shorter than an interval
-        # draws no live frame at all, only the static figure at the end.
+        # The first frame comes one interval in, with data to fit (at once, it would be empty and its axes would all
+        # change a second later). A block shorter than an interval draws no live frame, only the static figure.
         shown: tuple[int, int, int] | None = None
         while not self._stop.wait(self.interval_s):
             now = (self._history.appended, len(self._marks), len(self._missing))
@@ -286,8 +288,7 @@ class LiveImage:
                     self._notes_shown = len(self._missing)
                     self.figure.set_notes([f"not shown: {n}" for n in list(self._missing)])
                 self.figure.update_from(self._history, list(self._marks), stepped=True)
-                # a widget value set from a thread reaches the page at once
-                self.widget.value = self.figure.live_png()
+                self.widget.value = self.figure.live_png()  # set from a thread, it reaches the page at once
                 self.draws += 1
                 self.cpu_s += time.thread_time() - started
 
