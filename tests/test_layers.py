@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 PKG = Path(__file__).resolve().parents[1] / "gpulab"
-PURE = ["units", "readings", "tables", "config", "visible", "selection", "monitoring/history"]
+PURE = ["units", "readings", "tables", "config", "visible", "selection", "monitoring/history", "monitoring/limits",
+        "monitoring/png", "monitoring/decimate"]
 HEAVY = {"torch", "pynvml", "ipywidgets", "matplotlib", "psutil", "IPython", "lightning"}
 
 
