@@ -58,6 +58,9 @@ _INIT_REASONS = {
     "NVMLError_Uninitialized": "NVML was used before it was initialised (a gpulab bug: please report it).",
 }
 
+_OLD_DRIVER = ("this NVIDIA driver is older than the nvidia-ml-py package and lacks this query; upgrade the driver, "
+               "or install an nvidia-ml-py release from the driver's era")
+
 # Why one field could not be read.
 _FIELD_REASONS = {
     "NVMLError_NotSupported": "not supported on this GPU",
@@ -65,6 +68,8 @@ _FIELD_REASONS = {
     "NVMLError_GpuIsLost": "the GPU has fallen off the bus; the machine needs attention",
     "NVMLError_NotFound": "not found",
     "NVMLError_Unknown": "the driver gave no reason",
+    "NVMLError_FunctionNotFound": _OLD_DRIVER,
+    "NVMLLibraryMismatchError": _OLD_DRIVER,  # pynvml's name for a missing versioned call; not an NVMLError subclass
 }
 
 
@@ -120,7 +125,9 @@ class NvmlReader:
             with self._lock:
                 return getattr(self._lib, fn)(*args)
         except Exception as exc:
-            if not isinstance(exc, getattr(self._lib, "NVMLError", ())):
+            refusals = tuple(c for c in (getattr(self._lib, "NVMLError", None),
+                                         getattr(self._lib, "NVMLLibraryMismatchError", None)) if isinstance(c, type))
+            if not isinstance(exc, refusals):
                 raise
             return Unavailable(explain_nvml_error(exc))
 
@@ -151,6 +158,7 @@ class NvmlReader:
         return 0 if isinstance(n, Unavailable) else int(n)
 
     def _handle(self, physical_index: int) -> Any:
+        """The GPU's NVML handle, or ``Unavailable`` when NVML refuses it (a GPU the job's cgroup hides, a lost GPU)."""
         n = self.count()
         if not 0 <= physical_index < n:
             raise IndexError(
@@ -162,6 +170,8 @@ class NvmlReader:
 
     def sample(self, physical_index: int) -> GpuSample:
         h = self._handle(physical_index)
+        if isinstance(h, Unavailable):
+            return GpuSample(physical_index, h, h, h)
         mem = self._query("nvmlDeviceGetMemoryInfo", h)
         util = self._query("nvmlDeviceGetUtilizationRates", h)
         return GpuSample(
@@ -174,6 +184,9 @@ class NvmlReader:
     def info(self, physical_index: int, *, processes: bool = True) -> GpuInfo:
         """One GPU, like ``nvidia-smi -q -i <physical_index>``. ``processes=False`` skips the slow process list."""
         h = self._handle(physical_index)
+        if isinstance(h, Unavailable):  # every field is refused for the same reason; the other GPUs are still read
+            return GpuInfo(physical_index, str(h), str(h), str(h), h, h, h, h, h, h, h, mig_enabled=h,
+                           processes=h if processes else Unavailable("not asked for"))
         mem = self._query("nvmlDeviceGetMemoryInfo", h)
         util = self._query("nvmlDeviceGetUtilizationRates", h)
         pci = self._query("nvmlDeviceGetPciInfo", h)

@@ -5,6 +5,7 @@ attribute names, MIG handles, refusals per field.
 """
 from __future__ import annotations
 
+import ctypes
 from types import SimpleNamespace
 
 MiB = 1024**2
@@ -12,6 +13,10 @@ MiB = 1024**2
 
 class NVMLError(Exception):
     pass
+
+
+class NVMLLibraryMismatchError(Exception):
+    """pynvml raises this (not an NVMLError) when the driver lacks the versioned function a call needs."""
 
 
 def _error(name: str) -> type[NVMLError]:
@@ -24,6 +29,8 @@ NVMLError_LibRmVersionMismatch = _error("NVMLError_LibRmVersionMismatch")
 NVMLError_NotSupported = _error("NVMLError_NotSupported")
 NVMLError_NotFound = _error("NVMLError_NotFound")
 NVMLError_NoPermission = _error("NVMLError_NoPermission")
+NVMLError_GpuIsLost = _error("NVMLError_GpuIsLost")
+NVMLError_FunctionNotFound = _error("NVMLError_FunctionNotFound")
 NVML_TEMPERATURE_GPU = 0
 
 
@@ -31,6 +38,7 @@ class Stub:
     """Two GPUs: 0 is an A100 in MIG mode (two slices, one empty slot, no utilisation); 1 refuses power readings."""
 
     NVMLError = NVMLError
+    NVMLLibraryMismatchError = NVMLLibraryMismatchError
     NVML_TEMPERATURE_GPU = NVML_TEMPERATURE_GPU
 
     def __init__(self, init_error: type[NVMLError] | None = None) -> None:
@@ -72,9 +80,14 @@ class Stub:
         return len(self.gpus)
 
     def nvmlDeviceGetHandleByIndex(self, i: int):
+        refusal = self.gpus[i].get("handle_error")
+        if refusal:  # e.g. a GPU the job's cgroup hides (Slurm), or one that fell off the bus
+            raise refusal("stub")
         return ("gpu", i)
 
     def _g(self, h):
+        if not isinstance(h, tuple):  # real pynvml hands the handle to ctypes, which refuses anything else
+            raise ctypes.ArgumentError(f"argument 1: TypeError: Don't know how to convert parameter 1 ({h!r})")
         if h[0] == "mig":
             return None
         return self.gpus[h[1]]
@@ -125,4 +138,9 @@ class Stub:
 
     def nvmlDeviceGetComputeRunningProcesses(self, h):
         self._call("nvmlDeviceGetComputeRunningProcesses")
-        return self._g(h)["procs"]
+        procs = self._g(h)["procs"]
+        if procs == "old driver":  # pynvml 12+ calls the _v3 function, which drivers before R510 lack
+            raise NVMLLibraryMismatchError("Unversioned function called and the pyNVML version does not match the "
+                                           "NVML lib version. Either use matching pyNVML and NVML lib versions or use "
+                                           "a versioned function such as nvmlDeviceGetComputeRunningProcesses_v2")
+        return procs

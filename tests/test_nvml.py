@@ -124,3 +124,36 @@ def test_real_nvml_reads_every_gpu():
     for i in range(r.count()):
         g = r.info(i)
         assert g.uuid.startswith("GPU-") and g.memory_total_bytes > 0
+
+
+# -- refusals seen on real machines ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("exc, words", [
+    (nvml_stub.NVMLError_NoPermission, "no permission"),  # a GPU the job's cgroup hides (Slurm ConstrainDevices)
+    (nvml_stub.NVMLError_GpuIsLost, "fallen off the bus"),
+])
+def test_a_gpu_whose_handle_nvml_refuses_is_listed_with_the_reason(exc, words):
+    from gpulab.devices import devices
+
+    stub = Stub()
+    stub.gpus[0]["handle_error"] = exc
+    reader = NvmlReader(stub)
+    inv = devices(reader)  # no exception: the other GPU is still read
+    lost, ok = inv.gpus
+    assert ok.name == "NVIDIA GeForce RTX 3090"
+    assert words in lost.name and words in str(lost.memory_total_bytes) and words in str(lost.processes)
+    assert lost.mig_devices == () and lost.mig_enabled is not True
+    assert words in str(reader.sample(0).memory_used_bytes)
+    assert f"N/A ({explain_nvml_error(exc('x'))})" in str(inv)
+
+
+def test_a_driver_older_than_pynvml_leaves_the_process_list_unavailable():
+    stub = Stub()
+    stub.gpus[1]["procs"] = "old driver"
+    g = NvmlReader(stub).info(1)  # pynvml raises NVMLLibraryMismatchError, which is not an NVMLError
+    assert isinstance(g.processes, Unavailable)
+    assert "driver is older" in g.processes.reason
+    assert g.name == "NVIDIA GeForce RTX 3090"
+
+
+def test_a_call_the_driver_lacks_is_explained():
+    assert "driver is older" in explain_nvml_error(nvml_stub.NVMLError_FunctionNotFound("x"))
