@@ -292,3 +292,20 @@ def test_a_figure_that_cannot_be_shown_does_not_hide_the_loops_exception(ipython
             with mon:
                 raise ValueError("the learner's bug")
     assert monitor_threads() == []
+
+
+def test_time_counts_from_start_not_from_construction():
+    """``mon = gpulab.monitor(...)`` in one cell and ``mon.start()`` later: the wait is neither a step nor elapsed."""
+    clock = FakeClock()
+    mon = monitor(reader=FakeGpuReader(None), clock=clock, sleep=lambda s: time.sleep(0.01), show=False)
+    clock.advance(100.0)  # the learner reads the next cell before running it
+    mon.start()
+    clock.advance(0.5)
+    mon.mark("first step")
+    clock.advance(0.5)
+    mon.step(samples=10)
+    summary = mon.stop()
+    assert summary.mean_step_time_s == pytest.approx(1.0) and summary.mean_samples_per_s == pytest.approx(10.0)
+    assert summary.duration_s == pytest.approx(1.0)
+    assert mon.marks == [(pytest.approx(0.5), "first step")]
+    assert mon.history.times()[0] == pytest.approx(0.0, abs=1.0)

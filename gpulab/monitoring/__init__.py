@@ -125,6 +125,7 @@ class Monitor:
             raise RuntimeError(f"this monitor is {self._state}: a Monitor records one run. Start a new one with "
                                "`with gpulab.monitor(...) as mon:`.")
         self._state = "running"
+        self._progress.restart_step_clock()  # the first step counts from the start, not from when mon was made
         self._sampler.start()
         try:
             self._start_live()

@@ -234,6 +234,10 @@ class Sampler:
     def start(self) -> None:
         if self._thread is not None:
             raise RuntimeError("this sampler has already been started; a Sampler records one run, make a new one.")
+        if self.history.appended == 0:  # made in one cell, started in a later one: time counts from now
+            self.t0 = self._next_process_t = self._clock()
+            times = self._process.cpu_times()
+            self._cpu_before = (time.perf_counter(), times.user + times.system)
         self._thread = threading.Thread(target=self._run, name=SAMPLER_THREAD_NAME, daemon=True)
         self._thread.start()
 
