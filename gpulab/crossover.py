@@ -69,7 +69,8 @@ class CrossoverSweep:
 
     @property
     def sizes(self) -> tuple[int, ...]:
-        return tuple(dict.fromkeys(p.size for p in self.points))
+        """The measured sizes, smallest first (whatever order they were given in)."""
+        return tuple(sorted(set(p.size for p in self.points)))
 
     def median_s(self, device: str, size: int) -> float:
         for p in self.points:
@@ -91,7 +92,10 @@ class CrossoverSweep:
 
     def verdict(self) -> str:
         others = [d for d in self.devices if d != "cpu"]
-        if "cpu" not in self.devices or not others:
+        if "cpu" not in self.devices:
+            return (f"Only {', '.join(self.devices)} measured, no cpu baseline: add 'cpu' to devices= to see where "
+                    f"a GPU starts to beat it.")
+        if not others:
             return (f"Only {', '.join(self.devices)} measured: no crossover can be read from one device. On a GPU "
                     f"machine the sweep adds the GPU curve.")
         lines = []
@@ -135,7 +139,7 @@ class CrossoverSweep:
 
             _, ax = plt.subplots(figsize=(6, 3.5))
         for d in self.devices:
-            ps = [p for p in self.points if p.device == d]
+            ps = sorted((p for p in self.points if p.device == d), key=lambda p: p.size)
             med = [p.result.median_s for p in ps]
             err = [[m - p.result.q1_s for m, p in zip(med, ps)], [p.result.q3_s - m for m, p in zip(med, ps)]]
             ax.errorbar([p.size for p in ps], med, yerr=err, fmt="o-", capsize=2, label=d)
@@ -167,7 +171,7 @@ def crossover_sweep(sizes: Sequence[int], *, devices: Sequence[Any] = ("cpu",), 
     points = []
     for device in devices:
         dev = resolve_device(device)
-        for size in (int(s) for s in sizes):
+        for size in sorted(set(int(s) for s in sizes)):  # smallest first: the table, the plot's lines, the verdict
             if include_transfer:
                 host_inputs = spec.make(size, "cpu")
 

@@ -111,3 +111,25 @@ def test_nonblocking_copy_is_right_after_synchronize() -> None:
     r = nonblocking_hazard("cuda", numel=1 << 20)
     assert r.wrong_after_sync == 0 and 0 <= r.wrong_before_sync <= r.numel
     assert "after torch.cuda.synchronize()" in str(r)
+
+
+def _point(device: str, size: int, t: float) -> SizePoint:
+    return SizePoint(device, size, BenchmarkResult("op", device, (t,), 1, 0, "test"))
+
+
+def test_crossover_reads_sizes_in_order_whatever_order_they_were_given() -> None:
+    sizes = [1024, 16, 256, 64]  # the GPU wins from 256 on
+    cpu = {16: 1e-6, 64: 1e-5, 256: 1e-4, 1024: 1e-3}
+    gpu = {16: 1e-5, 64: 2e-5, 256: 3e-5, 1024: 4e-5}
+    sweep = CrossoverSweep("matmul", "n", False, tuple(
+        [_point("cpu", s, cpu[s]) for s in sizes] + [_point("cuda:0", s, gpu[s]) for s in sizes]))
+    assert sweep.crossover_size("cuda:0") == 256
+    assert sweep.sizes == (16, 64, 256, 1024)
+    measured = crossover_sweep([64, 4], devices=("cpu",), warmup=0, repeats=1, min_block_s=1e-4)
+    assert measured.sizes == (4, 64) and [p.size for p in measured.points] == [4, 64]
+
+
+def test_crossover_verdict_of_two_gpus_without_the_cpu_says_what_is_missing() -> None:
+    sweep = CrossoverSweep("matmul", "n", False, (_point("cuda:0", 16, 1e-5), _point("cuda:1", 16, 2e-5)))
+    assert "from one device" not in sweep.verdict()
+    assert "no cpu baseline" in sweep.verdict() and "cuda:0, cuda:1" in sweep.verdict()
