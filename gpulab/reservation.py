@@ -84,11 +84,37 @@ def _try_lock(fd: int) -> bool:
 
 
 def _read_holder(fd: int) -> str:
+    """Who holds the lock on ``fd``'s file: the name its holder wrote, checked against the kernel's list of locks.
+
+    A holder that could only open the file read-only (another user left it private) cannot write its name, so the
+    file may still name an earlier holder; ``/proc/locks`` says which pid really holds it.
+    """
+    lockers = _flock_pids(fd)
     try:
         data = json.loads(os.pread(fd, 4096, 0) or b"{}")
-        return f"pid {data['pid']} ({data['user']}@{data['host']})"
-    except (ValueError, KeyError, OSError):
-        return "another process (it has not written its name yet)"
+        named = f"pid {data['pid']} ({data['user']}@{data['host']})"
+    except (ValueError, KeyError, TypeError, OSError):
+        data, named = None, None
+    if lockers and (data is None or data.get("pid") not in lockers):
+        return f"pid {lockers[0]} (it could not write its name into the file)"
+    return named or "another process (it has not written its name yet)"
+
+
+def _flock_pids(fd: int) -> list[int]:
+    """Pids holding a ``flock`` on ``fd``'s file, from ``/proc/locks`` (empty where it cannot tell: not Linux, or
+    holders in another pid namespace)."""
+    st = os.fstat(fd)
+    inode = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    try:
+        lines = Path("/proc/locks").read_text().splitlines()
+    except OSError:
+        return []
+    pids = []
+    for line in lines:  # "1: FLOCK  ADVISORY  WRITE 4242 fe:00:2146619 0 EOF"; waiters read "1: -> FLOCK ..."
+        f = line.split()
+        if len(f) >= 6 and f[1] == "FLOCK" and f[5] == inode and f[4].isdigit() and int(f[4]) > 0:
+            pids.append(int(f[4]))
+    return pids
 
 
 def current_holders(uuids: list[str], directory: str | os.PathLike[str] | None = None) -> dict[str, str]:

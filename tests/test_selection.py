@@ -204,3 +204,27 @@ def test_students_who_are_different_unix_users_share_the_directory():
         mine.release()
     finally:
         shutil.rmtree(tmp)
+
+
+def test_a_holder_who_cannot_write_its_name_is_not_reported_as_the_previous_one():
+    if os.geteuid() != 0:
+        pytest.skip("needs root to start a process as another user (nobody)")
+    system_python = shutil.which("python3.11", path="/usr/bin")
+    if system_python is None:
+        pytest.skip("no interpreter outside root's home that user nobody can run")
+    tmp = Path(tempfile.mkdtemp(prefix="gpulab-users-"))
+    try:
+        os.chmod(tmp, 0o755)
+        (tmp / "go").touch()
+        reserve_gpus(1, W8, directory=tmp / "locks").release()  # root wrote its name into GPU 1's file, then let go
+        os.chmod(tmp / "locks" / f"gpu-{W8_GPUS[1].uuid}.lock", 0o644)  # a file its maker left private
+        site = next(p for p in sys.path if p.endswith("site-packages"))
+        other = _start(1, tmp, "workshop-8", n=1, python=system_python, user="nobody",
+                       env={"PYTHONPATH": f"{ROOT}:{site}", "HOME": "/tmp"})
+        line = other.stdout.readline()
+        assert json.loads(line or json.dumps({"crash": other.stderr.read()})) == {"got": [1]}
+        who = current_holders([W8_GPUS[1].uuid], tmp / "locks")[W8_GPUS[1].uuid]
+        assert f"pid {other.pid}" in who and "root@" not in who, who  # nobody holds it, not the stale name
+        other.stdin.close(), other.wait(timeout=30), other.stdout.close(), other.stderr.close()
+    finally:
+        shutil.rmtree(tmp)
