@@ -309,3 +309,15 @@ def test_time_counts_from_start_not_from_construction():
     assert summary.duration_s == pytest.approx(1.0)
     assert mon.marks == [(pytest.approx(0.5), "first step")]
     assert mon.history.times()[0] == pytest.approx(0.0, abs=1.0)
+
+
+def test_show_false_in_jupyterlab_shows_nothing(monkeypatch, ipython_shell):
+    """A monitor with ``show=False`` (chapter 05 times training with it) must leave no widget in the output: a live
+    image would stay behind, blank or frozen, once per run, because only ``show`` replaces it at the end."""
+    monkeypatch.setenv("GPULAB_MONITOR_LIVE", "1")  # what JupyterLab looks like to frontend_available()
+    with monitor(reader=FakeGpuReader(None), show=False) as mon:
+        mon.step(samples=1)
+    assert mon._live is None and ipython_shell.display_pub.outputs == []
+    with monitor(reader=FakeGpuReader(None)) as shown:  # show=True: live in JupyterLab, replaced at the end
+        assert shown._live is not None
+    assert monitor_threads() == []

@@ -139,8 +139,8 @@ class Monitor:
 
     def _start_live(self) -> None:
         live = self._live_wanted
-        if live == "auto":
-            live = frontend_available()  # decided without importing matplotlib: a headless run draws only at the end
+        if live == "auto":  # decided without importing matplotlib: a headless run draws only at the end
+            live = self._show and frontend_available()  # show=False: nothing in the output, not even a live image
         if not live:
             return
         try:
@@ -306,7 +306,7 @@ def monitor(title: str = "", **options: Any) -> Monitor:
     """``with gpulab.monitor("training") as mon:`` — watch memory, utilisation and speed while the block runs.
 
     Options (all keyword): ``reader`` (a GpuReader; default NVML), ``gpus`` (physical indices to watch),
-    ``interval_s`` (0.2 = 5 Hz), ``live`` (True / False / "auto"), ``show`` (leave figure + summary at the end).
+    ``interval_s`` (0.2 = 5 Hz), ``live`` (True / False / "auto": live in JupyterLab when ``show``), ``show`` (leave figure + summary at the end).
     Taught in ``notebooks/05_live_monitor.ipynb``.
     """
     return Monitor(title, **options)
