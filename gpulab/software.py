@@ -54,7 +54,19 @@ class TorchFacts:
 
 
 def _cudnn_version(torch) -> str | None:
-    v = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
+    """The bundled cuDNN's version, asked of the library itself.
+
+    Not ``torch.backends.cudnn.version()``: its first call runs a compatibility check that calls
+    ``torch.cuda.is_available()`` and ``get_device_capability()``, which start the driver and initialise CUDA here.
+    """
+    if not torch.backends.cudnn.is_available():
+        return None
+    try:
+        from torch._C import _cudnn
+
+        v = _cudnn.getVersionInt()
+    except (ImportError, AttributeError, RuntimeError):
+        return None
     if not v:
         return None
     return f"{v // 10000}.{(v % 10000) // 100}.{v % 100}" if v >= 90000 else str(v)

@@ -114,3 +114,32 @@ def test_simulated_usage_can_change_while_read():
     assert (s.memory_used_bytes, s.utilization_gpu_percent) == (2**30, 88)
     with pytest.raises(IndexError, match="1 simulated GPU"):
         r.sample(1)
+
+
+# Calls that start the CUDA driver (is_available) or initialise CUDA in the process (get_device_capability and
+# everything built on get_device_properties). On this machine they find no GPU, so the context check above cannot
+# see them: record who calls them (each still runs for real).
+STARTERS_SCRIPT = """
+import torch, gpulab.report
+called = []
+for name in ("is_available", "get_device_capability", "get_device_properties", "current_device", "mem_get_info",
+             "init", "_lazy_init"):
+    real = getattr(torch.cuda, name)
+    setattr(torch.cuda, name, lambda *a, _real=real, _name=name, **k: called.append(_name) or _real(*a, **k))
+r = gpulab.report.environment_report()
+str(r); r._repr_html_()
+print(r.torch.cudnn)
+print(sorted(set(called)))
+"""
+
+
+@pytest.mark.parametrize("simulate", ["", "workshop-8"])
+def test_the_report_calls_nothing_that_starts_cuda(simulate):
+    out = _python(STARTERS_SCRIPT, GPULAB_SIMULATE_GPUS=simulate)
+    assert out.returncode == 0, out.stderr
+    cudnn, called = out.stdout.strip().splitlines()[-2:]
+    assert called == "[]", f"the report called torch.cuda.{called}, which start CUDA on a GPU machine"
+    import torch
+
+    if torch.backends.cudnn.is_available():
+        assert cudnn[0].isdigit(), "the cuDNN version is still reported"
