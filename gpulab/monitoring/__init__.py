@@ -306,7 +306,8 @@ def monitor(title: str = "", **options: Any) -> Monitor:
     """``with gpulab.monitor("training") as mon:`` — watch memory, utilisation and speed while the block runs.
 
     Options (all keyword): ``reader`` (a GpuReader; default NVML), ``gpus`` (physical indices to watch),
-    ``interval_s`` (0.2 = 5 Hz), ``live`` (True / False / "auto": live in JupyterLab when ``show``), ``show`` (leave figure + summary at the end).
+    ``interval_s`` (0.2 = 5 Hz), ``live`` (True / False / "auto": live in JupyterLab when ``show``), ``show``
+    (leave figure + summary at the end).
     Taught in ``notebooks/05_live_monitor.ipynb``.
     """
     return Monitor(title, **options)
