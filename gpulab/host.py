@@ -48,17 +48,38 @@ class HostSample:
     process_rss_bytes: int  # this Python process
 
 
-def cgroup_memory(root: Path = _CGROUP_ROOT) -> tuple[int | None, int | None]:
-    """``(limit_bytes, used_bytes)`` of this process's memory cgroup (v2 or v1); ``None`` where no limit is set."""
-    v2_max, v2_cur = root / "memory.max", root / "memory.current"
-    v1_max, v1_cur = root / "memory" / "memory.limit_in_bytes", root / "memory" / "memory.usage_in_bytes"
-    for max_file, cur_file in ((v2_max, v2_cur), (v1_max, v1_cur)):
-        raw = _read(max_file)
-        if raw is None:
-            continue
-        limit = None if raw == "max" or not raw.isdigit() or int(raw) >= _NO_LIMIT else int(raw)
-        cur = _read(cur_file)
-        return limit, int(cur) if cur and cur.isdigit() else None
+def cgroup_memory(root: Path = _CGROUP_ROOT, self_cgroup: str | None = None) -> tuple[int | None, int | None]:
+    """``(limit_bytes, used_bytes)`` of this process's memory cgroup (v2 or v1); ``None`` where no limit is set.
+
+    The cgroup is the one ``/proc/self/cgroup`` names (``self_cgroup``: that file's text), not the mount's root: a
+    JupyterHub spawner or a Slurm job sets the limit on the process's own cgroup or on a parent of it. The tightest
+    limit on the way up counts. Where the named cgroup is not under ``root`` (a container that sees its own cgroup
+    as the root), the root's files count.
+    """
+    text = _read(Path("/proc/self/cgroup")) if self_cgroup is None else self_cgroup
+    v2_path = v1_path = "/"
+    for line in (text or "").splitlines():
+        hierarchy, controllers, path = (line.split(":", 2) + ["", ""])[:3]
+        if hierarchy == "0" and not controllers:
+            v2_path = path
+        elif "memory" in controllers.split(","):
+            v1_path = path
+    for base, path, max_name, cur_name in ((root, v2_path, "memory.max", "memory.current"),
+                                           (root / "memory", v1_path, "memory.limit_in_bytes", "memory.usage_in_bytes")):
+        parts = [p for p in path.strip().split("/") if p]
+        found, limits, used = False, [], None
+        for depth in range(len(parts), -1, -1):  # the process's own cgroup first, then each parent up to the root
+            d = base.joinpath(*parts[:depth])
+            raw = _read(d / max_name)
+            if raw is None:
+                continue
+            if not found:
+                cur = _read(d / cur_name)
+                found, used = True, int(cur) if cur and cur.isdigit() else None
+            if raw.isdigit() and int(raw) < _NO_LIMIT:
+                limits.append(int(raw))
+        if found:
+            return (min(limits) if limits else None), used
     return None, None
 
 

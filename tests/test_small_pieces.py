@@ -117,3 +117,27 @@ def test_counting_gpus_does_not_freeze_cuda_visible_devices():
     n, kind, available = out.stdout.split()
     assert int(n) >= 1 and kind == "cuda"
     assert available == "False", "the hidden-GPU setting was still honoured, so counting did not start CUDA"
+
+
+def test_cgroup_v2_limit_of_this_process_cgroup_not_the_root(tmp_path):
+    # JupyterHub's systemd spawner or a Slurm job: the limit sits on the process's own cgroup (or a parent of it),
+    # named in /proc/self/cgroup; the mount's root has none.
+    job = tmp_path / "system.slice" / "jupyter-alice.service"
+    job.mkdir(parents=True)
+    (job / "memory.max").write_text("max\n")  # the innermost cgroup may be unlimited ...
+    (job / "memory.current").write_text("5000\n")
+    (tmp_path / "system.slice" / "memory.max").write_text("8589934592\n")  # ... while a parent sets the limit
+    assert host.cgroup_memory(tmp_path, self_cgroup="0::/system.slice/jupyter-alice.service\n") == (8 * 2**30, 5000)
+
+
+def test_cgroup_v1_limit_of_this_process_cgroup(tmp_path):
+    job = tmp_path / "memory" / "slurm" / "uid_1000" / "job_42"
+    job.mkdir(parents=True)
+    (tmp_path / "memory" / "memory.limit_in_bytes").write_text(str(9223372036854771712))
+    (tmp_path / "memory" / "memory.usage_in_bytes").write_text("999999")
+    (job / "memory.limit_in_bytes").write_text(str(16 * 2**30))
+    (job / "memory.usage_in_bytes").write_text("77")
+    lines = "12:cpu,cpuacct:/slurm/uid_1000/job_42\n4:memory:/slurm/uid_1000/job_42\n0::/\n"
+    assert host.cgroup_memory(tmp_path, self_cgroup=lines) == (16 * 2**30, 77)
+    # a container's own cgroup mounted as the root (no cgroup namespace): the named path is absent, the root counts
+    assert host.cgroup_memory(tmp_path, self_cgroup="4:memory:/docker/abc\n") == (None, 999999)
