@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from gpulab.monitoring.sampler import SAMPLER_THREAD_NAME, Progress, Sampler
-from gpulab.testing import FakeClock, FakeGpuReader
+from gpulab.testing import FakeClock, FakeGpuReader, requires_gpus
 
 MiB = 1024**2
 
@@ -243,3 +243,32 @@ def test_this_process_cpu_use_is_read_next_to_the_machine_s():
     share = s.history.column("process_cpu_percent")
     assert 0 < share[-1] <= 100
     assert s.history.last("host_cpu_percent") >= 0
+
+
+@pytest.mark.gpu
+@requires_gpus(1)
+def test_torch_memory_is_read_per_cuda_device_once_cuda_is_initialised():
+    assert _run("""
+        import time, torch
+        from gpulab.monitoring.sampler import Sampler
+        from gpulab.testing import FakeGpuReader
+        x = torch.ones(64 * 2**20, dtype=torch.uint8, device="cuda:0")
+        s = Sampler(reader=FakeGpuReader(None), interval_s=0.05)
+        s.start(); time.sleep(0.3); s.stop()
+        allocated, reserved = s.history.last("cuda0_allocated_bytes"), s.history.last("cuda0_reserved_bytes")
+        print(allocated >= 64 * 2**20, reserved >= allocated)
+    """) == "True True"
+
+
+@pytest.mark.multigpu
+@requires_gpus(2)
+def test_reading_torch_memory_creates_no_context_on_the_other_gpu():
+    assert _run("""
+        import time, torch
+        from gpulab.monitoring.sampler import Sampler
+        from gpulab.testing import FakeGpuReader
+        x = torch.ones(1, device="cuda:0")
+        s = Sampler(reader=FakeGpuReader(None), interval_s=0.05)
+        s.start(); time.sleep(0.3); s.stop()
+        print(torch._C._cuda_hasPrimaryContext(1), s.history.last("cuda1_allocated_bytes"))
+    """) == "False 0.0"
