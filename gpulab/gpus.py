@@ -4,7 +4,9 @@
 CUDA driver, so a notebook can ask it, then still change ``CUDA_VISIBLE_DEVICES`` or fork workers. The usual
 ``torch.cuda.is_available()`` is different: unless ``PYTORCH_NVML_BASED_CUDA_CHECK=1`` it calls ``cudaGetDeviceCount``,
 which starts the driver (``cuInit``) — from then on this process ignores changes to ``CUDA_VISIBLE_DEVICES``, and
-forked children may fail to use CUDA. gpulab therefore never calls ``is_available()``.
+forked children may fail to use CUDA. gpulab therefore never calls ``is_available()``. One exception PyTorch makes:
+when ``CUDA_VISIBLE_DEVICES`` names MIG slices (``MIG-…``), or NVML cannot be loaded, ``device_count()`` falls back to
+``cudaGetDeviceCount`` and does start the driver (``torch.cuda._device_count_nvml`` returns -1 there).
 Taught in ``notebooks/00_setup.ipynb``.
 """
 from __future__ import annotations
