@@ -187,6 +187,7 @@ class Reservation:
 
     def release(self) -> None:
         for fd in self._fds.values():
+            fcntl.flock(fd, fcntl.LOCK_UN)  # not only close: a child forked meanwhile shares the lock until it exits
             os.close(fd)
         self._fds = {}
 

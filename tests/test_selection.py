@@ -228,3 +228,18 @@ def test_a_holder_who_cannot_write_its_name_is_not_reported_as_the_previous_one(
         other.stdin.close(), other.wait(timeout=30), other.stdout.close(), other.stderr.close()
     finally:
         shutil.rmtree(tmp)
+
+
+def test_release_lets_go_even_while_a_forked_child_lives(tmp_path):
+    # A DataLoader worker or a notebook launcher forked after reserving inherits the lock's file descriptors; a lock
+    # only closed (not unlocked) would stay held until every such child had exited.
+    held = reserve_gpus(1, W8, directory=tmp_path)
+    child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE,
+                             pass_fds=tuple(held._fds.values()))
+    try:
+        held.release()
+        assert current_holders([W8_GPUS[1].uuid], tmp_path) == {}
+        assert reserve_gpus(1, W8, directory=tmp_path).physical_indices == (1,)
+    finally:
+        child.stdin.close()
+        child.wait(timeout=30)
