@@ -95,8 +95,11 @@ def _read_holder(fd: int) -> str:
         named = f"pid {data['pid']} ({data['user']}@{data['host']})"
     except (ValueError, KeyError, TypeError, OSError):
         data, named = None, None
-    if lockers and (data is None or data.get("pid") not in lockers):
-        return f"pid {lockers[0]} (it could not write its name into the file)"
+    if lockers and data is None:
+        return f"pid {lockers[0]} (it has not written its name into the file)"
+    if lockers and data.get("pid") not in lockers:  # pids of another pid namespace (container) differ too
+        return (f"pid {lockers[0]} (the file still names {named}: an earlier holder, or this one seen from "
+                "another container)")
     return named or "another process (it has not written its name yet)"
 
 
