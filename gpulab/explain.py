@@ -149,9 +149,9 @@ class _Walker:
         code = ast.unparse(node) if not context else f"with {ast.unparse(node)}:"
         name = _name(node.func)
         last = name.rsplit(".", 1)[-1]
-        args = [_value(a) for a in node.args]
-        kw = {k.arg: _value(k.value) for k in node.keywords if k.arg}
         try:
+            args = [_value(a) for a in node.args]  # torch.device(...) arguments are built, and refused, by PyTorch
+            kw = {k.arg: _value(k.value) for k in node.keywords if k.arg}
             if last in ("set_device", "set_device_index", "set_device_idx") or (last == "device" and "cuda" in name):
                 if last == "device" and not context:
                     return self._cpu(code, "torch.cuda.device(i) does nothing by itself: use it in a `with` block.")

@@ -116,3 +116,12 @@ def test_unreadable_code_is_refused_with_what_it_can_read(code, match):
 def test_default_reader_honours_simulation(monkeypatch):
     monkeypatch.setenv("GPULAB_SIMULATE_GPUS", "kaggle-2xT4")
     assert explain("x.cuda(1)", env={}).physical_indices == (1,)
+
+
+@pytest.mark.parametrize("code", ["model.to(torch.device('cuda:1,2'))", "torch.ones(2, device=torch.device('gpu'))"])
+def test_a_bad_device_built_inside_the_call_is_reported_not_raised(code):
+    e = explain(code, W8, SEED_ENV)  # the argument is built by torch.device too; its refusal is a step, like the rest
+    with pytest.raises(RuntimeError) as real:
+        eval(code.split("(", 1)[1].rsplit(")", 1)[0].split("=")[-1], {"torch": torch})
+    assert e.error == f"RuntimeError: {str(real.value).splitlines()[0]}"
+    assert "PyTorch refuses the argument" in str(e)
