@@ -171,13 +171,13 @@ class _Walker:
                 dev = torch.device(*args)
                 if context:
                     self.default = dev
-                    return self._device_here(code, dev, "inside the block, factory functions (torch.ones, …) create "
-                                                        "tensors on it")
-                return self._device_here(code, dev, "names a device; tensors go there when passed as device=")
+                    return self._for_later(code, dev, "inside the block, factory functions (torch.ones, …) create "
+                                                      "tensors on it")
+                return self._for_later(code, dev, "names a device; tensors go there when passed as device=")
             if last == "set_default_device":
                 dev = None if args[0] is None else torch.device(args[0])
                 self.default = dev
-                return self._device_here(code, dev, "factory functions (torch.ones, …) now create tensors on it")
+                return self._for_later(code, dev, "factory functions (torch.ones, …) now create tensors on it")
             if last == "DataParallel":
                 return self._dataparallel(code, args, kw)
             if last == "cuda":
@@ -218,6 +218,13 @@ class _Walker:
             return self._cpu(code, f"{why}: {dev or 'cpu'} — no GPU involved.")
         k = self.current if dev.index is None else dev.index
         return self._on(code, [k], f"{dev} {why}" + ("" if dev.index is not None else f" (no index, so the current device, cuda:{k})"))
+
+    def _for_later(self, code: str, dev: Any, why: str) -> Step:
+        """A device only named (``torch.device``, a device context, a default device): PyTorch checks nothing yet."""
+        step = self._device_here(code, dev, why)
+        if not step.error:
+            return step
+        return Step(code, f"{step.sentence} PyTorch accepts the name; the first tensor created there raises {step.error}.")
 
     def _dataparallel(self, code: str, args: list[Any], kw: dict[str, Any]) -> Step:
         ids = kw.get("device_ids", args[1] if len(args) > 1 else None)

@@ -125,3 +125,15 @@ def test_a_bad_device_built_inside_the_call_is_reported_not_raised(code):
         eval(code.split("(", 1)[1].rsplit(")", 1)[0].split("=")[-1], {"torch": torch})
     assert e.error == f"RuntimeError: {str(real.value).splitlines()[0]}"
     assert "PyTorch refuses the argument" in str(e)
+
+
+@pytest.mark.parametrize("code", ["torch.set_default_device('cuda')", "torch.device('cuda:1')",
+                                  "with torch.device('cuda'):\n    x = torch.ones(2)"])
+def test_naming_a_gpu_for_later_raises_nothing_even_without_one(code):
+    exec(code.split("\n")[0] + ("\n    pass" if code.startswith("with") else ""), {"torch": torch})
+    torch.set_default_device(None)  # for real, on this machine (with or without a GPU): PyTorch accepted it
+    e = explain(code, [], {})
+    assert e.steps[0].error is None, str(e)
+    assert "the first tensor created there raises RuntimeError: Found no NVIDIA driver" in e.steps[0].sentence
+    if code.startswith("with"):  # the factory inside the block is what raises
+        assert e.steps[1].error.startswith("RuntimeError: Found no NVIDIA driver")
