@@ -28,6 +28,7 @@ from gpulab.monitoring.png import encode_png
 from gpulab.monitoring.sampler import Sampler
 from gpulab.nvml import default_reader
 from gpulab.testing import FakeGpuReader
+from gpulab.timing import quantile
 
 
 def cost_per_reading(reader, n: int) -> tuple[float, int, list[str]]:
@@ -79,6 +80,12 @@ def training_round(model, opt, data, target, steps: int, batch: int, arm: str) -
         seconds = time.perf_counter() - t0
     live = mon._live if mon is not None else None
     return seconds, (live.draws if live else 0), (live.figure.full_draws if live else 0), (live.cpu_s if live else 0)
+
+
+def paired_ratios(arm: list[float], off: list[float]) -> tuple[float, float, float]:
+    """Median, first and third quartile of arm ÷ off, round by round (paired: same round, same load)."""
+    ratios = [a / b for a, b in zip(arm, off)]
+    return statistics.median(ratios), quantile(ratios, 0.25), quantile(ratios, 0.75)
 
 
 def median_ms(f, n: int) -> float:
@@ -177,9 +184,8 @@ def main() -> None:
         med = statistics.median(times[arm])
         line = f"   monitor {arm:17s} median {med:7.3f} s per round ({steps * batch / med:7.0f} samples/s)"
         if arm != "off":
-            ratios = sorted(a / b for a, b in zip(times[arm], times["off"]))  # paired: same round, same load
-            q1, q3 = ratios[len(ratios) // 4], ratios[(3 * len(ratios)) // 4]
-            line += f"   paired ratio to off: median {statistics.median(ratios):.3f} (middle half {q1:.3f}–{q3:.3f})"
+            med, q1, q3 = paired_ratios(times[arm], times["off"])
+            line += f"   paired ratio to off: median {med:.3f} (middle half {q1:.3f}–{q3:.3f})"
         print(line)
     drawn, full, cpu = (statistics.mean(f[i] for f in frames) for i in (0, 1, 2))
     print(f"   the live arm drew {drawn:.1f} frames per round, {full:.1f} of them in full (a new monitor's first "

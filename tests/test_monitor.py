@@ -321,3 +321,18 @@ def test_show_false_in_jupyterlab_shows_nothing(monkeypatch, ipython_shell):
     with monitor(reader=FakeGpuReader(None)) as shown:  # show=True: live in JupyterLab, replaced at the end
         assert shown._live is not None
     assert monitor_threads() == []
+
+
+def test_the_monitor_benchmark_reports_the_paired_ratios_quartiles():
+    """bench_monitor.py prints "middle half q1–q3" of the watched/unwatched ratios: the quartiles, not min and max."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_monitor.py"
+    spec = importlib.util.spec_from_file_location("bench_monitor", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    # three rounds (fast mode): ratios 1.0, 1.1, 1.3 → median 1.1, quartiles 1.05 and 1.2 (numpy's linear rule)
+    assert bench.paired_ratios([1.0, 2.2, 3.9], [1.0, 2.0, 3.0]) == pytest.approx((1.1, 1.05, 1.2))
+    six = bench.paired_ratios([1.0, 1.1, 1.2, 1.3, 1.4, 1.5], [1.0] * 6)
+    assert six == pytest.approx((1.25, 1.125, 1.375))
