@@ -175,6 +175,8 @@ def _load(description: dict[str, Any] | str | None) -> dict[str, Any]:
                              f"preset: {', '.join(PRESETS)}.") from exc
         if not isinstance(data, dict) or not isinstance(data.get("gpus"), list):
             raise ValueError(f"the simulated-GPU description {path} needs a top-level object with a 'gpus' list.")
+        for i, g in enumerate(data["gpus"]):
+            _check_gpu(path, i, g)
         data.setdefault("driver_version", "N/A (simulated)")
         data.setdefault("cuda_driver_version", "N/A (simulated)")
         return data
@@ -182,3 +184,20 @@ def _load(description: dict[str, Any] | str | None) -> dict[str, Any]:
         f"unknown simulated-GPU description {description!r}: it is neither a preset ({', '.join(PRESETS)}) "
         f"nor an existing JSON file. Check GPULAB_SIMULATE_GPUS."
     )
+
+
+_REQUIRED = ("name", "uuid", "pci_bus_id", "memory_total_bytes", "memory_used_bytes",  # then the refusable ones:
+             "utilization_gpu_percent", "utilization_memory_percent", "temperature_c", "power_w")
+
+
+def _check_gpu(path: Path, i: int, g: Any) -> None:
+    """A described GPU has every field the reader answers with (or lists it under ``unsupported``)."""
+    if not isinstance(g, dict):
+        raise ValueError(f"GPU {i} of the simulated-GPU description {path} is not an object: {g!r}. Build each entry "
+                         "with gpulab.simulated.simulated_gpu(...) and save the JSON it returns.")
+    refused = set(g.get("unsupported", ())) & set(_REQUIRED[5:])  # only these may be refused; the rest are needed
+    missing = [k for k in _REQUIRED if k not in g and k not in refused]
+    if missing:
+        raise ValueError(f"GPU {i} of the simulated-GPU description {path} lacks {', '.join(map(repr, missing))}. "
+                         "Build each entry with gpulab.simulated.simulated_gpu(...) (it fills every field), or list "
+                         "fields NVML would refuse under \"unsupported\".")

@@ -99,7 +99,12 @@ def test_simulated_description_from_a_json_file(tmp_path):
     assert "simulated" in str(inv.driver_version)
 
 
-@pytest.mark.parametrize("content, words", [("{not json", "is not valid JSON"), ("[1, 2]", "needs a top-level object")])
+@pytest.mark.parametrize("content, words", [
+    ("{not json", "is not valid JSON"), ("[1, 2]", "needs a top-level object"),
+    ('{"gpus": [{"name": "my GPU", "memory_total_bytes": 1024}]}',
+     r"GPU 0 of the simulated-GPU description .* lacks 'uuid', .*simulated_gpu\("),
+    ('{"gpus": ["A100"]}', r"GPU 0 of the simulated-GPU description .* is not an object"),
+])
 def test_simulated_description_errors(tmp_path, content, words):
     path = tmp_path / "bad.json"
     path.write_text(content)
