@@ -5,6 +5,7 @@ In a container (JupyterHub, Kaggle, Colab, Docker) the RAM you may use is the cg
 """
 from __future__ import annotations
 
+import math
 import os
 import platform
 from dataclasses import dataclass
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import psutil
 
-__all__ = ["HostInfo", "HostSample", "host_info", "host_sample", "cgroup_memory"]
+__all__ = ["HostInfo", "HostSample", "host_info", "host_sample", "cgroup_memory", "cgroup_cpu_limit"]
 
 _CGROUP_ROOT = Path("/sys/fs/cgroup")
 _NO_LIMIT = 1 << 60  # cgroup v1 writes a huge number for "unlimited"
@@ -24,7 +25,7 @@ class HostInfo:
 
     cpu_model: str
     logical_cores: int
-    usable_cores: int  # os.sched_getaffinity: what a container or taskset allows
+    usable_cores: int  # os.sched_getaffinity (taskset, cpuset), capped by a cgroup CPU quota (docker --cpus)
     memory_total_bytes: int  # the host's RAM
     memory_available_bytes: int
     cgroup_memory_limit_bytes: int | None  # None: no limit set
@@ -56,20 +57,11 @@ def cgroup_memory(root: Path = _CGROUP_ROOT, self_cgroup: str | None = None) -> 
     limit on the way up counts. Where the named cgroup is not under ``root`` (a container that sees its own cgroup
     as the root), the root's files count.
     """
-    text = _read(Path("/proc/self/cgroup")) if self_cgroup is None else self_cgroup
-    v2_path = v1_path = "/"
-    for line in (text or "").splitlines():
-        hierarchy, controllers, path = (line.split(":", 2) + ["", ""])[:3]
-        if hierarchy == "0" and not controllers:
-            v2_path = path
-        elif "memory" in controllers.split(","):
-            v1_path = path
+    v2_path, v1_path = _own_cgroup(self_cgroup, "memory")
     for base, path, max_name, cur_name in ((root, v2_path, "memory.max", "memory.current"),
                                            (root / "memory", v1_path, "memory.limit_in_bytes", "memory.usage_in_bytes")):
-        parts = [p for p in path.strip().split("/") if p]
         found, limits, used = False, [], None
-        for depth in range(len(parts), -1, -1):  # the process's own cgroup first, then each parent up to the root
-            d = base.joinpath(*parts[:depth])
+        for d in _up(base, path):
             raw = _read(d / max_name)
             if raw is None:
                 continue
@@ -81,6 +73,48 @@ def cgroup_memory(root: Path = _CGROUP_ROOT, self_cgroup: str | None = None) -> 
         if found:
             return (min(limits) if limits else None), used
     return None, None
+
+
+def cgroup_cpu_limit(root: Path = _CGROUP_ROOT, self_cgroup: str | None = None) -> float | None:
+    """CPUs' worth of time this process's cgroup may use (quota / period: ``cpu.max``, or v1's ``cpu.cfs_*``), the
+    tightest on the way up to the root; ``None`` where no quota is set. ``docker --cpus`` and Kubernetes CPU limits
+    set this, not the affinity mask, so ``os.sched_getaffinity`` alone still shows every host core."""
+    v2_path, v1_path = _own_cgroup(self_cgroup, "cpu")
+    for base, path, v2 in ((root, v2_path, True), (root / "cpu", v1_path, False)):
+        found, limits = False, []
+        for d in _up(base, path):
+            if v2:
+                raw = _read(d / "cpu.max")
+                quota, period = (raw.split() + ["100000"])[:2] if raw else (None, None)
+            else:
+                quota, period = _read(d / "cpu.cfs_quota_us"), _read(d / "cpu.cfs_period_us")
+            if quota is None:
+                continue
+            found = True
+            if quota.isdigit() and period and period.isdigit() and int(period) > 0:
+                limits.append(int(quota) / int(period))  # "max" (v2) and "-1" (v1) mean no quota
+        if found:
+            return min(limits) if limits else None
+    return None
+
+
+def _own_cgroup(self_cgroup: str | None, controller: str) -> tuple[str, str]:
+    """This process's cgroup path in the v2 hierarchy and in the v1 hierarchy of ``controller``."""
+    text = _read(Path("/proc/self/cgroup")) if self_cgroup is None else self_cgroup
+    v2_path = v1_path = "/"
+    for line in (text or "").splitlines():
+        hierarchy, controllers, path = (line.split(":", 2) + ["", ""])[:3]
+        if hierarchy == "0" and not controllers:
+            v2_path = path
+        elif controller in controllers.split(","):
+            v1_path = path
+    return v2_path, v1_path
+
+
+def _up(base: Path, path: str) -> list[Path]:
+    """The cgroup directory ``path`` under ``base``, then each parent up to ``base`` itself."""
+    parts = [p for p in path.strip().split("/") if p]
+    return [base.joinpath(*parts[:depth]) for depth in range(len(parts), -1, -1)]
 
 
 def _read(path: Path) -> str | None:
@@ -99,9 +133,11 @@ def _cpu_model() -> str:
 
 def _usable_cores() -> int:
     try:
-        return len(os.sched_getaffinity(0))
+        cores = len(os.sched_getaffinity(0))
     except AttributeError:  # macOS, Windows
         return os.cpu_count() or 1
+    quota = cgroup_cpu_limit()
+    return cores if quota is None else max(1, min(cores, math.ceil(quota)))
 
 
 def host_info() -> HostInfo:

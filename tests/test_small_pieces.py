@@ -141,3 +141,25 @@ def test_cgroup_v1_limit_of_this_process_cgroup(tmp_path):
     assert host.cgroup_memory(tmp_path, self_cgroup=lines) == (16 * 2**30, 77)
     # a container's own cgroup mounted as the root (no cgroup namespace): the named path is absent, the root counts
     assert host.cgroup_memory(tmp_path, self_cgroup="4:memory:/docker/abc\n") == (None, 999999)
+
+
+def test_cgroup_cpu_quota_v2_and_v1(tmp_path):
+    # docker --cpus=2.5 / a Kubernetes CPU limit: a quota on the process's cgroup, while the affinity mask shows
+    # every host core
+    pod = tmp_path / "kubepods" / "pod1"
+    pod.mkdir(parents=True)
+    (pod / "cpu.max").write_text("max 100000\n")
+    (tmp_path / "kubepods" / "cpu.max").write_text("250000 100000\n")
+    assert host.cgroup_cpu_limit(tmp_path, self_cgroup="0::/kubepods/pod1\n") == 2.5
+    (tmp_path / "kubepods" / "cpu.max").write_text("max 100000\n")
+    assert host.cgroup_cpu_limit(tmp_path, self_cgroup="0::/kubepods/pod1\n") is None
+    v1 = tmp_path / "v1"
+    (v1 / "cpu" / "docker" / "abc").mkdir(parents=True)
+    (v1 / "cpu" / "cpu.cfs_quota_us").write_text("-1\n")
+    (v1 / "cpu" / "cpu.cfs_period_us").write_text("100000\n")
+    (v1 / "cpu" / "docker" / "abc" / "cpu.cfs_quota_us").write_text("50000\n")
+    (v1 / "cpu" / "docker" / "abc" / "cpu.cfs_period_us").write_text("100000\n")
+    assert host.cgroup_cpu_limit(v1, self_cgroup="3:cpu,cpuacct:/docker/abc\n") == 0.5
+    assert host.cgroup_cpu_limit(v1, self_cgroup="3:cpu,cpuacct:/elsewhere\n") is None
+    quota = host.cgroup_cpu_limit()  # and this machine's real one caps the usable cores
+    assert quota is None or host.host_info().usable_cores <= max(1, math.ceil(quota))
