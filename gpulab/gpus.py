@@ -11,6 +11,8 @@ Taught in ``notebooks/00_setup.ipynb``.
 """
 from __future__ import annotations
 
+import os
+
 __all__ = ["cuda_gpu_count", "gpu_requirement", "best_device"]
 
 
@@ -40,8 +42,18 @@ def gpu_requirement(needed: int = 1) -> str | None:
         return None
     if torch.version.cuda is None:
         why = f"this PyTorch ({torch.__version__}) was built without CUDA"
+    elif have == 0 and _hides_every_gpu():
+        why = f"CUDA_VISIBLE_DEVICES={os.environ['CUDA_VISIBLE_DEVICES']!r} lets this process see no GPU"
     elif have == 0:
         why = "PyTorch found no usable CUDA GPU on this machine"
     else:
         why = f"this process sees only {have} CUDA GPU(s)"
     return f"needs {needed} CUDA GPU(s), but {why}"
+
+
+def _hides_every_gpu() -> bool:
+    """True when ``CUDA_VISIBLE_DEVICES`` is set to a value under which CUDA uses no GPU at all (``""``, ``-1``, …)."""
+    from .visible import parse_visible_devices
+
+    raw = os.environ.get("CUDA_VISIBLE_DEVICES")
+    return raw is not None and not parse_visible_devices(raw).entries

@@ -163,3 +163,17 @@ def test_cgroup_cpu_quota_v2_and_v1(tmp_path):
     assert host.cgroup_cpu_limit(v1, self_cgroup="3:cpu,cpuacct:/elsewhere\n") is None
     quota = host.cgroup_cpu_limit()  # and this machine's real one caps the usable cores
     assert quota is None or host.host_info().usable_cores <= max(1, math.ceil(quota))
+
+
+@pytest.mark.parametrize("value, words", [("", "CUDA_VISIBLE_DEVICES='' lets this process see no GPU"),
+                                          ("-1", "CUDA_VISIBLE_DEVICES='-1' lets this process see no GPU")])
+def test_a_gpu_cell_skipped_because_the_variable_hides_every_gpu_says_so(monkeypatch, value, words):
+    # on a GPU server a learner who set CUDA_VISIBLE_DEVICES= must not read "no usable CUDA GPU on this machine"
+    from gpulab.gpus import gpu_requirement
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", value)
+    import torch
+
+    if torch.version.cuda is None:
+        pytest.skip("a CPU-only torch build is the reason on this machine")
+    assert words in gpu_requirement(1)
