@@ -146,7 +146,15 @@ def host_info() -> HostInfo:
     return HostInfo(_cpu_model(), os.cpu_count() or 1, _usable_cores(), vm.total, vm.available, limit, used)
 
 
-_process = psutil.Process()
+_process: psutil.Process | None = None
+
+
+def _this_process() -> psutil.Process:
+    """psutil's handle on this process, made again after a fork (a handle made in the parent describes the parent)."""
+    global _process
+    if _process is None or _process.pid != os.getpid():
+        _process = psutil.Process()
+    return _process
 
 
 def host_sample() -> HostSample:
@@ -160,4 +168,4 @@ def host_sample() -> HostSample:
         mem_used, mem_limit = used, min(limit, vm.total)
     else:
         mem_used, mem_limit = vm.total - vm.available, vm.total
-    return HostSample(mem_used, mem_limit, psutil.cpu_percent(interval=None), _process.memory_info().rss)
+    return HostSample(mem_used, mem_limit, psutil.cpu_percent(interval=None), _this_process().memory_info().rss)

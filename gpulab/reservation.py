@@ -12,6 +12,7 @@ Never creates a CUDA context: the GPUs are read through NVML (or a described mac
 """
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
@@ -58,18 +59,33 @@ def _lock_path(d: Path, uuid: str) -> Path:
 
 
 def _open(path: Path) -> int:
-    """Open (creating if needed) a lock file without following links; read-only if another user made it private."""
-    flags = os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    """Open (creating if needed) a lock file without following links; read-only if another user made it private.
+
+    An existing file is opened without ``O_CREAT``: with ``fs.protected_regular`` (a common systemd default) the kernel
+    refuses ``O_CREAT`` on another user's file in a sticky world-writable directory, even when its mode allows writing.
+    """
+    base = os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
     try:
-        fd = os.open(path, os.O_RDWR | flags, _FILE_MODE)
+        try:
+            fd = os.open(path, os.O_RDWR | base)
+        except FileNotFoundError:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | base, _FILE_MODE)
     except PermissionError:
         try:
-            return os.open(path, os.O_RDONLY | os.O_NOFOLLOW)  # flock works on a read-only descriptor too
+            return os.open(path, os.O_RDONLY | base)  # flock works on a read-only descriptor too
         except OSError as exc:
             raise PermissionError(
                 f"cannot open the reservation file {path} ({exc.strerror}). Ask the administrator to make the "
                 f"directory {path.parent} world-writable and sticky (chmod 1777), or set GPULAB_RESERVATIONS_DIR."
             ) from exc
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:
+            raise
+        raise PermissionError(
+            f"the reservation file {path} is a symbolic link, and gpulab does not follow links there (one could "
+            f"redirect the lock to another user's file). Remove {path}, or set GPULAB_RESERVATIONS_DIR to a directory "
+            f"only the course's users can write."
+        ) from exc
     if os.fstat(fd).st_uid == os.geteuid():
         os.fchmod(fd, _FILE_MODE)  # our umask narrowed it: open it to the other users
     return fd

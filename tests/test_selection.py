@@ -243,3 +243,22 @@ def test_release_lets_go_even_while_a_forked_child_lives(tmp_path):
     finally:
         child.stdin.close()
         child.wait(timeout=30)
+
+
+def test_a_planted_symbolic_link_is_refused_with_the_reason(tmp_path):
+    reader = FakeGpuReader("colab-T4")
+    target = tmp_path / "someone-elses-file"
+    target.write_text("precious")
+    (tmp_path / f"gpu-{reader.info(0).uuid}.lock").symlink_to(target)
+    with pytest.raises(PermissionError, match="is a symbolic link, and gpulab does not follow links"):
+        reserve_gpus(1, reader, directory=tmp_path)
+    assert target.read_text() == "precious"
+
+
+def test_an_existing_lock_file_is_reopened_read_write_and_named(tmp_path):
+    reader = FakeGpuReader("colab-T4")
+    reserve_gpus(1, reader, directory=tmp_path).release()
+    again = reserve_gpus(1, reader, directory=tmp_path)
+    holders = current_holders([reader.info(0).uuid], directory=tmp_path)
+    assert str(os.getpid()) in str(holders), holders
+    again.release()

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import os
 
 import pytest
 
@@ -177,3 +178,18 @@ def test_a_gpu_cell_skipped_because_the_variable_hides_every_gpu_says_so(monkeyp
     if torch.version.cuda is None:
         pytest.skip("a CPU-only torch build is the reason on this machine")
     assert words in gpu_requirement(1)
+
+
+def test_host_sample_describes_the_process_it_runs_in_even_after_a_fork():
+    import multiprocessing
+
+    host.host_sample()  # the handle is made in the parent first
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(1) as pool:
+        child_pid = pool.apply(_pid_seen_by_host_module)
+    assert child_pid != os.getpid()
+
+
+def _pid_seen_by_host_module() -> int:
+    host.host_sample()
+    return host._this_process().pid
