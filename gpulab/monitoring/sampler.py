@@ -11,7 +11,6 @@ Taught in ``notebooks/05_live_monitor.ipynb``.
 from __future__ import annotations
 
 import math
-import os
 import sys
 import threading
 import time
@@ -21,7 +20,7 @@ from typing import Any
 import numpy as np
 import psutil
 
-from ..host import host_sample
+from ..host import host_info, host_sample
 from ..nvml import GpuReader, default_reader
 from ..readings import Unavailable
 from .history import History
@@ -108,7 +107,7 @@ class Sampler:
         self._next_process_t = self.t0
         self._process_counts = [NAN] * len(self.gpus)
         self._process = psutil.Process()
-        self._cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        self._cores = host_info().usable_cores  # affinity capped by a cgroup CPU quota (docker --cpus, Kubernetes)
         times = self._process.cpu_times()
         self._cpu_before = (time.perf_counter(), times.user + times.system)
 
