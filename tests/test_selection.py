@@ -182,52 +182,54 @@ def test_a_reservation_dies_with_its_process(tmp_path):
     assert reserve_gpus(3, W8, directory=tmp_path / "locks").physical_indices == (1, 3, 5)
 
 
-def test_students_who_are_different_unix_users_share_the_directory():
+@pytest.fixture
+def as_nobody():
+    """A scratch directory, and a way to start a reserving process in it as the Unix user nobody (needs root)."""
     if os.geteuid() != 0:
         pytest.skip("needs root to start a process as another user (nobody)")
     system_python = shutil.which("python3.11", path="/usr/bin")
     if system_python is None:
         pytest.skip("no interpreter outside root's home that user nobody can run")
     tmp = Path(tempfile.mkdtemp(prefix="gpulab-users-"))
-    try:
-        os.chmod(tmp, 0o755)
-        (tmp / "go").touch()
-        mine = reserve_gpus(1, W8, directory=tmp / "locks")  # root creates the directory and GPU 1's lock file
-        site = next(p for p in sys.path if p.endswith("site-packages"))
-        other = _start(1, tmp, "workshop-8", n=2, python=system_python, user="nobody",
+    os.chmod(tmp, 0o755)
+    (tmp / "go").touch()
+    site = next(p for p in sys.path if p.endswith("site-packages"))
+
+    def start(n: int) -> subprocess.Popen:
+        other = _start(1, tmp, "workshop-8", n=n, python=system_python, user="nobody",
                        env={"PYTHONPATH": f"{ROOT}:{site}", "HOME": "/tmp"})
-        line = other.stdout.readline()
-        assert json.loads(line or json.dumps({"crash": other.stderr.read()})) == {"got": [3, 5]}
-        holders = current_holders([g.uuid for g in W8_GPUS], tmp / "locks")
-        assert "(nobody@" in holders[W8_GPUS[3].uuid] and "(root@" in holders[W8_GPUS[1].uuid]
+        started.append(other)
+        return other
+
+    started: list[subprocess.Popen] = []
+    yield tmp, start
+    for other in started:
         other.stdin.close(), other.wait(timeout=30), other.stdout.close(), other.stderr.close()
-        mine.release()
-    finally:
-        shutil.rmtree(tmp)
+    shutil.rmtree(tmp)
 
 
-def test_a_holder_who_cannot_write_its_name_is_not_reported_as_the_previous_one():
-    if os.geteuid() != 0:
-        pytest.skip("needs root to start a process as another user (nobody)")
-    system_python = shutil.which("python3.11", path="/usr/bin")
-    if system_python is None:
-        pytest.skip("no interpreter outside root's home that user nobody can run")
-    tmp = Path(tempfile.mkdtemp(prefix="gpulab-users-"))
-    try:
-        os.chmod(tmp, 0o755)
-        (tmp / "go").touch()
-        reserve_gpus(1, W8, directory=tmp / "locks").release()  # root wrote its name into GPU 1's file, then let go
-        os.chmod(tmp / "locks" / f"gpu-{W8_GPUS[1].uuid}.lock", 0o644)  # a file its maker left private
-        site = next(p for p in sys.path if p.endswith("site-packages"))
-        other = _start(1, tmp, "workshop-8", n=1, python=system_python, user="nobody",
-                       env={"PYTHONPATH": f"{ROOT}:{site}", "HOME": "/tmp"})
-        line = other.stdout.readline()
-        assert json.loads(line or json.dumps({"crash": other.stderr.read()})) == {"got": [1]}
-        who = current_holders([W8_GPUS[1].uuid], tmp / "locks")[W8_GPUS[1].uuid]
-        assert who.startswith(f"pid {other.pid} (the file still names pid "), who  # nobody holds it, not root
-        other.stdin.close(), other.wait(timeout=30), other.stdout.close(), other.stderr.close()
-    finally:
-        shutil.rmtree(tmp)
+def _reply(other: subprocess.Popen) -> dict:
+    line = other.stdout.readline()
+    return json.loads(line or json.dumps({"crash": other.stderr.read()}))
+
+
+def test_students_who_are_different_unix_users_share_the_directory(as_nobody):
+    tmp, start = as_nobody
+    mine = reserve_gpus(1, W8, directory=tmp / "locks")  # root creates the directory and GPU 1's lock file
+    assert _reply(start(2)) == {"got": [3, 5]}
+    holders = current_holders([g.uuid for g in W8_GPUS], tmp / "locks")
+    assert "(nobody@" in holders[W8_GPUS[3].uuid] and "(root@" in holders[W8_GPUS[1].uuid]
+    mine.release()
+
+
+def test_a_holder_who_cannot_write_its_name_is_not_reported_as_the_previous_one(as_nobody):
+    tmp, start = as_nobody
+    reserve_gpus(1, W8, directory=tmp / "locks").release()  # root wrote its name into GPU 1's file, then let go
+    os.chmod(tmp / "locks" / f"gpu-{W8_GPUS[1].uuid}.lock", 0o644)  # a file its maker left private
+    other = start(1)
+    assert _reply(other) == {"got": [1]}
+    who = current_holders([W8_GPUS[1].uuid], tmp / "locks")[W8_GPUS[1].uuid]
+    assert who.startswith(f"pid {other.pid} (the file still names pid "), who  # nobody holds it, not root
 
 
 def test_release_lets_go_even_while_a_forked_child_lives(tmp_path):
