@@ -38,9 +38,14 @@ _DIR_MODE = 0o1777  # like /tmp: everyone may create files, nobody may delete an
 _FILE_MODE = 0o666
 
 
+def _named_dir(directory: str | os.PathLike[str] | None) -> Path:
+    """The directory asked for, else ``$GPULAB_RESERVATIONS_DIR``, else the default."""
+    return Path(directory or os.environ.get("GPULAB_RESERVATIONS_DIR") or DEFAULT_DIR)
+
+
 def reservations_dir(directory: str | os.PathLike[str] | None = None) -> Path:
     """The shared directory of lock files (created if missing, and opened up to every user if we own it)."""
-    d = Path(directory or os.environ.get("GPULAB_RESERVATIONS_DIR") or DEFAULT_DIR)
+    d = _named_dir(directory)
     try:
         d.mkdir(parents=True, exist_ok=True)
         st = d.stat()
@@ -141,7 +146,7 @@ def current_holders(uuids: list[str], directory: str | os.PathLike[str] | None =
 
     Creates nothing: with no reservation directory yet, nobody holds anything.
     """
-    d = Path(directory or os.environ.get("GPULAB_RESERVATIONS_DIR") or DEFAULT_DIR)
+    d = _named_dir(directory)
     if not d.is_dir():
         return {}
     out: dict[str, str] = {}
