@@ -13,6 +13,7 @@ import os
 from dataclasses import dataclass
 
 from .devices import Inventory, devices
+from .envvars import cuda_state
 from .nvml import GpuReader, default_reader
 from .software import PACKAGES, TorchFacts, detect_platform, package_version, torch_facts
 from .tables import html_table, text_table
@@ -110,6 +111,7 @@ def _indent(text: str) -> str:
 
 
 def _checks(t: TorchFacts, inv: Inventory, pk: dict[str, str | None]) -> tuple[Check, ...]:
+    started = cuda_state()  # torch's flag and whether the driver (libcuda) is already loaded
     widgets = pk.get("ipywidgets")
     return (
         Check(t.built_with_cuda is not None, "PyTorch built with CUDA",
@@ -128,9 +130,9 @@ def _checks(t: TorchFacts, inv: Inventory, pk: dict[str, str | None]) -> tuple[C
         Check("fork" in multiprocessing.get_all_start_methods(), "fork start method",
               "notebook launchers can start worker processes" if "fork" in multiprocessing.get_all_start_methods()
               else "no fork on this OS: multi-process cells use fresh interpreters instead"),
-        Check(not t.cuda_initialized, "CUDA not yet initialised in this kernel",
-              "CUDA_VISIBLE_DEVICES can still be changed and workers forked" if not t.cuda_initialized else
-              "changing CUDA_VISIBLE_DEVICES or forking now will not work: restart the kernel first"),
+        Check(not started.variable_read, "CUDA not yet started in this kernel",
+              "CUDA_VISIBLE_DEVICES can still be changed and workers forked" if not started.variable_read else
+              f"{started} Restart the kernel before changing it or forking workers."),
         Check(bool(widgets and int(widgets.split(".")[0]) >= 8), "ipywidgets ≥ 8",
               "the GPU picker and live monitor are interactive" if widgets else "pip install 'ipywidgets>=8'"),
         Check(pk.get("ipympl") is not None, "ipympl", "plots update live" if pk.get("ipympl") else

@@ -148,3 +148,13 @@ def test_the_report_calls_nothing_that_starts_cuda(simulate):
 
     if torch.backends.cudnn.is_available():
         assert cudnn[0].isdigit(), "the cuDNN version is still reported"
+
+
+def test_report_says_cuda_has_started_once_the_driver_is_loaded(monkeypatch):
+    """is_available() loads libcuda without creating a context: the checklist must not say the variable can change."""
+    from gpulab import envvars, report
+
+    monkeypatch.setattr(report, "cuda_state", lambda: envvars.CudaState(True, False, True))
+    text = str(environment_report(FakeGpuReader("colab-T4")))
+    assert "✘ CUDA not yet started in this kernel — The CUDA driver (libcuda) is loaded" in text
+    assert "Restart the kernel" in text
