@@ -108,8 +108,7 @@ class Sampler:
         self._process_counts = [NAN] * len(self.gpus)
         self._process = psutil.Process()
         self._cores = host_info().usable_cores  # affinity capped by a cgroup CPU quota (docker --cpus, Kubernetes)
-        times = self._process.cpu_times()
-        self._cpu_before = (time.perf_counter(), times.user + times.system)
+        self._cpu_before = self._cpu_clock()
 
     # -- what can be read ---------------------------------------------------------------------------------------------
     def _choose_gpus(self, gpus: Sequence[int] | None) -> list[int]:
@@ -167,13 +166,17 @@ class Sampler:
         self.history.append(now - self.t0, row)
         self.busy_s += time.thread_time() - started
 
+    def _cpu_clock(self) -> tuple[float, float]:
+        """(real seconds, this process's CPU seconds) now: the two ends of a CPU-share measurement."""
+        times = self._process.cpu_times()
+        return time.perf_counter(), times.user + times.system
+
     def _process_cpu_percent(self) -> float:
         """This process's CPU use since the last reading, as a share of the usable cores (comparable with the host's).
 
         Real time, not the injected clock: it is a ratio of two real durations.
         """
-        wall, times = time.perf_counter(), self._process.cpu_times()
-        cpu = times.user + times.system
+        wall, cpu = self._cpu_clock()
         before_wall, before_cpu = self._cpu_before
         self._cpu_before = (wall, cpu)
         if wall <= before_wall:
@@ -235,8 +238,7 @@ class Sampler:
             raise RuntimeError("this sampler has already been started; a Sampler records one run, make a new one.")
         if self.history.appended == 0:  # made in one cell, started in a later one: time counts from now
             self.t0 = self._next_process_t = self._clock()
-            times = self._process.cpu_times()
-            self._cpu_before = (time.perf_counter(), times.user + times.system)
+            self._cpu_before = self._cpu_clock()
         self._thread = threading.Thread(target=self._run, name=SAMPLER_THREAD_NAME, daemon=True)
         self._thread.start()
 
