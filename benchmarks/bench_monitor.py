@@ -26,9 +26,10 @@ import gpulab
 from gpulab.monitoring import monitor
 from gpulab.monitoring.png import encode_png
 from gpulab.monitoring.sampler import Sampler
-from gpulab.nvml import default_reader
-from gpulab.testing import FakeGpuReader
-from gpulab.timing import quantile
+from gpulab.machine.nvml import default_reader
+
+from gpulab.measure.timing import quantile
+from gpulab.machine.simulated import SimulatedGpuReader
 
 
 def cost_per_reading(reader, n: int) -> tuple[float, int, list[str]]:
@@ -100,9 +101,9 @@ def median_ms(f, n: int) -> float:
 
 def frame_stages(n: int) -> None:
     with monitor("render cost", show=False) as mon:
-        time.sleep(gpulab.pick(3.0, 1.0))
+        time.sleep(gpulab.full_or_fast(3.0, 1.0))
         mon.mark("epoch 1")
-        time.sleep(gpulab.pick(1.0, 0.4))
+        time.sleep(gpulab.full_or_fast(1.0, 0.4))
     fig = mon._build_figure()
     fig.set_notes([f"not shown: {m}" for m in mon.missing])
     fig.update_from(mon.history, mon.marks, stepped=True)
@@ -146,16 +147,16 @@ def main() -> None:
     print(f"gpulab monitor benchmark ({'fast' if fast else 'full'} mode), torch {torch.__version__}, "
           f"{torch.get_num_threads()} torch threads\n")
 
-    n = gpulab.pick(3000, 300)
+    n = gpulab.full_or_fast(3000, 300)
     print(f"1. Cost of one reading in a tight loop (median of {n}; host + speed + each GPU; warm caches):")
     real, gpus, missing = cost_per_reading(default_reader(), n)
     print(f"   this machine's reader ({gpus} GPU(s)):    {real * 1e6:8.1f} µs per reading"
           + (f"   [{missing[0][:70]}…]" if missing else ""))
-    sim, gpus, _ = cost_per_reading(FakeGpuReader("workshop-8"), n)
+    sim, gpus, _ = cost_per_reading(SimulatedGpuReader("workshop-8"), n)
     print(f"   8 simulated GPUs (no driver cost):   {sim * 1e6:8.1f} µs per reading")
     print()
 
-    seconds = gpulab.pick(20.0, 4.0)
+    seconds = gpulab.full_or_fast(20.0, 4.0)
     base, on, readings, per_reading = cpu_share(seconds)
     print(f"2. CPU share of the sampler thread at 5 Hz ({seconds:.0f} s idle, {readings} readings):")
     print(f"   the thread's CPU time per reading (caches cold between wake-ups): {per_reading * 1e6:.1f} µs")
@@ -163,7 +164,7 @@ def main() -> None:
           f"→ sampler ≈ {(on - base) * 100:.3f} % of one core (target < 1 %)\n")
 
     torch.manual_seed(0)
-    batch, steps, rounds = 64, gpulab.pick(6000, 300), gpulab.pick(6, 3)
+    batch, steps, rounds = 64, gpulab.full_or_fast(6000, 300), gpulab.full_or_fast(6, 3)
     data, target = torch.randn(8192, 64), torch.randint(0, 10, (8192,))
     model = torch.nn.Sequential(torch.nn.Linear(64, 512), torch.nn.ReLU(), torch.nn.Linear(512, 512),
                                 torch.nn.ReLU(), torch.nn.Linear(512, 10))
@@ -192,7 +193,7 @@ def main() -> None:
           f"frame, limits settling),\n   the rest blitted; its render thread used {cpu * 1e3:.0f} ms of CPU per round "
           f"({cpu / statistics.median(times['off']) * 100:.1f} % of a round). As in JupyterLab: nbval, nbconvert and "
           "scripts never draw live frames\n")
-    frame_stages(gpulab.pick(20, 5))
+    frame_stages(gpulab.full_or_fast(20, 5))
 
 
 if __name__ == "__main__":

@@ -21,9 +21,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch  # noqa: E402
 from torch.utils import benchmark as tub  # noqa: E402
 
-from gpulab.tables import text_table  # noqa: E402
-from gpulab.timing import benchmark  # noqa: E402
-from gpulab.units import format_seconds  # noqa: E402
+from gpulab.core.tables import text_table  # noqa: E402
+from gpulab.measure.timing import benchmark  # noqa: E402
+from gpulab.core.units import format_seconds  # noqa: E402
 
 
 def cases(device: str) -> list[tuple[str, object, int | None]]:

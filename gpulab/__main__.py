@@ -23,16 +23,16 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         if args.command == "env":
-            from .report import environment_report
+            from .machine.report import environment_report
 
             print(environment_report())
         elif args.command == "devices":
-            from .devices import devices
+            from .machine.inventory import devices
 
             print(devices(processes=not args.no_processes))
         elif args.command == "visible":
-            from .devices import devices
-            from .visible import visible_map
+            from .machine.inventory import devices
+            from .placement.visible import visible_map
 
             print(visible_map(devices(processes=False).gpus))
     except ValueError as exc:  # e.g. a bad GPULAB_SIMULATE_GPUS or GPULAB_FAST: the message says what to do

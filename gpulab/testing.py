@@ -1,7 +1,8 @@
-"""Test seams: a fake GPU reader with realistic devices, a fake clock, and the ``gpu``/``multigpu`` markers.
+"""Test seams: a fake clock and the ``gpu``/``multigpu`` skip markers.
 
-Only our own seam in front of missing hardware (NVML) is faked. torch.distributed, processes, matplotlib and widgets
-run for real in the tests.
+Only our own seam in front of missing hardware (NVML) is faked: tests describe GPUs with
+``gpulab.machine.simulated.SimulatedGpuReader`` (default: two GPUs, one a MIG parent, one with a refused field).
+torch.distributed, processes, matplotlib and widgets run for real in the tests.
 """
 from __future__ import annotations
 
@@ -9,14 +10,9 @@ import threading
 
 import pytest
 
-from .gpus import gpu_requirement
-from .simulated import PRESETS, SimulatedGpuReader
+from .machine.cuda import gpu_requirement
 
-__all__ = ["FakeGpuReader", "FakeClock", "requires_gpus", "PRESETS"]
-
-
-class FakeGpuReader(SimulatedGpuReader):
-    """``SimulatedGpuReader`` under its test name; default: two GPUs, one a MIG parent, one with a refused field."""
+__all__ = ["FakeClock", "requires_gpus"]
 
 
 class FakeClock:

@@ -20,9 +20,9 @@ from typing import Any
 import numpy as np
 import psutil
 
-from ..host import host_info, host_sample
-from ..nvml import GpuReader, default_reader
-from ..readings import Unavailable
+from ..machine.host import host_info, host_sample
+from ..machine.nvml import GpuReader, default_reader
+from ..core.readings import Unavailable
 from .history import History
 
 __all__ = ["Progress", "Sampler", "SAMPLER_THREAD_NAME"]
@@ -93,7 +93,7 @@ class Sampler:
         self.missing: list[str] = []  # what could not be read, one sentence each, in order of discovery
         self.missed_deadlines = 0
         self.busy_s = 0.0  # CPU time spent reading (thread_time): the cost of watching
-        self.gpus = self._choose_gpus(gpus)
+        self.gpus = self._gpus_to_watch(gpus)
         self.cuda_devices = self._cuda_device_count()
         columns = list(HOST_COLUMNS) + list(SPEED_COLUMNS)
         columns += [f"gpu{k}_{f}" for k in self.gpus for f in GPU_FIELDS]
@@ -111,7 +111,7 @@ class Sampler:
         self._cpu_before = self._cpu_clock()
 
     # -- what can be read ---------------------------------------------------------------------------------------------
-    def _choose_gpus(self, gpus: Sequence[int] | None) -> list[int]:
+    def _gpus_to_watch(self, gpus: Sequence[int] | None) -> list[int]:
         error = self.reader.error
         count = self.reader.count()
         if error:

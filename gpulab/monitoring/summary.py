@@ -10,9 +10,9 @@ import html
 import math
 from dataclasses import dataclass
 
-from ..readings import Unavailable
-from ..tables import html_table, text_table
-from ..units import format_bytes, format_percent, format_rate, format_seconds
+from ..core.readings import Unavailable
+from ..core.tables import html_table, text_table
+from ..core.units import format_bytes, format_percent, format_rate, format_seconds
 
 __all__ = ["MonitorSummary", "PeakMemory"]
 

@@ -24,7 +24,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
-from ..units import format_bytes
+from ..core.units import format_bytes
 from .decimate import envelope
 from .history import History
 from .limits import grow_limit

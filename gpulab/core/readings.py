@@ -1,0 +1,91 @@
+"""Plain records of what was read from a GPU (pure: produced by ``gpulab.machine.nvml`` or by the described GPUs of
+``gpulab.machine.simulated``, consumed everywhere).
+
+Every field that the hardware or driver may refuse is ``value | Unavailable``: an ``Unavailable`` prints as
+``N/A (reason)`` and is falsy, so nothing downstream crashes on a field a GPU lacks.
+Index spaces are spelled out: ``physical_index`` is NVML's (= nvidia-smi's) numbering, never a ``cuda:k`` index.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Union
+
+__all__ = ["Unavailable", "GpuProcess", "MigInstance", "GpuInfo", "GpuSample", "is_known"]
+
+
+@dataclass(frozen=True)
+class Unavailable:
+    """A value that could not be read, with the reason in words (``N/A (not supported on this GPU)``)."""
+
+    reason: str
+
+    def __str__(self) -> str:
+        return f"N/A ({self.reason})"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+def is_known(value: object) -> bool:
+    """True for a real reading, False for ``None`` or an ``Unavailable``."""
+    return value is not None and not isinstance(value, Unavailable)
+
+
+Number = Union[int, float, Unavailable]
+
+
+@dataclass(frozen=True)
+class GpuProcess:
+    """A process with a CUDA context on a GPU (``nvidia-smi --query-compute-apps=pid,used_memory``)."""
+
+    pid: int
+    used_memory_bytes: int | Unavailable
+    name: str = "?"
+
+
+@dataclass(frozen=True)
+class MigInstance:
+    """One MIG slice of a GPU in MIG mode; CUDA sees it as a device of its own (``MIG-<uuid>``)."""
+
+    mig_index: int
+    uuid: str
+    memory_total_bytes: int | Unavailable
+    memory_used_bytes: int | Unavailable
+
+
+@dataclass(frozen=True)
+class GpuSample:
+    """The fast-changing part of a GPU's state: what a monitor polls a few times a second."""
+
+    physical_index: int
+    memory_used_bytes: int | Unavailable
+    memory_total_bytes: int | Unavailable
+    utilization_gpu_percent: int | Unavailable
+
+
+@dataclass(frozen=True)
+class GpuInfo:
+    """Everything ``nvidia-smi -q`` would tell about one physical GPU, as far as NVML allows."""
+
+    physical_index: int
+    uuid: str
+    name: str
+    pci_bus_id: str
+    memory_total_bytes: int | Unavailable
+    memory_used_bytes: int | Unavailable
+    memory_free_bytes: int | Unavailable
+    utilization_gpu_percent: int | Unavailable
+    utilization_memory_percent: int | Unavailable
+    temperature_c: int | Unavailable
+    power_w: float | Unavailable
+    mig_enabled: bool | Unavailable = False
+    mig_devices: tuple[MigInstance, ...] = ()
+    processes: tuple[GpuProcess, ...] | Unavailable = field(default=())
+
+    def sample(self) -> GpuSample:
+        return GpuSample(self.physical_index, self.memory_used_bytes, self.memory_total_bytes, self.utilization_gpu_percent)
+
+    @property
+    def short_uuid(self) -> str:
+        """``GPU-1a2b3c4d`` — enough of the UUID to recognise it (CUDA accepts unique prefixes too)."""
+        return self.uuid[:12]

@@ -1,0 +1,203 @@
+"""Described GPUs for machines that have none: the test fake behind our NVML seam, and a classroom demo.
+
+``SimulatedGpuReader`` answers the ``GpuReader`` questions from a description (a preset name or a JSON file), so the
+picker, the selection policy, the monitor and the report can be tried — and tested — on a laptop. It is always
+labelled: ``reader.simulated`` is True and the report says SIMULATED. Set ``GPULAB_SIMULATE_GPUS`` to a preset name
+(``two-gpus-mig``, ``kaggle-2xT4``, ``colab-T4``, ``workshop-8``) or to a JSON file to make ``default_reader()`` use it.
+Real torch still sees no GPU: nothing here pretends CUDA exists.
+"""
+from __future__ import annotations
+
+import copy
+import json
+import threading
+import uuid as _uuid
+from pathlib import Path
+from typing import Any
+
+from ..core.readings import GpuInfo, GpuProcess, GpuSample, MigInstance, Unavailable
+
+__all__ = ["SimulatedGpuReader", "PRESETS", "simulated_gpu"]
+
+MiB = 1024**2
+_NOT_SUPPORTED = "not supported on this GPU"
+
+
+def _uuid_for(name: str, index: int) -> str:
+    return "GPU-" + str(_uuid.uuid5(_uuid.NAMESPACE_DNS, f"gpulab-{name}-{index}"))
+
+
+def simulated_gpu(index: int, name: str, memory_total_mib: int, *, used_mib: int = 0, util: int = 0,
+                  unsupported: tuple[str, ...] = (), mig_slices_mib: tuple[int, ...] = (),
+                  processes: tuple[tuple[int, int, str], ...] = ()) -> dict[str, Any]:
+    """One GPU description (plain dict, JSON-ready). ``unsupported`` names fields NVML refuses on this GPU."""
+    uid = _uuid_for(name, index)
+    return {
+        "name": name,
+        "uuid": uid,
+        "pci_bus_id": f"00000000:{0x17 + 0x10 * index:02X}:00.0",
+        "memory_total_bytes": memory_total_mib * MiB,
+        "memory_used_bytes": used_mib * MiB,
+        "utilization_gpu_percent": util,
+        "utilization_memory_percent": util // 2,
+        "temperature_c": 35 + util // 3,
+        "power_w": 30.0 + 2.5 * util,
+        "unsupported": list(unsupported) + (["utilization_gpu_percent", "utilization_memory_percent"] if mig_slices_mib else []),
+        "mig_devices": [
+            {"uuid": "MIG-" + str(_uuid.uuid5(_uuid.NAMESPACE_DNS, f"{uid}-{k}")), "memory_total_bytes": m * MiB,
+             "memory_used_bytes": 0}
+            for k, m in enumerate(mig_slices_mib)
+        ],
+        "processes": [{"pid": pid, "used_memory_bytes": mem * MiB, "name": pname} for pid, mem, pname in processes],
+    }
+
+
+PRESETS: dict[str, dict[str, Any]] = {
+    # Two different GPUs: an A100 split into two MIG slices (no per-GPU utilisation) and a GeForce card whose
+    # power reading NVML refuses — the awkward cases the report and picker must survive.
+    "two-gpus-mig": {
+        "driver_version": "550.54.15", "cuda_driver_version": "12.4",
+        "gpus": [
+            simulated_gpu(0, "NVIDIA A100 80GB PCIe", 81920, used_mib=0, mig_slices_mib=(40192, 40192)),
+            simulated_gpu(1, "NVIDIA GeForce RTX 3090", 24576, used_mib=1210, util=37, unsupported=("power_w",),
+                          processes=((4242, 1190, "python"),)),
+        ],
+    },
+    "kaggle-2xT4": {
+        "driver_version": "535.161.08", "cuda_driver_version": "12.2",
+        "gpus": [simulated_gpu(i, "Tesla T4", 15360, used_mib=3) for i in range(2)],
+    },
+    "colab-T4": {
+        "driver_version": "535.104.05", "cuda_driver_version": "12.2",
+        "gpus": [simulated_gpu(0, "Tesla T4", 15360, used_mib=0)],
+    },
+    # A shared workshop server mid-session: some GPUs busy, some free.
+    "workshop-8": {
+        "driver_version": "550.90.07", "cuda_driver_version": "12.4",
+        "gpus": [
+            simulated_gpu(i, "NVIDIA A100-SXM4-40GB", 40960, used_mib=used, util=util,
+                          processes=((31000 + i, used - 420, "python"),) if used > 500 else ())
+            for i, (used, util) in enumerate([(30110, 97), (4, 0), (12290, 45), (4, 0), (39800, 100), (4, 0),
+                                              (2050, 3), (20480, 61)])
+        ],
+    },
+}
+
+
+class SimulatedGpuReader:
+    """A ``GpuReader`` over described GPUs. Thread-safe; usage can be changed while it is read (``set_usage``)."""
+
+    simulated = True
+
+    def __init__(self, description: dict[str, Any] | str | None = "two-gpus-mig", *, error: str | None = None) -> None:
+        self._lock = threading.Lock()
+        self.description = _load(description)
+        self._error = error
+        self.calls = 0  # how many questions were asked (tests read it)
+
+    @classmethod
+    def from_env(cls, value: str) -> "SimulatedGpuReader":
+        return cls(value)
+
+    @property
+    def error(self) -> str | None:
+        return self._error
+
+    def driver_version(self) -> str | Unavailable:
+        return Unavailable(self._error) if self._error else self.description["driver_version"]
+
+    def cuda_driver_version(self) -> str | Unavailable:
+        return Unavailable(self._error) if self._error else self.description["cuda_driver_version"]
+
+    def count(self) -> int:
+        return 0 if self._error else len(self.description["gpus"])
+
+    def _gpu(self, i: int) -> dict[str, Any]:
+        self.calls += 1
+        if not 0 <= i < self.count():
+            raise IndexError(f"there is no GPU with physical index {i}: {self.count()} simulated GPU(s).")
+        return self.description["gpus"][i]
+
+    def _value(self, g: dict[str, Any], key: str) -> Any:
+        return Unavailable(_NOT_SUPPORTED) if key in g.get("unsupported", ()) else g[key]
+
+    def set_usage(self, i: int, *, memory_used_bytes: int | None = None, utilization_gpu_percent: int | None = None) -> None:
+        with self._lock:
+            g = self._gpu(i)
+            if memory_used_bytes is not None:
+                g["memory_used_bytes"] = int(memory_used_bytes)
+            if utilization_gpu_percent is not None:
+                g["utilization_gpu_percent"] = int(utilization_gpu_percent)
+
+    def sample(self, i: int) -> GpuSample:
+        with self._lock:
+            g = self._gpu(i)
+            return GpuSample(i, g["memory_used_bytes"], g["memory_total_bytes"], self._value(g, "utilization_gpu_percent"))
+
+    def info(self, i: int, *, processes: bool = True) -> GpuInfo:
+        with self._lock:
+            g = self._gpu(i)
+            migs = tuple(MigInstance(k, m["uuid"], m["memory_total_bytes"], m["memory_used_bytes"])
+                         for k, m in enumerate(g.get("mig_devices", ())))
+            procs: tuple[GpuProcess, ...] | Unavailable = (
+                tuple(GpuProcess(p["pid"], p["used_memory_bytes"], p["name"]) for p in g.get("processes", ()))
+                if processes else Unavailable("not asked for")
+            )
+            used = g["memory_used_bytes"]
+            return GpuInfo(
+                physical_index=i, uuid=g["uuid"], name=g["name"], pci_bus_id=g["pci_bus_id"],
+                memory_total_bytes=g["memory_total_bytes"], memory_used_bytes=used,
+                memory_free_bytes=g["memory_total_bytes"] - used,
+                utilization_gpu_percent=self._value(g, "utilization_gpu_percent"),
+                utilization_memory_percent=self._value(g, "utilization_memory_percent"),
+                temperature_c=self._value(g, "temperature_c"), power_w=self._value(g, "power_w"),
+                mig_enabled=bool(migs), mig_devices=migs, processes=procs,
+            )
+
+    def to_json(self) -> str:
+        with self._lock:
+            return json.dumps(self.description, indent=1)
+
+
+def _load(description: dict[str, Any] | str | None) -> dict[str, Any]:
+    if description is None:
+        return {"driver_version": "N/A", "cuda_driver_version": "N/A", "gpus": []}
+    if isinstance(description, dict):
+        return copy.deepcopy(description)
+    if description in PRESETS:
+        return copy.deepcopy(PRESETS[description])
+    path = Path(description)
+    if path.is_file():
+        try:
+            data = json.loads(path.read_text())
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"the simulated-GPU description {path} is not valid JSON ({exc}). Fix the file, or use a "
+                             f"preset: {', '.join(PRESETS)}.") from exc
+        if not isinstance(data, dict) or not isinstance(data.get("gpus"), list):
+            raise ValueError(f"the simulated-GPU description {path} needs a top-level object with a 'gpus' list.")
+        for i, g in enumerate(data["gpus"]):
+            _check_gpu(path, i, g)
+        data.setdefault("driver_version", "N/A (simulated)")
+        data.setdefault("cuda_driver_version", "N/A (simulated)")
+        return data
+    raise ValueError(
+        f"unknown simulated-GPU description {description!r}: it is neither a preset ({', '.join(PRESETS)}) "
+        f"nor an existing JSON file. Check GPULAB_SIMULATE_GPUS."
+    )
+
+
+_REQUIRED = ("name", "uuid", "pci_bus_id", "memory_total_bytes", "memory_used_bytes",  # then the refusable ones:
+             "utilization_gpu_percent", "utilization_memory_percent", "temperature_c", "power_w")
+
+
+def _check_gpu(path: Path, i: int, g: Any) -> None:
+    """A described GPU has every field the reader answers with (or lists it under ``unsupported``)."""
+    if not isinstance(g, dict):
+        raise ValueError(f"GPU {i} of the simulated-GPU description {path} is not an object: {g!r}. Build each entry "
+                         "with gpulab.machine.simulated.simulated_gpu(...) and save the JSON it returns.")
+    refused = set(g.get("unsupported", ())) & set(_REQUIRED[5:])  # only these may be refused; the rest are needed
+    missing = [k for k in _REQUIRED if k not in g and k not in refused]
+    if missing:
+        raise ValueError(f"GPU {i} of the simulated-GPU description {path} lacks {', '.join(map(repr, missing))}. "
+                         "Build each entry with gpulab.machine.simulated.simulated_gpu(...) (it fills every field), or list "
+                         "fields NVML would refuse under \"unsupported\".")

@@ -1,0 +1,245 @@
+"""Sync-correct timing of PyTorch work on any device: warm-up, repeats, median and spread (a probe).
+
+A GPU runs work asynchronously: ``y = x @ x`` on CUDA returns to Python as soon as the kernel is *queued*, so
+``perf_counter()`` around it times the queueing, not the work. ``benchmark`` therefore times CUDA with CUDA events
+recorded on the device's stream and waits for them, and times the CPU with ``time.perf_counter``. Both paths share
+the same warm-up, block calibration and statistics, so a CPU-only laptop runs the very code a GPU machine runs.
+
+Taught in ``notebooks/01_cpu_gpu_transfer.ipynb``.
+"""
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..machine.cuda import cuda_gpu_count, gpu_requirement
+from ..core.tables import html_table, text_table
+from ..core.units import format_seconds
+
+__all__ = ["BenchmarkResult", "benchmark", "resolve_device", "synchronize", "quantile", "results_table", "calibrate"]
+
+DeviceLike = Any  # str | torch.device; kept loose so this module imports no torch at import time
+MAX_NUMBER = 1_000_000
+
+
+def quantile(values: list[float] | tuple[float, ...], q: float) -> float:
+    """Linear-interpolation quantile (numpy's default), ``0 <= q <= 1``; pure."""
+    if not values:
+        raise ValueError("quantile of no values: measure at least one repeat first.")
+    s = sorted(values)
+    pos = (len(s) - 1) * q
+    lo, hi = math.floor(pos), math.ceil(pos)
+    return s[lo] + (s[hi] - s[lo]) * (pos - lo)
+
+
+@dataclass(frozen=True)
+class BenchmarkResult:
+    """Seconds per call of one timed function: one entry per repeat, each the mean over ``number`` calls."""
+
+    label: str
+    device: str
+    times_s: tuple[float, ...]
+    number: int
+    warmup: int
+    timer: str  # "CUDA events" or the host clock's name
+
+    @property
+    def repeats(self) -> int:
+        return len(self.times_s)
+
+    @property
+    def median_s(self) -> float:
+        return statistics.median(self.times_s)
+
+    @property
+    def q1_s(self) -> float:
+        return quantile(self.times_s, 0.25)
+
+    @property
+    def q3_s(self) -> float:
+        return quantile(self.times_s, 0.75)
+
+    @property
+    def iqr_s(self) -> float:
+        """Interquartile range: the spread of the middle half of the repeats (robust to a few slow outliers)."""
+        return self.q3_s - self.q1_s
+
+    @property
+    def min_s(self) -> float:
+        return min(self.times_s)
+
+    @property
+    def max_s(self) -> float:
+        return max(self.times_s)
+
+    def _summary(self) -> list[str]:
+        return [self.label, self.device, format_seconds(self.median_s), format_seconds(self.iqr_s),
+                format_seconds(self.min_s), f"{self.repeats} × {self.number}", self.timer]
+
+    HEADERS = ("what", "device", "median", "IQR", "min", "repeats × calls", "timed with")
+
+    def __str__(self) -> str:
+        return (f"{self.label} on {self.device}: median {format_seconds(self.median_s)} per call "
+                f"(IQR {format_seconds(self.iqr_s)}, min {format_seconds(self.min_s)}; "
+                f"{self.repeats} repeats × {self.number} call(s) after {self.warmup} warm-up, timed with {self.timer})")
+
+    def _repr_html_(self) -> str:
+        return html_table(self.HEADERS, [self._summary()])
+
+    def plot(self, ax: Any = None) -> Any:
+        """Each repeat as a dot, the median as a line and the IQR as a band; returns the matplotlib Axes."""
+        if ax is None:
+            import matplotlib.pyplot as plt
+
+            _, ax = plt.subplots(figsize=(6, 3))
+        scale, unit = _plot_scale(self.median_s)
+        xs = range(1, self.repeats + 1)
+        ax.plot(xs, [t / scale for t in self.times_s], "o", ms=3, label="repeats")
+        ax.axhline(self.median_s / scale, color="C1", label="median")
+        ax.axhspan(self.q1_s / scale, self.q3_s / scale, color="C1", alpha=0.2, label="IQR")
+        ax.set_xlabel("repeat")
+        ax.set_ylabel(f"time per call ({unit})")
+        ax.set_title(f"{self.label} on {self.device}")
+        ax.legend(loc="best", fontsize="small")
+        return ax
+
+
+def results_table(results: list[BenchmarkResult] | tuple[BenchmarkResult, ...]) -> str:
+    """Several results as one plain-text table."""
+    return text_table(BenchmarkResult.HEADERS, [r._summary() for r in results])
+
+
+def _plot_scale(seconds: float) -> tuple[float, str]:
+    for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs")):
+        if seconds >= scale:
+            return scale, unit
+    return 1e-9, "ns"
+
+
+def resolve_device(device: DeviceLike) -> Any:
+    """``'cuda'`` / ``'cuda:1'`` / ``'cpu'`` / ``torch.device`` → a ``torch.device`` that can run work here.
+
+    Raises with the reason and the next step when the device is not usable, instead of failing deep inside torch.
+    Never creates a CUDA context.
+    """
+    import torch
+
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError) as e:
+        raise ValueError(f"{device!r} is not a device name torch understands ({e}). "
+                         f"Use 'cpu', 'cuda' or 'cuda:<index>'.") from None
+    if dev.type == "meta":
+        raise ValueError("Nothing runs on the 'meta' device: it records shapes and dtypes without data, so there is "
+                         "no work to time or copy. Use 'cpu' or 'cuda'.")
+    if dev.type == "cuda":
+        reason = gpu_requirement(1)
+        if reason is not None:
+            raise RuntimeError(f"device {str(dev)!r} was asked for, but this process {reason}. "
+                               f"Run this on a GPU machine, or pass device='cpu' to run the same code on the CPU.")
+        if dev.index is not None and dev.index >= cuda_gpu_count():
+            raise RuntimeError(f"device {str(dev)!r} does not exist: this process sees {cuda_gpu_count()} CUDA "
+                               f"GPU(s), numbered cuda:0 to cuda:{cuda_gpu_count() - 1} (after CUDA_VISIBLE_DEVICES).")
+    elif dev.type != "cpu":
+        raise ValueError(f"gpulab times and copies on 'cpu' and 'cuda' devices; {str(dev)!r} is not supported.")
+    return dev
+
+
+def synchronize(device: DeviceLike) -> None:
+    """Wait until everything queued on ``device`` has finished (a no-op on the CPU, which runs work in order)."""
+    import torch
+
+    dev = resolve_device(device)
+    if dev.type == "cuda":
+        torch.cuda.synchronize(dev)
+
+
+class _HostBlocks:
+    """Times a block of ``n`` calls with a host clock; right for the CPU, where a call returns when its work is done."""
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self.clock = clock
+        self.name = getattr(clock, "__name__", type(clock).__name__)
+
+    def __call__(self, fn: Callable[[], object], n: int) -> float:
+        t0 = self.clock()
+        for _ in range(n):
+            fn()
+        return self.clock() - t0
+
+
+class _CudaBlocks:
+    """Times a block with two CUDA events on the current stream; waits for the queue to drain first and last."""
+
+    name = "CUDA events"
+
+    def __init__(self, dev: Any) -> None:
+        import torch
+
+        self.torch, self.dev = torch, dev
+
+    def __call__(self, fn: Callable[[], object], n: int) -> float:
+        cuda = self.torch.cuda
+        start, end = cuda.Event(enable_timing=True), cuda.Event(enable_timing=True)
+        cuda.synchronize(self.dev)  # note: a CPU-GPU sync point, so earlier work does not leak into this block
+        stream = cuda.current_stream(self.dev)
+        start.record(stream)
+        for _ in range(n):
+            fn()
+        end.record(stream)
+        end.synchronize()
+        return start.elapsed_time(end) / 1e3  # elapsed_time is in milliseconds
+
+
+def _check_counts(warmup: int, repeats: int, number: int | None, min_block_s: float) -> None:
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
+        raise ValueError(f"repeats={repeats!r}: a median needs at least one repeat; use repeats=20 or more for a "
+                         f"spread worth reading.")
+    if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
+        raise ValueError(f"warmup={warmup!r}: the number of untimed calls must be 0 or more.")
+    if number is not None and (isinstance(number, bool) or not isinstance(number, int) or number < 1):
+        raise ValueError(f"number={number!r}: calls per repeat must be a positive int, or None to calibrate.")
+    if not min_block_s > 0:
+        raise ValueError(f"min_block_s={min_block_s!r} must be a positive number of seconds.")
+
+
+def calibrate(block: Callable[[Callable[[], object], int], float], fn: Callable[[], object],
+              min_block_s: float) -> int:
+    """Smallest power of two of calls whose block takes at least ``min_block_s`` (capped at a million)."""
+    n = 1
+    while n < MAX_NUMBER:
+        if block(fn, n) >= min_block_s:
+            return n
+        n *= 2
+    return MAX_NUMBER
+
+
+def benchmark(fn: Callable[[], object], *, device: DeviceLike = "cpu", warmup: int = 3, repeats: int = 20,
+              number: int | None = None, min_block_s: float = 1e-3, label: str | None = None,
+              clock: Callable[[], float] = time.perf_counter) -> BenchmarkResult:
+    """Time ``fn()`` on ``device`` and return a ``BenchmarkResult`` (median, IQR, min per call).
+
+    ``warmup`` untimed calls first (caches, lazy initialisation, cuBLAS handles), then ``repeats`` timed blocks of
+    ``number`` calls each. ``number=None`` calibrates it: the smallest power of two whose block lasts ``min_block_s``,
+    so that microsecond operations are not lost in the clock's resolution. On CUDA each block is bracketed by CUDA
+    events after a device synchronisation; elsewhere ``clock`` (``time.perf_counter``; inject a fake in tests) is read
+    around the block. Taught in ``notebooks/01_cpu_gpu_transfer.ipynb``.
+    """
+    if not callable(fn):
+        raise TypeError(f"benchmark() needs a function to call, got {type(fn).__name__}: wrap the work in a lambda, "
+                        f"e.g. benchmark(lambda: x @ x, device='cpu').")
+    _check_counts(warmup, repeats, number, min_block_s)
+    dev = resolve_device(device)
+    block = _CudaBlocks(dev) if dev.type == "cuda" else _HostBlocks(clock)
+    for _ in range(warmup):
+        fn()
+    synchronize(dev)
+    n = number if number is not None else calibrate(block, fn, min_block_s)
+    times = tuple(block(fn, n) / n for _ in range(repeats))
+    name = label if label is not None else getattr(fn, "__name__", "fn")
+    return BenchmarkResult(label=name, device=str(dev), times_s=times, number=n, warmup=warmup, timer=block.name)
+

@@ -1,0 +1,183 @@
+"""What crossing the CPU↔GPU boundary costs, measured: copy bandwidth and the non_blocking hazard (a probe).
+
+- ``bandwidth_sweep``: host→device and device→host copies of growing size, from pageable or pinned host memory.
+- ``nonblocking_hazard``: reading a GPU→CPU ``non_blocking`` copy before synchronising (CUDA only).
+
+The device is a parameter, so the CPU path (``device='cpu'``: host-to-host copies) runs on any laptop and in the
+tests. When a GPU beats the CPU at all is ``gpulab.measure.crossover``. Taught in ``notebooks/01_cpu_gpu_transfer.ipynb``.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..core.tables import html_table, text_table
+from .timing import BenchmarkResult, benchmark, resolve_device
+from ..core.units import format_bytes, format_seconds
+
+__all__ = ["CopyMeasurement", "BandwidthSweep", "bandwidth_sweep", "HazardResult", "nonblocking_hazard"]
+
+DIRECTIONS = ("h2d", "d2h")
+
+
+def _gbps(nbytes: int, seconds: float) -> float:
+    return nbytes / seconds / 1e9
+
+
+@dataclass(frozen=True)
+class CopyMeasurement:
+    """One copy size in one direction from one kind of host memory, with its timing."""
+
+    direction: str  # "h2d" host→device, "d2h" device→host
+    pinned: bool
+    nbytes: int
+    result: BenchmarkResult
+
+    @property
+    def bandwidth_gbps(self) -> float:
+        """Gigabytes (10⁹ bytes) per second at the median time, the unit GPU data sheets use."""
+        return _gbps(self.nbytes, self.result.median_s)
+
+    @property
+    def series(self) -> str:
+        return f"{self.direction} {'pinned' if self.pinned else 'pageable'}"
+
+
+@dataclass(frozen=True)
+class BandwidthSweep:
+    """Copy bandwidth against size; on ``cpu`` both 'directions' are host-to-host copies (a memcpy baseline)."""
+
+    device: str
+    non_blocking: bool
+    measurements: tuple[CopyMeasurement, ...]
+
+    HEADERS = ("copy", "host memory", "size", "median time", "IQR", "bandwidth")
+
+    def _rows(self) -> list[list[str]]:
+        return [[m.direction, "pinned" if m.pinned else "pageable", format_bytes(m.nbytes),
+                 format_seconds(m.result.median_s), format_seconds(m.result.iqr_s), f"{m.bandwidth_gbps:.2f} GB/s"]
+                for m in self.measurements]
+
+    def _title(self) -> str:
+        where = "host-to-host copies (device is the CPU)" if self.device == "cpu" else f"copies to/from {self.device}"
+        return f"Copy bandwidth, {where}, non_blocking={self.non_blocking}"
+
+    def peak_gbps(self, direction: str, pinned: bool) -> float:
+        """Best median bandwidth over the sizes for one series (the big copies usually)."""
+        found = [m.bandwidth_gbps for m in self.measurements if m.direction == direction and m.pinned == pinned]
+        if not found:
+            raise KeyError(f"no {direction} {'pinned' if pinned else 'pageable'} copies were measured in this sweep.")
+        return max(found)
+
+    def __str__(self) -> str:
+        return self._title() + "\n" + text_table(self.HEADERS, self._rows(), indent="  ")
+
+    def _repr_html_(self) -> str:
+        return html_table(self.HEADERS, self._rows(), caption=self._title())
+
+    def plot(self, ax: Any = None) -> Any:
+        """Bandwidth (GB/s) against copy size, one line per direction and memory kind; returns the Axes."""
+        if ax is None:
+            import matplotlib.pyplot as plt
+
+            _, ax = plt.subplots(figsize=(6, 3.5))
+        for series in dict.fromkeys(m.series for m in self.measurements):
+            ms = [m for m in self.measurements if m.series == series]
+            ax.plot([m.nbytes for m in ms], [m.bandwidth_gbps for m in ms], "o-", label=series)
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("bytes copied")
+        ax.set_ylabel("GB/s (median)")
+        ax.set_title(self._title(), fontsize="small")
+        ax.legend(fontsize="small")
+        return ax
+
+
+def _host_buffer(nbytes: int, pinned: bool) -> Any:
+    import torch
+
+    t = torch.ones(nbytes, dtype=torch.uint8)
+    return t.pin_memory() if pinned else t
+
+
+def bandwidth_sweep(sizes_bytes: Sequence[int], *, device: Any = "cuda", pinned: Sequence[bool] = (False, True),
+                    directions: Sequence[str] = DIRECTIONS, non_blocking: bool = False, warmup: int = 2,
+                    repeats: int = 10) -> BandwidthSweep:
+    """Time ``dst.copy_(src)`` for each size, direction and kind of host memory; returns a ``BandwidthSweep``.
+
+    Buffers are allocated once per size, outside the timing, so only the copy is measured. Pinned (page-locked) host
+    memory lets the GPU's copy engine read it directly; pageable memory is first staged through a pinned buffer by
+    the driver. Taught in ``notebooks/01_cpu_gpu_transfer.ipynb``.
+    """
+    import torch
+
+    dev = resolve_device(device)
+    bad = [d for d in directions if d not in DIRECTIONS]
+    if bad or not directions:
+        raise ValueError(f"directions={tuple(directions)!r}: use 'h2d' (host→device) and/or 'd2h' (device→host).")
+    if not sizes_bytes or any(int(s) < 1 for s in sizes_bytes):
+        raise ValueError(f"sizes_bytes={tuple(sizes_bytes)!r}: give one or more positive byte counts, e.g. "
+                         f"[2**10, 2**20, 2**26].")
+    if dev.type == "cpu" and any(pinned):
+        raise ValueError("pinned (page-locked) host memory only matters for copies to or from a GPU, and pinning "
+                         "needs a CUDA driver; on the CPU pass pinned=(False,) to measure plain host-to-host copies.")
+    out = []
+    for nbytes in (int(s) for s in sizes_bytes):
+        on_device = torch.ones(nbytes, dtype=torch.uint8, device=dev)
+        for pin in pinned:
+            host = _host_buffer(nbytes, pin)
+            for direction in directions:
+                src, dst = (host, on_device) if direction == "h2d" else (on_device, host)
+                r = benchmark(lambda s=src, d=dst: d.copy_(s, non_blocking=non_blocking), device=dev, warmup=warmup,
+                              repeats=repeats, number=1, label=f"{direction} {format_bytes(nbytes)}")
+                out.append(CopyMeasurement(direction, pin, nbytes, r))
+            del host
+        del on_device
+    return BandwidthSweep(str(dev), non_blocking, tuple(out))
+
+
+@dataclass(frozen=True)
+class HazardResult:
+    """How many values of a GPU→CPU ``non_blocking`` copy were wrong when read before and after synchronising."""
+
+    device: str
+    numel: int
+    wrong_before_sync: int
+    wrong_after_sync: int
+
+    def __str__(self) -> str:
+        return (f"GPU→CPU copy of {self.numel:,} floats with non_blocking=True from {self.device}: "
+                f"{self.wrong_before_sync:,} wrong when read at once, {self.wrong_after_sync:,} wrong after "
+                f"torch.cuda.synchronize().")
+
+    def _repr_html_(self) -> str:
+        return html_table(("read", "wrong values", "of"), [["at once", f"{self.wrong_before_sync:,}", f"{self.numel:,}"],
+                                                            ["after synchronize", f"{self.wrong_after_sync:,}",
+                                                             f"{self.numel:,}"]], caption=f"non_blocking D2H from {self.device}")
+
+
+def nonblocking_hazard(device: Any = "cuda", numel: int = 1 << 22, busy_matmuls: int = 8) -> HazardResult:
+    """Queue GPU work, copy a known tensor to pinned CPU memory with ``non_blocking=True``, and read it at once.
+
+    The copy waits in the stream behind the ``busy_matmuls`` multiplications, and ``non_blocking`` lets the host go
+    on, so the first read sees the buffer's old contents (-1). After ``synchronize`` every value is right. CUDA only:
+    on the CPU every copy is synchronous and there is nothing to show. Taught in ``notebooks/01_cpu_gpu_transfer.ipynb``.
+    """
+    import torch
+
+    dev = resolve_device(device)
+    if dev.type != "cuda":
+        raise ValueError("the non_blocking read hazard needs a CUDA device: on the CPU a copy has finished when "
+                         "copy_() returns, so there is nothing to read too early. Run this on a GPU machine.")
+    expected = torch.arange(numel, dtype=torch.float32)
+    src = expected.to(dev)
+    dst = torch.full((numel,), -1.0).pin_memory()
+    busy = torch.randn(4096, 4096, device=dev)
+    torch.cuda.synchronize(dev)
+    for _ in range(busy_matmuls):
+        busy @ busy  # queued work the copy must wait behind; the results are thrown away
+    dst.copy_(src, non_blocking=True)
+    before = int((dst != expected).sum())  # a host read: nothing here waits for the GPU
+    torch.cuda.synchronize(dev)
+    after = int((dst != expected).sum())
+    return HazardResult(str(dev), numel, before, after)

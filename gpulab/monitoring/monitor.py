@@ -1,0 +1,314 @@
+"""Watch memory, utilisation and speed while code runs: ``with gpulab.monitor("title") as mon: ...``.
+
+A sampling thread reads the GPUs (NVML), torch's CUDA memory (only once CUDA is initialised — the monitor never
+initialises it), host RAM (cgroup-aware) and CPU, and the work the loop reports with ``mon.step(samples=...)`` or by
+iterating ``mon.wrap(loader)``. ``mon.mark("epoch 2")`` puts an event on the time axis. In JupyterLab the figure is
+live (an image widget redrawn once a second); everywhere, when the block ends — normally, on an exception or on
+Ctrl-C — the thread stops and a static figure and a ``MonitorSummary`` are left in the cell output.
+Data: ``mon.records()`` (list of dicts: ``pandas.DataFrame(mon.records())``) and ``mon.to_csv(path)``.
+Taught in ``notebooks/05_live_monitor.ipynb``; used by chapters 00–02.
+"""
+from __future__ import annotations
+
+import csv
+import math
+import operator
+import os
+import sys
+import time
+import warnings
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from os import PathLike
+from typing import Any
+
+import numpy as np
+
+from ..machine.nvml import GpuReader
+from ..core.readings import Unavailable
+from ..core.settings import env_flag
+from .history import History
+from .sampler import Progress, Sampler
+from .summary import MonitorSummary, PeakMemory
+
+__all__ = ["monitor", "Monitor", "MonitorSummary", "PeakMemory", "History", "frontend_available"]
+
+
+def _batch_size(item: Any) -> int:
+    """Samples in a batch as loaders yield them: a tensor/array, ``(x, y)``, or a dict of tensors; else 1."""
+    first = item[0] if isinstance(item, (tuple, list)) and item else item
+    if isinstance(first, dict) and first:
+        first = next(iter(first.values()))
+    shape = getattr(first, "shape", None)
+    if shape is not None and len(shape) > 0:
+        return int(shape[0])
+    return len(first) if isinstance(first, (list, tuple)) else 1
+
+
+def frontend_available() -> bool:
+    """Whether a live widget would be seen: an IPython kernel started by a Jupyter server (JupyterLab, Notebook).
+
+    Headless runners (nbval, nbconvert, nbclient) start kernels without a server, so they get the static figure only.
+    ``GPULAB_MONITOR_LIVE=1`` / ``0`` overrides the guess (VS Code, Colab).
+    """
+    forced = env_flag("GPULAB_MONITOR_LIVE", None, meaning="to draw the live figure, 0 for the final one only")
+    if forced is not None:
+        return forced
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    return shell is not None and hasattr(shell, "kernel") and bool(os.environ.get("JPY_SESSION_NAME"))
+
+
+class _Watched:
+    """``mon.wrap(loader)``: iterates the loader and reports one step per item; keeps ``len`` for tqdm."""
+
+    def __init__(self, mon: Monitor, iterable: Iterable[Any], samples: int | Callable[[Any], int] | None) -> None:
+        self._mon, self._iterable, self._samples = mon, iterable, samples
+
+    def __len__(self) -> int:
+        return len(self._iterable)  # type: ignore[arg-type]
+
+    def __iter__(self) -> Iterator[Any]:
+        mon, samples = self._mon, self._samples
+        mon._progress.restart_step_clock()
+        for item in self._iterable:
+            yield item  # the step is counted when the loop asks for the next item: loading + compute
+            n = samples if isinstance(samples, int) else samples(item) if samples is not None else _batch_size(item)
+            mon.step(samples=n)
+
+
+class Monitor:
+    """A monitored stretch of code. Use ``gpulab.monitor(...)`` as a context manager; one Monitor records one run."""
+
+    def __init__(self, title: str = "", *, reader: GpuReader | None = None, gpus: Sequence[int] | None = None,
+                 interval_s: float = 0.2, process_interval_s: float = 2.0, render_interval_s: float = 1.0,
+                 capacity: int = 36_000, live: bool | str = "auto", show: bool = True,
+                 clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], Any] | None = None) -> None:
+        if live not in (True, False, "auto"):
+            raise ValueError(f"live= takes True, False or 'auto' (live only in JupyterLab); got {live!r}.")
+        if not render_interval_s >= 0.5:
+            raise ValueError(f"render_interval_s={render_interval_s} would redraw more than twice a second; each "
+                             "redraw takes the training loop's CPU time. Use 1.0 (the default) or at least 0.5.")
+        self.title = title
+        self._clock = clock
+        self._progress = Progress(clock)
+        self._sampler = Sampler(reader=reader, progress=self._progress, gpus=gpus, interval_s=interval_s,
+                                process_interval_s=process_interval_s, capacity=capacity, clock=clock, sleep=sleep)
+        self._live_wanted = live
+        self._render_interval_s = render_interval_s
+        self._show = show
+        self.marks: list[tuple[float, str]] = []
+        self._state = "new"  # new → running → stopped
+        self._ended_by = "still running"
+        self._figure: Any = None
+        self._live: Any = None
+        self._stopped_at: float | None = None
+
+    # -- what the monitor holds ---------------------------------------------------------------------------------------
+    @property
+    def history(self) -> History:
+        return self._sampler.history
+
+    @property
+    def missing(self) -> list[str]:
+        """What could not be read, one sentence each (e.g. no NVIDIA driver): shown under the figure and summary."""
+        return list(self._sampler.missing)
+
+    @property
+    def running(self) -> bool:
+        return self._state == "running"
+
+    def __repr__(self) -> str:
+        return f"<Monitor {self.title!r} {self._state}, {len(self.history)} readings>"
+
+    # -- start and stop -----------------------------------------------------------------------------------------------
+    def start(self) -> Monitor:
+        if self._state != "new":
+            raise RuntimeError(f"this monitor is {self._state}: a Monitor records one run. Start a new one with "
+                               "`with gpulab.monitor(...) as mon:`.")
+        self._state = "running"
+        self._progress.restart_step_clock()  # the first step counts from the start, not from when mon was made
+        self._sampler.start()
+        try:
+            self._start_live()
+        except BaseException:  # leave no thread behind if the live view cannot start
+            self._state = "stopped"
+            self._sampler.stop()
+            if self._live is not None:
+                self._live.stop()
+            raise
+        return self
+
+    def _start_live(self) -> None:
+        live = self._live_wanted
+        if live == "auto":  # decided without importing matplotlib: a headless run draws only at the end
+            live = self._show and frontend_available()  # show=False: nothing in the output, not even a live image
+        if not live:
+            return
+        try:
+            from .view import LiveImage
+
+            self._live = LiveImage(self._build_figure(), self.history, self.marks, self._render_interval_s,
+                                   missing=self._sampler.missing)
+        except ImportError as exc:
+            raise ImportError(f"live=True shows the figure in an ipywidgets Image, and ipywidgets could not be "
+                              f"imported ({exc}). Install it with `pip install ipywidgets` and restart JupyterLab, or "
+                              "pass live=False to get the figure when the block ends.") from exc
+        self._live.show()
+
+    def stop(self, ended_by: str = "completed") -> MonitorSummary:
+        """Stop the threads, take a last reading, and (with ``show``) leave the figure and the summary in the output."""
+        if self._state != "running":
+            raise RuntimeError(f"this monitor is {self._state}, not running: nothing to stop.")
+        self._state = "stopped"
+        self._ended_by = ended_by
+        try:
+            self._sampler.stop()
+        finally:
+            if self._live is not None:
+                self._live.stop()
+        self._sampler.tick(rate=False)  # the work and marks reported since the thread's last reading
+        self._stopped_at = self._clock()
+        summary = self.summary()
+        if self._show:
+            try:
+                self._display(summary)
+            except Exception as exc:
+                if ended_by == "completed":
+                    raise
+                # the block is already ending with the learner's exception: report ours without hiding theirs
+                warnings.warn(f"the monitor could not show its figure ({type(exc).__name__}: {exc}); "
+                              f"its data is still in mon.records().", RuntimeWarning, stacklevel=2)
+        return summary
+
+    def __enter__(self) -> Monitor:
+        return self.start()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
+        self.stop("completed" if exc_type is None else f"{exc_type.__name__}: {exc}".rstrip(": "))
+
+    # -- what the loop reports ----------------------------------------------------------------------------------------
+    def _require_running(self, what: str) -> None:
+        if self._state != "running":
+            raise RuntimeError(f"mon.{what} was called on a monitor that is {self._state}. Call it inside the "
+                               "`with gpulab.monitor(...) as mon:` block (or between mon.start() and mon.stop()).")
+
+    def step(self, samples: int = 1) -> None:
+        """Report one step of work that processed ``samples`` examples (a batch's size). Costs about a microsecond.
+
+        The step's time is the time since the previous step (for the first: since the monitor started, or since
+        ``wrap`` began). Call it from the loop's own thread.
+        """
+        try:
+            n = operator.index(samples)
+        except TypeError:
+            raise TypeError(f"samples= takes the number of examples in the step (an int), got "
+                            f"{type(samples).__name__}; for a batch tensor x pass samples=len(x).") from None
+        if n < 0:
+            raise ValueError(f"samples={n}: a step cannot process a negative number of examples.")
+        self._require_running("step()")
+        self._progress.step(n)
+
+    def wrap(self, iterable: Iterable[Any], samples: int | Callable[[Any], int] | None = None) -> _Watched:
+        """``for x, y in mon.wrap(loader):`` — one step per batch; ``samples`` = per-batch count or a function of it
+        (default: the first dimension of the batch's first tensor). Works around a DataLoader or a tqdm bar."""
+        self._require_running("wrap()")
+        return _Watched(self, iterable, samples)
+
+    def mark(self, label: str) -> None:
+        """Put an event (``"epoch 2"``, ``"DDP starts"``) on the time axis, the summary and the CSV."""
+        self._require_running("mark()")
+        self.marks.append((self._clock() - self._sampler.t0, str(label)))
+
+    # -- results ------------------------------------------------------------------------------------------------------
+    def summary(self) -> MonitorSummary:
+        h, s = self.history, self._sampler
+        samples, steps, step_time = self._progress.state
+        end = self._stopped_at if self._stopped_at is not None else self._clock()
+        never = Unavailable("no step was reported: use mon.step(samples=...) or mon.wrap(loader)")
+        peaks = [PeakMemory("host", "RAM used (cgroup-aware)", h.peak("host_memory_used_bytes"),
+                            h.last("host_memory_limit_bytes")),
+                 PeakMemory("this process", "resident memory (RSS)", h.peak("process_rss_bytes"), math.nan)]
+        peaks += [PeakMemory(f"GPU {k}", "used, all processes (NVML)", h.peak(f"gpu{k}_memory_used_bytes"),
+                             h.peak(f"gpu{k}_memory_total_bytes")) for k in s.gpus]
+        for j in range(s.cuda_devices):
+            peaks += [PeakMemory(f"cuda:{j}", f"{what} by this process (torch)", h.peak(f"cuda{j}_{what}_bytes"),
+                                 math.nan) for what in ("allocated", "reserved")]
+        return MonitorSummary(
+            title=self.title, duration_s=end - s.t0, readings=h.appended, interval_s=s.interval_s,
+            missed_deadlines=s.missed_deadlines, reading_cost_s=s.busy_s / max(h.appended, 1),
+            samples_total=samples, steps_total=steps,
+            mean_samples_per_s=samples / step_time if steps and step_time > 0 else never,
+            mean_step_time_s=step_time / steps if steps else never,
+            mean_cpu_percent=h.nanmean("host_cpu_percent"),
+            mean_process_cpu_percent=h.nanmean("process_cpu_percent"),
+            mean_gpu_utilization_percent=tuple((k, h.nanmean(f"gpu{k}_utilization_percent")) for k in s.gpus),
+            peaks=tuple(peaks), marks=tuple(self.marks), missing=tuple(s.missing), ended_by=self._ended_by,
+            simulated_gpus=bool(getattr(s.reader, "simulated", False)) and bool(s.gpus),
+        )
+
+    def records(self) -> list[dict[str, Any]]:
+        """One dict per reading: ``elapsed_s``, every column (NaN = not readable), ``marks`` made since the last one."""
+        t, data = self.history.snapshot()
+        labels = [""] * len(t)
+        for when, label in self.marks:
+            i = min(int(np.searchsorted(t, when, side="left")), len(t) - 1)
+            if i >= 0:
+                labels[i] = f"{labels[i]}; {label}" if labels[i] else label
+        cols = self.history.columns
+        return [{"elapsed_s": float(t[i]), **{c: float(v) for c, v in zip(cols, data[i])}, "marks": labels[i]}
+                for i in range(len(t))]
+
+    def to_csv(self, path: str | PathLike[str]) -> None:
+        """Write ``records()`` as CSV (empty cell = not readable); ``pandas.read_csv`` reads it back."""
+        rows = self.records()
+        with open(path, "w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=["elapsed_s", *self.history.columns, "marks"])
+            writer.writeheader()
+            for row in rows:
+                writer.writerow({k: "" if isinstance(v, float) and math.isnan(v) else v for k, v in row.items()})
+
+    def _build_figure(self) -> Any:
+        if self._figure is None:
+            from .view import MonitorFigure
+
+            title = self.title + (" [SIMULATED GPUs]" if getattr(self._sampler.reader, "simulated", False)
+                                  and self._sampler.gpus else "")
+            self._figure = MonitorFigure(self.history.columns, title=title, gpus=self._sampler.gpus,
+                                         cuda_devices=self._sampler.cuda_devices)
+        return self._figure
+
+    def figure(self) -> Any:
+        """The monitor's ``matplotlib.figure.Figure`` with everything recorded so far."""
+        fig = self._build_figure()
+        fig.set_notes([f"not shown: {n}" for n in self.missing])
+        fig.update_from(self.history, list(self.marks))
+        return fig.figure
+
+    def figure_png(self) -> bytes:
+        self.figure()
+        return self._figure.png()
+
+    def _display(self, summary: MonitorSummary) -> None:
+        ipython = sys.modules.get("IPython")
+        if ipython is None or ipython.get_ipython() is None:
+            print(summary)  # a script or a terminal: the text summary is the artefact
+            return
+        from IPython.display import Image, display
+
+        png = self.figure_png()
+        if self._live is not None:
+            self._live.replace_with(png)
+        else:
+            display(Image(data=png, format="png"))
+        display(summary)
+
+
+def monitor(title: str = "", **options: Any) -> Monitor:
+    """``with gpulab.monitor("training") as mon:`` — watch memory, utilisation and speed while the block runs.
+
+    Options (all keyword): ``reader`` (a GpuReader; default NVML), ``gpus`` (physical indices to watch),
+    ``interval_s`` (0.2 = 5 Hz), ``live`` (True / False / "auto": live in JupyterLab when ``show``), ``show``
+    (leave figure + summary at the end).
+    Taught in ``notebooks/05_live_monitor.ipynb``.
+    """
+    return Monitor(title, **options)

@@ -1,0 +1,31 @@
+"""IPython cell magics for the chapters: ``%load_ext gpulab`` then ``%%gpu [n]`` at the top of a GPU-only cell.
+
+A ``%%gpu 2`` cell runs only where two CUDA GPUs are usable; elsewhere it prints why it was skipped, so a learner on a
+laptop sees the reason in the cell's output instead of a traceback, and "Run All" carries on.
+Cells that use it carry the notebook tag ``gpu`` (or ``multigpu`` for n ≥ 2), which ``make test-gpu`` selects.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ..machine.cuda import gpu_requirement
+
+__all__ = ["load_ipython_extension", "gpu_cell"]
+
+
+def gpu_cell(line: str, cell: str, shell: Any) -> None:
+    """Run ``cell`` if the GPUs named on ``line`` (default 1) are usable, else print the skip reason."""
+    arg = line.strip() or "1"
+    if not arg.isdigit() or int(arg) < 1:
+        raise ValueError(f"%%gpu takes the number of GPUs the cell needs, like `%%gpu 2`; got {line.strip()!r}.")
+    reason = gpu_requirement(int(arg))
+    if reason is not None:
+        print(f"Skipped on this machine: this cell {reason}. On a machine with GPUs it runs; read its code and the "
+              f"text around it for what it would show.")
+        return
+    result = shell.run_cell(cell)
+    result.raise_error()
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    ipython.register_magic_function(lambda line, cell: gpu_cell(line, cell, ipython), magic_kind="cell", magic_name="gpu")

@@ -1,0 +1,49 @@
+"""A shell session that really runs, for showing how a started program inherits the environment (chapter 02).
+
+``run_shell("export CUDA_VISIBLE_DEVICES=1; python -c ...")`` runs the script with bash in a fresh process and returns
+what a terminal would have shown. Taught in ``notebooks/02_choosing_gpus.ipynb``.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from ..placement.setter import apply_environ
+
+__all__ = ["ShellRun", "run_shell"]
+
+
+@dataclass(frozen=True)
+class ShellRun:
+    """A shell script that really ran, and what it printed: how a started program inherits the environment."""
+
+    script: str
+    output: str
+    returncode: int
+
+    def __str__(self) -> str:  # bash -v echoed each line of the script before running it, so the two interleave
+        return self.output.rstrip() + (f"\n(exit status {self.returncode})" if self.returncode else "")
+
+    def _repr_html_(self) -> str:
+        import html
+
+        return f"<pre>{html.escape(str(self))}</pre>"
+
+
+def run_shell(script: str, *, cwd: str | os.PathLike[str] | None = None, env: Mapping[str, str | None] | None = None,
+              timeout_s: float = 60.0) -> ShellRun:
+    """Run ``script`` with bash in a fresh process, as from a terminal where ``CUDA_VISIBLE_DEVICES`` is unset.
+
+    Each line of the script is echoed (``bash -v``) before its output, so the result reads like a terminal session.
+    ``env`` adds (or, with ``None``, removes) variables; ``python`` is this kernel's interpreter. Output is stdout
+    and stderr together, in order.
+    """
+    base = {k: v for k, v in os.environ.items() if not k.startswith("CUDA_")}
+    base["PATH"] = os.path.dirname(sys.executable) + os.pathsep + base.get("PATH", "")
+    apply_environ(env or {}, base)
+    done = subprocess.run(["bash", "-c", "set -v\n" + script.strip()], cwd=cwd, env=base, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, timeout=timeout_s)
+    return ShellRun(script, done.stdout, done.returncode)

@@ -1,0 +1,230 @@
+"""The GPU picker: one row per physical GPU, tick the ones you want, see ``cuda:k → physical`` live, apply (a view).
+
+The only module that imports ipywidgets for this view. It reads GPUs through a ``GpuReader`` (NVML, or a described
+machine such as ``SimulatedGpuReader("workshop-8")``, always labelled SIMULATED), so it never creates a CUDA context.
+Everything the buttons do is also a method (``select``, ``pick_free``, ``apply``), and the starting selection can be
+given as an argument or in ``GPULAB_PICK_GPUS`` (``"2,0"`` or ``"free:2"``), so a notebook runs the same without a
+browser. With no GPU it shows the CPU and says what would appear. Taught in ``notebooks/02_choosing_gpus.ipynb``.
+"""
+from __future__ import annotations
+
+import html
+import os
+from collections.abc import Mapping, Sequence
+
+import ipywidgets as w
+
+from .setter import CudaAlreadyStarted, set_visible_devices
+from ..machine.host import host_info
+from ..machine.nvml import GpuReader, default_reader
+from ..core.readings import GpuInfo, Unavailable, is_known
+from .reservation import current_holders
+from .selection import NoFreeGpu, Policy, choose_gpus
+from ..core.units import format_bytes
+from .visible import VisibleMap, VisibleSpec, parse_visible_devices, visible_map
+
+__all__ = ["GpuPicker", "parse_pick"]
+
+PICK_ENV = "GPULAB_PICK_GPUS"
+
+
+def parse_pick(text: str) -> tuple[int, ...] | int:
+    """``"2,0"`` → physical GPUs 2 then 0; ``"free:2"`` → pick two free ones (returned as the int 2)."""
+    t = text.strip()
+    try:
+        if t.startswith("free:"):
+            n = int(t[5:])
+            if n >= 1:
+                return n
+            raise ValueError
+        return tuple(int(x) for x in t.split(",") if x.strip())
+    except ValueError:
+        raise ValueError(f"{PICK_ENV}={text!r} is not understood: give physical GPU numbers in the order cuda:0, "
+                         "cuda:1, … should get them (\"2,0\"), or \"free:N\" to pick N free GPUs.") from None
+
+
+class GpuPicker:
+    """``GpuPicker()`` in a cell shows the widget; ``picker.selected``/``picker.value``/``picker.mapping`` read it."""
+
+    def __init__(self, reader: GpuReader | None = None, *, selected: Sequence[int] | str | None = None,
+                 policy: Policy | None = None, env: Mapping[str, str] | None = None,
+                 reservations: str | None = None, this_kernel: bool | None = None) -> None:
+        self.reader = reader or default_reader()
+        self.policy = policy
+        # A simulated machine is not this kernel's: apply() only shows the value there, unless told otherwise.
+        self.simulated = bool(getattr(self.reader, "simulated", False))
+        self.this_kernel = (not self.simulated) if this_kernel is None else this_kernel
+        # The environment the kernel started with decides which GPUs it may use; a described machine is not this one.
+        self.env = dict(env) if env is not None else (dict(os.environ) if self.this_kernel else {})
+        self.reservations = reservations
+        self._order: list[int] = []
+        self.gpus: tuple[GpuInfo, ...] = ()
+        self.status = w.HTML()
+        self.mapping_view = w.HTML()
+        self.rows_box = w.VBox()
+        self.apply_button = w.Button(description="Apply", button_style="primary",
+                                     tooltip="set CUDA_VISIBLE_DEVICES in this kernel (before CUDA starts)")
+        self.free_button = w.Button(description="Pick free", tooltip="tick the freest GPUs (as many as ticked, or 1)")
+        self.refresh_button = w.Button(description="Refresh")
+        self.apply_button.on_click(lambda _: self._clicked(self.apply))
+        self.free_button.on_click(lambda _: self._clicked(lambda: self.pick_free(max(1, len(self._order)))))
+        self.refresh_button.on_click(lambda _: self.refresh())
+        self._checks: dict[int, w.Checkbox] = {}
+        banner = ("<b style='color:#a60'>SIMULATED machine</b> (described GPUs, not this computer's): nothing you "
+                  "apply here changes this kernel." if self.simulated else "")
+        self.widget = w.VBox([w.HTML(banner), self.rows_box,
+                              w.HBox([self.free_button, self.apply_button, self.refresh_button]),
+                              self.mapping_view, self.status])
+        self.refresh()
+        start = selected if selected is not None else os.environ.get(PICK_ENV)
+        if start is not None:
+            pick = parse_pick(start) if isinstance(start, str) else tuple(start)
+            if isinstance(pick, int):
+                self.pick_free(pick)
+            else:
+                self.select(pick)
+
+    # -- reading the machine ---------------------------------------------------------------------------------------
+    def refresh(self) -> None:
+        """Read the GPUs again (memory, utilisation, processes, reservations) and redraw the rows."""
+        self.gpus = tuple(self.reader.info(i) for i in range(self.reader.count()))
+        self._allowed = {d.physical_index for d in visible_map(self.gpus, self.env).devices}
+        self._holders = current_holders([g.uuid for g in self.gpus], self.reservations)
+        self._checks = {}
+        rows = [self._row(g) for g in self.gpus] or [self._cpu_row()]
+        self.rows_box.children = rows
+        for i in self._order:
+            if i in self._checks:
+                self._checks[i].value = True
+        self.apply_button.disabled = self.free_button.disabled = not self.gpus
+        self._update()
+
+    def _row(self, g: GpuInfo) -> w.HBox:
+        box = w.Checkbox(value=False, description=f"GPU {g.physical_index}", indent=False,
+                         layout=w.Layout(width="80px"))
+        box.observe(lambda ch, i=g.physical_index: self._ticked(i, ch["new"]), names="value")
+        if g.physical_index not in self._allowed:
+            box.disabled = True
+        self._checks[g.physical_index] = box
+        used, total = g.memory_used_bytes, g.memory_total_bytes
+        frac = used / total if is_known(used) and is_known(total) and total else 0.0
+        bar = w.FloatProgress(value=frac, min=0.0, max=1.0, layout=w.Layout(width="110px"),
+                              bar_style="danger" if frac > 0.8 else ("warning" if frac > 0.1 else "success"))
+        mem = f"{format_bytes(used)} / {format_bytes(total)}" if frac or is_known(used) else str(used)
+        util = ("N/A (MIG)" if g.mig_enabled is True else
+                f"{g.utilization_gpu_percent} %" if is_known(g.utilization_gpu_percent) else str(g.utilization_gpu_percent))
+        cells = [box, _cell(g.name, 190), bar, _cell(mem, 150), _cell(util, 80), _cell(self._who(g), 320)]
+        return w.HBox(cells)
+
+    def _who(self, g: GpuInfo) -> str:
+        who = []
+        if g.physical_index not in self._allowed:
+            who.append("hidden from this kernel by CUDA_VISIBLE_DEVICES")
+        if g.uuid in self._holders:
+            who.append(f"reserved by {self._holders[g.uuid]}")
+        if isinstance(g.processes, Unavailable):
+            who.append(f"processes {g.processes}")
+        elif g.processes:
+            who.append(", ".join(f"pid {p.pid} {p.name}" for p in g.processes))
+        return "; ".join(who) or "no process"
+
+    def _cpu_row(self) -> w.HTML:
+        h = host_info()
+        why = getattr(self.reader, "error", None) or "NVML lists no GPU"
+        return w.HTML(
+            f"<p><b>CPU</b>: {html.escape(h.cpu_model)}, {h.usable_cores} usable cores — the only device here.</p>"
+            f"<p>No NVIDIA GPU: {html.escape(why)}</p><p>On a GPU machine one row per GPU appears here (name, memory "
+            "bar, utilisation, who is using it); ticking rows builds CUDA_VISIBLE_DEVICES and shows which cuda:k "
+            "each becomes.</p>")
+
+    # -- the selection -----------------------------------------------------------------------------------------------
+    @property
+    def selected(self) -> tuple[int, ...]:
+        """Physical GPUs in the order they were ticked: the first is cuda:0."""
+        return tuple(self._order)
+
+    @property
+    def value(self) -> str:
+        """The ``CUDA_VISIBLE_DEVICES`` value for the selection (physical indices, with ``CUDA_DEVICE_ORDER=PCI_BUS_ID``)."""
+        return ",".join(map(str, self._order))
+
+    @property
+    def mapping(self) -> VisibleMap:
+        """What a process started with this selection would see."""
+        return visible_map(self.gpus, {"CUDA_VISIBLE_DEVICES": self.value, "CUDA_DEVICE_ORDER": "PCI_BUS_ID"})
+
+    def select(self, physical_indices: Sequence[int]) -> None:
+        """Tick exactly these GPUs, in this order (the first becomes cuda:0)."""
+        known = {g.physical_index for g in self.gpus}
+        bad = [i for i in physical_indices if i not in known or i not in self._allowed]
+        if bad or len(set(physical_indices)) != len(physical_indices):
+            why = (f"GPU {bad[0]} is not one this kernel may use (it can use {sorted(self._allowed) or 'none'})"
+                   if bad else "a GPU is listed twice")
+            raise ValueError(f"cannot select {list(physical_indices)}: {why}. Use the physical numbers shown in the "
+                             "rows (nvidia-smi's numbering).")
+        self._order = []
+        for box in self._checks.values():
+            box.value = False
+        for i in physical_indices:
+            self._checks[i].value = True  # observer appends in this order
+
+    def pick_free(self, n: int = 1) -> None:
+        """Tick the ``n`` freest GPUs (``gpulab.placement.selection`` policy), reserved ones excluded."""
+        choice = choose_gpus(n, self.gpus, self.policy, taken=self._holders, allowed=self._allowed)
+        self.select(choice.physical_indices)
+
+    def apply(self) -> VisibleSpec:
+        """Set ``CUDA_VISIBLE_DEVICES`` in this kernel to the selection (refused once CUDA has started here).
+
+        On a simulated machine (unless ``this_kernel=True``) nothing is set: the value is only shown.
+        """
+        if not self._order:
+            raise ValueError("nothing is selected: tick at least one GPU (or call select([...]) / pick_free()).")
+        if not self.this_kernel:
+            self._say(f"Simulated machine: a real one would now set CUDA_VISIBLE_DEVICES={self.value} "
+                      "CUDA_DEVICE_ORDER=PCI_BUS_ID. Nothing was changed in this kernel.", ok=True)
+            return parse_visible_devices(self.value)
+        spec = set_visible_devices(self._order, order="PCI_BUS_ID")
+        self._say(f"Set CUDA_VISIBLE_DEVICES={self.value}, CUDA_DEVICE_ORDER=PCI_BUS_ID in this kernel; processes it "
+                  "starts inherit them.", ok=True)
+        return spec
+
+    # -- plumbing ----------------------------------------------------------------------------------------------------
+    def _ticked(self, i: int, on: bool) -> None:
+        if on and i not in self._order:
+            self._order.append(i)
+        elif not on and i in self._order:
+            self._order.remove(i)
+        self._update()
+
+    def _update(self) -> None:
+        if not self.gpus:
+            self.mapping_view.value = "<p>Nothing to map: this machine has no GPU, so torch will use the CPU.</p>"
+            return
+        self.mapping_view.value = ("<p>Selected: none (tick a row)</p>" if not self._order
+                                   else f"<p>CUDA_VISIBLE_DEVICES={html.escape(self.value)}</p>"
+                                   + self.mapping._repr_html_())
+
+    def _clicked(self, action) -> None:
+        try:
+            action()
+        except (CudaAlreadyStarted, NoFreeGpu, ValueError) as exc:
+            self._say(str(exc), ok=False)
+
+    def _say(self, text: str, *, ok: bool) -> None:
+        color = "#060" if ok else "#b00"
+        self.status.value = f"<pre style='color:{color};white-space:pre-wrap'>{html.escape(text)}</pre>"
+
+    def __str__(self) -> str:
+        head = ("SIMULATED machine: " if self.simulated else "") + f"{len(self.gpus)} GPU(s); selected: {self.value or 'none'}"
+        return head + ("\n" + str(self.mapping) if self._order else "")
+
+    def _repr_mimebundle_(self, **kwargs: object) -> dict:
+        bundle = self.widget._repr_mimebundle_(**kwargs)
+        bundle["text/plain"] = str(self)
+        return bundle
+
+
+def _cell(text: str, width: int) -> w.HTML:
+    return w.HTML(f"<span title='{html.escape(text)}'>{html.escape(text)}</span>",
+                  layout=w.Layout(width=f"{width}px", overflow="hidden"))

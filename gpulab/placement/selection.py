@@ -1,0 +1,142 @@
+"""Which GPUs are free: a pure policy over ``GpuInfo`` readings (the replacement for Lightning's ``auto_select_gpus``).
+
+A GPU counts as free when no process has a CUDA context on it, little of its memory is used and it is nearly idle;
+free GPUs are ranked by free memory, then utilisation. The policy takes the candidates as an argument (NVML readings,
+or described GPUs), so it never creates a CUDA context and is testable anywhere. Holding the chosen GPUs against other
+kernels is ``gpulab.placement.reservation``'s job. Taught in ``notebooks/02_choosing_gpus.ipynb``.
+"""
+from __future__ import annotations
+
+import html
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from ..core.readings import GpuInfo, Unavailable, is_known
+from ..core.tables import html_table, text_table
+from ..core.units import format_bytes
+
+__all__ = ["Policy", "Verdict", "Choice", "NoFreeGpu", "rank_gpus", "choose_gpus"]
+
+
+@dataclass(frozen=True)
+class Policy:
+    """What "free" means: at most this share of memory used, this utilisation, and (by default) no processes."""
+
+    max_memory_used_fraction: float = 0.10
+    max_utilization_percent: int = 10
+    allow_processes: bool = False
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.max_memory_used_fraction <= 1.0:
+            raise ValueError(f"max_memory_used_fraction is a share of the GPU's memory, between 0 and 1; got "
+                             f"{self.max_memory_used_fraction!r} (0.1 means at most 10 % already used).")
+        if not 0 <= self.max_utilization_percent <= 100:
+            raise ValueError(f"max_utilization_percent is between 0 and 100; got {self.max_utilization_percent!r}.")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One GPU judged by the policy: ``free`` or not, and the reason in words."""
+
+    gpu: GpuInfo
+    free: bool
+    reason: str
+
+    @property
+    def sort_key(self) -> tuple[int, float, float, int]:
+        free_b = self.gpu.memory_free_bytes if is_known(self.gpu.memory_free_bytes) else 0
+        util = self.gpu.utilization_gpu_percent if is_known(self.gpu.utilization_gpu_percent) else 100
+        return (0 if self.free else 1, -float(free_b), float(util), self.gpu.physical_index)
+
+
+def _judge(g: GpuInfo, policy: Policy, taken: Mapping[str, str]) -> Verdict:
+    if g.uuid in taken:
+        return Verdict(g, False, f"reserved by {taken[g.uuid]}")
+    if g.mig_enabled is True:
+        return Verdict(g, False, "in MIG mode: CUDA cannot use the whole GPU; pick one of its MIG slices by UUID")
+    if not (is_known(g.memory_used_bytes) and is_known(g.memory_total_bytes)) or not g.memory_total_bytes:
+        return Verdict(g, False, f"memory use unknown ({g.memory_used_bytes}), so it cannot be judged free")
+    share = g.memory_used_bytes / g.memory_total_bytes
+    if share > policy.max_memory_used_fraction:
+        return Verdict(g, False, f"{format_bytes(g.memory_used_bytes)} of {format_bytes(g.memory_total_bytes)} "
+                                 f"used ({share:.0%} > {policy.max_memory_used_fraction:.0%})")
+    if is_known(g.utilization_gpu_percent) and g.utilization_gpu_percent > policy.max_utilization_percent:
+        return Verdict(g, False, f"{g.utilization_gpu_percent} % busy (> {policy.max_utilization_percent} %)")
+    if not policy.allow_processes and not isinstance(g.processes, Unavailable) and g.processes:
+        pids = ", ".join(str(p.pid) for p in g.processes)
+        return Verdict(g, False, f"{len(g.processes)} process(es) already have a CUDA context on it (pid {pids})")
+    util = (f"{g.utilization_gpu_percent} % busy" if is_known(g.utilization_gpu_percent)
+            else f"utilisation {g.utilization_gpu_percent}")
+    return Verdict(g, True, f"free: {format_bytes(g.memory_free_bytes)} free, {util}")
+
+
+def rank_gpus(gpus: Sequence[GpuInfo], policy: Policy | None = None, *,
+              taken: Mapping[str, str] | None = None) -> tuple[Verdict, ...]:
+    """Every GPU with its verdict, free ones first (most free memory, then least busy, then lowest index).
+
+    ``taken`` maps UUIDs already reserved by someone to a description of who (``"pid 4242 (alice)"``).
+    """
+    policy = policy or Policy()
+    return tuple(sorted((_judge(g, policy, taken or {}) for g in gpus), key=lambda v: v.sort_key))
+
+
+class NoFreeGpu(RuntimeError):
+    """Fewer free GPUs than asked for; the message lists why each GPU was passed over."""
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The GPUs picked (best first) and the verdict on every GPU, for the table."""
+
+    chosen: tuple[GpuInfo, ...]
+    ranking: tuple[Verdict, ...] = field(repr=False)
+
+    @property
+    def physical_indices(self) -> tuple[int, ...]:
+        return tuple(g.physical_index for g in self.chosen)
+
+    @property
+    def visible_devices(self) -> str:
+        """The ``CUDA_VISIBLE_DEVICES`` value for the chosen GPUs: UUIDs, right whatever ``CUDA_DEVICE_ORDER`` is."""
+        return ",".join(g.uuid for g in self.chosen)
+
+    def rows(self) -> list[list[str]]:
+        chosen = {g.uuid: k for k, g in enumerate(self.chosen)}
+        return [[str(v.gpu.physical_index), v.gpu.name,
+                 f"→ cuda:{chosen[v.gpu.uuid]}" if v.gpu.uuid in chosen else ("free" if v.free else "busy"),
+                 v.reason] for v in self.ranking]
+
+    _HEAD = ("physical", "name", "pick", "why")
+
+    def __str__(self) -> str:
+        picked = ", ".join(map(str, self.physical_indices)) or "none"
+        return f"Picked physical GPU(s) {picked}\n" + text_table(self._HEAD, self.rows(), indent="  ")
+
+    def _repr_html_(self) -> str:
+        picked = ", ".join(map(str, self.physical_indices)) or "none"
+        return f"<p>Picked physical GPU(s) {html.escape(picked)}</p>" + html_table(self._HEAD, self.rows())
+
+
+def choose_gpus(n: int, gpus: Sequence[GpuInfo], policy: Policy | None = None, *,
+                taken: Mapping[str, str] | None = None, allowed: Collection[int] | None = None) -> Choice:
+    """Pick the ``n`` best free GPUs (pure). ``allowed`` limits the candidates to these physical indices.
+
+    Raises ``NoFreeGpu`` (saying why each GPU was passed over) when fewer than ``n`` are free.
+    """
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"choose_gpus needs how many GPUs you want, a whole number ≥ 1; got {n!r}.")
+    pool = [g for g in gpus if allowed is None or g.physical_index in allowed]
+    ranking = rank_gpus(pool, policy, taken=taken)
+    free = [v.gpu for v in ranking if v.free]
+    if len(free) < n:
+        if not gpus:
+            raise NoFreeGpu(f"asked for {n} GPU(s), but this machine has no GPU that NVML can see. "
+                            "Run on the CPU (device='cpu'), or move to a machine with GPUs.")
+        lines = "\n".join(f"  GPU {v.gpu.physical_index}: {v.reason}" for v in ranking)
+        if len(pool) < len(gpus):
+            lines += (f"\n  (only GPU(s) {sorted(allowed or ())} may be used by this process: CUDA_VISIBLE_DEVICES "
+                      "hides the others)")
+        raise NoFreeGpu(f"asked for {n} free GPU(s) but only {len(free)} of {len(pool)} qualify:\n{lines}\n"
+                        "Wait and try again (wait_s=…), ask for fewer, or loosen the policy (e.g. "
+                        "Policy(max_memory_used_fraction=0.5)) if sharing a GPU is acceptable.")
+    return Choice(tuple(free[:n]), ranking)

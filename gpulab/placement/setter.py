@@ -1,0 +1,83 @@
+"""Setting ``CUDA_VISIBLE_DEVICES`` from Python only while it still matters, and putting the environment back.
+
+CUDA reads the variable once, when its driver starts in the process: the first tensor on a GPU, but also
+``torch.cuda.is_available()`` (it asks the CUDA runtime for a device count). After that, writing ``os.environ`` changes
+nothing for this process (PyTorch issues 9158, 23544, 40618, 80876). ``set_visible_devices`` therefore refuses, with
+the way out, once CUDA has started here; ``patched_environ`` sets and restores variables exactly (tests, demos).
+Taught in ``notebooks/02_choosing_gpus.ipynb``.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping, MutableMapping, Sequence
+from contextlib import contextmanager
+
+from ..machine.cuda import cuda_state
+from .visible import VisibleSpec, format_visible_devices, parse_visible_devices
+
+__all__ = ["CudaAlreadyStarted", "set_visible_devices", "patched_environ", "apply_environ"]
+
+_ORDERS = ("PCI_BUS_ID", "FASTEST_FIRST")
+
+
+class CudaAlreadyStarted(RuntimeError):
+    """Raised instead of writing a ``CUDA_VISIBLE_DEVICES`` that CUDA would never read."""
+
+
+def set_visible_devices(devices: Sequence[int | str] | str | None, *, order: str | None = "PCI_BUS_ID") -> VisibleSpec:
+    """Set ``CUDA_VISIBLE_DEVICES`` (and ``CUDA_DEVICE_ORDER``) for this process, if CUDA has not read them yet.
+
+    ``devices``: physical indices or UUIDs in the order ``cuda:0, cuda:1, …`` should get them (``[2, 3]``), the raw
+    string, ``[]``/``""`` to hide every GPU, or ``None`` to unset the variable (every GPU visible). ``order`` defaults
+    to ``PCI_BUS_ID`` so that indices mean what nvidia-smi shows; ``None`` leaves ``CUDA_DEVICE_ORDER`` alone.
+    Raises ``CudaAlreadyStarted`` (nothing changed) once CUDA has started here, ``ValueError`` for a list CUDA would
+    cut short. Returns the parsed value. Processes started afterwards inherit it.
+    """
+    if order is not None and order not in _ORDERS:
+        raise ValueError(f"CUDA_DEVICE_ORDER must be one of {', '.join(_ORDERS)}, not {order!r}; PCI_BUS_ID makes "
+                         "GPU indices match nvidia-smi.")
+    if devices is None:
+        value = None
+    elif isinstance(devices, str):
+        value = devices if devices.strip() in ("", "-1") else format_visible_devices(devices.split(","))
+    else:
+        value = format_visible_devices(list(devices))
+    state = cuda_state()
+    if state.variable_read:
+        current = os.environ.get("CUDA_VISIBLE_DEVICES")
+        raise CudaAlreadyStarted(
+            f"not setting CUDA_VISIBLE_DEVICES={value!r}: {state} This process keeps the GPUs it started with "
+            f"(CUDA_VISIBLE_DEVICES={current!r} then). Restart the kernel and run this cell first, before any cell "
+            "that imports a model or asks torch.cuda anything; or set the variable where the program is started "
+            "(`CUDA_VISIBLE_DEVICES=2,3 python train.py`)."
+        )
+    if order is not None:
+        os.environ["CUDA_DEVICE_ORDER"] = order
+    if value is None:
+        os.environ.pop("CUDA_VISIBLE_DEVICES", None)
+    else:
+        os.environ["CUDA_VISIBLE_DEVICES"] = value
+    return parse_visible_devices(value)
+
+
+@contextmanager
+def patched_environ(**values: str | None) -> Iterator[None]:
+    """Set (or, with ``None``, remove) environment variables inside a ``with`` block, then restore them exactly.
+
+    For tests and demonstrations that run child processes. It does not make CUDA re-read anything in this process.
+    """
+    saved = {k: os.environ.get(k) for k in values}
+    try:
+        apply_environ(values)
+        yield
+    finally:
+        apply_environ(saved)
+
+
+def apply_environ(values: Mapping[str, str | None], environ: MutableMapping[str, str] = os.environ) -> None:
+    """Write each variable into ``environ`` (default: this process's), removing those whose value is ``None``."""
+    for k, v in values.items():
+        if v is None:
+            environ.pop(k, None)
+        else:
+            environ[k] = v

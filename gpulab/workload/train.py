@@ -1,0 +1,42 @@
+"""The chapters' training loop and accuracy: plain PyTorch, optionally watched by ``gpulab.monitor``.
+
+The loop takes the monitor as an argument, so the same function runs watched or not: it marks each epoch and
+counts each batch through ``mon.wrap(loader)``. Taught in ``notebooks/05_live_monitor.ipynb``.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+__all__ = ["train", "accuracy"]
+
+
+def train(model: torch.nn.Module, loader: DataLoader, epochs: int, mon: Any = None, device: str | torch.device = "cpu",
+          *, lr: float = 0.05, momentum: float = 0.9) -> torch.nn.Module:
+    """SGD with momentum on cross-entropy for ``epochs`` passes over ``loader``; batches are moved to ``device``.
+
+    With ``mon`` (a running ``gpulab.monitor``), each epoch is marked ``"epoch k"`` and each batch counted.
+    Returns the model (trained in place).
+    """
+    if not isinstance(epochs, int) or isinstance(epochs, bool) or epochs < 0:
+        raise ValueError(f"epochs is how many passes over the data to make, a whole number ≥ 0; got {epochs!r}.")
+    opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum)
+    for epoch in range(1, epochs + 1):
+        if mon is not None:
+            mon.mark(f"epoch {epoch}")
+        for xb, yb in (mon.wrap(loader) if mon is not None else loader):
+            xb, yb = xb.to(device), yb.to(device)
+            opt.zero_grad(set_to_none=True)
+            torch.nn.functional.cross_entropy(model(xb), yb).backward()
+            opt.step()
+    return model
+
+
+def accuracy(model: torch.nn.Module, data: TensorDataset, device: str | torch.device = "cpu") -> float:
+    """Share of ``data``'s images whose most likely class is the label (0–1), computed without gradients."""
+    x, y = data.tensors[:2]
+    with torch.no_grad():
+        guess = model(x.to(device)).argmax(dim=1).cpu()
+    return (guess == y).float().mean().item()

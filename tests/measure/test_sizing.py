@@ -1,0 +1,92 @@
+"""gpulab.measure.sizing: sizes counted on the meta device, stray tensors found, real allocations measured."""
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from gpulab.measure.sizing import allocated_bytes, module_size
+from gpulab.testing import requires_gpus
+from gpulab.core.units import MiB
+
+
+class TwoGiants(nn.Module):
+    """The shape of the seed's VeryBigModule, parameters created where they live (the fixed version)."""
+
+    def __init__(self, rows: int = 100_000, cols: int = 20_000) -> None:
+        super().__init__()
+        self.p1 = nn.Parameter(torch.randn(rows, cols))
+        self.p2 = nn.Parameter(torch.randn(cols, rows))
+
+
+class MovedAfterWrapping(nn.Module):
+    """The seed's bug: nn.Parameter(...) first, then a device/dtype move, which returns a plain tensor."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.p1 = nn.Parameter(torch.randn(10, 2)).to(torch.float64)
+
+
+def test_a_16_gb_model_is_sized_on_meta_without_allocating() -> None:
+    size = module_size(TwoGiants)
+    assert size.parameter_count == 2 * 100_000 * 20_000
+    assert size.parameter_bytes == 16_000_000_000  # 2 × 8 GB in float32: the seed's "about 8 GB" is one of them
+    assert size.devices == ("meta",) and size.stray_tensors == ()
+    assert size.bytes_as(torch.float16) == 8_000_000_000
+    assert "14.9 GiB" in str(size) and "float32" in str(size)
+
+
+def test_buffers_and_integer_dtypes_are_counted_apart() -> None:
+    bn = nn.BatchNorm1d(8)  # weight, bias (float32) + running_mean, running_var (float32) + num_batches_tracked (int64)
+    size = module_size(bn)
+    assert size.parameter_bytes == 2 * 8 * 4
+    assert size.buffer_bytes == 2 * 8 * 4 + 8
+    assert size.devices == ("cpu",)
+    # halving touches floating point only: the int64 counter keeps its 8 bytes
+    assert size.bytes_as(torch.float16) == 4 * 8 * 2 + 8
+    html = size._repr_html_()
+    assert "<table" in html and "int64" in html and "buffers" in html
+
+
+def test_a_parameter_moved_after_wrapping_is_reported_as_stray() -> None:
+    size = module_size(MovedAfterWrapping())
+    assert size.parameter_count == 0
+    assert size.stray_tensors == ("p1",)
+    assert "neither parameters nor buffers" in str(size)
+
+
+def test_factory_and_argument_errors() -> None:
+    with pytest.raises(TypeError, match="not an nn.Module"):
+        module_size(lambda: torch.ones(3))
+    with pytest.raises(TypeError, match="takes an nn.Module"):
+        module_size(42)
+
+
+def test_factory_builds_with_arguments_through_a_lambda() -> None:
+    size = module_size(lambda: nn.Linear(1000, 10), name="head")
+    assert size.name == "head" and size.parameter_count == 1000 * 10 + 10 and size.devices == ("meta",)
+
+
+def test_half_precision_really_halves_a_cpu_allocation() -> None:
+    n = 16 * 2**20  # 64 MiB in float32: above glibc's mmap threshold, so resident memory tracks it exactly
+    full = allocated_bytes(lambda: torch.ones(n, dtype=torch.float32), what="float32")
+    half = allocated_bytes(lambda: torch.ones(n, dtype=torch.float16), what="float16")
+    assert full.nbytes == pytest.approx(64 * MiB, rel=0.05)
+    assert half.nbytes == pytest.approx(32 * MiB, rel=0.05)
+    assert "float32 on cpu: 64.0 MiB" in str(full) and "psutil" in full.method
+    assert "<table" in half._repr_html_()
+
+
+def test_allocated_bytes_refuses_meta() -> None:
+    with pytest.raises(ValueError, match="Nothing runs on the 'meta' device"):
+        allocated_bytes(lambda: torch.ones(3, device="meta"), device="meta")
+
+
+@pytest.mark.gpu
+@requires_gpus(1)
+def test_half_precision_halves_a_cuda_allocation() -> None:
+    n = 16 * 2**20
+    full = allocated_bytes(lambda: torch.ones(n, device="cuda"), device="cuda")
+    half = allocated_bytes(lambda: torch.ones(n, device="cuda", dtype=torch.float16), device="cuda")
+    assert full.nbytes == 64 * MiB and half.nbytes == 32 * MiB
+    assert full.method == "torch.cuda.memory_allocated"

@@ -1,0 +1,165 @@
+"""gpulab.measure.timing: statistics with a fake clock, errors, rendering, agreement with torch.utils.benchmark, CUDA path."""
+from __future__ import annotations
+
+import statistics
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+from gpulab.machine.cuda import cuda_gpu_count  # noqa: E402
+from gpulab.testing import FakeClock, requires_gpus  # noqa: E402
+from gpulab.measure.timing import BenchmarkResult, benchmark, quantile, resolve_device, results_table  # noqa: E402
+
+
+def work_that_takes(clock: FakeClock, durations: list[float]):
+    """A function that advances the fake clock by the next duration on each call, and counts its calls."""
+    calls = []
+
+    def fn() -> None:
+        clock.advance(durations[len(calls) % len(durations)])
+        calls.append(1)
+
+    return fn, calls
+
+
+def test_median_iqr_min_come_from_the_clock() -> None:
+    clock = FakeClock()
+    durations = [0.010, 0.012, 0.011, 0.050, 0.009]  # one slow outlier
+    fn, calls = work_that_takes(clock, durations)
+    r = benchmark(fn, warmup=0, repeats=5, number=1, clock=clock, label="fake")
+    assert r.times_s == pytest.approx(tuple(durations))
+    assert r.median_s == pytest.approx(0.011)
+    assert r.min_s == pytest.approx(0.009) and r.max_s == pytest.approx(0.050)
+    assert r.q1_s == pytest.approx(0.010) and r.q3_s == pytest.approx(0.012)
+    assert r.iqr_s == pytest.approx(0.002)  # the outlier moves neither the median nor the IQR
+    assert len(calls) == 5 and r.timer == "FakeClock" and r.device == "cpu"
+
+
+def test_warmup_calls_are_not_timed_and_number_divides_blocks() -> None:
+    clock = FakeClock()
+    fn, calls = work_that_takes(clock, [1.0, 1.0, 1.0, 0.002, 0.002, 0.002, 0.002])  # three slow first calls
+    r = benchmark(fn, warmup=3, repeats=4, number=1, clock=clock)
+    assert len(calls) == 3 + 4
+    assert r.times_s == pytest.approx((0.002,) * 4)  # the slow first calls were the untimed warm-up
+
+    clock2 = FakeClock()
+    fn2, calls2 = work_that_takes(clock2, [0.001])
+    r2 = benchmark(fn2, warmup=0, repeats=3, number=10, clock=clock2)
+    assert len(calls2) == 30 and r2.number == 10
+    assert r2.times_s == pytest.approx((0.001,) * 3)  # seconds per call, not per block
+
+
+def test_calibration_picks_the_smallest_power_of_two_that_fills_a_block() -> None:
+    clock = FakeClock()
+    fn, _ = work_that_takes(clock, [3e-6])
+    r = benchmark(fn, warmup=0, repeats=3, min_block_s=1e-4, clock=clock)
+    assert r.number == 64  # 32 calls = 96 µs < 100 µs, 64 calls = 192 µs
+    assert r.median_s == pytest.approx(3e-6)
+
+
+def test_quantile_matches_statistics_and_rejects_empty() -> None:
+    data = [5.0, 1.0, 4.0, 2.0, 3.0, 8.0]
+    assert quantile(data, 0.5) == pytest.approx(statistics.median(data))
+    assert quantile(data, 0.0) == 1.0 and quantile(data, 1.0) == 8.0
+    assert quantile(data, 0.25) == pytest.approx(2.25)
+    with pytest.raises(ValueError, match="at least one repeat"):
+        quantile([], 0.5)
+
+
+def test_result_renders_as_text_html_and_plot() -> None:
+    r = BenchmarkResult("x @ x", "cpu", (0.002, 0.0021, 0.0019), 1, 3, "perf_counter")
+    text = str(r)
+    assert "x @ x on cpu: median 2.00 ms" in text and "3 repeats × 1 call(s)" in text and "perf_counter" in text
+    page = r._repr_html_()
+    assert page.startswith("<table") and "x @ x" in page and "2.00 ms" in page
+    assert "x @ x" in results_table([r, r])
+    ax = r.plot()
+    assert ax.get_ylabel() == "time per call (ms)" and len(ax.lines) == 2  # dots + median line
+    plt.close(ax.figure)
+    fig, ax2 = plt.subplots()
+    assert r.plot(ax=ax2) is ax2
+    plt.close(fig)
+
+
+@pytest.mark.parametrize(("kwargs", "match"), [
+    ({"repeats": 0}, "at least one repeat"),
+    ({"warmup": -1}, "0 or more"),
+    ({"number": 0}, "positive int"),
+    ({"min_block_s": 0}, "positive number of seconds"),
+])
+def test_bad_counts_are_refused(kwargs: dict, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        benchmark(lambda: None, **kwargs)
+
+
+def test_not_callable_is_refused() -> None:
+    with pytest.raises(TypeError, match="wrap the work in a lambda"):
+        benchmark(torch.ones(2))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("device", "error", "match"), [
+    ("meta", ValueError, "Nothing runs on the 'meta' device"),
+    ("gpu", ValueError, "not a device name torch understands"),
+    ("xpu", ValueError, "'xpu' is not supported"),
+])
+def test_unusable_devices_are_refused(device: str, error: type, match: str) -> None:
+    with pytest.raises(error, match=match):
+        benchmark(lambda: None, device=device)
+
+
+def test_a_cuda_device_beyond_the_visible_ones_is_refused() -> None:
+    missing = f"cuda:{cuda_gpu_count()}"  # one past the last visible GPU, on every machine
+    with pytest.raises(RuntimeError, match="device='cpu'|does not exist"):
+        resolve_device(missing)
+
+
+def test_agrees_with_torch_utils_benchmark_on_a_cpu_matmul() -> None:
+    """Median of a ~2 ms single-thread matmul within 10 % of torch.utils.benchmark's, on a shared, loaded machine.
+
+    The two timers take turns call by call (31 samples each), so a neighbour's load hits both alike; each side's
+    samples are merged by its own code (our ``BenchmarkResult``, torch's ``Measurement.merge``) and the medians
+    compared. Medians of interleaved samples do not move when a few calls are preempted.
+    """
+    from torch.utils import benchmark as tub
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        a, b = torch.randn(512, 512), torch.randn(512, 512)
+        theirs_timer = tub.Timer("a @ b", globals={"a": a, "b": b}, num_threads=1)
+        ours_samples, theirs_samples = [], []
+        for _ in range(31):
+            ours_samples.append(benchmark(lambda: a @ b, device="cpu", warmup=1, repeats=1, number=1))
+            theirs_samples.append(theirs_timer.timeit(number=1))
+    finally:
+        torch.set_num_threads(threads)
+    ours = BenchmarkResult("a @ b", "cpu", tuple(t for r in ours_samples for t in r.times_s), 1, 1, "perf_counter")
+    [theirs] = tub.Measurement.merge(theirs_samples)
+    assert ours.repeats == len(theirs.times) == 31
+    assert 0.9 <= ours.median_s / theirs.median <= 1.1, (ours.median_s, theirs.median)
+
+
+@pytest.mark.gpu
+@requires_gpus(1)
+def test_cuda_path_waits_for_the_work() -> None:
+    """When benchmark() returns, every timed kernel has finished: the stream has nothing left queued."""
+    x = torch.randn(4096, 4096, device="cuda")
+    r = benchmark(lambda: x @ x, device="cuda", warmup=2, repeats=5, number=1)
+    assert torch.cuda.current_stream().query()  # True only when all queued work is complete
+    assert r.timer == "CUDA events" and r.device.startswith("cuda") and r.repeats == 5
+    assert r.min_s > 0 and r.iqr_s >= 0
+
+
+@pytest.mark.gpu
+@requires_gpus(1)
+def test_cuda_result_agrees_with_torch_utils_benchmark() -> None:
+    from torch.utils import benchmark as tub
+
+    x = torch.randn(4096, 4096, device="cuda")
+    ours = benchmark(lambda: x @ x, device="cuda", warmup=3, repeats=20, number=1)
+    ref = tub.Timer("x @ x", globals={"x": x}).blocked_autorange(min_run_time=0.5).median
+    assert 0.8 <= ours.median_s / ref <= 1.25

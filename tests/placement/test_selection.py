@@ -1,0 +1,277 @@
+"""Free-GPU policy (pure) and cross-process reservations: real processes, real locks, a described machine."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from gpulab.core.readings import Unavailable
+from gpulab.placement.reservation import current_holders, reservations_dir, reserve_gpus
+from gpulab.placement.selection import NoFreeGpu, Policy, choose_gpus, rank_gpus
+from gpulab.machine.simulated import SimulatedGpuReader, simulated_gpu
+from gpulab.testing import FakeClock
+
+ROOT = Path(__file__).resolve().parents[2]
+W8 = SimulatedGpuReader("workshop-8")
+W8_GPUS = [W8.info(i) for i in range(W8.count())]
+
+
+# -- the pure policy --------------------------------------------------------------------------------------------------
+def test_workshop_machine_free_gpus_are_ranked_first():
+    ranking = rank_gpus(W8_GPUS)
+    free = [v.gpu.physical_index for v in ranking if v.free]
+    assert free == [1, 3, 5]  # GPU 6 is nearly idle but a process holds a context on it
+    verdicts = {v.gpu.physical_index: v.reason for v in ranking}
+    assert "1 process(es) already have a CUDA context on it (pid 31006)" in verdicts[6]
+    assert "97% > 10%" in verdicts[4]
+    assert [v.gpu.physical_index for v in ranking if not v.free][:2] == [6, 2]  # then by free memory
+
+
+def test_choose_respects_policy_taken_and_allowed():
+    c = choose_gpus(2, W8_GPUS)
+    assert c.physical_indices == (1, 3) and c.visible_devices == f"{W8_GPUS[1].uuid},{W8_GPUS[3].uuid}"
+    assert "→ cuda:0" in str(c) and "<table" in c._repr_html_()
+    assert choose_gpus(1, W8_GPUS, taken={W8_GPUS[1].uuid: "pid 7 (bob@box)"}).physical_indices == (3,)
+    assert choose_gpus(1, W8_GPUS, allowed={5, 6}).physical_indices == (5,)
+    loose = Policy(max_memory_used_fraction=0.6, max_utilization_percent=70, allow_processes=True)
+    assert choose_gpus(6, W8_GPUS, loose).physical_indices == (1, 3, 5, 6, 2, 7)
+
+
+def test_mig_and_unknown_fields():
+    r = SimulatedGpuReader("two-gpus-mig")
+    gpus = [r.info(i) for i in range(r.count())]
+    v = {x.gpu.physical_index: x for x in rank_gpus(gpus, Policy(allow_processes=True, max_utilization_percent=50))}
+    assert not v[0].free and "MIG mode" in v[0].reason
+    g = simulated_gpu(0, "Odd GPU", 8192, unsupported=("utilization_gpu_percent",))
+    odd = SimulatedGpuReader({"driver_version": "x", "cuda_driver_version": "y", "gpus": [g]}).info(0)
+    assert rank_gpus([odd])[0].free and "utilisation N/A (not supported on this GPU)" in rank_gpus([odd])[0].reason
+    unknown = odd.__class__(**{**odd.__dict__, "memory_used_bytes": Unavailable("no permission to read it")})
+    assert "memory use unknown" in rank_gpus([unknown])[0].reason
+
+
+def test_not_enough_free_gpus_says_why_each_was_passed_over():
+    with pytest.raises(NoFreeGpu, match=r"asked for 4 free GPU\(s\) but only 3 of 8 qualify:\n  GPU 1: free") as e:
+        choose_gpus(4, W8_GPUS)
+    assert "GPU 4: 38.9 GiB of 40.0 GiB used" in str(e.value) and "ask for fewer" in str(e.value)
+    with pytest.raises(NoFreeGpu, match=r"CUDA_VISIBLE_DEVICES hides the others"):
+        choose_gpus(2, W8_GPUS, allowed={0, 1})
+    with pytest.raises(NoFreeGpu, match="this machine has no GPU that NVML can see"):
+        choose_gpus(1, [])
+
+
+@pytest.mark.parametrize("n", [0, -1, 1.5, True])
+def test_choose_needs_a_positive_count(n):
+    with pytest.raises(ValueError, match="a whole number ≥ 1"):
+        choose_gpus(n, W8_GPUS)
+
+
+def test_policy_bounds():
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        Policy(max_memory_used_fraction=10)
+    with pytest.raises(ValueError, match="between 0 and 100"):
+        Policy(max_utilization_percent=-5)
+
+
+# -- reservations in this process -------------------------------------------------------------------------------------
+def test_reservations_exclude_each_other_and_release(tmp_path):
+    with reserve_gpus(2, W8, directory=tmp_path) as a:
+        assert a.physical_indices == (1, 3) and a.held
+        b = reserve_gpus(1, W8, directory=tmp_path)
+        assert b.physical_indices == (5,)
+        holders = current_holders([g.uuid for g in W8_GPUS], tmp_path)
+        assert set(holders) == {W8_GPUS[i].uuid for i in (1, 3, 5)} and f"pid {os.getpid()}" in holders[W8_GPUS[1].uuid]
+        with pytest.raises(NoFreeGpu, match=r"GPU 1: reserved by pid \d+"):
+            reserve_gpus(1, W8, directory=tmp_path)
+        b.release()
+        assert "released" in str(b) and a.env() == {"CUDA_VISIBLE_DEVICES": a.visible_devices}
+    assert not a.held and current_holders([g.uuid for g in W8_GPUS], tmp_path) == {}
+    assert oct(tmp_path.stat().st_mode & 0o7777) == "0o1777"
+    assert {oct(p.stat().st_mode & 0o777) for p in tmp_path.iterdir()} == {"0o666"}
+
+
+def test_waiting_uses_the_injected_clock(tmp_path):
+    clock = FakeClock()
+    held = reserve_gpus(3, W8, directory=tmp_path)
+    with pytest.raises(NoFreeGpu):
+        reserve_gpus(1, W8, directory=tmp_path, wait_s=3.0, poll_s=1.0, clock=clock, sleep=clock.sleep)
+    assert clock() == pytest.approx(1003.0)  # polled until the deadline, then gave up
+    held.release()
+
+
+def test_only_gpus_the_environment_allows(tmp_path, monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "5,4")
+    assert reserve_gpus(1, W8, directory=tmp_path).physical_indices == (5,)
+
+
+def test_unusable_directory_says_what_to_do(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.raises(PermissionError, match=r"cannot use .* for GPU reservations .*chmod 1777"):
+        reservations_dir(blocker / "sub")
+
+
+# -- real concurrent processes ----------------------------------------------------------------------------------------
+WORKER = r"""
+import json, sys, time
+from pathlib import Path
+from gpulab.placement.reservation import reserve_gpus
+from gpulab.placement.selection import NoFreeGpu
+go, n, directory = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+while not go.exists():
+    time.sleep(0.002)
+try:
+    r = reserve_gpus(n, directory=directory)
+    print(json.dumps({"got": list(r.physical_indices)}), flush=True)
+except NoFreeGpu as exc:
+    print(json.dumps({"none": str(exc).splitlines()[0]}), flush=True)
+sys.stdin.read()  # hold the reservation until the test lets go
+"""
+
+
+def _start(k: int, tmp: Path, simulate: str, n: int = 1, python: str = sys.executable, **popen) -> subprocess.Popen:
+    env = {**os.environ, "GPULAB_SIMULATE_GPUS": simulate, "PYTHONPATH": str(ROOT)}
+    env.pop("CUDA_VISIBLE_DEVICES", None)
+    return subprocess.Popen([python, "-c", WORKER, str(tmp / "go"), str(n), str(tmp / "locks")], env={**env, **popen.pop("env", {})},
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen)
+
+
+def _race(tmp: Path, simulate: str, count: int = 8) -> list[dict]:
+    procs = [_start(k, tmp, simulate) for k in range(count)]
+    try:
+        (tmp / "go").touch()  # all eight start choosing at the same moment
+        results = [json.loads(p.stdout.readline() or json.dumps({"crash": p.stderr.read()})) for p in procs]
+    finally:
+        for p in procs:
+            p.stdin.close()
+            p.wait(timeout=60)
+            p.stdout.close()
+            p.stderr.close()
+    return results
+
+
+def test_eight_kernels_at_once_on_the_workshop_server_never_share_a_gpu(tmp_path):
+    results = _race(tmp_path, "workshop-8")
+    got = [r["got"][0] for r in results if "got" in r]
+    assert sorted(got) == [1, 3, 5], results  # each free GPU exactly once
+    assert sum("none" in r for r in results) == 5 and all("crash" not in r for r in results)
+
+
+def test_eight_kernels_on_eight_free_gpus_get_eight_different_ones(tmp_path):
+    box = tmp_path / "eight.json"
+    box.write_text(json.dumps({"gpus": [simulated_gpu(i, "NVIDIA L4", 23034) for i in range(8)]}))
+    results = _race(tmp_path, str(box))
+    assert sorted(r["got"][0] for r in results) == list(range(8)), results
+
+
+def test_a_reservation_dies_with_its_process(tmp_path):
+    (tmp_path / "go").touch()
+    holder = _start(0, tmp_path, "workshop-8", n=3)
+    assert json.loads(holder.stdout.readline()) == {"got": [1, 3, 5]}
+    with pytest.raises(NoFreeGpu):
+        reserve_gpus(1, W8, directory=tmp_path / "locks")
+    holder.send_signal(signal.SIGKILL)  # no clean-up code runs: only the kernel can release the lock
+    holder.wait(timeout=30)
+    holder.stdin.close(), holder.stdout.close(), holder.stderr.close()
+    assert reserve_gpus(3, W8, directory=tmp_path / "locks").physical_indices == (1, 3, 5)
+
+
+def _others_can_read(path: Path) -> bool:
+    """Whether a user with no special rights can reach ``path`` (x on every parent) and read it."""
+    path = path.resolve()
+    parents_ok = all(os.stat(p).st_mode & stat.S_IXOTH for p in path.parents)
+    return parents_ok and bool(os.stat(path).st_mode & stat.S_IROTH)
+
+
+@pytest.fixture
+def as_nobody():
+    """A scratch directory, and a way to start a reserving process in it as the Unix user nobody (needs root)."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to start a process as another user (nobody)")
+    system_python = shutil.which("python3.11", path="/usr/bin")
+    if system_python is None:
+        pytest.skip("no interpreter outside root's home that user nobody can run")
+    site = next(p for p in sys.path if p.endswith("site-packages"))
+    hidden = [str(p) for p in (ROOT, Path(site)) if not _others_can_read(p)]
+    if hidden:
+        pytest.skip(f"user nobody cannot read {', '.join(hidden)} (a parent directory is private), so it cannot import gpulab")
+    tmp = Path(tempfile.mkdtemp(prefix="gpulab-users-"))
+    os.chmod(tmp, 0o755)
+    (tmp / "go").touch()
+
+    def start(n: int) -> subprocess.Popen:
+        other = _start(1, tmp, "workshop-8", n=n, python=system_python, user="nobody",
+                       env={"PYTHONPATH": f"{ROOT}:{site}", "HOME": "/tmp"})
+        started.append(other)
+        return other
+
+    started: list[subprocess.Popen] = []
+    yield tmp, start
+    for other in started:
+        other.stdin.close(), other.wait(timeout=30), other.stdout.close(), other.stderr.close()
+    shutil.rmtree(tmp)
+
+
+def _reply(other: subprocess.Popen) -> dict:
+    line = other.stdout.readline()
+    return json.loads(line or json.dumps({"crash": other.stderr.read()}))
+
+
+def test_students_who_are_different_unix_users_share_the_directory(as_nobody):
+    tmp, start = as_nobody
+    mine = reserve_gpus(1, W8, directory=tmp / "locks")  # root creates the directory and GPU 1's lock file
+    assert _reply(start(2)) == {"got": [3, 5]}
+    holders = current_holders([g.uuid for g in W8_GPUS], tmp / "locks")
+    assert "(nobody@" in holders[W8_GPUS[3].uuid] and "(root@" in holders[W8_GPUS[1].uuid]
+    mine.release()
+
+
+def test_a_holder_who_cannot_write_its_name_is_not_reported_as_the_previous_one(as_nobody):
+    tmp, start = as_nobody
+    reserve_gpus(1, W8, directory=tmp / "locks").release()  # root wrote its name into GPU 1's file, then let go
+    os.chmod(tmp / "locks" / f"gpu-{W8_GPUS[1].uuid}.lock", 0o644)  # a file its maker left private
+    other = start(1)
+    assert _reply(other) == {"got": [1]}
+    who = current_holders([W8_GPUS[1].uuid], tmp / "locks")[W8_GPUS[1].uuid]
+    assert who.startswith(f"pid {other.pid} (the file still names pid "), who  # nobody holds it, not root
+
+
+def test_release_lets_go_even_while_a_forked_child_lives(tmp_path):
+    # A DataLoader worker or a notebook launcher forked after reserving inherits the lock's file descriptors; a lock
+    # only closed (not unlocked) would stay held until every such child had exited.
+    held = reserve_gpus(1, W8, directory=tmp_path)
+    child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE,
+                             pass_fds=tuple(held._fds.values()))
+    try:
+        held.release()
+        assert current_holders([W8_GPUS[1].uuid], tmp_path) == {}
+        assert reserve_gpus(1, W8, directory=tmp_path).physical_indices == (1,)
+    finally:
+        child.stdin.close()
+        child.wait(timeout=30)
+
+
+def test_a_planted_symbolic_link_is_refused_with_the_reason(tmp_path):
+    reader = SimulatedGpuReader("colab-T4")
+    target = tmp_path / "someone-elses-file"
+    target.write_text("precious")
+    (tmp_path / f"gpu-{reader.info(0).uuid}.lock").symlink_to(target)
+    with pytest.raises(PermissionError, match="is a symbolic link, and gpulab does not follow links"):
+        reserve_gpus(1, reader, directory=tmp_path)
+    assert target.read_text() == "precious"
+
+
+def test_an_existing_lock_file_is_reopened_read_write_and_named(tmp_path):
+    reader = SimulatedGpuReader("colab-T4")
+    reserve_gpus(1, reader, directory=tmp_path).release()
+    again = reserve_gpus(1, reader, directory=tmp_path)
+    holders = current_holders([reader.info(0).uuid], directory=tmp_path)
+    assert str(os.getpid()) in str(holders), holders
+    again.release()

@@ -1,0 +1,82 @@
+"""What importing gpulab costs, that it imports on systems without POSIX locks, and that looking never starts CUDA.
+
+Each check runs in a fresh interpreter: what a module import or a CUDA start leaves behind cannot be undone in this one.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import gpulab
+
+
+def _python(code: str, **env: str) -> str:
+    out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=180,
+                         env={**os.environ, **env})
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip().splitlines()[-1]
+
+
+def test_import_gpulab_loads_no_heavy_module_and_starts_nothing():
+    assert _python("""
+        import sys, gpulab
+        heavy = [m for m in ("torch", "ipywidgets", "IPython", "matplotlib", "pynvml", "lightning") if m in sys.modules]
+        print(heavy, gpulab.default_reader()._started)
+    """) == "[] False"
+
+
+def test_every_public_name_resolves_and_unknown_names_say_so():
+    for name in gpulab.__all__:
+        assert getattr(gpulab, name) is not None, name
+    assert set(gpulab.__all__) <= set(dir(gpulab))
+    with pytest.raises(AttributeError, match="module 'gpulab' has no attribute 'pick'"):
+        gpulab.pick  # noqa: B018  (renamed full_or_fast)
+
+
+# One interpreter does everything that discovers, describes, selects or watches GPUs, then asks whether CUDA started.
+NO_CUDA_SCRIPT = """
+    import tempfile, time, torch, gpulab
+    from gpulab.placement.selection import Policy
+    from gpulab.monitoring.sampler import Sampler
+    inv = gpulab.devices()
+    r = gpulab.environment_report(); str(r); r._repr_html_()
+    str(gpulab.visible_map(inv.gpus))
+    gpulab.explain("torch.cuda.set_device(1)\\nmodel.cuda()", env={"CUDA_VISIBLE_DEVICES": "1,0"})
+    picker = gpulab.GpuPicker(reservations=tempfile.mkdtemp()); str(picker)
+    if inv.gpus:
+        gpulab.choose_gpus(1, inv.gpus, Policy(1.0, 100, True))
+        gpulab.reserve_gpus(1, policy=Policy(1.0, 100, True), directory=tempfile.mkdtemp()).release()
+    s = Sampler(interval_s=0.05); s.start(); time.sleep(0.3); s.stop()
+    with gpulab.monitor(show=False) as mon:
+        mon.step(samples=1)
+    state = gpulab.cuda_state()
+    print(s.history.appended > 0, torch.cuda.is_initialized(), state.driver_loaded)
+"""
+
+
+@pytest.mark.parametrize("simulate", ["", "workshop-8"])
+def test_discovering_describing_selecting_and_watching_never_start_cuda(simulate):
+    assert _python(NO_CUDA_SCRIPT, GPULAB_SIMULATE_GPUS=simulate) == "True False False"
+
+
+def test_without_posix_locks_gpulab_imports_and_its_cpu_path_runs():
+    """Windows has neither fcntl nor pwd: blocked here, the package and the pure parts must still work."""
+    assert _python("""
+        import sys
+        sys.modules["fcntl"] = None; sys.modules["pwd"] = None   # import fcntl now raises ImportError
+        import gpulab
+        from gpulab.machine.simulated import SimulatedGpuReader
+        reader = SimulatedGpuReader("workshop-8")
+        gpus = [reader.info(i) for i in range(reader.count())]
+        gpulab.parse_visible_devices("2,3"); str(gpulab.visible_map(gpus, {"CUDA_VISIBLE_DEVICES": "2,3"}))
+        gpulab.choose_gpus(1, gpus); str(gpulab.explain("x.cuda(1)", reader, {"CUDA_VISIBLE_DEVICES": "2,3"}))
+        str(gpulab.environment_report(reader)); str(gpulab.GpuPicker(reader, selected="free:1"))
+        try:
+            gpulab.reserve_gpus(1, reader)
+        except OSError as exc:
+            print("refused:", str(exc).split(".")[0])
+    """) == "refused: GPU reservations use POSIX file locks (flock), which this system (Windows) does not have"
