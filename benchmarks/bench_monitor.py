@@ -28,7 +28,7 @@ from gpulab.monitoring.png import encode_png
 from gpulab.monitoring.sampler import Sampler
 from gpulab.machine.nvml import default_reader
 
-from gpulab.measure.timing import quantile
+from gpulab.measure.timing import quartiles
 from gpulab.machine.simulated import SimulatedGpuReader
 
 
@@ -86,7 +86,8 @@ def training_round(model, opt, data, target, steps: int, batch: int, arm: str) -
 def paired_ratios(arm: list[float], off: list[float]) -> tuple[float, float, float]:
     """Median, first and third quartile of arm ÷ off, round by round (paired: same round, same load)."""
     ratios = [a / b for a, b in zip(arm, off)]
-    return statistics.median(ratios), quantile(ratios, 0.25), quantile(ratios, 0.75)
+    q1, median, q3 = quartiles(ratios)
+    return median, q1, q3
 
 
 def median_ms(f, n: int) -> float:

@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import html
 from collections.abc import Sequence
+from dataclasses import dataclass
 
-__all__ = ["text_table", "html_table"]
+__all__ = ["text_table", "html_table", "Table", "TableView"]
 
 
 def text_table(headers: Sequence[str], rows: Sequence[Sequence[object]], *, indent: str = "") -> str:
@@ -25,3 +26,46 @@ def html_table(headers: Sequence[str], rows: Sequence[Sequence[object]], *, capt
     )
     cap = f"<caption style='text-align:left;font-weight:bold'>{html.escape(caption)}</caption>" if caption else ""
     return f"<table style='border-collapse:collapse'>{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+@dataclass(frozen=True)
+class Table:
+    """A titled table with notes under it, rendered as plain text (``str``) and HTML (``_repr_html_``) alike.
+
+    ``empty`` replaces the table when there are no rows (``"no GPU visible"``). Results that are one table return it
+    from ``table()`` and inherit their two renderings from ``TableView``.
+    """
+
+    headers: Sequence[str]
+    rows: Sequence[Sequence[object]]
+    title: str | None = None
+    notes: Sequence[str] = ()
+    empty: str | None = None
+
+    def _is_empty(self) -> bool:
+        return self.empty is not None and not self.rows
+
+    def __str__(self) -> str:
+        body = f"  {self.empty}" if self._is_empty() else text_table(self.headers, self.rows, indent="  ")
+        return "\n".join(([self.title] if self.title else []) + [body, *self.notes])
+
+    def _repr_html_(self) -> str:
+        if self._is_empty():
+            head = f"<p><b>{html.escape(self.title)}</b></p>" if self.title else ""
+            body = head + f"<p>{html.escape(self.empty or '')}</p>"
+        else:
+            body = html_table(self.headers, self.rows, caption=self.title)
+        return body + "".join(f"<p>{html.escape(n)}</p>" for n in self.notes)
+
+
+class TableView:
+    """Mixin for a result that is one table: define ``table()``; ``print`` and Jupyter both show it."""
+
+    def table(self) -> Table:
+        raise NotImplementedError
+
+    def __str__(self) -> str:
+        return str(self.table())
+
+    def _repr_html_(self) -> str:
+        return self.table()._repr_html_()

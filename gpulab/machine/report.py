@@ -17,7 +17,6 @@ from ..placement.setter import cuda_state
 from .nvml import GpuReader, default_reader
 from .software import PACKAGES, TorchFacts, detect_platform, package_version, torch_facts
 from ..core.tables import html_table, text_table
-from ..core.units import format_bytes
 from ..placement.visible import VisibleMap, visible_map
 
 __all__ = ["Check", "EnvReport", "environment_report"]

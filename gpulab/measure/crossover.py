@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.tables import html_table, text_table
+from ..core.tables import Table, TableView
 from .timing import BenchmarkResult, benchmark, resolve_device
 from ..core.units import format_seconds
 
@@ -55,7 +55,7 @@ class SizePoint:
 
 
 @dataclass(frozen=True)
-class CrossoverSweep:
+class CrossoverSweep(TableView):
     """Median time of one op against its size on each device; where does the GPU start to win?"""
 
     op: str
@@ -124,13 +124,8 @@ class CrossoverSweep:
         copies = ", copies in and out included" if self.include_transfer else ", inputs already on the device"
         return f"{self.op} ({self.size_meaning}){copies}"
 
-    def __str__(self) -> str:
-        return "\n".join([self._title(), text_table(self._headers(), self._rows(), indent="  "), self.verdict()])
-
-    def _repr_html_(self) -> str:
-        import html
-
-        return html_table(self._headers(), self._rows(), caption=self._title()) + f"<p>{html.escape(self.verdict())}</p>"
+    def table(self) -> Table:
+        return Table(self._headers(), self._rows(), title=self._title(), notes=[self.verdict()])
 
     def plot(self, ax: Any = None) -> Any:
         """Median time against size per device (log-log), IQR as error bars; returns the Axes."""

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.tables import html_table, text_table
+from ..core.tables import Table, TableView, html_table
 from .timing import resolve_device
 from ..core.units import format_bytes
 
@@ -32,7 +32,7 @@ class DtypeShare:
 
 
 @dataclass(frozen=True)
-class ModuleSize:
+class ModuleSize(TableView):
     """Parameter and buffer sizes of a module, per dtype, and the tensors that ``.to()`` would leave behind."""
 
     name: str
@@ -79,15 +79,9 @@ class ModuleSize:
 
     HEADERS = ("kind", "dtype", "numbers", "bytes")
 
-    def __str__(self) -> str:
-        table = text_table(self.HEADERS, self._rows(), indent="  ") if self.shares else "  (no parameters or buffers)"
-        return "\n".join([f"{self.name}:", table, *self._notes()])
-
-    def _repr_html_(self) -> str:
-        import html
-
-        notes = "".join(f"<p>{html.escape(n)}</p>" for n in self._notes())
-        return html_table(self.HEADERS, self._rows(), caption=self.name) + notes
+    def table(self) -> Table:
+        return Table(self.HEADERS, self._rows() if self.shares else [], title=f"{self.name}:", notes=self._notes(),
+                     empty="(no parameters or buffers)")
 
 
 def _stray_tensors(module: Any) -> tuple[str, ...]:

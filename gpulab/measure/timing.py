@@ -9,7 +9,6 @@ Taught in ``notebooks/01_cpu_gpu_transfer.ipynb``.
 """
 from __future__ import annotations
 
-import math
 import statistics
 import time
 from collections.abc import Callable
@@ -20,20 +19,21 @@ from ..machine.cuda import cuda_gpu_count, gpu_requirement
 from ..core.tables import html_table, text_table
 from ..core.units import format_seconds
 
-__all__ = ["BenchmarkResult", "benchmark", "resolve_device", "synchronize", "quantile", "results_table", "calibrate"]
+__all__ = ["BenchmarkResult", "benchmark", "resolve_device", "synchronize", "quartiles", "results_table", "calibrate"]
 
 DeviceLike = Any  # str | torch.device; kept loose so this module imports no torch at import time
 MAX_NUMBER = 1_000_000
 
 
-def quantile(values: list[float] | tuple[float, ...], q: float) -> float:
-    """Linear-interpolation quantile (numpy's default), ``0 <= q <= 1``; pure."""
+def quartiles(values: list[float] | tuple[float, ...]) -> tuple[float, float, float]:
+    """(first quartile, median, third quartile), interpolated linearly like numpy's default (``statistics``'
+    "inclusive" method); one value is all three (Python 3.11's ``statistics.quantiles`` wants two)."""
     if not values:
-        raise ValueError("quantile of no values: measure at least one repeat first.")
-    s = sorted(values)
-    pos = (len(s) - 1) * q
-    lo, hi = math.floor(pos), math.ceil(pos)
-    return s[lo] + (s[hi] - s[lo]) * (pos - lo)
+        raise ValueError("quartiles of no values: measure at least one repeat first.")
+    if len(values) == 1:
+        return (float(values[0]),) * 3
+    q1, median, q3 = statistics.quantiles(values, n=4, method="inclusive")
+    return q1, median, q3
 
 
 @dataclass(frozen=True)
@@ -57,11 +57,11 @@ class BenchmarkResult:
 
     @property
     def q1_s(self) -> float:
-        return quantile(self.times_s, 0.25)
+        return quartiles(self.times_s)[0]
 
     @property
     def q3_s(self) -> float:
-        return quantile(self.times_s, 0.75)
+        return quartiles(self.times_s)[2]
 
     @property
     def iqr_s(self) -> float:

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.tables import html_table, text_table
+from ..core.tables import Table, TableView, html_table
 from .timing import BenchmarkResult, benchmark, resolve_device
 from ..core.units import format_bytes, format_seconds
 
@@ -45,7 +45,7 @@ class CopyMeasurement:
 
 
 @dataclass(frozen=True)
-class BandwidthSweep:
+class BandwidthSweep(TableView):
     """Copy bandwidth against size; on ``cpu`` both 'directions' are host-to-host copies (a memcpy baseline)."""
 
     device: str
@@ -70,11 +70,8 @@ class BandwidthSweep:
             raise KeyError(f"no {direction} {'pinned' if pinned else 'pageable'} copies were measured in this sweep.")
         return max(found)
 
-    def __str__(self) -> str:
-        return self._title() + "\n" + text_table(self.HEADERS, self._rows(), indent="  ")
-
-    def _repr_html_(self) -> str:
-        return html_table(self.HEADERS, self._rows(), caption=self._title())
+    def table(self) -> Table:
+        return Table(self.HEADERS, self._rows(), title=self._title())
 
     def plot(self, ax: Any = None) -> Any:
         """Bandwidth (GB/s) against copy size, one line per direction and memory kind; returns the Axes."""

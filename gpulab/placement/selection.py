@@ -7,12 +7,11 @@ kernels is ``gpulab.placement.reservation``'s job. Taught in ``notebooks/02_choo
 """
 from __future__ import annotations
 
-import html
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..core.readings import GpuInfo, Unavailable, is_known
-from ..core.tables import html_table, text_table
+from ..core.tables import Table, TableView
 from ..core.units import format_bytes
 
 __all__ = ["Policy", "Verdict", "Choice", "NoFreeGpu", "rank_gpus", "choose_gpus"]
@@ -85,7 +84,7 @@ class NoFreeGpu(RuntimeError):
 
 
 @dataclass(frozen=True)
-class Choice:
+class Choice(TableView):
     """The GPUs picked (best first) and the verdict on every GPU, for the table."""
 
     chosen: tuple[GpuInfo, ...]
@@ -108,13 +107,9 @@ class Choice:
 
     _HEAD = ("physical", "name", "pick", "why")
 
-    def __str__(self) -> str:
+    def table(self) -> Table:
         picked = ", ".join(map(str, self.physical_indices)) or "none"
-        return f"Picked physical GPU(s) {picked}\n" + text_table(self._HEAD, self.rows(), indent="  ")
-
-    def _repr_html_(self) -> str:
-        picked = ", ".join(map(str, self.physical_indices)) or "none"
-        return f"<p>Picked physical GPU(s) {html.escape(picked)}</p>" + html_table(self._HEAD, self.rows())
+        return Table(self._HEAD, self.rows(), title=f"Picked physical GPU(s) {picked}")
 
 
 def choose_gpus(n: int, gpus: Sequence[GpuInfo], policy: Policy | None = None, *,

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..core.readings import GpuInfo
-from ..core.tables import html_table, text_table
+from ..core.tables import Table, TableView
 
 __all__ = ["VisibleSpec", "LogicalDevice", "VisibleMap", "parse_visible_devices", "visible_map", "format_visible_devices"]
 
@@ -141,7 +141,7 @@ class LogicalDevice:
 
 
 @dataclass(frozen=True)
-class VisibleMap:
+class VisibleMap(TableView):
     """What a process started with this environment would see, on these GPUs."""
 
     raw: str | None
@@ -166,17 +166,10 @@ class VisibleMap:
 
     _HEAD = ("torch sees", "physical (nvidia-smi)", "name", "uuid")
 
-    def __str__(self) -> str:
+    def table(self) -> Table:
         head = f"CUDA_VISIBLE_DEVICES={'(unset)' if self.raw is None else repr(self.raw)}, CUDA_DEVICE_ORDER={self.device_order}"
-        body = text_table(self._HEAD, self.rows(), indent="  ") if self.devices else "  no GPU visible"
-        return "\n".join([head, body, *(f"  note: {n}" for n in self.notes)])
-
-    def _repr_html_(self) -> str:
-        import html
-
-        notes = "".join(f"<li>{html.escape(n)}</li>" for n in self.notes)
-        table = html_table(self._HEAD, self.rows()) if self.devices else "<p>no GPU visible</p>"
-        return f"<div><code>{html.escape(str(self).splitlines()[0])}</code>{table}<ul>{notes}</ul></div>"
+        return Table(self._HEAD, self.rows(), title=head, notes=[f"  note: {n}" for n in self.notes],
+                     empty="no GPU visible")
 
 
 def _cuda_order(gpus: Sequence[GpuInfo], order: str, notes: list[str]) -> list[GpuInfo]:

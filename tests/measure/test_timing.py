@@ -12,7 +12,7 @@ import torch  # noqa: E402
 
 from gpulab.machine.cuda import cuda_gpu_count  # noqa: E402
 from gpulab.testing import FakeClock, requires_gpus  # noqa: E402
-from gpulab.measure.timing import BenchmarkResult, benchmark, quantile, resolve_device, results_table  # noqa: E402
+from gpulab.measure.timing import BenchmarkResult, benchmark, quartiles, resolve_device, results_table  # noqa: E402
 
 
 def work_that_takes(clock: FakeClock, durations: list[float]):
@@ -61,13 +61,12 @@ def test_calibration_picks_the_smallest_power_of_two_that_fills_a_block() -> Non
     assert r.median_s == pytest.approx(3e-6)
 
 
-def test_quantile_matches_statistics_and_rejects_empty() -> None:
+def test_quartiles_interpolate_like_numpy_and_reject_empty() -> None:
     data = [5.0, 1.0, 4.0, 2.0, 3.0, 8.0]
-    assert quantile(data, 0.5) == pytest.approx(statistics.median(data))
-    assert quantile(data, 0.0) == 1.0 and quantile(data, 1.0) == 8.0
-    assert quantile(data, 0.25) == pytest.approx(2.25)
+    assert quartiles(data) == pytest.approx((2.25, statistics.median(data), 4.75))  # numpy.percentile's defaults
+    assert quartiles([7.0]) == (7.0, 7.0, 7.0)
     with pytest.raises(ValueError, match="at least one repeat"):
-        quantile([], 0.5)
+        quartiles([])
 
 
 def test_result_renders_as_text_html_and_plot() -> None:

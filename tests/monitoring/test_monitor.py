@@ -13,7 +13,6 @@ import pytest
 import torch
 from tqdm import tqdm
 
-import gpulab
 from gpulab.monitoring import Monitor, MonitorSummary, monitor
 from gpulab.monitoring.sampler import SAMPLER_THREAD_NAME
 from gpulab.monitoring.view import RENDER_THREAD_NAME
