@@ -2,7 +2,8 @@
 
 ``call.py`` reads a ``Trainer(...)`` call as an article wrote it and writes one back; ``history.py`` holds what
 happened to each old flag and when (checked against Lightning's own sources and changelog); ``flags.py`` translates an
-old call into today's; ``translation.py`` is the result a learner reads. ``runtime.py`` is the one module that imports
-Lightning: the monitor callback and the step from a translation to real ``Trainer`` arguments.
+old call into today's, with ``devices.py`` and ``strategy.py`` for those two choices and ``draft.py`` for the
+translation being built; ``translation.py`` is the result a learner reads. ``runtime.py`` is the one module that
+imports Lightning: the monitor callback and the step from a translation to real ``Trainer`` arguments.
 Taught in ``notebooks/06_lightning.ipynb``.
 """
