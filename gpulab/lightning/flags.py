@@ -109,7 +109,7 @@ def _log_gpu_memory(w: Draft) -> list[Code] | None:
         raise TranslationError(f"{old}: log_gpu_memory took None, 'all' or 'min_max'.")
     if w.old.get("logger") is False:
         w.change(old, "(dropped)", "removed", "with logger=False nothing was logged; DeviceStatsMonitor would refuse "
-                 "to run ('Cannot use DeviceStatsMonitor callback with Trainer(logger=False)')", removed_in)
+                 "to run ('Cannot use `DeviceStatsMonitor` callback with `Trainer(logger=False)`')", removed_in)
         return None
     monitor = Code.call("lightning.pytorch.callbacks", "DeviceStatsMonitor")
     what = "every GPU's memory from nvidia-smi" if value == "all" else "the smallest and largest GPU memory use"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..tables import html_table, text_table
+from ..core.tables import html_table, text_table
 
 __all__ = ["FlagHistory", "FLAG_HISTORY", "TRAINER_PARAMETERS", "STRATEGIES", "ACCELERATORS", "PRECISIONS",
            "PRECISION_ALIASES", "MULTI_DEVICE_DEFAULT", "flag_history_table"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass, field, replace
 
-from ..tables import html_table
+from ..core.tables import html_table
 from .call import Code, render_call, render_value
 
 __all__ = ["Change", "Translation"]

@@ -208,6 +208,13 @@ class Monitor:
         self._require_running("step()")
         self._progress.step(n)
 
+    def restart_step_clock(self) -> None:
+        """The next ``step()`` counts its time from now, not from the previous step (or the start): call it where a
+        loop begins after set-up that ran inside the block (a Lightning fit's sanity check, DDP starting), so the
+        set-up is not taken for a slow first step."""
+        self._require_running("restart_step_clock()")
+        self._progress.restart_step_clock()
+
     def wrap(self, iterable: Iterable[Any], samples: int | Callable[[Any], int] | None = None) -> _Watched:
         """``for x, y in mon.wrap(loader):`` — one step per batch; ``samples`` = per-batch count or a function of it
         (default: the first dimension of the batch's first tensor). Works around a DataLoader or a tqdm bar."""
