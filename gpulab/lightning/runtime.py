@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+import time
 import warnings
 from typing import Any
 
@@ -175,3 +176,55 @@ class MonitorCallback(lightning.Callback):
             if relay is not None and not relay.finish():
                 warnings.warn("MonitorCallback: the notebook's monitor did not confirm the last steps (it had "
                               "stopped?); they are missing from its figure.", stacklevel=2)
+
+
+def _say(line: str) -> None:
+    """One whole line to stdout in one write: ranks share the pipe, and print() may split a line in two writes."""
+    sys.stdout.flush()
+    os.write(sys.stdout.fileno(), (line + "\n").encode())
+
+
+class _PrintProgress(lightning.Callback):
+    """Each rank says when it starts (with its thread count), after its first step, and when it ends."""
+
+    def setup(self, trainer: lightning.Trainer, pl_module: lightning.LightningModule, stage: str) -> None:
+        _say(f"rank {trainer.global_rank}: started, {torch.get_num_threads()} thread(s)")
+
+    def on_train_batch_end(self, trainer: lightning.Trainer, pl_module: lightning.LightningModule, outputs: Any,
+                           batch: Any, batch_idx: int) -> None:
+        if batch_idx == 0 and trainer.current_epoch == 0:
+            _say(f"rank {trainer.global_rank}: first step done")
+
+    def teardown(self, trainer: lightning.Trainer, pl_module: lightning.LightningModule, stage: str) -> None:
+        _say(f"rank {trainer.global_rank}: finished")
+
+
+def fork_fit_check(prep_threads: int, variants: list[tuple[int | None, int]], devices: int = 2,
+                   samples: int = 256) -> None:
+    """The child side of ``gpulab.lightning.forkcheck``, run in a fresh interpreter: prepare data and a model and do
+    CPU work on ``prep_threads`` threads, as a notebook does; then, for each (OMP_NUM_THREADS, torch threads) variant,
+    a ``ddp_fork`` fit on ``devices`` CPU processes, printing how far each rank gets."""
+    from torch.utils.data import DataLoader, TensorDataset
+
+    from ..workload.digits import load_digits
+
+    torch.set_num_threads(prep_threads)
+    x, y = load_digits().train.tensors
+    a = torch.randn(400, 400)
+    (a @ a).sum()  # the notebook's CPU work: on more than one thread it starts OpenMP's thread pool in this process
+    loader = DataLoader(TensorDataset(x[:samples], y[:samples]), batch_size=32)
+    models = [DigitsClassifier(hidden=256) for _ in variants]
+    _say(f"parent: ready, CPU work done on {prep_threads} thread(s)")
+    for k, ((omp, fit_threads), model) in enumerate(zip(variants, models)):
+        if omp is None:
+            os.environ.pop("OMP_NUM_THREADS", None)
+        else:
+            os.environ["OMP_NUM_THREADS"] = str(omp)
+        torch.set_num_threads(fit_threads)
+        _say(f"variant {k}: begin")
+        start = time.perf_counter()
+        trainer = lightning.Trainer(accelerator="cpu", devices=devices, strategy="ddp_fork", max_epochs=1,
+                                    callbacks=[_PrintProgress()], logger=False, enable_checkpointing=False,
+                                    enable_progress_bar=False, enable_model_summary=False)
+        trainer.fit(model, loader)
+        _say(f"variant {k}: finished in {time.perf_counter() - start:.2f} s")

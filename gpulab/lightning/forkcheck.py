@@ -1,0 +1,184 @@
+"""Reproduce, safely, the hang that waits for learners who train with ``ddp_notebook`` on CPU cores.
+
+GNU OpenMP (torch's CPU thread pool on Linux) does not survive ``fork``: once a process has run a parallel region on
+two or more threads, a forked child that opens a parallel region with two or more threads waits forever for helper
+threads that were not copied. A notebook always has (loading data, building a model), and Lightning's fork launcher
+gives each rank cores ÷ ranks threads unless ``OMP_NUM_THREADS`` is set — 1 on a 2-core machine, which is why it
+survives there, 4 on an 8-core laptop, where it hangs.
+
+``fork_check()`` runs each variant in a fresh interpreter (``python -c``, its own session) that prepares data, does
+CPU work and fits the digits model with ``strategy="ddp_fork"`` on 2 CPU processes; a run that prints nothing for
+``stall_s`` seconds is hung and killed with its whole process group, so the lesson itself never hangs. Taught in
+``notebooks/06_lightning.ipynb``.
+"""
+from __future__ import annotations
+
+import html
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..core.tables import html_table, text_table
+
+__all__ = ["ForkVariant", "ForkRun", "ForkCheck", "fork_check", "FAST_PLAN", "FULL_PLAN", "CAUSE", "FIX", "TWO_THREADS"]
+
+_ROOT = Path(__file__).resolve().parents[2]  # the folder that holds the gpulab package
+
+
+@dataclass(frozen=True)
+class ForkVariant:
+    """One way to start the fit: the notebook's threads before it, OMP_NUM_THREADS and torch's threads at the fork."""
+
+    label: str
+    omp_num_threads: int | None  # None: unset, so Lightning gives each rank cores ÷ ranks threads
+    fit_threads: int  # torch.set_num_threads(...) in the notebook just before the fit
+    prep_threads: int = 2  # threads of the notebook's earlier CPU work; 1: OpenMP's pool never started
+
+    def __post_init__(self) -> None:
+        for name in ("fit_threads", "prep_threads"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name}={value!r}: a number of threads, at least 1.")
+        if self.omp_num_threads is not None and (not isinstance(self.omp_num_threads, int) or self.omp_num_threads < 1):
+            raise ValueError(f"omp_num_threads={self.omp_num_threads!r}: a number of threads ≥ 1, or None for unset.")
+
+
+CAUSE = ForkVariant("the cause: 2 threads per rank, but the notebook never ran a parallel region", 2, 2,
+                    prep_threads=1)
+FIX = ForkVariant("fix: OMP_NUM_THREADS=1 and torch.set_num_threads(1) before the fit", 1, 1)
+TWO_THREADS = ForkVariant("OMP_NUM_THREADS=2: 2 threads per rank, what Lightning picks on 4 cores", 2, 2)
+FAST_PLAN: tuple[ForkVariant, ...] = (FIX, TWO_THREADS)
+FULL_PLAN: tuple[ForkVariant, ...] = (
+    CAUSE,
+    ForkVariant("OMP_NUM_THREADS unset: Lightning picks cores ÷ ranks", None, 2),
+    FIX,
+    ForkVariant("OMP_NUM_THREADS=1 set, torch still on 2 threads: the ranks inherit 2", 1, 2),
+    TWO_THREADS,
+)
+
+
+@dataclass(frozen=True)
+class ForkRun:
+    """What one variant did: ``finished`` (with the fit's seconds) or ``hung`` (the last line it printed)."""
+
+    variant: ForkVariant
+    outcome: str  # "finished" | "hung" | "failed"
+    seconds: float  # the fit's own time when finished; the time until it was killed when hung
+    lines: tuple[str, ...]
+
+    @property
+    def rank_threads(self) -> tuple[int, ...]:
+        """Threads each rank reported when it started (``rank r: started, n thread(s)``)."""
+        return tuple(int(line.split("started, ")[1].split()[0]) for line in self.lines if ": started, " in line)
+
+    def row(self) -> tuple[str, str, str]:
+        threads = ", ".join(map(str, self.rank_threads)) or "?"
+        if self.outcome == "finished":
+            what = f"finished in {self.seconds:.1f} s"
+        elif self.outcome == "hung":
+            last = self.lines[-1] if self.lines else "(nothing)"
+            what = f"HUNG after '{last}': killed"
+        else:
+            what = "failed: " + (self.lines[-1] if self.lines else "no output")
+        return self.variant.label, threads, what
+
+
+@dataclass(frozen=True)
+class ForkCheck:
+    """Every variant's run, with the machine's cores and the silence that counted as a hang."""
+
+    runs: tuple[ForkRun, ...]
+    cores: int
+    stall_s: float
+
+    def _notes(self) -> list[str]:
+        return [f"Each variant: a fresh interpreter prepares data and runs a ddp_fork fit on 2 CPU processes. This "
+                f"machine has {self.cores} usable core(s), so Lightning's own choice is {max(1, self.cores // 2)} "
+                f"thread(s) per rank. A run silent for {self.stall_s:g} s was killed with its process group (a "
+                "healthy rank here prints its first step within a second or two)."]
+
+    def __str__(self) -> str:
+        table = text_table(("variant", "threads per rank", "outcome"), [r.row() for r in self.runs])
+        return "\n".join(["Forking after OpenMP: ddp_fork on CPU", table, *self._notes()])
+
+    def _repr_html_(self) -> str:
+        notes = "".join(f"<p>{html.escape(n)}</p>" for n in self._notes())
+        return html_table(("variant", "threads per rank", "outcome"), [r.row() for r in self.runs],
+                          caption="Forking after OpenMP: ddp_fork on CPU") + notes
+
+
+def _usable_cores() -> int:
+    """Cores as Lightning counts them (the affinity mask), which is what its thread choice divides."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+_KEEP = ("parent:", "rank ", "variant ", "All distributed processes registered", "Error", "error")
+
+
+def _session(variants: list[ForkVariant], stall_s: float, start_s: float) -> list[ForkRun]:
+    """Run ``variants`` (same prep_threads) in one interpreter until one hangs; the rest are left to the caller."""
+    plan = [(v.omp_num_threads, v.fit_threads) for v in variants]
+    code = ("from gpulab.lightning.runtime import fork_fit_check; "
+            f"fork_fit_check({variants[0].prep_threads}, {plan!r})")
+    env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
+    env["PYTHONPATH"] = os.pathsep.join([str(_ROOT), *filter(None, [env.get("PYTHONPATH")])])
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
+                            start_new_session=True)
+    runs: list[ForkRun] = []
+    lines: list[str] = []
+    buffer, deadline, begun, ready_seen = b"", time.monotonic() + start_s, time.monotonic(), False
+    try:
+        while len(runs) < len(variants):
+            ready, _, _ = select.select([proc.stdout], [], [], max(0.0, deadline - time.monotonic()))
+            chunk = os.read(proc.stdout.fileno(), 65536) if ready else b""  # type: ignore[union-attr]
+            if not ready or not chunk:
+                variant = variants[len(runs)]
+                if ready or proc.poll() is not None:  # the interpreter ended: a failure, not a hang
+                    runs.append(ForkRun(variant, "failed", 0.0, tuple(lines[-8:])))
+                else:
+                    runs.append(ForkRun(variant, "hung", time.monotonic() - begun, tuple(lines)))
+                break
+            buffer += chunk
+            *complete, buffer = buffer.split(b"\n")
+            for raw in complete:
+                line = raw.decode(errors="replace").strip()
+                ready_seen = ready_seen or line.startswith("parent: ready")
+                if line.startswith("variant ") and line.endswith(": begin"):
+                    lines, begun = [], time.monotonic()
+                elif line.startswith("variant ") and ": finished in " in line:
+                    seconds = float(line.split(": finished in ")[1].split()[0])
+                    runs.append(ForkRun(variants[len(runs)], "finished", seconds, tuple(lines)))
+                elif line.startswith(_KEEP):
+                    lines.append(line)
+            deadline = time.monotonic() + (stall_s if ready_seen else start_s)  # importing is slow, not hung
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)  # the interpreter and every rank it forked
+        proc.wait()
+        proc.stdout.close()  # type: ignore[union-attr]
+    return runs
+
+
+def fork_check(plan: tuple[ForkVariant, ...] = FAST_PLAN, *, stall_s: float = 8.0, start_s: float = 180.0) -> ForkCheck:
+    """Run each variant of ``plan`` (``FAST_PLAN``: the fix and the hang; ``FULL_PLAN``: also the cause and the
+    traps) and report which finished and which hung. ``start_s`` bounds the interpreter's start (importing torch and
+    Lightning); ``stall_s`` is the silence taken for a hang."""
+    if not plan:
+        raise ValueError("plan is empty: pass variants to run, e.g. gpulab.lightning.forkcheck.FAST_PLAN.")
+    if stall_s <= 0 or start_s <= 0:
+        raise ValueError(f"stall_s={stall_s} and start_s={start_s} must be positive seconds.")
+    runs: list[ForkRun] = []
+    while len(runs) < len(plan):
+        rest = list(plan[len(runs):])
+        same = [v for v in rest[: next((i for i, v in enumerate(rest) if v.prep_threads != rest[0].prep_threads),
+                                       len(rest))]]
+        done = _session(same, stall_s, start_s)
+        runs += done
+        if done and done[-1].outcome == "failed":
+            break
+    return ForkCheck(tuple(runs), _usable_cores(), stall_s)

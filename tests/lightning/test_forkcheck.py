@@ -1,0 +1,52 @@
+"""The fork/OpenMP hang, reproduced for real in fresh interpreters that are killed when they stall (never faked)."""
+from __future__ import annotations
+
+import sys
+
+import psutil
+import pytest
+
+pytest.importorskip("lightning")
+
+from gpulab.lightning.forkcheck import CAUSE, FIX, TWO_THREADS, ForkVariant, fork_check  # noqa: E402
+
+
+def _leftovers() -> list[str]:
+    return [" ".join(p.info["cmdline"] or []) for p in psutil.process_iter(["cmdline"])
+            if "fork_fit_check" in " ".join(p.info["cmdline"] or [])]
+
+
+def test_forked_ranks_hang_after_openmp_and_the_fix_and_the_cause_hold():
+    check = fork_check((CAUSE, FIX, TWO_THREADS), stall_s=10.0)
+    outcomes = {r.variant: r for r in check.runs}
+    assert outcomes[CAUSE].outcome == "finished" and outcomes[CAUSE].rank_threads == (2, 2)
+    assert outcomes[FIX].outcome == "finished" and outcomes[FIX].rank_threads == (1, 1)
+    hung = outcomes[TWO_THREADS]
+    assert hung.outcome == "hung" and hung.rank_threads == (2, 2)
+    assert not any("first step done" in line for line in hung.lines)  # stuck before any rank finished a step
+    assert "HUNG after" in str(check) and "<table" in check._repr_html_()
+    assert _leftovers() == []  # the stuck interpreter and its forked ranks were killed
+
+
+def test_an_interpreter_that_cannot_start_is_reported_as_failed(monkeypatch):
+    monkeypatch.setattr(sys, "executable", "/bin/false")
+    check = fork_check((FIX, TWO_THREADS), start_s=30)
+    assert [r.outcome for r in check.runs] == ["failed"]
+    assert "failed: no output" in str(check)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"fit_threads": 0}, "fit_threads=0: a number of threads"),
+    ({"prep_threads": True}, "prep_threads=True"),
+    ({"omp_num_threads": 0}, "omp_num_threads=0"),
+])
+def test_bad_variants_are_refused(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        ForkVariant(**({"label": "x", "omp_num_threads": 1, "fit_threads": 1} | kwargs))
+
+
+def test_bad_plans_are_refused():
+    with pytest.raises(ValueError, match="plan is empty"):
+        fork_check(())
+    with pytest.raises(ValueError, match="must be positive seconds"):
+        fork_check((FIX,), stall_s=0)
