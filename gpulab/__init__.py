@@ -9,6 +9,7 @@ subpackage, whose names read as the course's contents:
     gpulab.measure     timing, transfers, the CPU/GPU crossover, memory sizing
     gpulab.monitoring  the live monitor
     gpulab.workload    the digits data, models and training loop the chapters share
+    gpulab.lightning   Lightning's old Trainer flags translated, the monitor callback, the fork/OpenMP check
     gpulab.notebook    the %%gpu magic and the shell demo
 
 Names are imported on first use (module ``__getattr__``), so ``import gpulab`` loads neither torch, ipywidgets,
@@ -44,6 +45,9 @@ _EXPORTS: dict[str, str] = {
     "reserve_gpus": "placement.reservation", "GpuPicker": "placement.picker", "run_shell": "notebook.shell",
     # 05 live monitor
     "monitor": "monitoring.monitor",
+    # 06 Lightning's device flags, then and now
+    "translate_trainer": "lightning.flags", "trainer_kwargs": "lightning.runtime", "MonitorCallback": "lightning.runtime",
+    "fork_check": "lightning.forkcheck", "autotune_comparison": "measure.autotune",
 }
 
 __all__ = list(_EXPORTS)

@@ -1,0 +1,36 @@
+"""cuDNN autotuning measured side by side: runs on the CPU (where the flag is a no-op control) and, marked, on CUDA."""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from gpulab.measure.autotune import autotune_comparison
+from gpulab.testing import requires_gpus
+
+
+def test_the_comparison_runs_on_the_cpu_and_leaves_the_flag_as_it_found_it():
+    torch.backends.cudnn.benchmark = False
+    result = autotune_comparison("cpu", batch=2, size=16, steps=3)
+    assert torch.backends.cudnn.benchmark is False
+    for r in (result.fixed_off, result.fixed_on, result.varying_off, result.varying_on):
+        assert r.repeats == 3 and all(t > 0 for t in r.times_s)
+    assert math.isfinite(result.fixed_speedup) and math.isfinite(result.varying_speedup)
+    text = str(result)
+    assert "new shape every step" in text and "flag changes nothing" in text and "<table" in result._repr_html_()
+
+
+@pytest.mark.parametrize("kwargs, match", [({"steps": 0}, "steps=0"), ({"batch": True}, "batch=True"),
+                                           ({"size": 2.5}, "size=2.5")])
+def test_bad_sizes_are_refused(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        autotune_comparison("cpu", **kwargs)
+
+
+@pytest.mark.gpu
+@requires_gpus(1)
+def test_the_comparison_runs_on_cuda():
+    result = autotune_comparison("cuda", steps=5)
+    assert result.device.startswith("cuda") and result.fixed_on.timer == "CUDA events"
+    assert "flag made steps faster" in str(result)
