@@ -29,12 +29,12 @@ ROWS: list[tuple[str, dict[str, object], set[str]]] = [
     ("pl.Trainer(precision=32)", {"precision": "32-true"}, set()),
     ("pl.Trainer(benchmark=True)", {"benchmark": True}, set()),
     ("pl.Trainer(accelerator='ddp')", {"strategy": "ddp"}, {"1.7.0"}),
-    # the full example (t.py), comments as the article has them
-    ("pl.Trainer(\n    gpus=[2],\n    precision=32,          # 启用混合精度\n    max_epochs=2\n)",
+    # the full example (t.py), laid out and commented as such calls are (comments in our words)
+    ("pl.Trainer(\n    gpus=[2],\n    precision=32,          # the comment claims: mixed precision\n    max_epochs=2\n)",
      {"accelerator": "gpu", "devices": [2], "precision": "32-true", "max_epochs": 2}, {"2.0.0"}),
     ("pl.Trainer(\n    gpus=1,\n    precision = 16, \n    max_epochs=2\n    )",
      {"accelerator": "gpu", "devices": 1, "precision": "16-mixed", "max_epochs": 2}, {"2.0.0"}),
-    ('trainer = pl.Trainer(\n    gpus=[0,2],            # gpus="0,2"也可以\n    accelerator="ddp",\n'
+    ('trainer = pl.Trainer(\n    gpus=[0,2],            # a string "0,2" works too\n    accelerator="ddp",\n'
      "    precision=32,\n    max_epochs=5\n)",
      {"accelerator": "gpu", "devices": [0, 2], "strategy": "ddp", "precision": "32-true", "max_epochs": 5},
      {"2.0.0", "1.7.0"}),
