@@ -25,22 +25,25 @@ from pathlib import Path
 
 from ..core.tables import html_table, text_table
 
-__all__ = ["ForkVariant", "ForkRun", "ForkCheck", "fork_check", "FAST_PLAN", "FULL_PLAN", "CAUSE", "FIX", "TWO_THREADS"]
+__all__ = ["ForkVariant", "ForkRun", "ForkCheck", "fork_check", "FAST_PLAN", "FULL_PLAN", "CAUSE", "FIX", "TWO_THREADS",
+           "LIGHTNING_DEFAULT", "ENV_ONLY"]
 
 _ROOT = Path(__file__).resolve().parents[2]  # the folder that holds the gpulab package
 
 
 @dataclass(frozen=True)
 class ForkVariant:
-    """One way to start the fit: the notebook's threads before it, OMP_NUM_THREADS and torch's threads at the fork."""
+    """One way to start the fit: the notebook's CPU work just before (on how many threads), then OMP_NUM_THREADS and
+    torch's thread count at the fork. Variants run in order in one interpreter, so once one has worked on two or more
+    threads, OpenMP's pool has started for every later one (each run reports it)."""
 
     label: str
     omp_num_threads: int | None  # None: unset, so Lightning gives each rank cores ÷ ranks threads
     fit_threads: int  # torch.set_num_threads(...) in the notebook just before the fit
-    prep_threads: int = 2  # threads of the notebook's earlier CPU work; 1: OpenMP's pool never started
+    work_threads: int = 2  # threads of the notebook's CPU work before the fit; 1 does not start OpenMP's pool
 
     def __post_init__(self) -> None:
-        for name in ("fit_threads", "prep_threads"):
+        for name in ("fit_threads", "work_threads"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name}={value!r}: a number of threads, at least 1.")
@@ -48,18 +51,13 @@ class ForkVariant:
             raise ValueError(f"omp_num_threads={self.omp_num_threads!r}: a number of threads ≥ 1, or None for unset.")
 
 
-CAUSE = ForkVariant("the cause: 2 threads per rank, but the notebook never ran a parallel region", 2, 2,
-                    prep_threads=1)
+CAUSE = ForkVariant("2 threads per rank, the notebook's work on 1 thread (no OpenMP pool)", 2, 2, work_threads=1)
 FIX = ForkVariant("fix: OMP_NUM_THREADS=1 and torch.set_num_threads(1) before the fit", 1, 1)
 TWO_THREADS = ForkVariant("OMP_NUM_THREADS=2: 2 threads per rank, what Lightning picks on 4 cores", 2, 2)
-FAST_PLAN: tuple[ForkVariant, ...] = (FIX, TWO_THREADS)
-FULL_PLAN: tuple[ForkVariant, ...] = (
-    CAUSE,
-    ForkVariant("OMP_NUM_THREADS unset: Lightning picks cores ÷ ranks", None, 2),
-    FIX,
-    ForkVariant("OMP_NUM_THREADS=1 set, torch still on 2 threads: the ranks inherit 2", 1, 2),
-    TWO_THREADS,
-)
+LIGHTNING_DEFAULT = ForkVariant("OMP_NUM_THREADS unset: Lightning picks cores ÷ ranks", None, 2)
+ENV_ONLY = ForkVariant("OMP_NUM_THREADS=1 set, torch still on 2 threads: the ranks inherit 2", 1, 2)
+FAST_PLAN: tuple[ForkVariant, ...] = (CAUSE, FIX, TWO_THREADS)
+FULL_PLAN: tuple[ForkVariant, ...] = (CAUSE, LIGHTNING_DEFAULT, FIX, ENV_ONLY, TWO_THREADS)
 
 
 @dataclass(frozen=True)
@@ -72,11 +70,17 @@ class ForkRun:
     lines: tuple[str, ...]
 
     @property
+    def pool_started(self) -> str:
+        """Whether the notebook had run OpenMP's pool before this fork, as the run reported it: yes, no or ?."""
+        found = [line.rsplit(": ", 1)[1] for line in self.lines if line.startswith("parent: OpenMP pool started")]
+        return found[-1] if found else "?"
+
+    @property
     def rank_threads(self) -> tuple[int, ...]:
         """Threads each rank reported when it started (``rank r: started, n thread(s)``)."""
         return tuple(int(line.split("started, ")[1].split()[0]) for line in self.lines if ": started, " in line)
 
-    def row(self) -> tuple[str, str, str]:
+    def row(self) -> tuple[str, str, str, str]:
         threads = ", ".join(map(str, self.rank_threads)) or "?"
         if self.outcome == "finished":
             what = f"finished in {self.seconds:.1f} s"
@@ -85,7 +89,10 @@ class ForkRun:
             what = f"HUNG after '{last}': killed"
         else:
             what = "failed: " + (self.lines[-1] if self.lines else "no output")
-        return self.variant.label, threads, what
+        return self.variant.label, self.pool_started, threads, what
+
+
+HEADERS = ("variant", "OpenMP ran before the fork", "threads per rank", "outcome")
 
 
 @dataclass(frozen=True)
@@ -97,18 +104,21 @@ class ForkCheck:
     stall_s: float
 
     def _notes(self) -> list[str]:
-        return [f"Each variant: a fresh interpreter prepares data and runs a ddp_fork fit on 2 CPU processes. This "
+        return [f"One fresh interpreter runs the variants in order, each a ddp_fork fit on 2 CPU processes. This "
                 f"machine has {self.cores} usable core(s), so Lightning's own choice is {max(1, self.cores // 2)} "
                 f"thread(s) per rank. A run silent for {self.stall_s:g} s was killed with its process group (a "
                 "healthy rank here prints its first step within a second or two)."]
 
     def __str__(self) -> str:
-        table = text_table(("variant", "threads per rank", "outcome"), [r.row() for r in self.runs])
+        table = text_table(HEADERS, [r.row() for r in self.runs])
         return "\n".join(["Forking after OpenMP: ddp_fork on CPU", table, *self._notes()])
+
+    def _repr_pretty_(self, p, cycle: bool) -> None:
+        p.text(str(self))
 
     def _repr_html_(self) -> str:
         notes = "".join(f"<p>{html.escape(n)}</p>" for n in self._notes())
-        return html_table(("variant", "threads per rank", "outcome"), [r.row() for r in self.runs],
+        return html_table(HEADERS, [r.row() for r in self.runs],
                           caption="Forking after OpenMP: ddp_fork on CPU") + notes
 
 
@@ -121,10 +131,9 @@ _KEEP = ("parent:", "rank ", "variant ", "All distributed processes registered",
 
 
 def _session(variants: list[ForkVariant], stall_s: float, start_s: float) -> list[ForkRun]:
-    """Run ``variants`` (same prep_threads) in one interpreter until one hangs; the rest are left to the caller."""
-    plan = [(v.omp_num_threads, v.fit_threads) for v in variants]
-    code = ("from gpulab.lightning.runtime import fork_fit_check; "
-            f"fork_fit_check({variants[0].prep_threads}, {plan!r})")
+    """Run ``variants`` in order in one interpreter until one hangs; the rest are left to the caller."""
+    plan = [(v.work_threads, v.omp_num_threads, v.fit_threads) for v in variants]
+    code = f"from gpulab.lightning.runtime import fork_fit_check; fork_fit_check({plan!r})"
     env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
     env["PYTHONPATH"] = os.pathsep.join([str(_ROOT), *filter(None, [env.get("PYTHONPATH")])])
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
@@ -165,20 +174,17 @@ def _session(variants: list[ForkVariant], stall_s: float, start_s: float) -> lis
 
 
 def fork_check(plan: tuple[ForkVariant, ...] = FAST_PLAN, *, stall_s: float = 8.0, start_s: float = 180.0) -> ForkCheck:
-    """Run each variant of ``plan`` (``FAST_PLAN``: the fix and the hang; ``FULL_PLAN``: also the cause and the
-    traps) and report which finished and which hung. ``start_s`` bounds the interpreter's start (importing torch and
+    """Run each variant of ``plan`` (``FAST_PLAN``: no pool, the fix, the hang; ``FULL_PLAN``: also Lightning's own
+    choice and the trap of setting only the variable) and report which finished and which hung. ``start_s`` bounds the interpreter's start (importing torch and
     Lightning); ``stall_s`` is the silence taken for a hang."""
     if not plan:
         raise ValueError("plan is empty: pass variants to run, e.g. gpulab.lightning.forkcheck.FAST_PLAN.")
     if stall_s <= 0 or start_s <= 0:
         raise ValueError(f"stall_s={stall_s} and start_s={start_s} must be positive seconds.")
     runs: list[ForkRun] = []
-    while len(runs) < len(plan):
-        rest = list(plan[len(runs):])
-        same = [v for v in rest[: next((i for i, v in enumerate(rest) if v.prep_threads != rest[0].prep_threads),
-                                       len(rest))]]
-        done = _session(same, stall_s, start_s)
+    while len(runs) < len(plan):  # after a hang, a fresh interpreter runs the rest
+        done = _session(list(plan[len(runs):]), stall_s, start_s)
         runs += done
-        if done and done[-1].outcome == "failed":
+        if not done or done[-1].outcome == "failed":
             break
     return ForkCheck(tuple(runs), _usable_cores(), stall_s)

@@ -199,29 +199,33 @@ class _PrintProgress(lightning.Callback):
         _say(f"rank {trainer.global_rank}: finished")
 
 
-def fork_fit_check(prep_threads: int, variants: list[tuple[int | None, int]], devices: int = 2,
-                   samples: int = 256) -> None:
-    """The child side of ``gpulab.lightning.forkcheck``, run in a fresh interpreter: prepare data and a model and do
-    CPU work on ``prep_threads`` threads, as a notebook does; then, for each (OMP_NUM_THREADS, torch threads) variant,
-    a ``ddp_fork`` fit on ``devices`` CPU processes, printing how far each rank gets."""
+def fork_fit_check(variants: list[tuple[int, int | None, int]], devices: int = 2, samples: int = 256) -> None:
+    """The child side of ``gpulab.lightning.forkcheck``, run in a fresh interpreter. Data and models are prepared on
+    one thread (no OpenMP pool yet); then, per (work threads, OMP_NUM_THREADS, fit threads) variant: CPU work as a
+    notebook does on that many threads, and a ``ddp_fork`` fit on ``devices`` CPU processes that says how far each
+    rank gets."""
     from torch.utils.data import DataLoader, TensorDataset
 
     from ..workload.digits import load_digits
 
-    torch.set_num_threads(prep_threads)
+    torch.set_num_threads(1)
     x, y = load_digits().train.tensors
-    a = torch.randn(400, 400)
-    (a @ a).sum()  # the notebook's CPU work: on more than one thread it starts OpenMP's thread pool in this process
     loader = DataLoader(TensorDataset(x[:samples], y[:samples]), batch_size=32)
     models = [DigitsClassifier(hidden=256) for _ in variants]
-    _say(f"parent: ready, CPU work done on {prep_threads} thread(s)")
-    for k, ((omp, fit_threads), model) in enumerate(zip(variants, models)):
+    pool_started = False
+    _say("parent: ready")
+    for k, ((work_threads, omp, fit_threads), model) in enumerate(zip(variants, models)):
+        torch.set_num_threads(work_threads)
+        a = torch.randn(400, 400)
+        (a @ a).sum()  # the notebook's CPU work: on two or more threads it starts OpenMP's thread pool here
+        pool_started = pool_started or work_threads > 1
         if omp is None:
             os.environ.pop("OMP_NUM_THREADS", None)
         else:
             os.environ["OMP_NUM_THREADS"] = str(omp)
         torch.set_num_threads(fit_threads)
         _say(f"variant {k}: begin")
+        _say(f"parent: OpenMP pool started before the fork: {'yes' if pool_started else 'no'}")
         start = time.perf_counter()
         trainer = lightning.Trainer(accelerator="cpu", devices=devices, strategy="ddp_fork", max_epochs=1,
                                     callbacks=[_PrintProgress()], logger=False, enable_checkpointing=False,

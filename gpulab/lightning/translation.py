@@ -36,6 +36,10 @@ class Change:
     def row(self) -> tuple[str, str, str, str]:
         return self.old, self.new, self.removed_in or "—", self.reason
 
+    def __str__(self) -> str:
+        when = f"[removed in {self.removed_in}]" if self.removed_in else f"[{self.status}]"
+        return f"{self.old}  →  {self.new}  {when}\n    {self.reason}"
+
 
 @dataclass(frozen=True)
 class Translation:
@@ -112,8 +116,7 @@ class Translation:
     def __str__(self) -> str:
         lines = [self._heading(), self._verdict(), ""]
         for c in self.changes:
-            removed = f"  [removed in {c.removed_in}]" if c.removed_in else f"  [{c.status}]"
-            lines += [f"  {c.old}  →  {c.new}{removed}", f"      {c.reason}"]
+            lines += ["  " + line for line in str(c).splitlines()]
         if not self.changes:
             lines.append("  nothing to change")
         lines += ["", "Today:", *("  " + line for line in self.code.splitlines())]

@@ -39,6 +39,9 @@ class AutotuneComparison(TableView):
         """Off ÷ on with a new shape every step: below 1 when autotuning every new shape costs more than it saves."""
         return self.varying_off.median_s / self.varying_on.median_s
 
+    def _repr_pretty_(self, p, cycle: bool) -> None:  # IPython's text/plain: the table, not the fields
+        p.text(str(self))
+
     def table(self) -> Table:
         rows = [("fixed shape", format_seconds(self.fixed_off.median_s), format_seconds(self.fixed_on.median_s),
                  f"{self.fixed_speedup:.2f}×"),

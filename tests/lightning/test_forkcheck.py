@@ -8,7 +8,7 @@ import pytest
 
 pytest.importorskip("lightning")
 
-from gpulab.lightning.forkcheck import CAUSE, FIX, TWO_THREADS, ForkVariant, fork_check  # noqa: E402
+from gpulab.lightning.forkcheck import CAUSE, ENV_ONLY, FIX, TWO_THREADS, ForkVariant, fork_check  # noqa: E402
 
 
 def _leftovers() -> list[str]:
@@ -17,15 +17,16 @@ def _leftovers() -> list[str]:
 
 
 def test_forked_ranks_hang_after_openmp_and_the_fix_and_the_cause_hold():
-    check = fork_check((CAUSE, FIX, TWO_THREADS), stall_s=10.0)
-    outcomes = {r.variant: r for r in check.runs}
-    assert outcomes[CAUSE].outcome == "finished" and outcomes[CAUSE].rank_threads == (2, 2)
-    assert outcomes[FIX].outcome == "finished" and outcomes[FIX].rank_threads == (1, 1)
-    hung = outcomes[TWO_THREADS]
-    assert hung.outcome == "hung" and hung.rank_threads == (2, 2)
-    assert not any("first step done" in line for line in hung.lines)  # stuck before any rank finished a step
+    check = fork_check((CAUSE, FIX, ENV_ONLY, TWO_THREADS), stall_s=10.0)
+    runs = {r.variant: r for r in check.runs}
+    assert [r.variant for r in check.runs] == [CAUSE, FIX, ENV_ONLY, TWO_THREADS]
+    assert (runs[CAUSE].outcome, runs[CAUSE].pool_started, runs[CAUSE].rank_threads) == ("finished", "no", (2, 2))
+    assert (runs[FIX].outcome, runs[FIX].pool_started, runs[FIX].rank_threads) == ("finished", "yes", (1, 1))
+    for hung in (runs[ENV_ONLY], runs[TWO_THREADS]):  # the second in a fresh interpreter, after its own CPU work
+        assert (hung.outcome, hung.pool_started, hung.rank_threads) == ("hung", "yes", (2, 2))
+        assert not any("first step done" in line for line in hung.lines)  # stuck before any rank finished a step
     assert "HUNG after" in str(check) and "<table" in check._repr_html_()
-    assert _leftovers() == []  # the stuck interpreter and its forked ranks were killed
+    assert _leftovers() == []  # the stuck interpreters and their forked ranks were killed
 
 
 def test_an_interpreter_that_cannot_start_is_reported_as_failed(monkeypatch):
@@ -37,7 +38,7 @@ def test_an_interpreter_that_cannot_start_is_reported_as_failed(monkeypatch):
 
 @pytest.mark.parametrize("kwargs, match", [
     ({"fit_threads": 0}, "fit_threads=0: a number of threads"),
-    ({"prep_threads": True}, "prep_threads=True"),
+    ({"work_threads": True}, "work_threads=True"),
     ({"omp_num_threads": 0}, "omp_num_threads=0"),
 ])
 def test_bad_variants_are_refused(kwargs, match):
