@@ -4,6 +4,7 @@
 happened to each old flag and when (checked against Lightning's own sources and changelog); ``flags.py`` translates an
 old call into today's, with ``devices.py`` and ``strategy.py`` for those two choices and ``draft.py`` for the
 translation being built; ``translation.py`` is the result a learner reads. ``runtime.py`` is the one module that
-imports Lightning: the monitor callback and the step from a translation to real ``Trainer`` arguments.
-Taught in ``notebooks/06_lightning.ipynb``.
+imports Lightning: the monitor callback, the step from a translation to real ``Trainer`` arguments and the child side
+of ``forkcheck.py``, which reproduces the ``ddp_fork`` hang after OpenMP in interpreters it can kill; ``relay.py``
+carries a forked rank 0's steps to the notebook's monitor. Taught in ``notebooks/06_lightning.ipynb``.
 """

@@ -62,6 +62,7 @@ def translate_devices(w: Draft) -> None:
                                "train on the CPU write accelerator='cpu' (devices=1 by default).")
     if gpus is not _MISSING:
         w.gpu_request = parse_gpus(gpus)
+        w.old_device_flag = True
         if w.gpu_request is not None and accelerator not in (None, "auto", *GPU_ACCELERATORS):
             raise TranslationError(f"gpus={gpus!r} asks for GPUs but accelerator={accelerator!r} for another device; "
                                    "old releases resolved that differently. Say which device you mean.")
@@ -92,6 +93,7 @@ def translate_devices(w: Draft) -> None:
         if isinstance(processes, bool) or not isinstance(processes, int) or processes < 1:
             raise TranslationError(f"num_processes={processes!r}: it took a number of CPU processes, an int ≥ 1.")
         w.cpu_processes = processes
+        w.old_device_flag = True
         w.front.update(accelerator="cpu", devices=processes)
         w.change(fmt("num_processes", processes), f"accelerator='cpu', devices={processes}", "removed",
                  "processes on CPU cores are devices of the CPU accelerator", removal("num_processes"))

@@ -34,6 +34,7 @@ class Draft:
         self.notes: list[str] = []
         self.gpu_request: object = None  # None: the CPU; an int n > 0; -1 (every GPU); a list of indices
         self.cpu_processes = 1
+        self.old_device_flag = False  # the devices came from gpus= or num_processes= (1.x defaults applied)
 
     def change(self, old: str, new: str, status: str, reason: str, removed: str | None = None) -> None:
         self.changes.append(Change(old, new, status, reason, removed))

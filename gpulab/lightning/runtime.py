@@ -136,7 +136,8 @@ class MonitorCallback(lightning.Callback):
         self._role = self._choose_role(trainer)
         if self._role == "own":
             self.monitor = Monitor(self.title, **self.monitor_options).start()
-        self._mark(f"fit starts: {trainer.world_size} process(es), {trainer.strategy.__class__.__name__}")
+        n = trainer.world_size
+        self._mark(f"fit: {n} process{'es' if n > 1 else ''}")
 
     def on_train_start(self, trainer: lightning.Trainer, pl_module: lightning.LightningModule) -> None:
         if self._role == "relay":

@@ -34,7 +34,7 @@ def translate_strategy(w: Draft) -> None:
     several = count is None or count > 1
     default = "ddp_notebook" if w.notebook else "ddp"
     if not sources:
-        if several:
+        if several and w.old_device_flag:  # a call written for 1.x got 1.x's default; today's may differ
             w.front["strategy"] = default
             where = ("in a notebook 2.x picks ddp_fork (the same as ddp_notebook)" if w.notebook else
                      "2.x picks ddp, which re-runs the script once per device")

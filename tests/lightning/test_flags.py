@@ -69,6 +69,12 @@ def test_single_device_ddp_is_kept_with_a_note_and_dp_on_one_device_is_dropped()
     assert "strategy" not in dp.kwargs and dp.changes[-1].new == "(dropped)"
 
 
+def test_a_call_in_todays_style_gets_no_old_default_added():
+    t = translate_trainer(accelerator="gpu", devices=2, max_epochs=1)
+    assert t.kwargs == {"accelerator": "gpu", "devices": 2, "max_epochs": 1} and t.changes == ()
+    assert t.error_today is None
+
+
 def test_no_device_flag_gets_a_note_about_todays_default():
     t = translate_trainer(max_epochs=3)
     assert t.kwargs == {"max_epochs": 3} and t.changes == () and "accelerator='auto'" in t.notes[0]
