@@ -155,3 +155,16 @@ def test_what_lightnings_device_stats_monitor_logs_on_a_cpu(loader, tmp_path):
     assert stats == {"cpu_percent", "cpu_vm_percent", "cpu_swap_percent"}  # no samples/s, no GPU utilisation
     with pytest.raises(Exception, match=r"Cannot use `DeviceStatsMonitor` callback with `Trainer\(logger=False\)`"):
         _fit(loader, [DeviceStatsMonitor()], tmp_path)
+
+
+def test_the_relay_drops_lines_once_its_monitor_has_stopped_and_cannot_be_pickled():
+    from gpulab.lightning.relay import StepRelay
+
+    with monitor("short", show=False, interval_s=0.05) as mon:
+        relay = StepRelay(mon, ack_timeout_s=0.5)
+        with pytest.raises(TypeError, match="only in processes forked from the one that made it"):
+            pickle.dumps(relay)
+    relay.join(2)
+    relay.send_step(32)  # a rank forked after this point would write into closed (maybe reused) descriptors
+    assert relay.dropped == 1 and relay.finish() is False
+    assert _our_threads() == []

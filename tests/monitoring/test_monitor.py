@@ -313,6 +313,20 @@ def test_time_counts_from_start_not_from_construction():
     assert mon.history.times()[0] == pytest.approx(0.0, abs=1.0)
 
 
+def test_restarting_the_step_clock_keeps_set_up_out_of_the_first_step():
+    """A loop that starts after set-up inside the block (a Lightning fit's sanity check) restarts the step clock."""
+    clock = FakeClock()
+    with monitor(reader=SimulatedGpuReader(None), clock=clock, sleep=lambda s: time.sleep(0.01), show=False) as mon:
+        clock.advance(5.0)  # set-up: not a step
+        mon.restart_step_clock()
+        for _ in range(4):
+            clock.advance(0.25)
+            mon.step(samples=8)
+    assert mon.summary().mean_step_time_s == pytest.approx(0.25)
+    with pytest.raises(RuntimeError, match=r"mon.restart_step_clock\(\) was called on a monitor that is stopped"):
+        mon.restart_step_clock()
+
+
 def test_show_false_in_jupyterlab_shows_nothing(monkeypatch, ipython_shell):
     """A monitor with ``show=False`` (chapter 05 times training with it) must leave no widget in the output: a live
     image would stay behind, blank or frozen, once per run, because only ``show`` replaces it at the end."""
