@@ -17,7 +17,8 @@ _MISSING = object()
 
 def parse_gpus(value: object) -> object:
     """``gpus=`` as Lightning 1.5-1.9 read it → None (CPU), n > 0, -1 or a list of indices; never-valid → error."""
-    if value is None or value == 0 and not isinstance(value, bool) or value in ("0", "[]") or value == []:
+    if value is None or (type(value) is int and value == 0) or (isinstance(value, (list, tuple)) and not value) \
+            or (isinstance(value, str) and value.strip() in ("0", "[]")):
         return None
     if isinstance(value, bool):
         raise TranslationError(f"gpus={value}: a bool never meant anything to Lightning (it raised 'Device IDs (GPU/"
@@ -49,11 +50,12 @@ def parse_gpus(value: object) -> object:
 
 
 def translate_devices(w: Draft) -> None:
+    """Today's ``accelerator=`` / ``devices=`` from the old device flags, or a ``TranslationError`` when they clash."""
     old = w.old
     gpus, processes = old.get("gpus", _MISSING), old.get("num_processes", _MISSING)
     accelerator, devices = old.get("accelerator"), old.get("devices", _MISSING)
     if isinstance(accelerator, str) and accelerator.lower() not in ACCELERATORS | {"auto", "gpu"}:
-        accelerator = None  # an old strategy name; _strategy deals with it
+        accelerator = None  # an old strategy name: strategy.py deals with it
     if gpus is not _MISSING and processes is not _MISSING:
         raise TranslationError("gpus= and num_processes= both set the device count; Lightning 1.7-1.9 only warned "
                                "'more than one device specific flag has been set'. Keep the one you mean.")

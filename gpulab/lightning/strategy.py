@@ -17,6 +17,7 @@ _SOURCE_HISTORY = {"accelerator": "accelerator='ddp'", "distributed_backend": "d
 
 
 def translate_strategy(w: Draft) -> None:
+    """Today's ``strategy=`` from wherever the old call chose it (or the old default for several devices)."""
     sources = [(flag, w.old[flag]) for flag in ("strategy", "distributed_backend")
                if w.old.get(flag) not in (None, "auto")]
     accelerator = w.old.get("accelerator")

@@ -122,6 +122,7 @@ def test_num_processes_and_distributed_backend():
     ({"gpus": -2}, "never valid"),
     ({"gpus": True}, "a bool never meant anything"),
     ({"gpus": 1.5}, "float never worked"),
+    ({"gpus": 0.0}, "float never worked"),
     ({"gpus": "first"}, "a string must be a count"),
     ({"gpus": [0, 0]}, "names a GPU twice"),
     ({"gpus": [0, -1]}, "negative index"),
