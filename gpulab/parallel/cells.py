@@ -24,8 +24,13 @@ _PROVIDED = {"rank", "local_rank", "world_size"}
 _cells_run = 0
 
 
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # argparse would print usage and exit the kernel
+        raise ValueError(message)
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="%%ranks", add_help=False, exit_on_error=False)
+    p = _Parser(prog="%%ranks", add_help=False, exit_on_error=False)
     p.add_argument("nprocs", type=int)
     p.add_argument("--timeout", type=float, default=60.0)
     p.add_argument("--threads", type=int, default=None)
@@ -47,12 +52,14 @@ def ranks_cell(line: str, cell: str, user_ns: dict[str, Any]) -> Any:
     tree = ast.parse(cell)  # a syntax error shows here, in the notebook, with the cell's line
     _cells_run += 1
     filename = f"<%%ranks cell {_cells_run}>"
-    lines = cell.splitlines(keepends=True)
-    linecache.cache[filename] = (len(cell), None, lines, filename)  # shipped to the ranks for their tracebacks
+    # The rank runs the cell below a blank first line, so that its line numbers are the notebook cell's (whose
+    # first line is `%%ranks ...`); linecache gets the cell as the notebook shows it, for the ranks' tracebacks.
+    lines = [f"%%ranks {line.strip()}\n", *cell.splitlines(keepends=True)]
+    linecache.cache[filename] = (sum(map(len, lines)), None, lines, filename)
     shipped = _variables_read(tree, user_ns)
     from .launcher import launch
 
-    return launch(run_cell, opts.nprocs, args=(cell, filename, shipped), all_ranks=opts.all, timeout_s=opts.timeout,
+    return launch(run_cell, opts.nprocs, args=("\n" + cell, filename, shipped), all_ranks=opts.all, timeout_s=opts.timeout,
                   threads_per_rank=opts.threads)
 
 

@@ -56,7 +56,7 @@ class RankFailure:
         if self.signal_name:
             return f"was killed by signal {self.signal_name} (exit code {self.exitcode})"
         if self.exitcode is None:
-            return "was stopped by the launcher"
+            return "raised nothing (stopped by the launcher if still running)"
         return f"exited with code {self.exitcode} without raising an exception"
 
 

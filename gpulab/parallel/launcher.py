@@ -43,7 +43,8 @@ from .worker import RankPlan, pack, run_rank, unpack
 __all__ = ["launch", "LaunchStats", "last_launch", "choose_backend", "default_threads_per_rank"]
 
 _POLL_S = 0.01  # how often the wait loop looks at the ranks and copies their output
-_STOP_GRACE_S = 5  # after SIGTERM, how long a rank gets before SIGKILL
+_STOP_GRACE_S = 5
+_EXIT_CODES_GRACE_S = 1.0  # after SIGTERM, how long a rank gets before SIGKILL
 _QUIET_LOGGERS = ("torch.distributed.elastic.multiprocessing.api", "torch.distributed.elastic.multiprocessing.errors",
                   "torch.multiprocessing.spawn")
 _last: LaunchStats | None = None
@@ -108,7 +109,8 @@ def launch(fn: Callable[..., Any], nprocs: int = 2, args: tuple = (), kwargs: di
     root = tempfile.mkdtemp(prefix="gpulab-launch-")
     logs = RankLogs(root)
     files = logs.files(nprocs)
-    envs = {r: _torchrun_env(r, nprocs, store.port, threads) for r in range(nprocs)}
+    run_id = uuid.uuid4().hex[:12]
+    envs = {r: _torchrun_env(r, nprocs, store.port, threads, run_id) for r in range(nprocs)}
     sources = _notebook_sources()
     plans = {r: (payload, RankPlan({**os.environ, **envs[r]}, threads, chosen_backend, timeout_s, *files[r],
                                    redirect_in_python=sys.platform in ("darwin", "win32"), sources=sources))
@@ -203,13 +205,13 @@ def _pack_call(fn: Callable[..., Any], args: tuple, kwargs: dict[str, Any]) -> b
                         f"and live connections cannot be copied — create them inside the function instead.") from e
 
 
-def _torchrun_env(rank: int, nprocs: int, port: int, threads: int) -> dict[str, str]:
+def _torchrun_env(rank: int, nprocs: int, port: int, threads: int, run_id: str) -> dict[str, str]:
     """The variables torchrun's agent sets for a worker on one node (``LocalElasticAgent._start_workers``)."""
     return {"RANK": str(rank), "LOCAL_RANK": str(rank), "GROUP_RANK": "0", "ROLE_RANK": str(rank),
             "ROLE_NAME": "default", "LOCAL_WORLD_SIZE": str(nprocs), "WORLD_SIZE": str(nprocs),
             "GROUP_WORLD_SIZE": "1", "ROLE_WORLD_SIZE": str(nprocs), "MASTER_ADDR": "127.0.0.1",
             "MASTER_PORT": str(port), "TORCHELASTIC_RESTART_COUNT": "0", "TORCHELASTIC_MAX_RESTARTS": "0",
-            "TORCHELASTIC_RUN_ID": uuid.uuid4().hex[:12], "TORCHELASTIC_USE_AGENT_STORE": "True",
+            "TORCHELASTIC_RUN_ID": run_id, "TORCHELASTIC_USE_AGENT_STORE": "True",
             "TORCH_NCCL_ASYNC_ERROR_HANDLING": os.environ.get("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1"),
             "OMP_NUM_THREADS": str(threads)}
 
@@ -233,15 +235,17 @@ def _notebook_sources(limit_bytes: int = 1 << 20) -> dict[str, list[str]]:
 
 def _wait(ctx: Any, relay: OutputRelay) -> RunProcsResult:
     pids = list(ctx.pids().values())
+    all_gone_at = None
     while True:
         result = ctx.wait(0)
         relay.pump()
         if result is not None:
             return result
-        if not any(_alive(p) for p in pids):  # every rank ended, yet not all returned: interrupted or os._exit(0)
-            result = ctx.wait(0)
-            if result is not None:
-                return result
+        # Every rank ended, yet not all returned: a rank swallowed SIGINT or called os._exit(0). elastic would wait
+        # for those return values forever; the exit codes reach elastic a moment after the processes are gone.
+        if all_gone_at is None and not any(_alive(p) for p in pids):
+            all_gone_at = time.monotonic()
+        if all_gone_at is not None and time.monotonic() - all_gone_at > _EXIT_CODES_GRACE_S:
             raise RuntimeError("every rank ended without returning from the function (exit code 0): a rank was "
                                "interrupted (SIGINT) or called os._exit(0). Nothing to bring back.")
         time.sleep(_POLL_S)

@@ -86,6 +86,9 @@ class OutputRelay:
             for raw in lines:
                 self._emit(src, raw)
             copied += len(lines)
+        if copied:  # live: a notebook sends the lines now, a pipe (a script's log) gets them now
+            for stream in (self._out or sys.stdout, self._err or sys.stderr):
+                stream.flush()
         self.lines_copied += copied
         return copied
 
