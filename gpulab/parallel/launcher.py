@@ -134,6 +134,8 @@ def launch(fn: Callable[..., Any], nprocs: int = 2, args: tuple = (), kwargs: di
             root_cause, others = read_failures(result.failures, {r: os.path.join(root, str(r), "error.json")
                                                                   for r in range(nprocs)})
             hint = hint_for(root_cause.error + root_cause.traceback, timeout_s=timeout_s, backend=chosen_backend)
+            if not root_cause.error and root_cause.exitcode == 1 and method != "fork":
+                hint = hint or _unguarded_script_hint()
             raise RankFailed(root_cause, others, nprocs, hint, relay.recent_lines(root_cause.rank)) from None
         values = [result.return_values[r] for r in range(nprocs)]
         missing = [r for r, v in enumerate(values) if v is None]
@@ -194,6 +196,17 @@ def _check(fn: Any, nprocs: Any, args: Any, kwargs: Any, timeout_s: Any, threads
                          f"{timeout_s!r}.")
     if threads is not None and (not isinstance(threads, int) or isinstance(threads, bool) or threads < 1):
         raise ValueError(f"threads_per_rank is a whole number ≥ 1 (or None for cores ÷ ranks); got {threads!r}.")
+
+
+def _unguarded_script_hint() -> str:
+    """Ranks re-import the main script before running anything (multiprocessing's rule for spawn and forkserver)."""
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    if not path:
+        return ""
+    return (f"Hint: each rank first re-imports your script {os.path.basename(path)!r}, so a launch at its top level "
+            f"runs again inside every rank and fails there (the rank's message went to the terminal). Put the code "
+            f"that launches under `if __name__ == \"__main__\":`.")
 
 
 def _pack_call(fn: Callable[..., Any], args: tuple, kwargs: dict[str, Any]) -> bytes:
