@@ -50,25 +50,29 @@ class RankSpeedup(TableView):
                      title=f"digits MLP, {self.device}, {self.cores} usable cores", notes=notes)
 
 
-def train_rate(batch_size: int, epochs: int, ddp: bool, device: str = "cpu") -> tuple[int, float]:
-    """In a rank: train ``mlp()`` on the digits, the first epoch untimed; return (samples, seconds) of the rest."""
+def train_rate(batch_size: int, epochs: int, ddp: bool, device: str = "cpu", images: int | None = None
+               ) -> tuple[int, float]:
+    """In a rank: train ``mlp()`` on the digits (the first ``images`` of them), the first epoch untimed; return
+    (samples, seconds) of the rest."""
     import torch
     import torch.distributed as dist
-    from torch.utils.data import DataLoader, DistributedSampler, RandomSampler
+    from torch.utils.data import DataLoader, DistributedSampler, RandomSampler, Subset
 
     from ..workload import load_digits, mlp
 
-    data = load_digits()
+    train = load_digits().train
+    if images is not None:
+        train = Subset(train, range(min(images, len(train))))
     model = mlp().to(device)
     if ddp:
-        sampler = DistributedSampler(data.train, seed=0)
+        sampler = DistributedSampler(train, seed=0)
         ids = [torch.device(device).index or 0] if device.startswith("cuda") else None
         model = torch.nn.parallel.DistributedDataParallel(model, device_ids=ids)
     else:
-        sampler = RandomSampler(data.train)
+        sampler = RandomSampler(train)
         if device.startswith("cuda"):
             model = torch.nn.DataParallel(model)
-    loader = DataLoader(data.train, batch_size=batch_size, sampler=sampler)
+    loader = DataLoader(train, batch_size=batch_size, sampler=sampler)
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     samples, t0 = 0, time.perf_counter()
     for epoch in range(epochs + 1):
@@ -89,9 +93,12 @@ def train_rate(batch_size: int, epochs: int, ddp: bool, device: str = "cpu") -> 
     return samples, time.perf_counter() - t0
 
 
-def rank_speedup(batch_sizes: Sequence[int] = (32, 128), *, epochs: int = 2, device: str = "cpu",
-                 cores: int | None = None) -> RankSpeedup:
-    """Measure one process and DDP on 1 and 2 ranks at each batch size (per rank), side by side."""
+def rank_speedup(batch_sizes: Sequence[int] = (32, 128), *, epochs: int = 2, images: int | None = None,
+                 device: str = "cpu", cores: int | None = None) -> RankSpeedup:
+    """Measure one process and DDP on 1 and 2 ranks at each batch size (per rank), side by side.
+
+    ``images`` trains on the first that many digits only (the quick version of a chapter); None: all 1,437.
+    """
     from ..machine.host import host_info
     from .launcher import launch
 
@@ -99,6 +106,9 @@ def rank_speedup(batch_sizes: Sequence[int] = (32, 128), *, epochs: int = 2, dev
         raise ValueError(f"device is 'cpu' or 'cuda' (each rank then gets its own GPU); got {device!r}.")
     if not batch_sizes or any(not isinstance(b, int) or b < 1 for b in batch_sizes):
         raise ValueError(f"batch_sizes are whole numbers of images per rank and step, ≥ 1; got {batch_sizes!r}.")
+    if images is not None and (not isinstance(images, int) or images < 2 * max(batch_sizes)):
+        raise ValueError(f"images must leave each of 2 ranks at least one full batch: ≥ {2 * max(batch_sizes)} for "
+                         f"batch {max(batch_sizes)}; got {images!r}.")
     if not isinstance(epochs, int) or epochs < 1:
         raise ValueError(f"epochs is how many timed passes over the data (after one untimed), ≥ 1; got {epochs!r}.")
     cores = cores or host_info().usable_cores
@@ -107,9 +117,10 @@ def rank_speedup(batch_sizes: Sequence[int] = (32, 128), *, epochs: int = 2, dev
         for setup, ranks in (("1 process", 1), ("DDP", 1), ("DDP", 2)):
             threads = cores if setup == "1 process" else 1  # a DDP rank gets one core, as it would get one GPU
             rank_device = "cuda" if device == "cuda" else "cpu"
-            fn_args = (batch, epochs, setup == "DDP", rank_device)
+            fn_args = (batch, epochs, setup == "DDP", rank_device, images)
             if device == "cuda" and setup == "DDP":
-                out = launch(_train_rate_on_own_gpu, ranks, args=fn_args[:3], all_ranks=True, threads_per_rank=threads)
+                out = launch(_train_rate_on_own_gpu, ranks, args=(batch, epochs, True, images), all_ranks=True,
+                             threads_per_rank=threads)
             else:
                 out = launch(train_rate, ranks, args=fn_args, all_ranks=True, threads_per_rank=threads,
                              init_process_group=setup == "DDP")
@@ -119,7 +130,7 @@ def rank_speedup(batch_sizes: Sequence[int] = (32, 128), *, epochs: int = 2, dev
     return RankSpeedup(tuple(rows), cores, device)
 
 
-def _train_rate_on_own_gpu(batch_size: int, epochs: int, ddp: bool) -> tuple[int, float]:
+def _train_rate_on_own_gpu(batch_size: int, epochs: int, ddp: bool, images: int | None) -> tuple[int, float]:
     import os
 
-    return train_rate(batch_size, epochs, ddp, f"cuda:{os.environ['LOCAL_RANK']}")
+    return train_rate(batch_size, epochs, ddp, f"cuda:{os.environ['LOCAL_RANK']}", images)

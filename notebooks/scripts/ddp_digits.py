@@ -30,6 +30,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--epochs", type=int, default=5)
     parser.add_argument("--batch-size", type=int, default=32, help="per process; the global batch is this × WORLD_SIZE")
+    parser.add_argument("--lr", type=float, default=0.05, help="for one process; scaled by WORLD_SIZE (see below)")
     parser.add_argument("--checkpoint", default=os.path.join(tempfile.gettempdir(), "ddp_digits.pt"))
     args = parser.parse_args()
 
@@ -48,7 +49,8 @@ def main() -> None:
     sampler = DistributedSampler(data.train, shuffle=True, seed=0)  # each process gets its own 1/WORLD_SIZE
     loader = DataLoader(data.train, batch_size=args.batch_size, sampler=sampler, pin_memory=device.type == "cuda")
     model = DDP(mlp().to(device), device_ids=[local_rank] if device.type == "cuda" else None)
-    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    # The global batch is batch_size × world_size: scale the one-process learning rate with it (linear scaling).
+    opt = torch.optim.SGD(model.parameters(), lr=args.lr * world_size, momentum=0.9)
 
     samples, t0 = 0, time.perf_counter()
     for epoch in range(args.epochs):
