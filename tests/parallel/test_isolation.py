@@ -185,3 +185,22 @@ def test_a_script_that_launches_without_the_main_guard_is_told_how_to_fix_it(tmp
     assert done.returncode == 1
     assert "each rank first re-imports your script 'train_script.py'" in done.stderr
     assert 'under `if __name__ == "__main__":`' in done.stderr
+
+
+def test_the_macos_and_windows_path_spawns_and_still_relays_output():
+    # There elastic does not redirect file descriptors; the rank opens its log files itself. Shown here by telling
+    # the launcher it runs on macOS (elastic, imported before, still redirects: both must land in the same file).
+    proc = start("""
+    import sys
+    import gpulab.parallel.launcher as L
+    sys.platform = "darwin"
+    def hello():
+        import os
+        print("hello from", os.environ["RANK"])
+        return os.environ["RANK"]
+    print(L.launch(hello, 2, all_ranks=True), L.last_launch().start_method)
+    """)
+    out, err = finish(proc, 240)
+    lines = out.splitlines()
+    assert lines[-1] == "['0', '1'] spawn", err
+    assert sorted(lines[:-1]) == ["[rank 0] hello from 0", "[rank 1] hello from 1"]
