@@ -134,7 +134,7 @@ def launch(fn: Callable[..., Any], nprocs: int = 2, args: tuple = (), kwargs: di
             root_cause, others = read_failures(result.failures, {r: os.path.join(root, str(r), "error.json")
                                                                   for r in range(nprocs)})
             hint = hint_for(root_cause.error + root_cause.traceback, timeout_s=timeout_s, backend=chosen_backend)
-            if not root_cause.error and root_cause.exitcode == 1 and method != "fork":
+            if not root_cause.error and root_cause.exitcode == 1:
                 hint = hint or _unguarded_script_hint()
             raise RankFailed(root_cause, others, nprocs, hint, relay.recent_lines(root_cause.rank)) from None
         values = [result.return_values[r] for r in range(nprocs)]

@@ -204,3 +204,18 @@ def test_the_macos_and_windows_path_spawns_and_still_relays_output():
     lines = out.splitlines()
     assert lines[-1] == "['0', '1'] spawn", err
     assert sorted(lines[:-1]) == ["[rank 0] hello from 0", "[rank 1] hello from 1"]
+
+
+def test_a_fork_server_someone_else_started_is_used_as_it_is():
+    # A DataLoader with multiprocessing_context="forkserver" (say) started Python's one fork server without torch
+    # preloaded: ranks then import torch themselves. Slower, still correct, and the state says so.
+    proc = start("""
+    import multiprocessing as mp
+    import gpulab.parallel.launcher as L
+    from gpulab.parallel.server import server_state
+    p = mp.get_context("forkserver").Process(target=print, args=("someone else's process",))
+    p.start(); p.join()
+    print(L.launch(lambda: 7, 2), server_state().fast)
+    """)
+    out, err = finish(proc, 240)
+    assert out.splitlines()[-1] == "7 False", err
