@@ -9,6 +9,7 @@ subpackage, whose names read as the course's contents:
     gpulab.measure     timing, transfers, the CPU/GPU crossover, memory sizing
     gpulab.monitoring  the live monitor
     gpulab.workload    the digits data, models and training loop the chapters share
+    gpulab.parallel    ranks from a notebook cell (the launcher), DDP speed
     gpulab.lightning   Lightning's old Trainer flags translated, the monitor callback, the fork/OpenMP check
     gpulab.notebook    the %%gpu magic and the shell demo
 
@@ -43,6 +44,8 @@ _EXPORTS: dict[str, str] = {
     "patched_environ": "placement.setter",
     "explain": "placement.explain", "choose_gpus": "placement.selection", "NoFreeGpu": "placement.selection",
     "reserve_gpus": "placement.reservation", "GpuPicker": "placement.picker", "run_shell": "notebook.shell",
+    # 04 DDP: ranks from a notebook cell
+    "launch": "parallel.launcher", "warm_up_launcher": "parallel.server", "rank_speedup": "parallel.speed",
     # 05 live monitor
     "monitor": "monitoring.monitor",
     # 06 Lightning's device flags, then and now

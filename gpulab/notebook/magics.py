@@ -1,5 +1,7 @@
 """IPython cell magics for the chapters: ``%load_ext gpulab`` then ``%%gpu [n]`` at the top of a GPU-only cell.
 
+``%%ranks n`` runs a cell's code in n ranks (``gpulab.parallel.cells``, taught in ``notebooks/04_ddp.ipynb``).
+
 A ``%%gpu 2`` cell runs only where two CUDA GPUs are usable; elsewhere it prints why it was skipped, so a learner on a
 laptop sees the reason in the cell's output instead of a traceback, and "Run All" carries on.
 Cells that use it carry the notebook tag ``gpu`` (or ``multigpu`` for n ≥ 2), which ``make test-gpu`` selects.
@@ -28,4 +30,11 @@ def gpu_cell(line: str, cell: str, shell: Any) -> None:
 
 
 def load_ipython_extension(ipython: Any) -> None:
+    from ..parallel.cells import ranks_cell
+
     ipython.register_magic_function(lambda line, cell: gpu_cell(line, cell, ipython), magic_kind="cell", magic_name="gpu")
+    def ranks(line: str, cell: str) -> Any:
+        __tracebackhide__ = True
+        return ranks_cell(line, cell, ipython.user_ns)
+
+    ipython.register_magic_function(ranks, magic_kind="cell", magic_name="ranks")

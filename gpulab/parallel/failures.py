@@ -1,0 +1,159 @@
+"""When a rank fails: which one started it, what it raised (or which signal killed it), and what to try next.
+
+elastic reports the first failure *observed* and the error file (``error.json``) its ``@record`` wrapper wrote for
+each rank that raised. When one rank raises, the others usually fail a moment later in a collective ("Connection
+closed by peer"): those are consequences. The root cause is the rank whose error file was written first; a rank
+killed by a signal writes none, so it is the root cause when it is the failure elastic saw. Taught in
+``notebooks/04_ddp.ipynb``.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+from dataclasses import dataclass, field
+
+from torch.distributed.elastic.multiprocessing.errors import ChildFailedError, ProcessFailure
+
+__all__ = ["RankFailed", "RankFailure", "read_failures", "hint_for"]
+
+# Frames of the launcher's own plumbing, dropped from the traceback a learner reads.
+_PLUMBING = (os.sep + os.path.join("elastic", "multiprocessing", "errors", "__init__.py"),
+             os.sep + os.path.join("gpulab", "parallel", "worker.py"),
+             os.sep + os.path.join("gpulab", "parallel", "cells.py"))
+_SIGNAL_MEANING = {
+    "SIGKILL": "usually the kernel's out-of-memory killer (look for 'Killed process' in `dmesg`) or a `kill -9`",
+    "SIGSEGV": "a crash in native code (a C/C++/CUDA extension), not in Python",
+    "SIGABRT": "native code aborted (a failed check in a C++ library; its message is in the lines above, if any)",
+    "SIGTERM": "something asked it to stop (a job scheduler, or `kill`)",
+    "SIGBUS": "a bad memory access; in containers often a too-small /dev/shm (docker --shm-size)",
+}
+
+
+@dataclass(frozen=True)
+class RankFailure:
+    """How one rank ended: the exception it raised (with its traceback) or the signal / exit code, and when."""
+
+    rank: int
+    exitcode: int | None  # negative: killed by that signal; None: unknown (stopped after another rank failed)
+    error: str = ""  # "ValueError: boom"; empty when nothing was raised in Python
+    traceback: str = ""
+    written_ns: int | None = None  # when its error file was written (orders the failures)
+
+    @property
+    def signal_name(self) -> str | None:
+        if self.exitcode is None or self.exitcode >= 0:
+            return None
+        try:
+            return signal.Signals(-self.exitcode).name
+        except ValueError:
+            return f"number {-self.exitcode}"
+
+    def summary(self) -> str:
+        if self.error:
+            return f"raised {self.error}"
+        if self.signal_name:
+            return f"was killed by signal {self.signal_name} (exit code {self.exitcode})"
+        if self.exitcode is None:
+            return "raised nothing (stopped by the launcher if still running)"
+        return f"exited with code {self.exitcode} without raising an exception"
+
+
+class RankFailed(ChildFailedError):
+    """A launched function failed in one or more ranks; ``rank`` is where it started, ``failures`` says how each ended.
+
+    It is elastic's ``ChildFailedError`` (what torchrun raises), with a message written for the notebook: the first
+    failing rank, its traceback in your code, the signal if it was killed, what the other ranks did, and a hint.
+    """
+
+    def __init__(self, root: RankFailure, others: list[RankFailure], world_size: int, hint: str = "",
+                 last_lines: list[str] | None = None) -> None:
+        self.name = "launch"
+        self.rank, self.root, self.others, self.world_size, self.hint = root.rank, root, others, world_size, hint
+        self.failures = {f.rank: ProcessFailure(f.rank, 0, f.exitcode or 1, "") for f in [root, *others]}
+        Exception.__init__(self, self._message(last_lines or []))
+
+    def _message(self, last_lines: list[str]) -> str:
+        parts = [f"rank {self.rank} of {self.world_size} {self.root.summary()}"]
+        if self.root.signal_name:
+            meaning = _SIGNAL_MEANING.get(self.root.signal_name, "")
+            parts[0] += f": {meaning}." if meaning else "."
+            parts[0] += " Nothing was raised in Python, so there is no traceback."
+        others = {f.rank: f for f in self.others}
+        rest = [others.get(r, RankFailure(r, None)) for r in range(self.world_size) if r != self.rank]
+        if rest:
+            parts.append("The other ranks: " + "; ".join(f"rank {f.rank} {f.summary()}" for f in rest) + ".")
+        if self.root.traceback:
+            parts.append(f"Traceback in rank {self.rank}:\n{self.root.traceback.rstrip()}")
+        elif last_lines:
+            parts.append(f"Last lines rank {self.rank} wrote to stderr:\n" + "\n".join(last_lines))
+        if self.hint:
+            parts.append(self.hint)
+        return "\n\n".join(parts)
+
+    def __reduce__(self):  # ChildFailedError's signature differs; keep the exception picklable as its message
+        return (RuntimeError, (str(self),))
+
+
+def read_failures(observed: dict[int, ProcessFailure], error_files: dict[int, str]) -> tuple[RankFailure, list[RankFailure]]:
+    """The root cause and the other failures, from elastic's observed failure(s) and every rank's error file."""
+    found: dict[int, RankFailure] = {}
+    for rank, path in error_files.items():
+        if os.path.isfile(path):
+            found[rank] = _from_error_file(rank, path, observed.get(rank))
+    for rank, failure in observed.items():
+        if rank not in found:
+            found[rank] = RankFailure(rank, failure.exitcode)
+    written = [f for f in found.values() if f.written_ns is not None]
+    signalled = [f for f in found.values() if f.signal_name and f.rank in observed and f.written_ns is None]
+    if signalled:  # killed before anyone raised: the others' errors (lost peers) came after
+        root = signalled[0]
+    elif written:
+        root = min(written, key=lambda f: f.written_ns)
+    else:
+        root = found[min(observed)]
+    return root, [f for r, f in sorted(found.items()) if r != root.rank]
+
+
+def _from_error_file(rank: int, path: str, observed: ProcessFailure | None) -> RankFailure:
+    with open(path) as f:
+        data = json.load(f)
+    message = data.get("message", {})
+    if isinstance(message, str):
+        error, tb = message, ""
+    else:
+        error, tb = message.get("message", ""), message.get("extraInfo", {}).get("py_callstack", "")
+    exitcode = observed.exitcode if observed is not None else 1
+    return RankFailure(rank, exitcode, error, _without_plumbing(tb), os.stat(path).st_mtime_ns)
+
+
+def _without_plumbing(tb: str) -> str:
+    """Drop the launcher's own frames (elastic's ``@record`` wrapper, the trampoline) from a formatted traceback."""
+    out, skipping = [], False
+    for line in tb.splitlines():
+        if line.startswith("  File "):
+            skipping = any(p in line for p in _PLUMBING)
+        elif not line.startswith("    "):
+            skipping = False
+        if not skipping:
+            out.append(line)
+    return "\n".join(out)
+
+
+def hint_for(error: str, *, timeout_s: float, backend: str | None) -> str:
+    """What to try next for errors learners meet when launching ranks (empty when there is nothing to add)."""
+    if "initialize the default process group twice" in error:
+        return ("Hint: launch() already called init_process_group in each rank (backend "
+                f"{backend!r}). Guard your own call with `if not dist.is_initialized():` (the same code then runs "
+                "under torchrun), or launch(..., init_process_group=False) to do it yourself.")
+    if "Default process group has not been initialized" in error:
+        return ("Hint: this launch was made with init_process_group=False, so the function must call "
+                "torch.distributed.init_process_group() before its first collective.")
+    if re.search(r"timed? ?out", error, re.IGNORECASE):
+        return (f"Hint: a collective waited {timeout_s:g} s for ranks that never joined it. Every rank must call the "
+                "same collectives in the same order: look for one inside `if rank == 0:`, or a loop that runs a "
+                "different number of times per rank (uneven data). launch(..., timeout_s=...) sets the wait.")
+    if "Connection closed by peer" in error or "Connection reset by peer" in error:
+        return "Hint: another rank ended while this one was talking to it; its own error is the one to read."
+    return ""

@@ -1,0 +1,116 @@
+"""Where the launcher's ranks come from: a process that imported torch and never ran a parallel region, forking each.
+
+Why not the two obvious ways. ``fork`` from the notebook copies a process that has already run CPU work: once the
+kernel has done one multi-threaded matmul, its OpenMP (GNU libgomp) thread pool exists, a forked child inherits the
+pool's state but not its threads, and the child's first multi-threaded op waits forever for threads that are not
+there (accelerate's ``notebook_launcher`` and Lightning's ``ddp_notebook`` hang that way). ``spawn`` starts a fresh
+interpreter per rank: safe, but every rank imports torch again (seconds each).
+
+Python's ``forkserver`` start method sits between them: one fresh interpreter is started once per kernel, imports
+the modules named by ``set_forkserver_preload`` (torch, and the rank trampoline) and then only forks. Its children
+start in milliseconds with torch already imported and an untouched OpenMP runtime, and CUDA was never started there,
+so it works after the notebook used CUDA too. Linux only: macOS and Windows use ``spawn`` (slower, said plainly).
+Taught in ``notebooks/04_ddp.ipynb``.
+"""
+from __future__ import annotations
+
+import multiprocessing
+import multiprocessing.forkserver as _forkserver_module
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["PRELOAD", "ServerState", "choose_start_method", "warm_up_launcher", "server_state", "stop_server"]
+
+PRELOAD = ["torch", "torch.distributed", "gpulab.parallel.worker"]
+
+
+@dataclass(frozen=True)
+class ServerState:
+    """The fork server as this kernel sees it."""
+
+    start_method: str  # "forkserver" on Linux, "spawn" on macOS / Windows
+    pid: int | None  # the server's process id; None until the first launch (or warm_up)
+    preloaded: tuple[str, ...]  # modules the server imports before forking ranks
+
+    @property
+    def fast(self) -> bool:
+        """True when ranks are forked from a server with torch already imported."""
+        return self.start_method == "forkserver" and "torch" in self.preloaded
+
+    def __str__(self) -> str:
+        if self.start_method != "forkserver":
+            return (f"ranks start with {self.start_method!r}: each is a fresh Python that imports torch itself "
+                    f"(seconds per launch; {sys.platform} offers no safe fork)")
+        where = f"server pid {self.pid}" if self.pid else "server not started yet"
+        what = ", ".join(self.preloaded) or "nothing"
+        return f"ranks are forked by a forkserver ({where}) that imported {what}"
+
+    def _repr_html_(self) -> str:
+        from html import escape
+
+        return f"<code>{escape(str(self))}</code>"
+
+
+def choose_start_method(requested: str | None = None) -> str:
+    """``forkserver`` where the platform has it (Linux), otherwise ``spawn``; ``fork`` is refused with the reason."""
+    available = multiprocessing.get_all_start_methods()
+    if requested is None:
+        return "forkserver" if sys.platform.startswith("linux") and "forkserver" in available else "spawn"
+    if requested == "fork":
+        raise ValueError("start_method='fork' is refused: a rank forked from a notebook that already ran CPU work "
+                         "inherits a broken OpenMP thread pool and hangs at its first multi-threaded op (and one "
+                         "forked after CUDA started cannot use CUDA). Use the default (forkserver on Linux) or "
+                         "'spawn'.")
+    if requested not in available:
+        raise ValueError(f"start_method={requested!r} is not available on {sys.platform}; this Python offers "
+                         f"{available}. Leave it out to get the fastest safe one.")
+    return requested
+
+
+def warm_up_launcher() -> ServerState:
+    """Start the fork server now, so that its import of torch (1–3 s) happens while you read the next cell.
+
+    Returns at once: the server imports in its own process. The first ``launch`` waits only for what is left.
+    Does nothing on macOS / Windows (no fork server there).
+    """
+    if choose_start_method() == "forkserver":
+        _ensure_server()
+    return server_state()
+
+
+def server_state() -> ServerState:
+    server = _forkserver_module._forkserver
+    return ServerState(choose_start_method(), server._forkserver_pid, tuple(server._preload_modules or ()))
+
+
+def stop_server() -> None:
+    """Stop this kernel's fork server (it frees the memory of its torch import); the next launch starts another."""
+    _forkserver_module._forkserver._stop()  # multiprocessing's own stop (used by its tests); no public API exists
+
+
+def _ensure_server() -> None:
+    """Start the fork server with torch preloaded, unless one is running already (Python keeps one per process).
+
+    A server that someone else started (a DataLoader with ``multiprocessing_context="forkserver"``, say) is used as
+    it is: ranks then import torch themselves, slower but correct.
+    """
+    server = _forkserver_module._forkserver
+    if server._forkserver_pid is None:
+        multiprocessing.get_context("forkserver").set_forkserver_preload(PRELOAD)
+    # The server runs `python -c ...` with the environment of this moment: make sure it imports *this* gpulab
+    # (a checkout on sys.path rather than the installed copy, say) so that the trampoline it preloads is ours.
+    root = str(Path(__file__).resolve().parents[2])
+    paths = os.environ.get("PYTHONPATH", "")
+    if root in paths.split(os.pathsep):
+        server.ensure_running()
+        return
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (root, paths) if p)
+    try:
+        server.ensure_running()
+    finally:
+        if paths:
+            os.environ["PYTHONPATH"] = paths
+        else:
+            del os.environ["PYTHONPATH"]

@@ -1,0 +1,136 @@
+"""Is DDP faster here? Samples per second of the chapters' digits model: one process, DDP on 1 rank, DDP on 2 ranks.
+
+Each setup trains in processes started by ``launch``: one process uses every usable core as a thread (which is
+also what ``DataParallel`` does without GPUs: it runs the module as it is); a DDP rank gets one core (one thread),
+as it would get one GPU, so 2 ranks use 2 cores. The first epoch warms up and is not timed; then every rank counts its samples and time,
+and the setup's speed is all samples ÷ the slowest rank's time. On GPUs (``device="cuda"``) each rank has its own
+GPU and the one-process row uses ``DataParallel`` over the same GPUs. Taught in ``notebooks/04_ddp.ipynb``.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..core.tables import Table, TableView
+from ..core.units import format_rate
+
+__all__ = ["SpeedRow", "RankSpeedup", "rank_speedup", "train_rate"]
+
+
+@dataclass(frozen=True)
+class SpeedRow:
+    setup: str  # "1 process" (DataParallel on GPUs), "DDP"
+    ranks: int
+    threads_per_rank: int
+    batch_per_rank: int
+    samples_per_s: float
+
+
+@dataclass(frozen=True)
+class RankSpeedup(TableView):
+    """The measured rows, and how many times faster 2 DDP ranks were than 1 at each batch size."""
+
+    rows: tuple[SpeedRow, ...]
+    cores: int
+    device: str
+
+    def ratio(self, batch_per_rank: int, ranks: int = 2) -> float:
+        """DDP on ``ranks`` ranks ÷ DDP on 1 rank, in samples/s, at ``batch_per_rank`` images per rank and step."""
+        speed = {r.ranks: r.samples_per_s for r in self.rows if r.setup == "DDP" and r.batch_per_rank == batch_per_rank}
+        return speed[ranks] / speed[1]
+
+    def table(self) -> Table:
+        rows = [[r.setup, r.ranks, r.threads_per_rank, r.batch_per_rank, format_rate(r.samples_per_s, "samples")]
+                for r in self.rows]
+        batches = sorted({r.batch_per_rank for r in self.rows})
+        notes = [f"batch {b} per rank: 2 DDP ranks ÷ 1 = {self.ratio(b):.2f}×" for b in batches
+                 if {1, 2} <= {r.ranks for r in self.rows if r.setup == "DDP" and r.batch_per_rank == b}]
+        return Table(["setup", "ranks", "threads each", "batch per rank", "speed"], rows,
+                     title=f"digits MLP, {self.device}, {self.cores} usable cores", notes=notes)
+
+
+def train_rate(batch_size: int, epochs: int, ddp: bool, device: str = "cpu", images: int | None = None
+               ) -> tuple[int, float]:
+    """In a rank: train ``mlp()`` on the digits (the first ``images`` of them), the first epoch untimed; return
+    (samples, seconds) of the rest."""
+    import torch
+    import torch.distributed as dist
+    from torch.utils.data import DataLoader, DistributedSampler, RandomSampler, Subset
+
+    from ..workload import load_digits, mlp
+
+    train = load_digits().train
+    if images is not None:
+        train = Subset(train, range(min(images, len(train))))
+    model = mlp().to(device)
+    if ddp:
+        sampler = DistributedSampler(train, seed=0)
+        ids = [torch.device(device).index or 0] if device.startswith("cuda") else None
+        model = torch.nn.parallel.DistributedDataParallel(model, device_ids=ids)
+    else:
+        sampler = RandomSampler(train)
+        if device.startswith("cuda"):
+            model = torch.nn.DataParallel(model)
+    loader = DataLoader(train, batch_size=batch_size, sampler=sampler)
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    samples, t0 = 0, time.perf_counter()
+    for epoch in range(epochs + 1):
+        if epoch == 1:  # after the warm-up epoch, start together
+            if dist.is_initialized():
+                dist.barrier()
+            samples, t0 = 0, time.perf_counter()
+        if ddp:
+            sampler.set_epoch(epoch)
+        for xb, yb in loader:
+            xb, yb = xb.to(device), yb.to(device)
+            opt.zero_grad(set_to_none=True)
+            torch.nn.functional.cross_entropy(model(xb), yb).backward()
+            opt.step()
+            samples += len(xb)
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+    return samples, time.perf_counter() - t0
+
+
+def rank_speedup(batch_sizes: Sequence[int] = (32, 128), *, epochs: int = 2, images: int | None = None,
+                 device: str = "cpu", cores: int | None = None) -> RankSpeedup:
+    """Measure one process and DDP on 1 and 2 ranks at each batch size (per rank), side by side.
+
+    ``images`` trains on the first that many digits only (the quick version of a chapter); None: all 1,437.
+    """
+    from ..machine.host import host_info
+    from .launcher import launch
+
+    if device not in ("cpu", "cuda"):
+        raise ValueError(f"device is 'cpu' or 'cuda' (each rank then gets its own GPU); got {device!r}.")
+    if not batch_sizes or any(not isinstance(b, int) or b < 1 for b in batch_sizes):
+        raise ValueError(f"batch_sizes are whole numbers of images per rank and step, ≥ 1; got {batch_sizes!r}.")
+    if images is not None and (not isinstance(images, int) or images < 2 * max(batch_sizes)):
+        raise ValueError(f"images must leave each of 2 ranks at least one full batch: ≥ {2 * max(batch_sizes)} for "
+                         f"batch {max(batch_sizes)}; got {images!r}.")
+    if not isinstance(epochs, int) or epochs < 1:
+        raise ValueError(f"epochs is how many timed passes over the data (after one untimed), ≥ 1; got {epochs!r}.")
+    cores = cores or host_info().usable_cores
+    rows = []
+    for batch in batch_sizes:
+        for setup, ranks in (("1 process", 1), ("DDP", 1), ("DDP", 2)):
+            threads = cores if setup == "1 process" else 1  # a DDP rank gets one core, as it would get one GPU
+            rank_device = "cuda" if device == "cuda" else "cpu"
+            fn_args = (batch, epochs, setup == "DDP", rank_device, images)
+            if device == "cuda" and setup == "DDP":
+                out = launch(_train_rate_on_own_gpu, ranks, args=(batch, epochs, True, images), all_ranks=True,
+                             threads_per_rank=threads)
+            else:
+                out = launch(train_rate, ranks, args=fn_args, all_ranks=True, threads_per_rank=threads,
+                             init_process_group=setup == "DDP")
+            rate = sum(n for n, _ in out) / max(s for _, s in out)
+            rows.append(SpeedRow(setup if device == "cpu" or setup == "DDP" else "DataParallel", ranks, threads, batch,
+                                 rate))
+    return RankSpeedup(tuple(rows), cores, device)
+
+
+def _train_rate_on_own_gpu(batch_size: int, epochs: int, ddp: bool, images: int | None) -> tuple[int, float]:
+    import os
+
+    return train_rate(batch_size, epochs, ddp, f"cuda:{os.environ['LOCAL_RANK']}", images)

@@ -1,0 +1,146 @@
+"""When ranks fail: real exceptions, real signals, real collective timeouts; the error names the rank and the cause."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+
+import pytest
+import torch
+from torch.distributed.elastic.multiprocessing.errors import ChildFailedError, ErrorHandler, ProcessFailure
+
+from gpulab.parallel.failures import RankFailed, RankFailure, hint_for, read_failures
+from gpulab.parallel.launcher import launch
+
+
+def rank_one_raises():
+    import torch.distributed as dist
+
+    if dist.get_rank() == 1:
+        raise ValueError("bad batch shape in rank one")
+    dist.barrier()  # rank 0 waits for rank 1, which never comes
+
+
+def test_an_exception_in_one_rank_names_it_with_its_traceback_and_stops_the_others(no_process_left):
+    with pytest.raises(RankFailed) as caught:
+        launch(rank_one_raises, 2, timeout_s=120)
+    err = caught.value
+    assert isinstance(err, ChildFailedError) and err.rank == 1
+    text = str(err)
+    assert text.startswith("rank 1 of 2 raised ValueError: bad batch shape in rank one")
+    assert "in rank_one_raises" in text and 'raise ValueError("bad batch shape in rank one")' in text
+    assert "rank 0 raised nothing (stopped by the launcher if still running)" in text or "rank 0 raised" in text
+    assert "gpulab/parallel/worker.py" not in text and "elastic/multiprocessing" not in text  # plumbing dropped
+
+
+def test_a_rank_killed_by_a_signal_is_reported_as_such_with_its_last_words(no_process_left):
+    def killed():
+        import sys
+
+        if os.environ["RANK"] == "1":
+            print("about to be killed", file=sys.stderr)
+            os.kill(os.getpid(), signal.SIGKILL)
+        time.sleep(60)
+
+    with pytest.raises(RankFailed, match=r"rank 1 of 2 was killed by signal SIGKILL \(exit code -9\): usually the "
+                                         r"kernel's out-of-memory killer") as caught:
+        launch(killed, 2)
+    assert "no traceback" in str(caught.value) and "about to be killed" in str(caught.value)
+
+
+def test_a_collective_only_some_ranks_call_ends_at_the_timeout_with_a_clear_message(no_process_left):
+    def only_rank_zero_reduces():
+        import torch.distributed as dist
+
+        if dist.get_rank() == 0:
+            dist.all_reduce(torch.ones(1))
+        return dist.get_rank()
+
+    with pytest.raises(RankFailed, match=r"rank 0 of 2 raised RuntimeError: .*Timed out waiting 2000ms") as caught:
+        launch(only_rank_zero_reduces, 2, timeout_s=2)
+    assert "Hint: a collective waited 2 s for ranks that never joined it" in str(caught.value)
+
+
+def test_exiting_with_a_code_is_reported_without_a_traceback(no_process_left):
+    with pytest.raises(RankFailed, match=r"rank \d of 2 exited with code 3 without raising an exception"):
+        launch(lambda: os._exit(3), 2)
+
+
+def test_initialising_the_process_group_twice_gets_a_hint(no_process_left):
+    def init_again():
+        import torch.distributed as dist
+
+        dist.init_process_group("gloo")
+
+    with pytest.raises(RankFailed, match="launch\\(\\) already called init_process_group"):
+        launch(init_again, 2)
+
+
+def test_a_return_value_that_cannot_travel_back_is_a_rank_error_that_says_why(no_process_left):
+    def returns_a_lock():
+        import threading
+
+        return threading.Lock()
+
+    with pytest.raises(RankFailed, match=r"return value \(lock\) cannot be sent back to the notebook"):
+        launch(returns_a_lock, 2)
+
+
+def _error_file(tmp_path, rank: int, message: str, monkeypatch) -> str:
+    """A real elastic error file, written by elastic's own ErrorHandler as a failing rank's @record would."""
+    path = tmp_path / f"{rank}.json"
+    monkeypatch.setenv("TORCHELASTIC_ERROR_FILE", str(path))
+    try:
+        raise RuntimeError(message)
+    except RuntimeError as e:
+        ErrorHandler().record_exception(e)
+    return str(path)
+
+
+def test_the_root_cause_is_the_first_error_file_written_not_the_first_failure_seen(tmp_path, monkeypatch):
+    first = _error_file(tmp_path, 1, "the real problem", monkeypatch)
+    time.sleep(0.01)
+    later = _error_file(tmp_path, 0, "Connection closed by peer", monkeypatch)
+    observed = {0: ProcessFailure(0, 123, 1, later)}  # elastic happened to notice rank 0 first
+    root, others = read_failures(observed, {0: later, 1: first})
+    assert root.rank == 1 and root.error == "RuntimeError: the real problem"
+    assert [o.rank for o in others] == [0] and "Connection closed" in others[0].error
+
+
+def test_a_signalled_rank_is_the_root_cause_even_if_others_wrote_errors(tmp_path, monkeypatch):
+    peer = _error_file(tmp_path, 0, "Connection reset by peer", monkeypatch)
+    root, others = read_failures({1: ProcessFailure(1, 1, -9, "missing")}, {0: peer, 1: str(tmp_path / "none")})
+    assert root.signal_name == "SIGKILL" and [o.rank for o in others] == [0]
+    assert RankFailure(2, -99).signal_name == "number 99"
+
+
+def test_an_error_file_in_the_plain_message_format_is_read(tmp_path):
+    path = tmp_path / "e.json"
+    path.write_text(json.dumps({"message": "plain text message", "timestamp": "1"}))
+    root, _ = read_failures({0: ProcessFailure(0, 1, 1, str(path))}, {0: str(path)})
+    assert root.error == "plain text message" and root.traceback == ""
+
+
+def test_the_failure_survives_pickling_as_its_message():
+    import pickle
+
+    err = RankFailed(RankFailure(0, 1, "ValueError: x", "Traceback ..."), [], 2)
+    assert "rank 0 of 2 raised ValueError: x" in str(pickle.loads(pickle.dumps(err)))
+
+
+@pytest.mark.parametrize("error, words", [
+    ("RuntimeError: Timed out waiting 5000ms for recv operation to complete", "a collective waited 5 s"),
+    ("ValueError: trying to initialize the default process group twice!", "already called init_process_group"),
+    ("ValueError: Default process group has not been initialized", "init_process_group=False"),
+    ("RuntimeError: ... Connection closed by peer [127.0.0.1]:1", "another rank ended"),
+    ("KeyError: 'x'", ""),
+])
+def test_hints(error, words):
+    hint = hint_for(error, timeout_s=5, backend="gloo")
+    assert (words in hint) if words else hint == ""
+
+
+def test_ranks_that_all_end_without_returning_are_reported_not_waited_for(no_process_left):
+    with pytest.raises(RuntimeError, match="every rank ended without returning from the function"):
+        launch(lambda: os._exit(0), 2)

@@ -1,0 +1,168 @@
+"""gpulab.launch with real processes and real gloo process groups: results, environment, output, re-runs."""
+from __future__ import annotations
+
+import os
+import threading
+
+import pytest
+import torch
+
+from gpulab.parallel.launcher import choose_backend, default_threads_per_rank, last_launch, launch
+
+from .processes import leftover_processes
+
+TORCHRUN_VARS = ["RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "GROUP_RANK",
+                 "TORCHELASTIC_USE_AGENT_STORE", "TORCHELASTIC_RUN_ID", "OMP_NUM_THREADS"]
+
+
+def summed_ranks(scale):
+    import torch.distributed as dist
+
+    t = torch.tensor([float(dist.get_rank() + 1)])
+    dist.all_reduce(t)
+    return t.item() * scale
+
+
+def test_rank_zeros_result_comes_back_and_all_ranks_with_all_ranks(no_process_left):
+    assert launch(summed_ranks, 2, args=(10,)) == 30.0
+    assert launch(summed_ranks, 3, kwargs={"scale": 1}, all_ranks=True) == [6.0, 6.0, 6.0]
+
+
+def test_each_rank_sees_the_variables_torchrun_sets(no_process_left):
+    def env():
+        import torch.distributed as dist
+
+        return {k: os.environ.get(k) for k in TORCHRUN_VARS} | {"backend": dist.get_backend()}
+
+    seen = launch(env, 2, all_ranks=True, threads_per_rank=1)
+    assert [s["RANK"] for s in seen] == ["0", "1"] and [s["LOCAL_RANK"] for s in seen] == ["0", "1"]
+    for s in seen:
+        assert (s["WORLD_SIZE"], s["LOCAL_WORLD_SIZE"], s["GROUP_RANK"], s["OMP_NUM_THREADS"]) == ("2", "2", "0", "1")
+        assert s["MASTER_ADDR"] == "127.0.0.1" and s["MASTER_PORT"].isdigit()
+        assert s["TORCHELASTIC_USE_AGENT_STORE"] == "True" and s["backend"] == "gloo"
+    assert seen[0]["TORCHELASTIC_RUN_ID"] == seen[1]["TORCHELASTIC_RUN_ID"]
+
+
+def test_functions_and_classes_defined_here_travel_by_value_both_ways(no_process_left):
+    offset = 5
+
+    class Point:  # a class that exists only in this test, like one defined in a notebook cell
+        def __init__(self, x):
+            self.x = x
+
+    def make():
+        return Point(int(os.environ["RANK"]) + offset)
+
+    points = launch(make, 2, all_ranks=True)
+    assert [p.x for p in points] == [5, 6]
+
+
+def test_output_of_every_rank_reaches_this_process_labelled(capsys, no_process_left):
+    def talk():
+        import sys
+
+        rank = os.environ["RANK"]
+        print(f"hello from {rank}")
+        print(f"warning from {rank}", file=sys.stderr)
+        print("no newline at the end", end="")
+
+    launch(talk, 2)
+    out, err = capsys.readouterr()
+    assert sorted(line for line in out.splitlines() if "hello" in line) == ["[rank 0] hello from 0",
+                                                                             "[rank 1] hello from 1"]
+    assert "[rank 1] no newline at the end" in out.splitlines()
+    assert sorted(err.splitlines()) == ["[rank 0] warning from 0", "[rank 1] warning from 1"]
+
+
+def test_twenty_reruns_in_a_row_each_on_a_new_port_leave_no_process(no_process_left):
+    ports = []
+    for _ in range(20):
+        assert launch(summed_ranks, 2, args=(1,)) == 3.0
+        ports.append(last_launch().master_port)
+        assert leftover_processes() == []
+    assert len(set(ports)) == 20
+    assert "2 ranks (gloo" in str(last_launch()) and "<code>" in last_launch()._repr_html_()
+
+
+def test_the_notebooks_current_environment_reaches_the_ranks(monkeypatch, no_process_left):
+    launch(summed_ranks, 2, args=(1,))  # the fork server is running now, with the environment of its start
+    monkeypatch.setenv("GPULAB_TEST_SET_LATER", "yes")
+    monkeypatch.delenv("HOME", raising=False)
+    seen = launch(lambda: (os.environ.get("GPULAB_TEST_SET_LATER"), os.environ.get("HOME")), 2)
+    assert seen == ("yes", None)
+
+
+def test_threads_per_rank_is_honoured_and_defaults_to_omp_num_threads(monkeypatch, no_process_left):
+    assert launch(torch.get_num_threads, 2, threads_per_rank=2, all_ranks=True) == [2, 2]
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    assert default_threads_per_rank(2) == 3
+    monkeypatch.delenv("OMP_NUM_THREADS")
+    assert default_threads_per_rank(64) == 1
+    monkeypatch.setenv("OMP_NUM_THREADS", "many")
+    with pytest.raises(ValueError, match="OMP_NUM_THREADS='many' is not a whole number"):
+        default_threads_per_rank(2)
+
+
+def test_a_torchrun_style_body_runs_when_the_launcher_leaves_the_process_group_to_it(no_process_left):
+    def script_body():
+        import torch.distributed as dist
+
+        dist.init_process_group("gloo")  # what a torchrun script does, from the variables torchrun sets
+        t = torch.ones(1)
+        dist.all_reduce(t)
+        dist.destroy_process_group()
+        return t.item()
+
+    assert launch(script_body, 2, init_process_group=False) == 2.0
+    assert last_launch().backend is None
+
+
+def test_launching_from_a_thread_works_and_keeps_the_main_threads_signal_handlers(no_process_left):
+    import signal
+
+    before = signal.getsignal(signal.SIGINT)
+    got = []
+    t = threading.Thread(target=lambda: got.append(launch(summed_ranks, 2, args=(1,))))
+    t.start()
+    t.join(120)
+    assert got == [3.0]
+    launch(summed_ranks, 2, args=(1,))
+    assert signal.getsignal(signal.SIGINT) is before  # elastic's start() replaced it; the launcher put it back
+
+
+def test_auto_backend_is_gloo_without_a_gpu_per_rank():
+    from gpulab.machine.cuda import cuda_gpu_count
+
+    assert choose_backend("auto", cuda_gpu_count() + 1) == "gloo"
+    assert choose_backend("gloo", 2) == "gloo"
+
+
+@pytest.mark.parametrize("call, error, words", [
+    (lambda: launch(torch.get_num_threads(), 2), TypeError, "Pass the function itself, without calling it"),
+    (lambda: launch(summed_ranks, 0), ValueError, "nprocs is how many processes"),
+    (lambda: launch(summed_ranks, 2, args=5), TypeError, "note the comma for one argument"),
+    (lambda: launch(summed_ranks, 2, kwargs=[1]), TypeError, "kwargs is a dict"),
+    (lambda: launch(summed_ranks, 2, timeout_s=0), ValueError, "timeout_s is how many seconds"),
+    (lambda: launch(summed_ranks, 2, threads_per_rank=0), ValueError, "threads_per_rank is a whole number"),
+    (lambda: launch(summed_ranks, 2, start_method="fork"), ValueError, "inherits a broken OpenMP thread pool"),
+    (lambda: launch(summed_ranks, 2, start_method="teleport"), ValueError, "is not available on"),
+    (lambda: launch(summed_ranks, 2, backend="carrier-pigeon"), ValueError, "is not available in this PyTorch"),
+    (lambda: launch(summed_ranks, 2, args=(threading.Lock(),)), TypeError, "cannot be copied into the ranks"),
+])
+def test_wrong_calls_are_refused_before_any_process_starts(call, error, words, no_process_left):
+    with pytest.raises(error, match=words):
+        call()
+
+
+def test_nccl_without_a_gpu_per_rank_is_refused_with_the_count():
+    from gpulab.machine.cuda import cuda_gpu_count
+
+    with pytest.raises(ValueError, match=rf"{cuda_gpu_count() + 1} ranks, but this process sees"):
+        launch(summed_ranks, cuda_gpu_count() + 1, backend="nccl")
+
+
+def test_a_function_that_calls_sys_exit_has_no_result_and_says_so(no_process_left):
+    import sys
+
+    with pytest.raises(RuntimeError, match=r"rank\(s\) \[0, 1\] ended with sys.exit\(\)"):
+        launch(lambda: sys.exit(0), 2)

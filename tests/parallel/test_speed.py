@@ -1,0 +1,37 @@
+"""The 1-versus-2-ranks measurement runs for real (tiny sizes: what is checked is the bookkeeping, not the speed)."""
+from __future__ import annotations
+
+import pytest
+
+from gpulab.parallel.speed import RankSpeedup, SpeedRow, rank_speedup, train_rate
+
+
+def test_every_setup_is_measured_and_the_ratio_is_ddp_2_over_1(no_process_left):
+    result = rank_speedup((64,), epochs=1, images=256, cores=2)
+    assert [(r.setup, r.ranks, r.threads_per_rank, r.batch_per_rank) for r in result.rows] == [
+        ("1 process", 1, 2, 64), ("DDP", 1, 1, 64), ("DDP", 2, 1, 64)]
+    assert all(r.samples_per_s > 0 for r in result.rows)
+    assert result.ratio(64) == result.rows[2].samples_per_s / result.rows[1].samples_per_s
+    text = str(result)
+    assert "digits MLP, cpu, 2 usable cores" in text and "batch 64 per rank: 2 DDP ranks ÷ 1 = " in text
+    assert "<table" in result._repr_html_()
+
+
+def test_one_process_counts_every_sample_of_the_timed_epochs():
+    samples, seconds = train_rate(100, 2, ddp=False)
+    assert samples == 2 * 1437 and seconds > 0
+    assert train_rate(100, 1, ddp=False, images=300)[0] == 300
+
+
+def test_the_table_leaves_out_a_ratio_it_cannot_form():
+    only_one = RankSpeedup((SpeedRow("DDP", 1, 1, 32, 100.0),), 2, "cpu")
+    assert "÷" not in str(only_one)
+
+
+@pytest.mark.parametrize("kwargs, words", [({"device": "tpu"}, "device is 'cpu' or 'cuda'"),
+                                           ({"batch_sizes": (0,)}, "batch_sizes are whole numbers"),
+                                           ({"epochs": 0}, "epochs is how many timed passes"),
+                                           ({"images": 100}, "images must leave each of 2 ranks at least one")])
+def test_wrong_settings_are_refused(kwargs, words):
+    with pytest.raises(ValueError, match=words):
+        rank_speedup(**kwargs)
