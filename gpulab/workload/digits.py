@@ -1,7 +1,9 @@
 """scikit-learn's 1,797 real 8×8 scans of handwritten digits as PyTorch tensors: real data that works offline.
 
 Pixels (0–16) are scaled to 0–1. The first 80 % (in the order scikit-learn ships them) are for training, the rest for
-testing, so every run and every rank sees the same split. Taught in ``notebooks/05_live_monitor.ipynb``.
+testing, so every run and every rank sees the same split. ``size=28`` shapes them like MNIST for models written for
+it: each scan is enlarged to a 20×20 digit (bilinear) and centred in a 28×28 frame, as MNIST centres its 20×20 digits.
+Taught in ``notebooks/05_live_monitor.ipynb`` (8×8) and ``notebooks/03_dataparallel.ipynb`` (28×28).
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ class Digits:
 
     train: TensorDataset
     test: TensorDataset
+    source: str = "scikit-learn's bundled scans, no download"
 
     @property
     def image_shape(self) -> tuple[int, ...]:
@@ -31,21 +34,39 @@ class Digits:
         return DataLoader(self.train, batch_size=batch_size, shuffle=shuffle)
 
     def __str__(self) -> str:
-        return (f"digits: images {self.image_shape}, train {len(self.train)}, test {len(self.test)} "
-                "(scikit-learn's bundled scans, no download)")
+        return f"digits: images {self.image_shape}, train {len(self.train)}, test {len(self.test)} ({self.source})"
 
 
-def load_digits(*, flat: bool = True, train_fraction: float = 0.8) -> Digits:
-    """The digits as float32 images in 0–1 and int64 labels: ``flat`` gives 64 values per image, else ``(1, 8, 8)``."""
+SCAN_SIZE = 8  # scikit-learn's scans are 8×8
+DIGIT_SHARE = 20 / 28  # MNIST: a 20×20 digit centred in a 28×28 frame
+
+
+def load_digits(*, flat: bool = True, train_fraction: float = 0.8, size: int = SCAN_SIZE) -> Digits:
+    """The digits as float32 images in 0–1 and int64 labels: ``flat`` gives ``size²`` values per image, else
+    ``(1, size, size)``. ``size`` above 8 enlarges each digit to ``size·20/28`` pixels and centres it in the frame."""
+    if isinstance(size, bool) or not isinstance(size, int) or size < SCAN_SIZE:
+        raise ValueError(f"size is the side of the square image in pixels, a whole number ≥ 8 (the scans are 8×8; "
+                         f"28 shapes them like MNIST); got {size!r}.")
     if not 0.0 < train_fraction < 1.0:
         raise ValueError(f"train_fraction is the share of images used for training, between 0 and 1 (0.8 keeps 80 % "
                          f"for training and 20 % for the test); got {train_fraction!r}.")
     from sklearn.datasets import load_digits as sklearn_digits
 
     raw = sklearn_digits()
-    x = torch.tensor(raw.data, dtype=torch.float32) / 16
-    if not flat:
-        x = x.view(-1, 1, 8, 8)
+    x = torch.tensor(raw.data, dtype=torch.float32).view(-1, 1, SCAN_SIZE, SCAN_SIZE) / 16
+    if size > SCAN_SIZE:
+        x = _frame(x, size)
+    if flat:
+        x = x.flatten(1)
     y = torch.tensor(raw.target)
     n_train = int(train_fraction * len(x))
     return Digits(TensorDataset(x[:n_train], y[:n_train]), TensorDataset(x[n_train:], y[n_train:]))
+
+
+def _frame(x: torch.Tensor, size: int) -> torch.Tensor:
+    """Enlarge (bilinear, values stay in 0–1) to the digit's share of ``size`` and pad with black to ``size``."""
+    inner = max(SCAN_SIZE, round(size * DIGIT_SHARE))
+    x = torch.nn.functional.interpolate(x, size=(inner, inner), mode="bilinear", align_corners=False)
+    before = (size - inner) // 2
+    after = size - inner - before
+    return torch.nn.functional.pad(x, (before, after, before, after)).contiguous()

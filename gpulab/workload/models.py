@@ -1,12 +1,12 @@
 """The chapters' models, built the same way every time (seeded), so runs on one device, DataParallel and DDP compare.
 
-Taught in ``notebooks/05_live_monitor.ipynb``.
+Taught in ``notebooks/05_live_monitor.ipynb`` (``mlp``) and ``notebooks/03_dataparallel.ipynb`` (``cnn``).
 """
 from __future__ import annotations
 
 import torch
 
-__all__ = ["mlp"]
+__all__ = ["mlp", "cnn", "DigitsCNN"]
 
 
 def mlp(inputs: int = 64, hidden: int = 1024, classes: int = 10, *, seed: int = 0) -> torch.nn.Module:
@@ -15,3 +15,39 @@ def mlp(inputs: int = 64, hidden: int = 1024, classes: int = 10, *, seed: int = 
     return torch.nn.Sequential(torch.nn.Linear(inputs, hidden), torch.nn.ReLU(),
                                torch.nn.Linear(hidden, hidden), torch.nn.ReLU(),
                                torch.nn.Linear(hidden, classes))
+
+
+class DigitsCNN(torch.nn.Module):
+    """The fourth article's CNN: two 3×3 convolutions (1 → 64 → 128 channels), a 2×2 max-pool, then 1024 hidden units
+    with dropout 0.5 and 10 classes. Its attribute names (``conv1``, ``dense``) are the article's, so its state_dict
+    keys are too (``conv1.0.weight`` …; ``module.conv1.0.weight`` once wrapped in DataParallel)."""
+
+    def __init__(self, channels: tuple[int, int] = (64, 128), hidden: int = 1024, classes: int = 10,
+                 image_size: int = 28, dropout: float = 0.5) -> None:
+        super().__init__()
+        c1, c2 = channels
+        self.conv1 = torch.nn.Sequential(
+            torch.nn.Conv2d(1, c1, kernel_size=3, stride=1, padding=1), torch.nn.ReLU(),
+            torch.nn.Conv2d(c1, c2, kernel_size=3, stride=1, padding=1), torch.nn.ReLU(),
+            torch.nn.MaxPool2d(stride=2, kernel_size=2))
+        self.dense = torch.nn.Sequential(
+            torch.nn.Linear((image_size // 2) ** 2 * c2, hidden), torch.nn.ReLU(), torch.nn.Dropout(p=dropout),
+            torch.nn.Linear(hidden, classes))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        # the article writes x.view(-1, 14 * 14 * 128): flatten(1) keeps the batch size even for a wrong image size
+        return self.dense(self.conv1(x).flatten(1))
+
+
+def cnn(channels: tuple[int, int] = (64, 128), hidden: int = 1024, classes: int = 10, *, image_size: int = 28,
+        dropout: float = 0.5, seed: int = 0) -> DigitsCNN:
+    """The article's CNN for ``image_size``² single-channel images, seeded; the defaults are its layer sizes
+    (25.8 M parameters, almost all in the first dense layer). Narrower ``channels``/``hidden`` train in seconds on a CPU."""
+    if len(channels) != 2 or any(isinstance(c, bool) or not isinstance(c, int) or c < 1 for c in channels):
+        raise ValueError(f"channels are the two convolutions' output channels, two whole numbers ≥ 1 like (64, 128); "
+                         f"got {channels!r}.")
+    if isinstance(image_size, bool) or not isinstance(image_size, int) or image_size < 2 or image_size % 2:
+        raise ValueError(f"image_size is the side of the square input in pixels, even (the 2×2 pool halves it), "
+                         f"like 28; got {image_size!r}.")
+    torch.manual_seed(seed)
+    return DigitsCNN(tuple(channels), hidden, classes, image_size, dropout)

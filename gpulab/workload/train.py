@@ -34,9 +34,19 @@ def train(model: torch.nn.Module, loader: DataLoader, epochs: int, mon: Any = No
     return model
 
 
-def accuracy(model: torch.nn.Module, data: TensorDataset, device: str | torch.device = "cpu") -> float:
-    """Share of ``data``'s images whose most likely class is the label (0–1), computed without gradients."""
+def accuracy(model: torch.nn.Module, data: TensorDataset, device: str | torch.device = "cpu", *,
+             batch_size: int = 500) -> float:
+    """Share of ``data``'s images whose most likely class is the label (0–1), without gradients, in evaluation mode
+    (dropout off; the model's mode is put back after), ``batch_size`` images at a time so big test sets fit."""
     x, y = data.tensors[:2]
-    with torch.no_grad():
-        guess = model(x.to(device)).argmax(dim=1).cpu()
+    if len(x) == 0:
+        raise ValueError("accuracy of no images: the data set is empty (check the split or the slice you passed).")
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            guess = torch.cat([model(x[i:i + batch_size].to(device)).argmax(dim=1).cpu()
+                               for i in range(0, len(x), batch_size)])
+    finally:
+        model.train(was_training)
     return (guess == y).float().mean().item()
