@@ -13,7 +13,8 @@ from pathlib import Path
 
 import psutil
 
-__all__ = ["HostInfo", "HostSample", "host_info", "host_sample", "cgroup_memory", "cgroup_cpu_limit"]
+__all__ = ["HostInfo", "HostSample", "host_info", "host_sample", "cgroup_memory", "cgroup_cpu_limit",
+           "shared_memory_bytes"]
 
 _CGROUP_ROOT = Path("/sys/fs/cgroup")
 _NO_LIMIT = 1 << 60  # cgroup v1 writes a huge number for "unlimited"
@@ -120,6 +121,17 @@ def _up(base: Path, path: str) -> list[Path]:
 def _read(path: Path) -> str | None:
     try:
         return path.read_text().strip()
+    except OSError:
+        return None
+
+
+def shared_memory_bytes(path: Path = Path("/dev/shm")) -> int | None:
+    """Size of the shared-memory filesystem that DataLoader workers hand batches through (``df -h /dev/shm``);
+    ``None`` where there is none (macOS, Windows). A container gets 64 MiB unless started with ``--shm-size``."""
+    import shutil
+
+    try:
+        return shutil.disk_usage(path).total if path.is_dir() else None
     except OSError:
         return None
 

@@ -151,7 +151,7 @@ class SimulatedGpuReader:
                 utilization_gpu_percent=self._value(g, "utilization_gpu_percent"),
                 utilization_memory_percent=self._value(g, "utilization_memory_percent"),
                 temperature_c=self._value(g, "temperature_c"), power_w=self._value(g, "power_w"),
-                mig_enabled=bool(migs), mig_devices=migs, processes=procs,
+                mig_enabled=bool(g.get("mig_enabled", migs)), mig_devices=migs, processes=procs,
             )
 
     def to_json(self) -> str:

@@ -17,12 +17,11 @@ __all__ = ["TorchFacts", "torch_facts", "package_version", "detect_platform", "P
 # distribution name -> why the course needs it
 PACKAGES = {
     "torch": "every chapter",
-    "torchvision": "the MNIST path of the DataParallel chapter",
-    "lightning": "the Lightning chapter",
+    "torchvision": "image data sets and models (optional: the chapters use scikit-learn's digits)",
+    "lightning": "Lightning's Trainer (optional extra: gpulab[lightning])",
     "jupyterlab": "running the chapters",
     "ipykernel": "running the chapters",
     "ipywidgets": "the GPU picker and the live monitor",
-    "ipympl": "live-updating plots",
     "matplotlib": "every plot",
     "nvidia-ml-py": "reading GPUs through NVML (imported as pynvml)",
     "psutil": "CPU and RAM readings",

@@ -137,4 +137,4 @@ def test_report_says_cuda_has_started_once_the_driver_is_loaded(monkeypatch):
     monkeypatch.setattr(report, "cuda_state", lambda: cuda.CudaState(True, False, True))
     text = str(environment_report(SimulatedGpuReader("colab-T4")))
     assert "✘ CUDA not yet started in this kernel — The CUDA driver (libcuda) is loaded" in text
-    assert "Restart the kernel" in text
+    assert "fix: restart the kernel" in text
