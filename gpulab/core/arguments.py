@@ -7,6 +7,7 @@ first; the messages name the argument as the learner wrote it. Taught by every c
 """
 from __future__ import annotations
 
+import inspect
 import math
 import operator
 import os
@@ -15,8 +16,8 @@ from typing import Any
 
 from .readings import GpuInfo
 
-__all__ = ["whole_number", "seconds", "text", "flag", "function", "environment", "gpu_list", "index_list",
-           "path_or_none", "shown"]
+__all__ = ["whole_number", "whole_numbers", "seconds", "text", "flag", "function", "no_argument_function",
+           "environment", "gpu_list", "index_list", "path_or_none", "shown"]
 
 
 def shown(value: Any, limit: int = 60) -> str:
@@ -47,13 +48,13 @@ def whole_number(value: Any, name: str, *, minimum: int = 0, example: str = "") 
 def seconds(value: Any, name: str, *, allow_zero: bool = True, example: str = "") -> float:
     """A finite, non-negative (or positive) number of seconds as ``float``."""
     hint = f", e.g. {name}={example}" if example else ""
-    least = "0 or more" if allow_zero else "more than 0"
+    kind = "non-negative" if allow_zero else "positive"
     if isinstance(value, bool) or not isinstance(value, (int, float)) and not hasattr(value, "__float__"):
-        raise TypeError(f"{name}={shown(value)} is a {type(value).__name__}; {name} takes a number of seconds "
-                        f"({least}){hint}.")
+        raise TypeError(f"{name}={shown(value)} is a {type(value).__name__}; {name} takes a {kind} number of "
+                        f"seconds{hint}.")
     s = float(value)
     if math.isnan(s) or math.isinf(s) or s < 0 or (s == 0 and not allow_zero):
-        raise ValueError(f"{name}={value!r}: {name} is a number of seconds, {least} and finite{hint}.")
+        raise ValueError(f"{name}={value!r}: {name} must be a {kind} number of seconds, and finite{hint}.")
     return s
 
 
@@ -74,6 +75,22 @@ def function(value: Any, name: str, *, example: str) -> Any:
     if not callable(value):
         raise TypeError(f"{name}={shown(value)} is a {type(value).__name__}, not something to call; {name} takes a "
                         f"function, e.g. {name}={example}.")
+    return value
+
+
+def no_argument_function(value: Any, name: str, *, example: str) -> Any:
+    """A function that can be called with no arguments (it will be): ``lambda: x @ x``, not ``torch.matmul``."""
+    function(value, name, example=example)
+    try:
+        inspect.signature(value).bind()
+    except TypeError:
+        needs = [p.name for p in inspect.signature(value).parameters.values()
+                 if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+        label = getattr(value, "__name__", type(value).__name__)
+        raise TypeError(f"{name}={label} is called with no arguments, but it needs {', '.join(needs)}. Wrap the call "
+                        f"in a lambda that supplies them, e.g. {name}={example}.") from None
+    except ValueError:  # no signature to read (some built-ins): it is called as it is
+        pass
     return value
 
 
@@ -119,27 +136,35 @@ def gpu_list(gpus: Any, name: str = "gpus") -> tuple[GpuInfo, ...]:
     return out
 
 
-def index_list(values: Any, name: str, *, example: str = "[2, 3]",
-               what: str = "physical GPU numbers") -> tuple[int, ...]:
-    """An ordered list of whole numbers ≥ 0 (physical GPU numbers): refuses one bare number, sets and fractions."""
+def whole_numbers(values: Any, name: str, *, minimum: int = 0, example: str, what: str) -> tuple[int, ...]:
+    """A list of whole numbers ≥ ``minimum``, in order: refuses one bare number, a set, text and fractions."""
     if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
         if isinstance(values, int) and not isinstance(values, bool):
-            raise TypeError(f"{name}={values}: {name} takes a list of {what}, in order. For GPU {values} alone write "
+            raise TypeError(f"{name}={values}: {name} takes a list of {what}; for this one alone write "
                             f"{name}=[{values}].")
         unordered = isinstance(values, (set, frozenset))
-        order = " (a set has no order, but the first GPU becomes cuda:0)" if unordered else ""
-        raise TypeError(f"{name}={_kind(values)}: {name} takes a list of {what}, in order{order}, e.g. "
-                        f"{name}={example}.")
+        order = " (a set has no order, but the order matters here)" if unordered else ""
+        raise TypeError(f"{name}={_kind(values)}: {name} takes a list of {what}{order}, e.g. {name}={example}.")
     out = []
     for v in values:
         if isinstance(v, bool) or not isinstance(v, int) and not hasattr(v, "__index__"):
-            raise TypeError(f"{name} holds {_kind(v)}: {what} are whole numbers 0, 1, 2, … (nvidia-smi's), e.g. "
-                            f"{name}={example}.")
+            raise TypeError(f"{name} holds {_kind(v)}: {what} are whole numbers, e.g. {name}={example}.")
         n = operator.index(v)
-        if n < 0:
-            raise ValueError(f"{name} holds {n}: {what} start at 0 (nvidia-smi's numbering), e.g. {name}={example}.")
+        if n < minimum:
+            raise ValueError(f"{name} holds {n}: {what} are ≥ {minimum}, e.g. {name}={example}.")
         out.append(n)
     return tuple(out)
+
+
+def index_list(values: Any, name: str, *, example: str = "[2, 3]") -> tuple[int, ...]:
+    """Physical GPU numbers in order (the first becomes ``cuda:0``): refuses one bare number, sets and fractions."""
+    if isinstance(values, int) and not isinstance(values, bool):
+        raise TypeError(f"{name}={values}: {name} takes a list of physical GPU numbers, in order. For GPU {values} "
+                        f"alone write {name}=[{values}].")
+    if isinstance(values, (set, frozenset)):
+        raise TypeError(f"{name}={_kind(values)}: {name} takes a list of physical GPU numbers in order (a set has no "
+                        f"order, but the first GPU becomes cuda:0), e.g. {name}={example}.")
+    return whole_numbers(values, name, example=example, what="physical GPU numbers (nvidia-smi's, from 0)")
 
 
 def path_or_none(value: Any, name: str) -> str | os.PathLike[str] | None:
