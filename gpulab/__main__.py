@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 
@@ -38,6 +39,9 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:  # e.g. a bad GPULAB_SIMULATE_GPUS or GPULAB_FAST: the message says what to do
         print(f"gpulab: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `python -m gpulab devices | head` stopped reading: not an error worth a traceback
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit's flush cannot fail again
+        return 0
     return 0
 
 

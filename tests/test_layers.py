@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 PKG = Path(__file__).resolve().parents[1] / "gpulab"
-PURE = ["core/units", "core/readings", "core/tables", "core/settings", "placement/visible", "placement/selection",
-        "monitoring/history", "monitoring/limits", "monitoring/png", "monitoring/decimate",
+PURE = ["core/units", "core/readings", "core/arguments", "core/tables", "core/settings", "placement/visible",
+        "placement/selection", "placement/steps", "monitoring/history", "monitoring/limits", "monitoring/png",
+        "monitoring/decimate",
         "lightning/call", "lightning/history", "lightning/draft", "lightning/devices", "lightning/strategy",
         "lightning/flags", "lightning/translation"]
 VIEWS = ["__main__", "machine/report", "placement/picker", "monitoring/view", "monitoring/monitor", "lightning/runtime"]

@@ -81,6 +81,7 @@ class GpuInfo:
     mig_enabled: bool | Unavailable = False
     mig_devices: tuple[MigInstance, ...] = ()
     processes: tuple[GpuProcess, ...] | Unavailable = field(default=())
+    simulated: bool = False  # described by gpulab.machine.simulated, not read from a driver: outputs say SIMULATED
 
     def sample(self) -> GpuSample:
         return GpuSample(self.physical_index, self.memory_used_bytes, self.memory_total_bytes, self.utilization_gpu_percent)

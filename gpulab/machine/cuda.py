@@ -40,6 +40,10 @@ def gpu_requirement(needed: int = 1) -> str | None:
     """``None`` when this process has ``needed`` CUDA GPUs; otherwise the reason in one sentence."""
     import torch
 
+    from ..core.arguments import whole_number
+
+    needed = whole_number(needed, "needed", minimum=1, example="gpu_requirement(2) for two GPUs")
+
     have = cuda_gpu_count()
     if have >= needed:
         return None

@@ -39,6 +39,14 @@ class HostInfo:
             return min(self.cgroup_memory_limit_bytes, self.memory_total_bytes)
         return self.memory_total_bytes
 
+    @property
+    def memory_free_bytes(self) -> int:
+        """What a new allocation can take now: available RAM, or what is left under the cgroup limit if less."""
+        if self.cgroup_memory_limit_bytes is not None and self.cgroup_memory_used_bytes is not None:
+            left = self.cgroup_memory_limit_bytes - self.cgroup_memory_used_bytes
+            return max(0, min(left, self.memory_available_bytes))
+        return self.memory_available_bytes
+
 
 @dataclass(frozen=True)
 class HostSample:

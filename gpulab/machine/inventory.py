@@ -8,7 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .host import HostInfo, host_info
-from .nvml import GpuReader, default_reader
+from .nvml import GpuReader
+from .resolve import as_reader
+from ..core.arguments import flag
 from ..core.readings import GpuInfo, Unavailable, is_known
 from ..core.tables import html_table, text_table
 from ..core.units import format_bytes
@@ -61,6 +63,7 @@ class Inventory:
     driver_version: str | Unavailable
     cuda_driver_version: str | Unavailable
     nvml_error: str | None
+    simulated: bool = False  # described GPUs (SimulatedGpuReader), not this computer's
 
     @property
     def gpu_count(self) -> int:
@@ -74,36 +77,55 @@ class Inventory:
             f"RAM {format_bytes(h.memory_total_bytes)} ({format_bytes(h.memory_available_bytes)} available{limit})"
         )
 
-    def _gpu_header(self) -> str:
+    def _gpu_header(self, brief: bool = False) -> str:
+        """The first line; ``brief`` keeps only the first clause of why NVML failed (the report's checklist has it all)."""
+        label = "SIMULATED machine (described GPUs, not this computer's): " if self.simulated else ""
         if not self.gpus:
-            return "No NVIDIA GPU found" + (f": {self.nvml_error}" if self.nvml_error else ".")
-        return f"{self.gpu_count} GPU(s); driver {self.driver_version}, supports CUDA up to {self.cuda_driver_version}"
+            why = self.nvml_error or ""
+            if brief and why:
+                why = why.split(": ")[0].split(". ")[0].rstrip(".") + " (the checklist below says what to do)"
+            return label + "No NVIDIA GPU found" + (f": {why}" if why else ".")
+        return (label + f"{self.gpu_count} GPU(s); driver {self.driver_version}, supports CUDA up to "
+                f"{self.cuda_driver_version}")
 
     def _repr_pretty_(self, p, cycle: bool) -> None:  # IPython's text/plain: the readable report, not the fields
         p.text(str(self))
 
-    def __str__(self) -> str:
-        parts = [self._gpu_header()]
+    def text(self, *, brief: bool = False) -> str:
+        """Plain text; ``brief`` shortens why no GPU was found (for the report, which says it in full elsewhere)."""
+        parts = [self._gpu_header(brief)]
         if self.gpus:
             parts.append(text_table(GPU_COLUMNS, gpu_rows(self.gpus), indent="  "))
         parts.append(self._host_line())
         return "\n".join(parts)
 
-    def _repr_html_(self) -> str:
+    def __str__(self) -> str:
+        return self.text()
+
+    def html(self, *, brief: bool = False) -> str:
         import html
 
-        body = f"<p>{html.escape(self._gpu_header())}</p>"
+        head = html.escape(self._gpu_header(brief))
+        if self.simulated:
+            head = head.replace("SIMULATED", "<b style='color:#b00'>SIMULATED</b>", 1)
+        body = f"<p>{head}</p>"
         if self.gpus:
             body += html_table(GPU_COLUMNS, gpu_rows(self.gpus))
         return body + f"<p>{html.escape(self._host_line())}</p>"
 
+    def _repr_html_(self) -> str:
+        return self.html()
 
-def devices(reader: GpuReader | None = None, *, processes: bool = True) -> Inventory:
+
+def devices(reader: GpuReader | str | None = None, *, processes: bool = True) -> Inventory:
     """List the physical GPUs and the CPU side, without creating a CUDA context (NVML only).
 
-    ``nvidia-smi`` equivalent: ``nvidia-smi -q``. ``processes=False`` skips the per-GPU process list, which is slow
-    (milliseconds per GPU) and holds a driver lock.
+    ``reader``: this machine by default; a preset name (``"workshop-8"``) or a ``SimulatedGpuReader`` for a described
+    one, labelled SIMULATED. ``nvidia-smi`` equivalent: ``nvidia-smi -q``. ``processes=False`` skips the per-GPU
+    process list, which is slow (milliseconds per GPU) and holds a driver lock.
     """
-    reader = reader or default_reader()
+    reader = as_reader(reader)
+    flag(processes, "processes")
     gpus = tuple(reader.info(i, processes=processes) for i in range(reader.count()))
-    return Inventory(gpus, host_info(), reader.driver_version(), reader.cuda_driver_version(), reader.error)
+    return Inventory(gpus, host_info(), reader.driver_version(), reader.cuda_driver_version(), reader.error,
+                     simulated=bool(getattr(reader, "simulated", False)))

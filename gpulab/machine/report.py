@@ -19,7 +19,8 @@ from .host import shared_memory_bytes
 from .inventory import Inventory, devices
 from ..placement.setter import cuda_state
 from ..placement.reservation import current_holders
-from .nvml import GpuReader, default_reader
+from .nvml import GpuReader
+from .resolve import as_reader
 from .software import PACKAGES, TorchFacts, detect_platform, package_version, torch_facts
 from ..core.tables import html_table, text_table
 from ..placement.visible import VisibleMap, visible_map
@@ -71,7 +72,7 @@ class EnvReport:
                f"Machine: {self.platform}", "", textwrap.fill(self.summary, 116), ""]
         for title, head, rows in self._sections():
             out += [f"{title}:", text_table(head, rows, indent="  "), ""]
-        out += ["GPUs (physical numbering, as nvidia-smi):", _indent(str(self.inventory)), ""]
+        out += ["GPUs (physical numbering, as nvidia-smi):", _indent(self.inventory.text(brief=True)), ""]
         out += ["What torch will call each GPU:", _indent(str(self.visible)), ""]
         out += ["Checklist:"]
         for c in self.checks:
@@ -87,7 +88,7 @@ class EnvReport:
                  f"<p><b>Machine:</b> {e(self.platform)}</p><p><b>{e(self.summary)}</b></p>"]
         for title, head, rows in self._sections():
             parts.append(html_table(head, rows, caption=title))
-        parts.append("<h4>GPUs (physical numbering, as nvidia-smi)</h4>" + self.inventory._repr_html_())
+        parts.append("<h4>GPUs (physical numbering, as nvidia-smi)</h4>" + self.inventory.html(brief=True))
         parts.append("<h4>What torch will call each GPU</h4>" + self.visible._repr_html_())
         checks = "".join(
             f"<li><span style='color:{'#080' if c.ok else '#b00'}'>{c.mark}</span> {e(c.what)} — {e(c.meaning)}"
@@ -99,10 +100,11 @@ def _indent(text: str) -> str:
     return "\n".join("  " + line for line in text.splitlines())
 
 
-def environment_report(reader: GpuReader | None = None, *, torch: TorchFacts | None = None) -> EnvReport:
-    """Collect the report. ``reader`` defaults to NVML (or the described GPUs named by ``GPULAB_SIMULATE_GPUS``);
-    ``torch`` to this PyTorch's facts — pass described ones to see what the report says about another install."""
-    reader = reader or default_reader()
+def environment_report(reader: GpuReader | str | None = None, *, torch: TorchFacts | None = None) -> EnvReport:
+    """Collect the report. ``reader`` defaults to NVML (or the described GPUs named by ``GPULAB_SIMULATE_GPUS``); a
+    preset name (``"workshop-8"``) reports on that described machine, labelled SIMULATED. ``torch`` defaults to this
+    PyTorch's facts — pass described ones to see what the report says about another install."""
+    reader = as_reader(reader)
     inv = devices(reader)
     t = torch if torch is not None else torch_facts()
     pk = {name: package_version(name) for name in PACKAGES}

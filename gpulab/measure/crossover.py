@@ -12,9 +12,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..core.arguments import flag, shown, whole_numbers
 from ..core.tables import Table, TableView
+from ..machine.host import host_info
 from .timing import BenchmarkResult, benchmark, resolve_device
-from ..core.units import format_seconds
+from ..core.units import format_bytes, format_seconds
 
 __all__ = ["Op", "OPS", "SizePoint", "CrossoverSweep", "crossover_sweep"]
 
@@ -156,17 +158,25 @@ def crossover_sweep(sizes: Sequence[int], *, devices: Sequence[Any] = ("cpu",), 
     host memory: the device pays two copies per call (nothing extra on ``cpu``). Taught in
     ``notebooks/01_cpu_gpu_transfer.ipynb``.
     """
-    if op not in OPS:
-        raise ValueError(f"op={op!r} is not one of {', '.join(OPS)}.")
-    if not sizes or any(int(s) < 1 for s in sizes):
-        raise ValueError(f"sizes={tuple(sizes)!r}: give one or more positive sizes, e.g. [16, 64, 256, 1024].")
+    if not isinstance(op, str) or op not in OPS:
+        raise ValueError(f"op={shown(op)} is not one of {', '.join(OPS)}.")
+    sizes = whole_numbers(sizes, "sizes", minimum=1, example="[16, 64, 256, 1024]", what="sizes")
+    if not sizes:
+        raise ValueError("sizes=[]: give one or more positive sizes, e.g. [16, 64, 256, 1024].")
+    devices = (devices,) if isinstance(devices, str) or not isinstance(devices, (list, tuple)) else devices
     if not devices:
         raise ValueError("devices=(): name at least one device, e.g. devices=('cpu', 'cuda').")
     spec = OPS[op]
+    need = 3 * 4 * (max(sizes) ** 2 if op == "matmul" else max(sizes))  # two float32 inputs and the result
+    free = host_info().memory_free_bytes
+    if need > free // 2:
+        raise ValueError(f"{op} at size {max(sizes):,} needs {format_bytes(need)} for its inputs and result, and "
+                         f"only {format_bytes(free)} is free here: use smaller sizes.")
+    flag(include_transfer, "include_transfer")
+    resolved = [resolve_device(d) for d in devices]  # every device is checked before anything is timed
     points = []
-    for device in devices:
-        dev = resolve_device(device)
-        for size in sorted(set(int(s) for s in sizes)):  # smallest first: the table, the plot's lines, the verdict
+    for dev in resolved:
+        for size in sorted(set(sizes)):  # smallest first: the table, the plot's lines, the verdict
             if include_transfer:
                 host_inputs = spec.make(size, "cpu")
 

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..core.arguments import no_argument_function, text
 from ..core.tables import Table, TableView, html_table
 from .timing import resolve_device
 from ..core.units import format_bytes
@@ -104,9 +105,12 @@ def module_size(module_or_factory: Any, *, name: str | None = None) -> ModuleSiz
     """
     import torch
 
+    if name is not None:
+        text(name, "name", example="'my model'")
     if isinstance(module_or_factory, torch.nn.Module):
         module = module_or_factory
     elif callable(module_or_factory):
+        no_argument_function(module_or_factory, "module_or_factory", example="lambda: nn.Linear(1024, 1024)")
         with torch.device("meta"):
             module = module_or_factory()
         if not isinstance(module, torch.nn.Module):
@@ -161,6 +165,8 @@ def allocated_bytes(make: Callable[[], object], *, device: Any = "cpu", what: st
     """
     import torch
 
+    no_argument_function(make, "make", example="lambda: torch.ones(2**20)")
+    text(what, "what", example="'a 1 MiB tensor'")
     dev = resolve_device(device)
     if dev.type == "cuda":
         torch.cuda.synchronize(dev)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..machine.cuda import cuda_gpu_count, gpu_requirement
+from ..core.arguments import function, no_argument_function, seconds, text
 from ..core.tables import html_table, text_table
 from ..core.units import format_seconds
 
@@ -203,8 +204,7 @@ def _check_counts(warmup: int, repeats: int, number: int | None, min_block_s: fl
         raise ValueError(f"warmup={warmup!r}: the number of untimed calls must be 0 or more.")
     if number is not None and (isinstance(number, bool) or not isinstance(number, int) or number < 1):
         raise ValueError(f"number={number!r}: calls per repeat must be a positive int, or None to calibrate.")
-    if not min_block_s > 0:
-        raise ValueError(f"min_block_s={min_block_s!r} must be a positive number of seconds.")
+    seconds(min_block_s, "min_block_s", allow_zero=False, example="1e-3")
 
 
 def calibrate(block: Callable[[Callable[[], object], int], float], fn: Callable[[], object],
@@ -232,7 +232,11 @@ def benchmark(fn: Callable[[], object], *, device: DeviceLike = "cpu", warmup: i
     if not callable(fn):
         raise TypeError(f"benchmark() needs a function to call, got {type(fn).__name__}: wrap the work in a lambda, "
                         f"e.g. benchmark(lambda: x @ x, device='cpu').")
+    no_argument_function(fn, "fn", example="lambda: x @ x")
     _check_counts(warmup, repeats, number, min_block_s)
+    function(clock, "clock", example="time.perf_counter")
+    if label is not None:
+        text(label, "label", example="'matmul 1024'")
     dev = resolve_device(device)
     block = _CudaBlocks(dev) if dev.type == "cuda" else _HostBlocks(clock)
     for _ in range(warmup):

@@ -12,7 +12,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..core.arguments import flag, shown, whole_numbers
 from ..core.tables import Table, TableView, html_table
+from ..machine.host import host_info
 from .timing import BenchmarkResult, benchmark, resolve_device
 from ..core.units import format_bytes, format_seconds
 
@@ -109,17 +111,29 @@ def bandwidth_sweep(sizes_bytes: Sequence[int], *, device: Any = "cuda", pinned:
     import torch
 
     dev = resolve_device(device)
-    bad = [d for d in directions if d not in DIRECTIONS]
-    if bad or not directions:
-        raise ValueError(f"directions={tuple(directions)!r}: use 'h2d' (host→device) and/or 'd2h' (device→host).")
-    if not sizes_bytes or any(int(s) < 1 for s in sizes_bytes):
-        raise ValueError(f"sizes_bytes={tuple(sizes_bytes)!r}: give one or more positive byte counts, e.g. "
-                         f"[2**10, 2**20, 2**26].")
+    directions = (directions,) if isinstance(directions, str) else directions  # "h2d" alone is one direction
+    pinned = (pinned,) if isinstance(pinned, bool) else pinned  # pinned=True: only pinned host memory
+    if not isinstance(directions, (list, tuple)) or not directions or any(d not in DIRECTIONS for d in directions):
+        raise ValueError(f"directions={shown(directions)}: use 'h2d' (host→device) and/or 'd2h' (device→host), e.g. "
+                         "directions=('h2d', 'd2h').")
+    if not isinstance(pinned, (list, tuple)) or not pinned or not all(isinstance(x, bool) for x in pinned):
+        raise ValueError(f"pinned={shown(pinned)}: use True, False or both, e.g. pinned=(False, True).")
+    sizes_bytes = whole_numbers(sizes_bytes, "sizes_bytes", minimum=1, example="[2**10, 2**20, 2**26]",
+                                what="copy sizes in bytes")
+    if not sizes_bytes:
+        raise ValueError("sizes_bytes=[]: give one or more positive byte counts, e.g. [2**10, 2**20, 2**26].")
+    on_host = max(sizes_bytes) * (2 if dev.type == "cpu" else 1)
+    free = host_info().memory_free_bytes
+    if on_host > free // 2:
+        raise ValueError(f"the largest copy ({format_bytes(max(sizes_bytes))}) needs {format_bytes(on_host)} of host "
+                         f"memory, and only {format_bytes(free)} is free here: use sizes up to "
+                         f"{format_bytes(free // 8)} or so.")
+    flag(non_blocking, "non_blocking")
     if dev.type == "cpu" and any(pinned):
         raise ValueError("pinned (page-locked) host memory only matters for copies to or from a GPU, and pinning "
                          "needs a CUDA driver; on the CPU pass pinned=(False,) to measure plain host-to-host copies.")
     out = []
-    for nbytes in (int(s) for s in sizes_bytes):
+    for nbytes in sizes_bytes:
         on_device = torch.ones(nbytes, dtype=torch.uint8, device=dev)
         for pin in pinned:
             host = _host_buffer(nbytes, pin)

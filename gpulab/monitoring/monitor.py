@@ -11,6 +11,7 @@ Taught in ``notebooks/05_live_monitor.ipynb``; used by chapters 00–02.
 from __future__ import annotations
 
 import csv
+import inspect
 import math
 import operator
 import os
@@ -23,10 +24,12 @@ from typing import Any
 
 import numpy as np
 
+from ..core.arguments import shown
 from ..machine.nvml import GpuReader
 from ..core.readings import Unavailable
 from ..core.settings import env_flag
 from .history import History
+from .options import checked_options, refuse_unknown
 from .sampler import Progress, Sampler
 from .summary import MonitorSummary, PeakMemory
 
@@ -83,8 +86,11 @@ class Monitor:
                  interval_s: float = 0.2, process_interval_s: float = 2.0, render_interval_s: float = 1.0,
                  capacity: int = 36_000, live: bool | str = "auto", show: bool = True,
                  clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], Any] | None = None) -> None:
+        reader, gpus, interval_s, process_interval_s, render_interval_s = checked_options(
+            title=title, reader=reader, gpus=gpus, interval_s=interval_s, process_interval_s=process_interval_s,
+            render_interval_s=render_interval_s, capacity=capacity, show=show, clock=clock, sleep=sleep)
         if live not in (True, False, "auto"):
-            raise ValueError(f"live= takes True, False or 'auto' (live only in JupyterLab); got {live!r}.")
+            raise ValueError(f"live= takes True, False or 'auto' (live only in JupyterLab); got {shown(live)}.")
         if not render_interval_s >= 0.5:
             raise ValueError(f"render_interval_s={render_interval_s} would redraw more than twice a second; each "
                              "redraw takes the training loop's CPU time. Use 1.0 (the default) or at least 0.5.")
@@ -318,4 +324,5 @@ def monitor(title: str = "", **options: Any) -> Monitor:
     (leave figure + summary at the end).
     Taught in ``notebooks/05_live_monitor.ipynb``.
     """
+    refuse_unknown(options, [n for n in inspect.signature(Monitor).parameters if n != "title"])
     return Monitor(title, **options)

@@ -6,11 +6,13 @@ what a terminal would have shown. Taught in ``notebooks/02_choosing_gpus.ipynb``
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from ..core.arguments import environment, path_or_none, seconds, text
 from ..placement.setter import apply_environ
 
 __all__ = ["ShellRun", "run_shell"]
@@ -41,9 +43,36 @@ def run_shell(script: str, *, cwd: str | os.PathLike[str] | None = None, env: Ma
     ``env`` adds (or, with ``None``, removes) variables; ``python`` is this kernel's interpreter. Output is stdout
     and stderr together, in order.
     """
+    text(script, "script", example="'echo $CUDA_VISIBLE_DEVICES'")
+    timeout_s = seconds(timeout_s, "timeout_s", allow_zero=False, example="60")
+    path_or_none(cwd, "cwd")
+    if env is not None:
+        environment({k: "" if v is None else v for k, v in env.items()} if isinstance(env, Mapping) else env)
     base = {k: v for k, v in os.environ.items() if not k.startswith("CUDA_")}
     base["PATH"] = os.path.dirname(sys.executable) + os.pathsep + base.get("PATH", "")
     apply_environ(env or {}, base)
-    done = subprocess.run(["bash", "-c", "set -v\n" + script.strip()], cwd=cwd, env=base, stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True, timeout=timeout_s)
-    return ShellRun(script, done.stdout, done.returncode)
+    with subprocess.Popen(["bash", "-c", "set -v\n" + script.strip()], cwd=cwd, env=base, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, start_new_session=True) as proc:
+        try:
+            output, _ = proc.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            _stop(proc)
+            output, _ = proc.communicate()
+            raise TimeoutError(f"the script ran longer than timeout_s={timeout_s:g} s and was stopped (with every "
+                               f"process it started). What it printed first:\n{output[-2000:]}\nGive it more time "
+                               "(timeout_s=...) or make it shorter.") from None
+        except BaseException:  # an interrupted kernel (Ctrl-C, Stop) leaves nothing running either
+            _stop(proc)
+            raise
+    return ShellRun(script, output, proc.returncode)
+
+
+def _stop(proc: subprocess.Popen[str]) -> None:
+    """Kill the script and every process it started (its own session), where the OS allows it."""
+    try:
+        if hasattr(os, "killpg"):
+            os.killpg(proc.pid, signal.SIGKILL)
+        else:  # Windows: no process groups to signal
+            proc.kill()
+    except ProcessLookupError:
+        pass

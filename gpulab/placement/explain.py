@@ -11,74 +11,28 @@ on a machine with no GPU. Taught in ``notebooks/02_choosing_gpus.ipynb``.
 from __future__ import annotations
 
 import ast
-import html
 import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..machine.nvml import GpuReader, default_reader
+from ..core.arguments import shown
 from ..core.readings import GpuInfo
+from ..machine.nvml import GpuReader
+from ..machine.resolve import machine_gpus
+from .steps import Explanation, Step
 from .visible import LogicalDevice, VisibleMap, visible_map
 
-__all__ = ["Step", "Explanation", "explain"]
+__all__ = ["Step", "Explanation", "explain", "CannotExplain"]
 
 _FACTORIES = {"ones", "zeros", "empty", "full", "rand", "randn", "randint", "arange", "tensor", "eye", "linspace"}
 _LEGACY = {"FloatTensor", "DoubleTensor", "HalfTensor", "LongTensor", "IntTensor", "BoolTensor", "ByteTensor"}
 _INVALID_ORDINAL = "RuntimeError: CUDA error: invalid device ordinal"
 
 
-@dataclass(frozen=True)
-class Step:
-    """One statement: where its result lives (``cuda_indices``, mapped to ``physical``), why, or the error it raises."""
-
-    code: str
-    sentence: str
-    cuda_indices: tuple[int, ...] = ()
-    physical: tuple[LogicalDevice, ...] = ()
-    error: str | None = None
-    on_cpu: bool = False
-
-    def __str__(self) -> str:
-        head = f"{self.code}\n  → "
-        return head + (f"raises {self.error}\n    " if self.error else "") + self.sentence
-
-
-@dataclass(frozen=True)
-class Explanation:
-    """The steps of a snippet under one environment, on one (real or described) machine."""
-
-    visible: VisibleMap
-    steps: tuple[Step, ...]
-
-    @property
-    def error(self) -> str | None:
-        return self.steps[-1].error if self.steps else None
-
-    @property
-    def physical_indices(self) -> tuple[int, ...]:
-        """Physical GPUs (nvidia-smi numbers) the last statement's work lands on; empty for the CPU or an error."""
-        return tuple(d.physical_index for d in self.steps[-1].physical) if self.steps else ()
-
-    def __str__(self) -> str:
-        head = self.visible.__str__().splitlines()[0]
-        return "\n".join([head, *(str(s) for s in self.steps)])
-
-    def _repr_html_(self) -> str:
-        rows = "".join(
-            f"<tr><td><code>{html.escape(s.code)}</code></td><td>"
-            + (f"<b style='color:#b00'>raises {html.escape(s.error)}</b><br>" if s.error else "")
-            + f"{html.escape(s.sentence)}</td></tr>" for s in self.steps)
-        return (f"<div><code>{html.escape(str(self).splitlines()[0])}</code><table style='border-collapse:collapse'>"
-                f"{rows}</table></div>")
-
-
-def _machine(gpus: Sequence[GpuInfo] | GpuReader | None) -> tuple[GpuInfo, ...]:
-    if gpus is None:
-        gpus = default_reader()
-    if isinstance(gpus, GpuReader):
-        return tuple(gpus.info(i, processes=False) for i in range(gpus.count()))
-    return tuple(gpus)
+class CannotExplain(ValueError):
+    """The code holds something ``explain()`` does not read (a loop, an unknown call, a device held in a variable it
+    cannot see): not an error PyTorch would raise, so it is raised, not reported as a step."""
 
 
 class _Walker:
@@ -88,6 +42,7 @@ class _Walker:
         self.vmap, self.has_gpus = vmap, has_gpus
         self.current = 0  # torch.cuda.current_device(): 0 until set_device / torch.cuda.device changes it
         self.default: Any = None  # torch.set_default_device / with torch.device(...): None means CPU
+        self.names: dict[str, Any] = {}  # dev = torch.device("cuda:1"), ids = [0, 1]: values later lines may use
         self.steps: list[Step] = []
 
     # -- outcomes ------------------------------------------------------------------------------------------------
@@ -121,12 +76,20 @@ class _Walker:
                     return False
                 continue
             value = st.value if isinstance(st, (ast.Expr, ast.Assign, ast.AnnAssign)) else None
+            target = _target(st)
+            if target and value is not None and not isinstance(value, ast.Call):
+                self.names[target] = _value(value, self.names)  # a literal (or an unknown, remembered as such)
+                continue
             if not isinstance(value, ast.Call):
-                raise ValueError(f"explain() reads device calls, one per line; it cannot follow {ast.unparse(st)!r}.")
+                raise CannotExplain(f"explain() reads device calls, one per line; it cannot follow "
+                                    f"{shown(ast.unparse(st))}.")
             step = self.call(value)
             self.steps.append(step)
             if step.error:
                 return False
+            if target:  # dev = torch.device("cuda:1") is remembered; model = model.cuda() is not a device
+                is_device = _name(value.func) in ("torch.device", "device")
+                self.names[target] = _value(value, self.names) if is_device else _Opaque(target)
         return True
 
     def _with(self, st: ast.With) -> bool:
@@ -134,7 +97,8 @@ class _Walker:
         for item in st.items:
             code = f"with {ast.unparse(item.context_expr)}:"
             if not isinstance(item.context_expr, ast.Call):
-                raise ValueError(f"explain() cannot follow {code!r}")
+                raise CannotExplain(f"explain() cannot follow {shown(code)}: it reads `with torch.cuda.device(i):` "
+                                    "and `with torch.device(...):` blocks.")
             step = self.call(item.context_expr, context=True)
             self.steps.append(step)
             if step.error:
@@ -150,12 +114,12 @@ class _Walker:
         name = _name(node.func)
         last = name.rsplit(".", 1)[-1]
         try:
-            args = [_value(a) for a in node.args]  # torch.device(...) arguments are built, and refused, by PyTorch
-            kw = {k.arg: _value(k.value) for k in node.keywords if k.arg}
+            args = [_value(a, self.names) for a in node.args]  # torch.device(...) is built, and refused, by PyTorch
+            kw = {k.arg: _value(k.value, self.names) for k in node.keywords if k.arg}
             if last in ("set_device", "set_device_index", "set_device_idx") or (last == "device" and "cuda" in name):
                 if last == "device" and not context:
                     return self._cpu(code, "torch.cuda.device(i) does nothing by itself: use it in a `with` block.")
-                arg = args[0] if args else kw.get("device")
+                arg = self._known(args[0] if args else kw.get("device"), code, "torch.cuda.set_device(1)")
                 if arg is None and context:  # torch.cuda.device(None) is documented as a no-op
                     return self._cpu(code, f"torch.cuda.device(None) is a no-op: the current device stays cuda:{self.current}.")
                 k = _cuda_index(arg)
@@ -168,40 +132,60 @@ class _Walker:
                     self.current = k
                 return step
             if last == "device" and name in ("torch.device", "device", "t.device"):
-                dev = torch.device(*args)
+                dev = torch.device(*[self._known(a, code, "torch.device('cuda:1')") for a in args],
+                                   **{k: self._known(v, code, "torch.device('cuda', 1)") for k, v in kw.items()})
                 if context:
                     self.default = dev
                     return self._for_later(code, dev, "inside the block, factory functions (torch.ones, …) create "
                                                       "tensors on it")
                 return self._for_later(code, dev, "names a device; tensors go there when passed as device=")
             if last == "set_default_device":
-                dev = None if args[0] is None else torch.device(args[0])
+                if not args and "device" not in kw:
+                    return Step(code, "set_default_device needs the device to use (or None for the CPU).",
+                                error="TypeError: set_default_device() missing 1 required positional argument: 'device'")
+                arg = self._known(args[0] if args else kw["device"], code, "torch.set_default_device('cuda:1')")
+                dev = None if arg is None else torch.device(arg)
                 self.default = dev
                 return self._for_later(code, dev, "factory functions (torch.ones, …) now create tensors on it")
             if last == "DataParallel":
+                for key, at in (("device_ids", 1), ("output_device", 2)):
+                    self._known(kw.get(key, args[at] if len(args) > at else None), code,
+                                "nn.DataParallel(model, device_ids=[0, 1])")
                 return self._dataparallel(code, args, kw)
             if last == "cuda":
-                dev = args[0] if args else kw.get("device")
+                dev = self._known(args[0] if args else kw.get("device"), code, "x.cuda(1)")
                 return self._move(code, dev, cuda_only=True)
             if last == "to":
-                dev = kw.get("device", args[0] if args else None)
+                dev = self._known(kw.get("device", args[0] if args else None), code, "x.to('cuda:1')")
                 if isinstance(dev, str) or isinstance(dev, int) or isinstance(dev, torch.device):
                     return self._move(code, dev, cuda_only=False)
                 return self._cpu(code, ".to() without a device leaves the tensor where it is.")
             if last in _LEGACY and "cuda" in name:
                 return self._on(code, [self.current], f"torch.cuda.{last} builds on the current device cuda:{self.current}")
             if last in _FACTORIES:
-                dev = kw.get("device", self.default)
+                dev = self._known(kw.get("device", self.default), code, "torch.ones(3, device='cuda:1')")
                 if dev is None:
                     return self._cpu(code, "no device= and no default device: the tensor is created on the CPU "
                                            "(torch.cuda.device(i) and set_device do not change this).")
                 return self._device_here(code, torch.device(dev), "created where device=/the default device says")
+        except CannotExplain:
+            raise
         except (RuntimeError, ValueError, TypeError) as exc:
             return Step(code, "PyTorch refuses the argument before touching any GPU.",
-                        error=f"{type(exc).__name__}: {str(exc).splitlines()[0]}")
-        raise ValueError(f"explain() does not know {name}(…); it reads .cuda, .to, set_device, torch.cuda.device, "
-                         "torch.device, set_default_device, torch.accelerator.set_device_index, tensor factories "
-                         "and DataParallel.")
+                        error=f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0]}")
+        raise CannotExplain(f"explain() does not know {name if len(name) <= 40 else name[:39] + '…'}(…); it reads .cuda, .to, set_device, "
+                            "torch.cuda.device, torch.device, set_default_device, torch.accelerator.set_device_index, "
+                            "tensor factories and DataParallel.")
+
+    def _known(self, value: Any, code: str, example: str) -> Any:
+        """``value`` itself, unless it is a name or expression whose value explain() cannot see."""
+        unknown = [v for v in (value if isinstance(value, list) else [value]) if isinstance(v, _Opaque)]
+        if unknown:
+            raise CannotExplain(
+                f"explain() cannot see what {shown(unknown[0].code, 40)} holds in {shown(code, 60)}: it reads devices "
+                f"written in the line, or assigned on a line above (dev = torch.device('cuda:1')). Write the device "
+                f"itself, e.g. {example}.")
+        return value
 
     def _move(self, code: str, dev: Any, *, cuda_only: bool) -> Step:
         import torch
@@ -237,7 +221,12 @@ class _Walker:
         else:
             ids = [_cuda_index(i) for i in ids]
             why = f"device_ids={ids}"
-        out = kw.get("output_device", ids[0] if ids else None)
+        if not ids:  # PyTorch reads device_ids[0] for the model's GPU
+            return Step(code, "device_ids=[] names no GPU: DataParallel takes device_ids[0] as the GPU the model "
+                              "lives on, and there is none. Leave device_ids out to use every visible GPU, or name "
+                              "them: device_ids=[0, 1].", error="IndexError: list index out of range")
+        out = kw.get("output_device", args[2] if len(args) > 2 else None)
+        out = ids[0] if out is None else _cuda_index(out)
         step = self._on(code, ids, f"{why}; the model must already be on cuda:{ids[0]} (device_ids[0]), is copied to "
                                    f"the others every forward, and outputs are gathered on cuda:{out}")
         if step.error == _INVALID_ORDINAL:  # DataParallel checks the ids itself first
@@ -262,16 +251,40 @@ def _name(node: ast.expr) -> str:
     return ast.unparse(node)
 
 
-def _value(node: ast.expr) -> Any:
-    """A literal, or ``torch.device(...)`` built by PyTorch itself from literal arguments."""
-    if isinstance(node, ast.Call) and _name(node.func).rsplit(".", 1)[-1] == "device":
+def _value(node: ast.expr, names: dict[str, Any] | None = None) -> Any:
+    """A literal, a name assigned above, a ``torch.<dtype>``, or ``torch.device(...)`` built by PyTorch itself;
+    anything else is carried along as ``_Opaque``."""
+    names = names or {}
+    if isinstance(node, ast.Name) and node.id in names:
+        return names[node.id]
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "torch":
         import torch
 
-        return torch.device(*[_value(a) for a in node.args])
+        if isinstance(getattr(torch, node.attr, None), torch.dtype):
+            return getattr(torch, node.attr)
+    if isinstance(node, ast.Call) and _name(node.func).rsplit(".", 1)[-1] == "device" and "cuda" not in _name(node.func):
+        import torch
+
+        args = [_value(a, names) for a in node.args]
+        kw = {k.arg: _value(k.value, names) for k in node.keywords if k.arg}
+        if any(isinstance(v, _Opaque) for v in [*args, *kw.values()]):
+            return _Opaque(ast.unparse(node))
+        return torch.device(*args, **kw)
+    if isinstance(node, ast.List):
+        return [_value(e, names) for e in node.elts]
     try:
         return ast.literal_eval(node)
-    except ValueError:
+    except Exception:  # a variable, a call, an operator: not a value explain() can know
         return _Opaque(ast.unparse(node))
+
+
+def _target(st: ast.stmt) -> str | None:
+    """The name a statement assigns to (``dev = ...``), if it assigns to exactly one plain name."""
+    if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
+        return st.targets[0].id
+    if isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name) and st.value is not None:
+        return st.target.id
+    return None
 
 
 @dataclass(frozen=True)
@@ -295,21 +308,38 @@ def _cuda_index(dev: Any) -> int:
     return _get_device_index(d)
 
 
-def explain(code: str, gpus: Sequence[GpuInfo] | GpuReader | None = None,
+def explain(code: str, gpus: Sequence[GpuInfo] | GpuReader | str | None = None,
             env: Mapping[str, str] | None = None) -> Explanation:
-    """Say where each statement of ``code`` puts its work on this (or a described) machine, and why.
+    """Say where each statement of ``code`` would put its work on this (or a described) machine, and why.
 
-    ``gpus``: a ``GpuReader`` (e.g. ``SimulatedGpuReader("workshop-8")``) or ``GpuInfo``s; default: this machine,
-    read through NVML (no CUDA context). ``env``: the environment of the process that would run the code (default:
-    this one), e.g. ``{"CUDA_VISIBLE_DEVICES": "2,3,4,5"}``. Execution stops at the first statement that raises.
+    ``gpus``: a preset name (``"workshop-8"``), a ``GpuReader`` (e.g. ``SimulatedGpuReader("workshop-8")``), or GPUs
+    already read (``gpulab.devices()``); default: this machine, read through NVML (no CUDA context). ``env``: the
+    environment of the process that would run the code (default: this one), e.g. ``{"CUDA_VISIBLE_DEVICES":
+    "2,3,4,5"}``. Execution stops at the first statement that raises. The answer is a prediction from PyTorch's
+    rules, and says so (and SIMULATED, on a described machine). ``ValueError`` for code it cannot read.
     """
-    machine = _machine(gpus)
+    if not isinstance(code, str):
+        raise TypeError(f"explain() reads PyTorch code given as text, e.g. explain(\"model.cuda(1)\"); got a "
+                        f"{type(code).__name__} {shown(code)}.")
+    machine = machine_gpus(gpus)
     vmap = visible_map(machine, env)
+    source = textwrap.dedent(code).strip()
     try:
-        tree = ast.parse(textwrap.dedent(code).strip())
+        tree = ast.parse(source)
     except SyntaxError as exc:
-        raise ValueError(f"explain() needs Python statements, one device call per line; {code!r} does not parse "
+        raise ValueError(f"explain() needs Python statements, one device call per line; {shown(code)} does not parse "
                          f"({exc.msg}).") from exc
+    except (RecursionError, MemoryError):
+        raise ValueError(f"explain() cannot read {shown(code)}: it is nested too deeply for Python's parser. Give it "
+                         "the device calls one per line, e.g. model.cuda(1).") from None
+    if not tree.body:
+        raise ValueError("explain() was given no statement to read (the code is empty or only comments). Give it the "
+                         "lines to follow, e.g. explain(\"torch.cuda.set_device(1)\\nmodel.cuda()\", \"workshop-8\", "
+                         "env={\"CUDA_VISIBLE_DEVICES\": \"2,3\"}).")
     walker = _Walker(vmap, bool(machine))
-    walker.run(tree.body)
-    return Explanation(vmap, tuple(walker.steps))
+    try:
+        walker.run(tree.body)
+    except RecursionError:
+        raise ValueError(f"explain() cannot follow {shown(code)}: an expression is nested too deeply. Give it the "
+                         "device calls one per line, e.g. model.cuda(1).") from None
+    return Explanation(vmap, tuple(walker.steps), gpu_count=len(machine))

@@ -8,6 +8,7 @@ browser. With no GPU it shows the CPU and says what would appear. Taught in ``no
 """
 from __future__ import annotations
 
+import dataclasses
 import html
 import os
 from collections.abc import Mapping, Sequence
@@ -15,11 +16,13 @@ from collections.abc import Mapping, Sequence
 import ipywidgets as w
 
 from .setter import CudaAlreadyStarted, set_visible_devices
+from ..core.arguments import environment, index_list, path_or_none, shown, whole_number
 from ..machine.host import host_info
-from ..machine.nvml import GpuReader, default_reader
+from ..machine.nvml import GpuReader
+from ..machine.resolve import as_reader
 from ..core.readings import GpuInfo, Unavailable, is_known
 from .reservation import current_holders
-from .selection import NoFreeGpu, Policy, choose_gpus
+from .selection import NoFreeGpu, Policy, checked_policy, choose_gpus, rank_gpus
 from ..core.units import format_bytes
 from .visible import VisibleMap, VisibleSpec, parse_visible_devices, visible_map
 
@@ -30,6 +33,8 @@ PICK_ENV = "GPULAB_PICK_GPUS"
 
 def parse_pick(text: str) -> tuple[int, ...] | int:
     """``"2,0"`` → physical GPUs 2 then 0; ``"free:2"`` → pick two free ones (returned as the int 2)."""
+    if not isinstance(text, str):
+        raise TypeError(f"{PICK_ENV} is text such as \"2,0\" or \"free:2\"; got a {type(text).__name__}.")
     t = text.strip()
     try:
         if t.startswith("free:"):
@@ -46,17 +51,27 @@ def parse_pick(text: str) -> tuple[int, ...] | int:
 class GpuPicker:
     """``GpuPicker()`` in a cell shows the widget; ``picker.selected``/``picker.value``/``picker.mapping`` read it."""
 
-    def __init__(self, reader: GpuReader | None = None, *, selected: Sequence[int] | str | None = None,
+    def __init__(self, reader: GpuReader | str | None = None, *, selected: Sequence[int] | str | None = None,
                  policy: Policy | None = None, env: Mapping[str, str] | None = None,
                  reservations: str | None = None, this_kernel: bool | None = None) -> None:
-        self.reader = reader or default_reader()
-        self.policy = policy
+        self.reader = as_reader(reader)
+        self.policy = checked_policy(policy)
+        env = environment(env)
+        if this_kernel is not None and not isinstance(this_kernel, bool):
+            raise TypeError(f"this_kernel={shown(this_kernel)}: this_kernel takes True, False or None (the default: "
+                            "True for this machine, False for a described one).")
+        start = selected if selected is not None else os.environ.get(PICK_ENV)
+        if isinstance(start, int) and not isinstance(start, bool):
+            raise TypeError(f"selected={start} is ambiguous: for physical GPU {start} write selected=[{start}]; for "
+                            f"{start} free GPU(s) write selected=\"free:{start}\".")
+        pick = (parse_pick(start) if isinstance(start, str) else
+                None if start is None else index_list(start, "selected", example="[2, 3] or \"free:2\""))
         # A simulated machine is not this kernel's: apply() only shows the value there, unless told otherwise.
         self.simulated = bool(getattr(self.reader, "simulated", False))
         self.this_kernel = (not self.simulated) if this_kernel is None else this_kernel
         # The environment the kernel started with decides which GPUs it may use; a described machine is not this one.
         self.env = dict(env) if env is not None else (dict(os.environ) if self.this_kernel else {})
-        self.reservations = reservations
+        self.reservations = path_or_none(reservations, "reservations")
         self._order: list[int] = []
         self.gpus: tuple[GpuInfo, ...] = ()
         self.status = w.HTML()
@@ -76,13 +91,10 @@ class GpuPicker:
                               w.HBox([self.free_button, self.apply_button, self.refresh_button]),
                               self.mapping_view, self.status])
         self.refresh()
-        start = selected if selected is not None else os.environ.get(PICK_ENV)
-        if start is not None:
-            pick = parse_pick(start) if isinstance(start, str) else tuple(start)
-            if isinstance(pick, int):
-                self.pick_free(pick)
-            else:
-                self.select(pick)
+        if isinstance(pick, int):
+            self.pick_free(pick)
+        elif pick is not None:
+            self.select(pick)
 
     # -- reading the machine ---------------------------------------------------------------------------------------
     def refresh(self) -> None:
@@ -155,6 +167,7 @@ class GpuPicker:
 
     def select(self, physical_indices: Sequence[int]) -> None:
         """Tick exactly these GPUs, in this order (the first becomes cuda:0)."""
+        physical_indices = index_list(physical_indices, "physical_indices", example="select([2, 3])")
         known = {g.physical_index for g in self.gpus}
         bad = [i for i in physical_indices if i not in known or i not in self._allowed]
         if bad or len(set(physical_indices)) != len(physical_indices):
@@ -168,10 +181,29 @@ class GpuPicker:
         for i in physical_indices:
             self._checks[i].value = True  # observer appends in this order
 
-    def pick_free(self, n: int = 1) -> None:
-        """Tick the ``n`` freest GPUs (``gpulab.placement.selection`` policy), reserved ones excluded."""
-        choice = choose_gpus(n, self.gpus, self.policy, taken=self._holders, allowed=self._allowed)
+    def pick_free(self, n: int = 1) -> tuple[int, ...]:
+        """Tick the ``n`` freest GPUs (``gpulab.placement.selection`` policy), reserved ones excluded.
+
+        With fewer than ``n`` free it ticks those it found and says so in the status line; ``NoFreeGpu`` (why each GPU
+        was passed over) only when none is free. Returns the GPUs ticked.
+        """
+        n = whole_number(n, "n", minimum=1, example="pick_free(2)")
+        try:
+            choice = choose_gpus(n, self.gpus, self.policy, taken=self._holders, allowed=self._allowed)
+        except NoFreeGpu as exc:
+            pool = [g for g in self.gpus if g.physical_index in self._allowed]
+            free = [v for v in rank_gpus(pool, self.policy, taken=self._holders) if v.free]
+            if not free:
+                raise
+            self.select([v.gpu.physical_index for v in free])
+            reasons = "\n".join(line for line in str(exc).splitlines()[1:] if line.startswith("  ")
+                                and ": free:" not in line)
+            self._say(f"Asked for {n} free GPU(s) but only {len(free)} {'is' if len(free) == 1 else 'are'} free, so "
+                      f"GPU {', '.join(str(v.gpu.physical_index) for v in free)} {'is' if len(free) == 1 else 'are'} "
+                      f"ticked. Passed over:\n{reasons}", ok=None)
+            return self.selected
         self.select(choice.physical_indices)
+        return self.selected
 
     def apply(self) -> VisibleSpec:
         """Set ``CUDA_VISIBLE_DEVICES`` in this kernel to the selection (refused once CUDA has started here).
@@ -195,29 +227,59 @@ class GpuPicker:
             self._order.append(i)
         elif not on and i in self._order:
             self._order.remove(i)
+        self.status.value = ""  # what an earlier Apply or Pick free said was about another selection
         self._update()
+
+    def warnings(self) -> list[str]:
+        """One sentence per ticked GPU that is not free: who holds it, how full and how busy it is."""
+        policy = self.policy or Policy()
+        out = []
+        for i in self._order:
+            g = next(g for g in self.gpus if g.physical_index == i)
+            why = []
+            if g.uuid in self._holders:
+                why.append(f"reserved by {self._holders[g.uuid]}")
+            used, total = g.memory_used_bytes, g.memory_total_bytes
+            if is_known(used) and is_known(total) and total and used / total > policy.max_memory_used_fraction:
+                why.append(f"{used / total:.0%} full ({format_bytes(used)} of {format_bytes(total)})")
+            if is_known(g.utilization_gpu_percent) and g.utilization_gpu_percent > policy.max_utilization_percent:
+                why.append(f"{g.utilization_gpu_percent} % busy")
+            if not isinstance(g.processes, Unavailable) and g.processes and not policy.allow_processes:
+                why.append(f"{len(g.processes)} process(es) on it (pid {', '.join(str(p.pid) for p in g.processes)})")
+            if g.mig_enabled is True:
+                why.append("in MIG mode: CUDA uses its MIG slices, not the whole GPU")
+            if why:
+                out.append(f"GPU {i} is not free: {', '.join(why)}. Work sent there shares it with others and may run "
+                           "slowly or out of memory; untick it, or press Pick free.")
+        return out
 
     def _update(self) -> None:
         if not self.gpus:
             self.mapping_view.value = "<p>Nothing to map: this machine has no GPU, so torch will use the CPU.</p>"
             return
-        self.mapping_view.value = ("<p>Selected: none (tick a row)</p>" if not self._order
-                                   else f"<p>CUDA_VISIBLE_DEVICES={html.escape(self.value)}</p>"
-                                   + self.mapping._repr_html_())
+        if not self._order:
+            self.mapping_view.value = "<p>Selected: none (tick a row)</p>"
+            return
+        warn = "".join(f"<p style='color:#a60'>⚠ {html.escape(w)}</p>" for w in self.warnings())
+        self.mapping_view.value = self.mapping._repr_html_() + warn
 
     def _clicked(self, action) -> None:
         try:
             action()
-        except (CudaAlreadyStarted, NoFreeGpu, ValueError) as exc:
+        except (CudaAlreadyStarted, NoFreeGpu, ValueError, TypeError) as exc:
             self._say(str(exc), ok=False)
 
-    def _say(self, text: str, *, ok: bool) -> None:
-        color = "#060" if ok else "#b00"
+    def _say(self, text: str, *, ok: bool | None) -> None:
+        color = {True: "#060", False: "#b00", None: "#a60"}[ok]
         self.status.value = f"<pre style='color:{color};white-space:pre-wrap'>{html.escape(text)}</pre>"
 
     def __str__(self) -> str:
-        head = ("SIMULATED machine: " if self.simulated else "") + f"{len(self.gpus)} GPU(s); selected: {self.value or 'none'}"
-        return head + ("\n" + str(self.mapping) if self._order else "")
+        label = "SIMULATED machine (described GPUs, not this computer's): " if self.simulated else ""
+        head = f"{label}{len(self.gpus)} GPU(s); selected: {', '.join(map(str, self._order)) or 'none'}"
+        if not self._order:
+            return head
+        mapping = dataclasses.replace(self.mapping.table(), title=self.mapping.environment_line())
+        return "\n".join([head, str(mapping), *(f"  ⚠ {w}" for w in self.warnings())])
 
     def _repr_mimebundle_(self, **kwargs: object) -> dict:
         bundle = self.widget._repr_mimebundle_(**kwargs)

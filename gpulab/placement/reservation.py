@@ -24,9 +24,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .setter import set_visible_devices
-from ..machine.nvml import GpuReader, default_reader
+from ..core.arguments import function, path_or_none, seconds, whole_number
+from ..machine.nvml import GpuReader
+from ..machine.resolve import as_reader
 from ..core.readings import GpuInfo
-from .selection import Choice, NoFreeGpu, Policy, choose_gpus
+from .selection import Choice, NoFreeGpu, Policy, checked_policy, choose_gpus
 from .visible import visible_map
 
 __all__ = ["Reservation", "reserve_gpus", "reservations_dir", "current_holders", "DEFAULT_DIR"]
@@ -38,12 +40,17 @@ _FILE_MODE = 0o666
 
 def _named_dir(directory: str | os.PathLike[str] | None) -> Path:
     """The directory asked for, else ``$GPULAB_RESERVATIONS_DIR``, else the default."""
-    return Path(directory or os.environ.get("GPULAB_RESERVATIONS_DIR") or DEFAULT_DIR)
+    return Path(path_or_none(directory, "directory") or os.environ.get("GPULAB_RESERVATIONS_DIR") or DEFAULT_DIR)
 
 
 def reservations_dir(directory: str | os.PathLike[str] | None = None) -> Path:
     """The shared directory of lock files (created if missing, and opened up to every user if we own it)."""
     d = _named_dir(directory)
+    blocker = next((q for q in (d, *d.parents) if q.exists() and not q.is_dir()), None)
+    if blocker is not None:
+        raise NotADirectoryError(
+            f"cannot keep GPU reservations in {d}: {blocker} is a file, not a directory. Point directory= (or "
+            f"GPULAB_RESERVATIONS_DIR) at a directory, e.g. directory=\"{DEFAULT_DIR}\", or leave it out.")
     try:
         d.mkdir(parents=True, exist_ok=True)
         st = d.stat()
@@ -245,13 +252,18 @@ class Reservation:
     def __exit__(self, *exc: object) -> None:
         self.release()
 
-    def __str__(self) -> str:
+    def _head(self) -> str:
         state = "held" if self.held else "released"
-        return f"Reservation ({state}, in {self.directory}): CUDA_VISIBLE_DEVICES={self.visible_devices}\n{self.choice}"
+        what = " of SIMULATED GPUs (described, not this computer's)" if self.choice.simulated else ""
+        return f"Reservation{what} ({state}, in {self.directory})"
+
+    def __str__(self) -> str:
+        return f"{self._head()}: CUDA_VISIBLE_DEVICES={self.visible_devices}\n{self.choice}"
 
     def _repr_html_(self) -> str:
-        state = "held" if self.held else "released"
-        return f"<p>Reservation ({state})</p>" + self.choice._repr_html_()
+        import html
+
+        return f"<p>{html.escape(self._head())}</p>" + self.choice._repr_html_()
 
 
 def reserve_gpus(n: int = 1, reader: GpuReader | None = None, policy: Policy | None = None, *,
@@ -266,7 +278,13 @@ def reserve_gpus(n: int = 1, reader: GpuReader | None = None, policy: Policy | N
     ``NoFreeGpu`` says why each GPU was passed over. Nothing here creates a CUDA context.
     """
     _fcntl()  # on Windows, refuse before touching any directory
-    reader = reader or default_reader()
+    n = whole_number(n, "n", minimum=1, example="reserve_gpus(2) for two GPUs")
+    reader = as_reader(reader)
+    policy = checked_policy(policy)
+    wait_s = seconds(wait_s, "wait_s", example="60")
+    poll_s = seconds(poll_s, "poll_s", allow_zero=False, example="1.0")
+    function(clock, "clock", example="time.monotonic")
+    function(sleep, "sleep", example="time.sleep")
     d = reservations_dir(directory)
     deadline = clock() + wait_s
     while True:

@@ -10,11 +10,12 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from ..core.arguments import flag, gpu_list, index_list, shown
 from ..core.readings import GpuInfo, Unavailable, is_known
 from ..core.tables import Table, TableView
 from ..core.units import format_bytes
 
-__all__ = ["Policy", "Verdict", "Choice", "NoFreeGpu", "rank_gpus", "choose_gpus"]
+__all__ = ["Policy", "Verdict", "Choice", "NoFreeGpu", "rank_gpus", "choose_gpus", "checked_policy"]
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,12 @@ class Policy:
     allow_processes: bool = False
 
     def __post_init__(self) -> None:
+        for name in ("max_memory_used_fraction", "max_utilization_percent"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise TypeError(f"Policy({name}={shown(value)}): {name} is a number, e.g. "
+                                "Policy(max_memory_used_fraction=0.5, max_utilization_percent=50).")
+        flag(self.allow_processes, "allow_processes")
         if not 0.0 <= self.max_memory_used_fraction <= 1.0:
             raise ValueError(f"max_memory_used_fraction is a share of the GPU's memory, between 0 and 1; got "
                              f"{self.max_memory_used_fraction!r} (0.1 means at most 10 % already used).")
@@ -75,8 +82,26 @@ def rank_gpus(gpus: Sequence[GpuInfo], policy: Policy | None = None, *,
 
     ``taken`` maps UUIDs already reserved by someone to a description of who (``"pid 4242 (alice)"``).
     """
-    policy = policy or Policy()
-    return tuple(sorted((_judge(g, policy, taken or {}) for g in gpus), key=lambda v: v.sort_key))
+    policy = checked_policy(policy) or Policy()
+    taken = _taken(taken)
+    return tuple(sorted((_judge(g, policy, taken) for g in gpu_list(gpus)), key=lambda v: v.sort_key))
+
+
+def checked_policy(policy: object) -> Policy | None:
+    """``policy`` if it is a ``Policy`` or None; otherwise ``TypeError`` saying how to write one."""
+    if policy is not None and not isinstance(policy, Policy):
+        raise TypeError(f"policy={shown(policy)} is a {type(policy).__name__}; policy takes a Policy, e.g. "
+                        "gpulab.placement.selection.Policy(max_memory_used_fraction=0.5), or None for the default.")
+    return policy
+
+
+def _taken(taken: object) -> Mapping[str, str]:
+    if taken is None:
+        return {}
+    if not isinstance(taken, Mapping):
+        raise TypeError(f"taken={shown(taken)} is a {type(taken).__name__}; taken maps each reserved GPU's UUID to "
+                        "who holds it, e.g. {'GPU-5a16…': 'pid 4242 (alice)'}.")
+    return taken
 
 
 class NoFreeGpu(RuntimeError):
@@ -107,9 +132,15 @@ class Choice(TableView):
 
     _HEAD = ("physical", "name", "pick", "why")
 
+    @property
+    def simulated(self) -> bool:
+        """True when the GPUs judged are described ones (``SimulatedGpuReader``), not this computer's."""
+        return any(v.gpu.simulated for v in self.ranking)
+
     def table(self) -> Table:
         picked = ", ".join(map(str, self.physical_indices)) or "none"
-        return Table(self._HEAD, self.rows(), title=f"Picked physical GPU(s) {picked}")
+        label = "SIMULATED machine (described GPUs, not this computer's): " if self.simulated else ""
+        return Table(self._HEAD, self.rows(), title=f"{label}Picked physical GPU(s) {picked}")
 
 
 def choose_gpus(n: int, gpus: Sequence[GpuInfo], policy: Policy | None = None, *,
@@ -119,7 +150,15 @@ def choose_gpus(n: int, gpus: Sequence[GpuInfo], policy: Policy | None = None, *
     Raises ``NoFreeGpu`` (saying why each GPU was passed over) when fewer than ``n`` are free.
     """
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValueError(f"choose_gpus needs how many GPUs you want, a whole number ≥ 1; got {n!r}.")
+        raise ValueError(f"choose_gpus needs how many GPUs you want, a whole number ≥ 1; got {shown(n)}.")
+    gpus = gpu_list(gpus, "gpus")
+    policy = checked_policy(policy)
+    taken = _taken(taken)
+    if allowed is not None:
+        if isinstance(allowed, (str, bytes)) or not isinstance(allowed, Collection):
+            raise TypeError(f"allowed={shown(allowed)}: allowed takes the physical GPU numbers this process may use, "
+                            "e.g. allowed={2, 3}, or None for all.")
+        allowed = set(index_list(list(allowed), "allowed", example="{2, 3}"))
     pool = [g for g in gpus if allowed is None or g.physical_index in allowed]
     ranking = rank_gpus(pool, policy, taken=taken)
     free = [v.gpu for v in ranking if v.free]

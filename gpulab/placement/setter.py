@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Mapping, MutableMapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 
 from ..machine.cuda import cuda_state
+from ..core.arguments import shown
 from .visible import VisibleSpec, format_visible_devices, parse_visible_devices
 
 __all__ = ["CudaAlreadyStarted", "set_visible_devices", "patched_environ", "apply_environ"]
@@ -34,14 +35,24 @@ def set_visible_devices(devices: Sequence[int | str] | str | None, *, order: str
     cut short. Returns the parsed value. Processes started afterwards inherit it.
     """
     if order is not None and order not in _ORDERS:
-        raise ValueError(f"CUDA_DEVICE_ORDER must be one of {', '.join(_ORDERS)}, not {order!r}; PCI_BUS_ID makes "
-                         "GPU indices match nvidia-smi.")
+        raise ValueError(f"CUDA_DEVICE_ORDER must be one of {', '.join(_ORDERS)}, not {shown(order)}; PCI_BUS_ID "
+                         "makes GPU indices match nvidia-smi.")
     if devices is None:
         value = None
     elif isinstance(devices, str):
         value = devices if devices.strip() in ("", "-1") else format_visible_devices(devices.split(","))
-    else:
+    elif isinstance(devices, Sequence) and not isinstance(devices, bytes):
         value = format_visible_devices(list(devices))
+    elif isinstance(devices, int) and not isinstance(devices, bool):
+        raise TypeError(f"set_visible_devices({devices}) is ambiguous: for physical GPU {devices} alone write "
+                        f"set_visible_devices([{devices}]); to have {devices} free GPU(s) chosen for you, use "
+                        f"gpulab.reserve_gpus({devices}) and then .apply().")
+    else:
+        unordered = (" (a set has no order, but the first GPU becomes cuda:0)"
+                     if isinstance(devices, (set, frozenset)) else "")
+        raise TypeError(f"set_visible_devices takes a list of GPUs in the order cuda:0, cuda:1, … should get them"
+                        f"{unordered}, e.g. [2, 3]; or the variable's text '2,3'; or None to unset it. Got a "
+                        f"{type(devices).__name__} {shown(devices)}.")
     state = cuda_state()
     if state.variable_read:
         current = os.environ.get("CUDA_VISIBLE_DEVICES")
@@ -60,12 +71,22 @@ def set_visible_devices(devices: Sequence[int | str] | str | None, *, order: str
     return parse_visible_devices(value)
 
 
-@contextmanager
-def patched_environ(**values: str | None) -> Iterator[None]:
+def patched_environ(**values: str | None) -> AbstractContextManager[None]:
     """Set (or, with ``None``, remove) environment variables inside a ``with`` block, then restore them exactly.
 
     For tests and demonstrations that run child processes. It does not make CUDA re-read anything in this process.
+    Values are checked here, when it is called, so a wrong one stops the cell before the block runs.
     """
+    for k, v in values.items():
+        if v is not None and not isinstance(v, str):
+            fix = ",".join(map(str, v)) if isinstance(v, (list, tuple)) else str(v)
+            raise TypeError(f"patched_environ({k}={shown(v)}): environment values are text, as in a shell; write "
+                            f"{k}={fix!r}, or {k}=None to remove the variable inside the block.")
+    return _patched(values)
+
+
+@contextmanager
+def _patched(values: Mapping[str, str | None]) -> Iterator[None]:
     saved = {k: os.environ.get(k) for k in values}
     try:
         apply_environ(values)

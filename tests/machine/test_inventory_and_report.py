@@ -32,7 +32,8 @@ def test_inventory_lists_fake_gpus_with_mig_and_refused_fields():
 def test_inventory_without_driver_says_why():
     inv = gpulab.devices(SimulatedGpuReader(None, error="no NVIDIA driver library (libnvidia-ml.so) was found"))
     assert inv.gpu_count == 0
-    assert str(inv).startswith("No NVIDIA GPU found: no NVIDIA driver library")
+    assert str(inv).startswith("SIMULATED machine (described GPUs, not this computer's): No NVIDIA GPU found: no "
+                               "NVIDIA driver library")
 
 
 def test_report_on_a_machine_without_gpus_says_so_plainly():

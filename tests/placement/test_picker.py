@@ -84,8 +84,12 @@ def test_pick_free_skips_reserved_gpus_and_button_reports_shortage(tmp_path):
     assert picker.selected == (3, 5)
     assert not picker._checks[1].disabled  # still shown and tickable, merely reserved
     picker.select([3, 5, 6, 7])
-    picker.free_button.click()  # asks for as many as ticked (4): only 2 are free
-    assert "asked for 4 free GPU(s) but only 2" in picker.status.value
+    picker.free_button.click()  # asks for as many as ticked (4): only 2 are free, so it ticks those and says so
+    assert picker.selected == (3, 5)
+    assert "Asked for 4 free GPU(s) but only 2 are free, so GPU 3, 5 are ticked" in picker.status.value
+    assert f"GPU 1: reserved by pid {os.getpid()}" in picker.status.value and "color:#b00" not in picker.status.value
+    picker._checks[6].value = True  # a new selection: what Pick free said no longer applies
+    assert picker.status.value == ""
     held.release()
 
 

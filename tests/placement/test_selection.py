@@ -114,8 +114,11 @@ def test_only_gpus_the_environment_allows(tmp_path, monkeypatch):
 def test_unusable_directory_says_what_to_do(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("")
+    for d in (blocker, blocker / "sub"):  # a file where the directory should be: no mkdir advice, the way out instead
+        with pytest.raises(NotADirectoryError, match=rf"{blocker} is a file, not a directory. Point directory="):
+            reservations_dir(d)
     with pytest.raises(PermissionError, match=r"cannot use .* for GPU reservations .*chmod 1777"):
-        reservations_dir(blocker / "sub")
+        reservations_dir("/proc/gpulab-reservations")  # nobody, not even root, may make a directory there
 
 
 # -- real concurrent processes ----------------------------------------------------------------------------------------

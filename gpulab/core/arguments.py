@@ -1,0 +1,174 @@
+"""Checking what a learner passed to a public function, once, at the door (pure).
+
+Learners type into the helpers live, in front of a room. A wrong argument must stop the call at once with a message
+that says what was wrong, what was expected and what to type instead — never surface later as an ``AttributeError``
+from deep inside a helper, or after the work it was meant to watch has run. Each public function calls these checks
+first; the messages name the argument as the learner wrote it. Taught by every chapter's first mistakes.
+"""
+from __future__ import annotations
+
+import inspect
+import math
+import operator
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from .readings import GpuInfo
+
+__all__ = ["whole_number", "whole_numbers", "seconds", "text", "flag", "function", "no_argument_function",
+           "environment", "gpu_list", "index_list", "path_or_none", "shown"]
+
+
+def shown(value: Any, limit: int = 60) -> str:
+    """``repr(value)`` cut to ``limit`` characters, so that a 5,000-character mistake does not fill the screen."""
+    r = repr(value)
+    return r if len(r) <= limit else f"{r[:limit - 1]}… ({len(r)} characters)"
+
+
+def _kind(value: Any) -> str:
+    return f"{type(value).__name__} {shown(value)}"
+
+
+def whole_number(value: Any, name: str, *, minimum: int = 0, example: str = "") -> int:
+    """``value`` as an ``int`` (numpy ints too), or ``ValueError``/``TypeError`` saying what ``name`` takes."""
+    hint = f" (e.g. {example})" if example else ""
+    try:
+        if isinstance(value, bool):
+            raise TypeError
+        n = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name}={shown(value)} is a {type(value).__name__}; {name} takes a whole number ≥ "
+                        f"{minimum}{hint}.") from None
+    if n < minimum:
+        raise ValueError(f"{name}={n}: {name} must be ≥ {minimum}{hint}.")
+    return n
+
+
+def seconds(value: Any, name: str, *, allow_zero: bool = True, example: str = "") -> float:
+    """A finite, non-negative (or positive) number of seconds as ``float``."""
+    hint = f", e.g. {name}={example}" if example else ""
+    kind = "non-negative" if allow_zero else "positive"
+    if isinstance(value, bool) or not isinstance(value, (int, float)) and not hasattr(value, "__float__"):
+        raise TypeError(f"{name}={shown(value)} is a {type(value).__name__}; {name} takes a {kind} number of "
+                        f"seconds{hint}.")
+    s = float(value)
+    if math.isnan(s) or math.isinf(s) or s < 0 or (s == 0 and not allow_zero):
+        raise ValueError(f"{name}={value!r}: {name} must be a {kind} number of seconds, and finite{hint}.")
+    return s
+
+
+def text(value: Any, name: str, *, example: str = "") -> str:
+    if not isinstance(value, str):
+        hint = f" (e.g. {name}={example})" if example else ""
+        raise TypeError(f"{name}={shown(value)} is a {type(value).__name__}; {name} takes text, a str{hint}.")
+    return value
+
+
+def flag(value: Any, name: str) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"{name}={shown(value)}: {name} takes True or False, not a {type(value).__name__}.")
+    return value
+
+
+def function(value: Any, name: str, *, example: str) -> Any:
+    if not callable(value):
+        raise TypeError(f"{name}={shown(value)} is a {type(value).__name__}, not something to call; {name} takes a "
+                        f"function, e.g. {name}={example}.")
+    return value
+
+
+def no_argument_function(value: Any, name: str, *, example: str) -> Any:
+    """A function that can be called with no arguments (it will be): ``lambda: x @ x``, not ``torch.matmul``."""
+    function(value, name, example=example)
+    try:
+        inspect.signature(value).bind()
+    except TypeError:
+        needs = [p.name for p in inspect.signature(value).parameters.values()
+                 if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+        label = getattr(value, "__name__", type(value).__name__)
+        raise TypeError(f"{name}={label} is called with no arguments, but it needs {', '.join(needs)}. Wrap the call "
+                        f"in a lambda that supplies them, e.g. {name}={example}.") from None
+    except ValueError:  # no signature to read (some built-ins): it is called as it is
+        pass
+    return value
+
+
+def environment(env: Any, name: str = "env") -> Mapping[str, str] | None:
+    """An environment mapping of text to text (``None`` passes through): ``{"CUDA_VISIBLE_DEVICES": "2,3"}``."""
+    if env is None:
+        return None
+    if isinstance(env, str):
+        raise TypeError(f"{name}={shown(env)}: {name} is the whole environment of the process, a dict of variables, "
+                        f"not one value. Write {name}={{'CUDA_VISIBLE_DEVICES': {shown(env)}}}.")
+    if not isinstance(env, Mapping):
+        raise TypeError(f"{name}={_kind(env)}: {name} takes a dict of environment variables, e.g. "
+                        f"{name}={{'CUDA_VISIBLE_DEVICES': '2,3'}} (or os.environ).")
+    for k, v in env.items():
+        if not isinstance(k, str):
+            raise TypeError(f"{name} has the key {shown(k)}, a {type(k).__name__}: variable names are text, e.g. "
+                            "'CUDA_VISIBLE_DEVICES'.")
+        if not isinstance(v, str):
+            fix = ",".join(map(str, v)) if isinstance(v, (list, tuple)) else str(v)
+            raise TypeError(f"{name}[{k!r}]={shown(v)} is a {type(v).__name__}: environment values are text, as in a "
+                            f"shell. Write {name}={{{k!r}: {fix!r}}}.")
+    return env
+
+
+def gpu_list(gpus: Any, name: str = "gpus") -> tuple[GpuInfo, ...]:
+    """GPUs as read: ``GpuInfo``s, an ``Inventory`` (``gpulab.devices()``) or a reader (anything with ``count`` and
+    ``info``, e.g. ``SimulatedGpuReader("workshop-8")``), read here without creating a CUDA context."""
+    if hasattr(gpus, "gpus") and not isinstance(gpus, (str, bytes)):  # an Inventory
+        gpus = gpus.gpus
+    elif callable(getattr(gpus, "info", None)) and callable(getattr(gpus, "count", None)) and not isinstance(gpus, tuple):
+        return tuple(gpus.info(i, processes=False) for i in range(gpus.count()))
+    if isinstance(gpus, str):
+        raise TypeError(f"{name}={gpus!r}: {name} takes the GPUs themselves, not a name. For the described machine "
+                        f"{gpus!r} write {name}=gpulab.devices({gpus!r}); for this machine, gpulab.devices().")
+    if not isinstance(gpus, Iterable) or isinstance(gpus, (bytes, Mapping)):
+        raise TypeError(f"{name}={_kind(gpus)}: {name} takes the GPUs as read by gpulab.devices() (or "
+                        "gpulab.devices('workshop-8') for a described machine).")
+    out = tuple(gpus)
+    bad = [g for g in out if not isinstance(g, GpuInfo)]
+    if bad:
+        raise TypeError(f"{name} holds {_kind(bad[0])}, not a GPU reading: pass gpulab.devices() or "
+                        "gpulab.devices().gpus (GpuInfo records), not numbers or names.")
+    return out
+
+
+def whole_numbers(values: Any, name: str, *, minimum: int = 0, example: str, what: str) -> tuple[int, ...]:
+    """A list of whole numbers ≥ ``minimum``, in order: refuses one bare number, a set, text and fractions."""
+    if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
+        if isinstance(values, int) and not isinstance(values, bool):
+            raise TypeError(f"{name}={values}: {name} takes a list of {what}; for this one alone write "
+                            f"{name}=[{values}].")
+        unordered = isinstance(values, (set, frozenset))
+        order = " (a set has no order, but the order matters here)" if unordered else ""
+        raise TypeError(f"{name}={_kind(values)}: {name} takes a list of {what}{order}, e.g. {name}={example}.")
+    out = []
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, int) and not hasattr(v, "__index__"):
+            raise TypeError(f"{name} holds {_kind(v)}: {what} are whole numbers, e.g. {name}={example}.")
+        n = operator.index(v)
+        if n < minimum:
+            raise ValueError(f"{name} holds {n}: {what} are ≥ {minimum}, e.g. {name}={example}.")
+        out.append(n)
+    return tuple(out)
+
+
+def index_list(values: Any, name: str, *, example: str = "[2, 3]") -> tuple[int, ...]:
+    """Physical GPU numbers in order (the first becomes ``cuda:0``): refuses one bare number, sets and fractions."""
+    if isinstance(values, int) and not isinstance(values, bool):
+        raise TypeError(f"{name}={values}: {name} takes a list of physical GPU numbers, in order. For GPU {values} "
+                        f"alone write {name}=[{values}].")
+    if isinstance(values, (set, frozenset)):
+        raise TypeError(f"{name}={_kind(values)}: {name} takes a list of physical GPU numbers in order (a set has no "
+                        f"order, but the first GPU becomes cuda:0), e.g. {name}={example}.")
+    return whole_numbers(values, name, example=example, what="physical GPU numbers (nvidia-smi's, from 0)")
+
+
+def path_or_none(value: Any, name: str) -> str | os.PathLike[str] | None:
+    if value is not None and not isinstance(value, (str, os.PathLike)):
+        raise TypeError(f"{name}={_kind(value)}: {name} takes a directory path (a str or pathlib.Path), or None for "
+                        "the default.")
+    return value

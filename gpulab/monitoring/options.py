@@ -1,0 +1,50 @@
+"""``monitor()``'s options, checked when it is called, so a wrong one stops the cell before the work runs.
+
+``with gpulab.monitor(123):`` would otherwise run the whole training loop and fail only when the block ends and the
+figure is drawn. Taught in ``notebooks/05_live_monitor.ipynb``.
+"""
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+from typing import Any
+
+from ..core.arguments import flag, function, index_list, seconds, shown, whole_number
+from ..machine.resolve import as_reader
+
+__all__ = ["checked_options", "refuse_unknown", "MAX_CAPACITY"]
+
+MAX_CAPACITY = 250_000  # readings kept in memory: over 13 hours at 5 a second
+
+
+def refuse_unknown(options: Iterable[str], known: list[str]) -> None:
+    """``TypeError`` naming the first option ``monitor()`` does not have, and the closest one it has."""
+    unknown = [k for k in options if k not in known]
+    if unknown:
+        close = difflib.get_close_matches(unknown[0], known, n=1)
+        raise TypeError(f"monitor() has no option {unknown[0]!r}" + (f"; did you mean {close[0]}=?" if close else ".")
+                        + f" Its options are {', '.join(known)}.")
+
+
+def checked_options(*, title: Any, reader: Any, gpus: Any, interval_s: Any, process_interval_s: Any,
+                    render_interval_s: Any, capacity: Any, show: Any, clock: Any, sleep: Any
+                    ) -> tuple[Any, list[int] | None, float, float, float]:
+    """The options as the monitor uses them (reader resolved, numbers as floats), or the first one that is wrong."""
+    if not isinstance(title, str):
+        raise TypeError(f"monitor()'s first argument is the figure's title, text such as gpulab.monitor(\"training\"); "
+                        f"got a {type(title).__name__} {shown(title)}. To watch particular GPUs pass gpus=[...], e.g. "
+                        "gpulab.monitor(\"training\", gpus=[1]).")
+    reader = as_reader(reader)
+    gpus = None if gpus is None else list(index_list(gpus, "gpus", example="[0, 1]"))
+    times = [seconds(v, name, allow_zero=False, example=ex) for v, name, ex in (
+        (interval_s, "interval_s", "0.2"), (process_interval_s, "process_interval_s", "2.0"),
+        (render_interval_s, "render_interval_s", "1.0"))]
+    capacity = whole_number(capacity, "capacity", minimum=1, example="36_000, two hours at 5 readings a second")
+    if capacity > MAX_CAPACITY:
+        raise ValueError(f"capacity={capacity:,} readings would reserve too much memory up front; {MAX_CAPACITY:,} is "
+                         "over 13 hours at 5 readings a second. Use the default (36,000) or less.")
+    flag(show, "show")
+    function(clock, "clock", example="time.monotonic")
+    if sleep is not None:
+        function(sleep, "sleep", example="time.sleep")
+    return reader, gpus, times[0], times[1], times[2]
