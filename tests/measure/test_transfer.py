@@ -21,9 +21,11 @@ def test_cpu_bandwidth_sweep_measures_host_copies() -> None:
     assert sweep.peak_gbps("h2d", False) == max(m.bandwidth_gbps for m in sweep.measurements if m.direction == "h2d")
     text = str(sweep)
     assert "host-to-host copies (device is the CPU)" in text and "1.0 MiB" in text and "GB/s" in text
-    assert "<table" in sweep._repr_html_()
+    assert [row[0] for row in sweep.table().rows] == ["host→host", "host→host, back"] * 2  # no h2d/d2h on a CPU
+    assert "h2d" not in text and "d2h" not in text and "<table" in sweep._repr_html_()
     ax = sweep.plot()
-    assert len(ax.lines) == 2 and ax.get_xlabel() == "bytes copied"  # h2d pageable, d2h pageable
+    assert ax.get_legend_handles_labels()[1] == ["host→host pageable", "host→host, back pageable"]
+    assert len(ax.lines) == 2 and ax.get_xlabel() == "bytes copied"
     plt.close(ax.figure)
     with pytest.raises(KeyError, match="no d2h pinned copies"):
         sweep.peak_gbps("d2h", True)
