@@ -4,7 +4,9 @@
 - Notebook cells tagged ``gpu`` / ``multigpu`` get the same markers (their ``%%gpu`` magic prints why they skip).
 - ``GPULAB_ONLY_GPU=1`` (``make test-gpu``) keeps only the GPU tests and the notebooks that have GPU cells.
 - nbval waits 5 s for a cell's output by default; chapters train for longer than that without printing, so the wait
-  is raised here, and the sanitizer file for timings, addresses, PIDs and ports is applied by default.
+  is raised here, and the sanitizer file for timings, addresses, PIDs, ports and paths is applied by default.
+- Cells tagged ``raises-exception`` must raise the exception class and message start committed with them
+  (``tests/raising_cells.py``; nbval alone lets such a cell stop raising).
 """
 from __future__ import annotations
 
@@ -12,6 +14,8 @@ import os
 from pathlib import Path
 
 import pytest
+
+pytest_plugins = ["tests.raising_cells"]
 
 HERE = Path(__file__).parent
 GPU_TAGS = {"gpu": 1, "multigpu": 2}

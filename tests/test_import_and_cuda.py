@@ -13,12 +13,19 @@ import pytest
 
 import gpulab
 
+from .cuda_tripwire import PRELUDE, REPORT
+
 
 def _python(code: str, **env: str) -> str:
     out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=180,
                          env={**os.environ, **env})
     assert out.returncode == 0, out.stderr
     return out.stdout.strip().splitlines()[-1]
+
+
+def _python_watching_cuda(code: str, **env: str) -> str:
+    """Run ``code`` in a fresh interpreter with tests/cuda_tripwire.py installed; its last line lists CUDA starts."""
+    return _python(PRELUDE + textwrap.dedent(code) + REPORT, **env)
 
 
 def test_import_gpulab_loads_no_heavy_module_and_starts_nothing():
@@ -54,13 +61,27 @@ NO_CUDA_SCRIPT = """
     with gpulab.monitor(show=False) as mon:
         mon.step(samples=1)
     state = gpulab.cuda_state()
-    print(s.history.appended > 0, torch.cuda.is_initialized(), state.driver_loaded)
+    assert s.history.appended > 0 and not torch.cuda.is_initialized() and not state.driver_loaded
 """
 
 
 @pytest.mark.parametrize("simulate", ["", "workshop-8"])
 def test_discovering_describing_selecting_and_watching_never_start_cuda(simulate):
-    assert _python(NO_CUDA_SCRIPT, GPULAB_SIMULATE_GPUS=simulate) == "True False False"
+    # is_initialized() and the driver's mapping alone stay False without a GPU; the tripwire also catches the calls
+    assert _python_watching_cuda(NO_CUDA_SCRIPT, GPULAB_SIMULATE_GPUS=simulate) == "CUDA starts: []"
+
+
+STARTING_CALLS = ["torch.cuda.is_available()", "torch.ones(1, device='cuda')", "torch.cuda.current_device()",
+                  "torch.cuda.mem_get_info(0)", "torch.cuda.set_device(0)"]
+
+
+def test_the_tripwire_catches_every_way_to_start_cuda_even_without_a_gpu():
+    """The check above can fail here: each call that starts CUDA on a GPU machine trips the wire, raising or not."""
+    calls = "".join(f"try:\n    {c}\nexcept (RuntimeError, AssertionError):\n    pass\n" for c in STARTING_CALLS)
+    out = _python_watching_cuda("import torch, gpulab\ngpulab.devices(); gpulab.cuda_state()\n" + calls)
+    starts = eval(out.removeprefix("CUDA starts: "))
+    assert len(starts) == len(STARTING_CALLS) and all(s.split(" from ")[1].startswith("<string>") for s in starts), out
+    assert starts[0].startswith("the CUDA driver (cudaGetDeviceCount)") and "CUDA context" in starts[1]
 
 
 def test_without_posix_locks_gpulab_imports_and_its_cpu_path_runs():

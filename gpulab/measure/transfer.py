@@ -48,7 +48,8 @@ class CopyMeasurement:
 
 @dataclass(frozen=True)
 class BandwidthSweep(TableView):
-    """Copy bandwidth against size; on ``cpu`` both 'directions' are host-to-host copies (a memcpy baseline)."""
+    """Copy bandwidth against size; on ``cpu`` both buffers are in host memory, so every copy is host-to-host (a memcpy
+    baseline, labelled so: 'h2d'/'d2h' there would name a boundary that no copy crosses)."""
 
     device: str
     non_blocking: bool
@@ -56,8 +57,14 @@ class BandwidthSweep(TableView):
 
     HEADERS = ("copy", "host memory", "size", "median time", "IQR", "bandwidth")
 
+    def copy_label(self, m: CopyMeasurement) -> str:
+        """``h2d``/``d2h`` across the boundary; on the CPU ``host→host`` (and ``host→host, back`` for the return)."""
+        if self.device != "cpu":
+            return m.direction
+        return "host→host" if m.direction == "h2d" else "host→host, back"
+
     def _rows(self) -> list[list[str]]:
-        return [[m.direction, "pinned" if m.pinned else "pageable", format_bytes(m.nbytes),
+        return [[self.copy_label(m), "pinned" if m.pinned else "pageable", format_bytes(m.nbytes),
                  format_seconds(m.result.median_s), format_seconds(m.result.iqr_s), f"{m.bandwidth_gbps:.2f} GB/s"]
                 for m in self.measurements]
 
@@ -83,7 +90,8 @@ class BandwidthSweep(TableView):
             _, ax = plt.subplots(figsize=(6, 3.5))
         for series in dict.fromkeys(m.series for m in self.measurements):
             ms = [m for m in self.measurements if m.series == series]
-            ax.plot([m.nbytes for m in ms], [m.bandwidth_gbps for m in ms], "o-", label=series)
+            label = f"{self.copy_label(ms[0])} {'pinned' if ms[0].pinned else 'pageable'}"
+            ax.plot([m.nbytes for m in ms], [m.bandwidth_gbps for m in ms], "o-", label=label)
         ax.set_xscale("log", base=2)
         ax.set_xlabel("bytes copied")
         ax.set_ylabel("GB/s (median)")

@@ -3,6 +3,10 @@ from __future__ import annotations
 
 import math
 import os
+import sys
+
+import numpy as np
+import pytest
 
 from gpulab.machine import host
 
@@ -27,10 +31,26 @@ def test_cgroup_v1_unlimited_and_absent(tmp_path):
     assert host.cgroup_memory(tmp_path / "nowhere") == (None, None)
 
 
-def test_host_readings_are_real():
-    info, sample = host.host_info(), host.host_sample()
-    assert info.usable_cores >= 1 and info.memory_limit_bytes <= info.memory_total_bytes
-    assert 0 < sample.process_rss_bytes and 0 < sample.memory_used_bytes <= sample.memory_limit_bytes
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="compared with /proc and sched_getaffinity (Linux)")
+def test_host_readings_are_this_machine_s():
+    info = host.host_info()
+    mem_total_kib = int(next(line for line in open("/proc/meminfo") if line.startswith("MemTotal:")).split()[1])
+    assert info.memory_total_bytes == mem_total_kib * 1024
+    quota = host.cgroup_cpu_limit()
+    cores = len(os.sched_getaffinity(0))
+    assert info.usable_cores == (cores if quota is None else max(1, min(cores, math.ceil(quota))))
+    assert info.memory_limit_bytes == min(info.cgroup_memory_limit_bytes or info.memory_total_bytes,
+                                          info.memory_total_bytes)
+
+
+def test_the_process_memory_reading_follows_an_allocation():
+    before = host.host_sample().process_rss_bytes
+    block = np.ones(64 * 2**20, dtype=np.uint8)  # written, so every page is resident
+    grown = host.host_sample().process_rss_bytes
+    del block
+    assert grown - before >= 60 * 2**20, (before, grown)
+    sample = host.host_sample()
+    assert 0 < sample.memory_used_bytes <= sample.memory_limit_bytes
 
 
 def test_cgroup_v2_limit_of_this_process_cgroup_not_the_root(tmp_path):

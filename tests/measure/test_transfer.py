@@ -21,9 +21,11 @@ def test_cpu_bandwidth_sweep_measures_host_copies() -> None:
     assert sweep.peak_gbps("h2d", False) == max(m.bandwidth_gbps for m in sweep.measurements if m.direction == "h2d")
     text = str(sweep)
     assert "host-to-host copies (device is the CPU)" in text and "1.0 MiB" in text and "GB/s" in text
-    assert "<table" in sweep._repr_html_()
+    assert [row[0] for row in sweep.table().rows] == ["host→host", "host→host, back"] * 2  # no h2d/d2h on a CPU
+    assert "h2d" not in text and "d2h" not in text and "<table" in sweep._repr_html_()
     ax = sweep.plot()
-    assert len(ax.lines) == 2 and ax.get_xlabel() == "bytes copied"  # h2d pageable, d2h pageable
+    assert ax.get_legend_handles_labels()[1] == ["host→host pageable", "host→host, back pageable"]
+    assert len(ax.lines) == 2 and ax.get_xlabel() == "bytes copied"
     plt.close(ax.figure)
     with pytest.raises(KeyError, match="no d2h pinned copies"):
         sweep.peak_gbps("d2h", True)
@@ -95,7 +97,8 @@ def test_cuda_bandwidth_sweep_pageable_and_pinned() -> None:
     sweep = bandwidth_sweep([1 << 20, 1 << 24], device="cuda", repeats=3)
     assert {m.series for m in sweep.measurements} == {"h2d pageable", "h2d pinned", "d2h pageable", "d2h pinned"}
     assert all(m.result.timer == "CUDA events" for m in sweep.measurements)
-    assert sweep.peak_gbps("h2d", True) > 0
+    # between a slow PCIe 3.0 x4 link and NVLink-C2C (900 GB/s): a unit slip (bits, MiB, ms) lands outside
+    assert 1 <= sweep.peak_gbps("h2d", True) <= 1000, str(sweep)
 
 
 @pytest.mark.gpu
@@ -109,7 +112,8 @@ def test_cuda_crossover_sweep_has_both_curves() -> None:
 @requires_gpus(1)
 def test_nonblocking_copy_is_right_after_synchronize() -> None:
     r = nonblocking_hazard("cuda", numel=1 << 20)
-    assert r.wrong_after_sync == 0 and 0 <= r.wrong_before_sync <= r.numel
+    # the copy waits behind ~8 large matmuls (milliseconds) while the host reads at once: the early read is stale
+    assert r.wrong_after_sync == 0 and r.wrong_before_sync > 0, str(r)
     assert "after torch.cuda.synchronize()" in str(r)
 
 

@@ -13,8 +13,10 @@ import threading
 import time
 
 import numpy as np
+import psutil
 import pytest
 
+from gpulab.machine.host import host_info, host_sample
 from gpulab.monitoring.sampler import SAMPLER_THREAD_NAME, Progress, Sampler
 from gpulab.testing import FakeClock, requires_gpus
 from gpulab.machine.simulated import SimulatedGpuReader
@@ -45,7 +47,8 @@ def test_one_tick_reads_every_gpu_and_the_host():
     assert row["gpu1_memory_used_bytes"] == 5000 * MiB and row["gpu1_utilization_percent"] == 88
     assert row["gpu0_memory_total_bytes"] == 15360 * MiB
     assert row["gpu0_processes"] == 0  # the process list is read on the first tick
-    assert row["host_memory_used_bytes"] > 0 and row["process_rss_bytes"] > 0
+    assert row["process_rss_bytes"] == pytest.approx(psutil.Process().memory_info().rss, rel=0.1)  # this process
+    assert row["host_memory_limit_bytes"] == host_sample().memory_limit_bytes > row["host_memory_used_bytes"] > 0
     assert s.missing == []
 
 
@@ -222,18 +225,18 @@ def test_the_sampler_never_imports_torch_itself():
 
 
 def test_this_process_cpu_use_is_read_next_to_the_machine_s():
-    import psutil
-
     s = Sampler(reader=SimulatedGpuReader(None), clock=FakeClock())
     s.tick()
     me = psutil.Process()
     start = sum(me.cpu_times()[:2])
-    while sum(me.cpu_times()[:2]) - start < 0.05:  # burn CPU until the kernel has counted some (10 ms ticks)
+    while sum(me.cpu_times()[:2]) - start < 0.1:  # burn CPU until the kernel has counted some (10 ms ticks)
         sum(range(10_000))
     s.tick()
     share = s.history.column("process_cpu_percent")
     assert 0 < share[-1] <= 100
-    assert s.history.last("host_cpu_percent") >= 0
+    # the machine was at least as busy as this process over the same interval (shares of different core counts)
+    host_busy_cores = s.history.last("host_cpu_percent") * (psutil.cpu_count() or 1)
+    assert host_busy_cores >= 0.5 * share[-1] * host_info().usable_cores, (host_busy_cores, share[-1])
 
 
 @pytest.mark.gpu
@@ -241,8 +244,9 @@ def test_this_process_cpu_use_is_read_next_to_the_machine_s():
 def test_torch_memory_is_read_per_cuda_device_once_cuda_is_initialised():
     assert _run("""
         import time, torch
+        from gpulab.machine.simulated import SimulatedGpuReader
         from gpulab.monitoring.sampler import Sampler
-        
+
         x = torch.ones(64 * 2**20, dtype=torch.uint8, device="cuda:0")
         s = Sampler(reader=SimulatedGpuReader(None), interval_s=0.05)
         s.start(); time.sleep(0.3); s.stop()
@@ -256,8 +260,9 @@ def test_torch_memory_is_read_per_cuda_device_once_cuda_is_initialised():
 def test_reading_torch_memory_creates_no_context_on_the_other_gpu():
     assert _run("""
         import time, torch
+        from gpulab.machine.simulated import SimulatedGpuReader
         from gpulab.monitoring.sampler import Sampler
-        
+
         x = torch.ones(1, device="cuda:0")
         s = Sampler(reader=SimulatedGpuReader(None), interval_s=0.05)
         s.start(); time.sleep(0.3); s.stop()

@@ -176,9 +176,32 @@ def test_driver_detection_reads_proc_maps():
     assert not driver_in_maps("")
 
 
-def test_state_in_this_process_is_readable_and_printable():
-    s = setter.cuda_state()
-    assert isinstance(s.variable_read, bool) and "CUDA" in str(s) and "<p>" in s._repr_html_()
+DRIVER_MAPPED_SCRIPT = """
+import ctypes, math, os, shutil, sys
+from gpulab.machine.cuda import cuda_state
+from gpulab.placement.setter import CudaAlreadyStarted, set_visible_devices
+before = cuda_state()
+set_visible_devices([1])
+# a library file named like the driver, mapped for real: what /proc/self/maps shows once libcuda is loaded
+shutil.copy(math.__file__, sys.argv[1])
+ctypes.CDLL(sys.argv[1])
+after = cuda_state()
+try:
+    set_visible_devices([0])
+    print("set", os.environ["CUDA_VISIBLE_DEVICES"])
+except CudaAlreadyStarted as exc:
+    print("refused", os.environ["CUDA_VISIBLE_DEVICES"])
+print(before.variable_read, after.driver_loaded, after.variable_read, "libcuda" in str(after), "<p>" in after._repr_html_())
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the driver probe reads /proc/self/maps (Linux)")
+def test_the_state_changes_when_a_libcuda_gets_mapped_and_the_setter_then_refuses(tmp_path):
+    # a fresh process: the setter works, then refuses once a file named libcuda.so.1 is mapped in; no monkeypatching
+    out = subprocess.run([sys.executable, "-c", DRIVER_MAPPED_SCRIPT, str(tmp_path / "libcuda.so.1")],
+                         capture_output=True, text=True, timeout=120,
+                         env={k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"})
+    assert out.stdout.splitlines() == ["refused 1", "False True True True True"], out.stderr
 
 
 SETTER_SCRIPT = """
