@@ -33,9 +33,13 @@ test-notebooks: $(STAMP)
 test-gpu: $(STAMP)
 	GPULAB_ONLY_GPU=1 $(PY) -m pytest tests notebooks
 
-# Printable HTML (and PDF where Chromium is installed) of every chapter, into handouts/.
+# Every chapter run again with its figures (fast sizes without a GPU, full sizes with one), as HTML and PDF (PDF
+# where Chromium is installed), student and instructor editions, and the one-page cheat sheet, into handouts/.
+# PAPER=letter for US Letter; HANDOUT_SIZE=fast|full to choose the sizes yourself.
+PAPER        ?= a4
+HANDOUT_SIZE ?= auto
 handouts: $(STAMP)
-	$(PY) tools/handouts.py
+	$(PY) tools/handouts.py --paper $(PAPER) --size $(HANDOUT_SIZE)
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info

@@ -1,4 +1,5 @@
-"""Handouts for instructors: HTML from nbconvert, opened in a real headless Chromium (Playwright), and PDF."""
+"""Handouts: a chapter run again into a copy (figures kept, widgets frozen, settings lines out), exported offline,
+printed by Chromium, and its printed pages looked at; the two editions; the one-page cheat sheet and its facts."""
 from __future__ import annotations
 
 import re
@@ -6,55 +7,217 @@ import subprocess
 import sys
 from pathlib import Path
 
+import nbformat
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 import handouts  # noqa: E402
+from handoutkit import cheatsheet, editions, export, printing, run, static  # noqa: E402
 
-CHROMIUM = handouts.find_chromium()
+CHROMIUM = printing.find_chromium()
 needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium installed (Debian: apt-get install chromium)")
+needs_pdftoppm = pytest.mark.skipif(not __import__("shutil").which("pdftoppm"),
+                                    reason="no pdftoppm (Debian: apt-get install poppler-utils)")
+A4 = export.PAPERS["a4"]
+
+CELLS = [
+    ("markdown", "# 99 · A small chapter\n\nSquares: $x^2 + y^2$.\n#9158, a wrapped line that starts with a hash.", []),
+    ("code", "%load_ext gpulab\nimport gpulab\nprint(\"fast mode:\", gpulab.fast_mode(), \"| sizes ok\")\n"
+             "print('kept line')", []),
+    ("code", "import ipywidgets as w\nbox = w.VBox([w.Checkbox(value=True, description='GPU 1'), "
+             "w.FloatProgress(value=0.5, max=1.0, bar_style='warning'), w.HTML('<p>cuda:0 → physical 1</p>'), "
+             "w.Button(description='Apply', button_style='primary')])\nbox", []),
+    ("code", "w.Image(value=b'')", []),
+    ("code", "import time\nwith gpulab.monitor('a short wait') as mon:\n    for _ in range(3):\n"
+             "        time.sleep(0.1)\n        mon.step(samples=8)", []),
+    ("code", "import matplotlib.pyplot as plt\nplt.plot([1, 2, 3], [1, 4, 9]);", []),
+    ("code", "answer = 42  # the worked answer\nprint('SOLUTION', answer)", ["solution"]),
+    ("code", "raise ValueError('on purpose')", ["raises-exception"]),
+    ("code", "print('x' * 150)\nprint('a  table  row ' * 6)", []),
+]
+
+
+def small_chapter(folder: Path, cells=CELLS) -> Path:
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    for kind, source, tags in cells:
+        cell = nbformat.v4.new_markdown_cell(source) if kind == "markdown" else nbformat.v4.new_code_cell(source)
+        cell.metadata["tags"] = tags
+        nb.cells.append(cell)
+    path = folder / "99_small.ipynb"
+    nbformat.write(nb, path)
+    return path
 
 
 @pytest.fixture(scope="module")
-def chapter00_html(tmp_path_factory):
-    handouts.OUT = tmp_path_factory.mktemp("handouts")
-    return handouts.to_html(ROOT / "notebooks" / "00_setup.ipynb")
+def executed(tmp_path_factory):
+    path = small_chapter(tmp_path_factory.mktemp("chapter"))
+    before = path.read_text()
+    nb = run.execute(path, fast=True)
+    assert path.read_text() == before, "the committed notebook must not change"
+    return nb
 
 
-@pytest.mark.browser
-@needs_chromium
-def test_the_report_reads_in_a_browser(chapter00_html, tmp_path):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu",
-                                                                    "--disable-background-networking"])
-        try:
-            page = browser.new_page()
-            page.goto(chapter00_html.as_uri())
-            report = page.locator(".gpulab-report")
-            assert report.count() == 1
-            text = report.inner_text()
-            assert "gpulab environment report" in text and "Checklist" in text
-            assert "✔ gloo backend" in text
-            assert page.locator(".gpulab-report table").count() >= 3
-            page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
-            assert (tmp_path / "report.png").stat().st_size > 10_000
-        finally:
-            browser.close()
+@pytest.fixture(scope="module")
+def frozen(executed):
+    nb = nbformat.from_dict(executed)
+    assert static.freeze_widgets(nb) == 1  # the VBox; the empty Image widget has no picture to show
+    assert static.drop_settings_lines(nb) == 1
+    return nb
 
 
-@pytest.mark.browser
-@needs_chromium
-def test_pdf_handout_is_printed(chapter00_html):
-    pdf = handouts.to_pdf(chapter00_html, CHROMIUM)
-    data = pdf.read_bytes()
-    assert data[:5] == b"%PDF-"
-    assert len(re.findall(rb"/Type\s*/Page\b", data)) >= 2, "chapter 00 with its report fills more than one page"
+@pytest.fixture(scope="module")
+def pages(frozen):
+    return {e: export.to_html(editions.edition_of(frozen, e), title="99 · small", made="made here", edition=e,
+                              paper=A4) for e in ("student", "instructor")}
+
+
+def test_the_run_keeps_figures_and_widget_state(executed):
+    outputs = [o for c in executed.cells for o in c.get("outputs", [])]
+    assert sum("image/png" in o.get("data", {}) for o in outputs) == 2, "the monitor's figure and the plot"
+    assert "widgets" in executed.metadata and any("widget-view" in k for o in outputs for k in o.get("data", {}))
+
+
+def test_widgets_are_drawn_in_their_final_state(pages):
+    page = pages["student"]
+    assert "☑ GPU 1" in page and "cuda:0 → physical 1" in page and "w-button w-primary" in page
+    assert "width:50.0%;background:#f0ad4e" in page  # the progress bar at its value, in its colour
+    assert "Image(value=" not in page and "VBox(children" not in page and "widget-view" not in page
+
+
+def test_the_page_loads_nothing_from_the_network(pages):
+    page = pages["student"]
+    assert "<script" not in page
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", page), "every style, image and font must be local"
+    assert "<math" in page and "$x^2" not in page, "math is MathML, drawn without MathJax"
+
+
+def test_the_monitor_leaves_its_figure_and_summary(pages):
+    page = pages["student"]
+    assert page.count("data:image/png;base64,") == 2
+    assert "Monitor summary: a short wait" in page
+
+
+def test_settings_lines_are_left_out_and_the_rest_kept(pages):
+    page = pages["student"]
+    assert "fast mode" not in page and "fast_mode" not in page
+    assert "kept line" in page and "made here" in page
+
+
+def test_a_hash_at_a_line_start_is_text_as_in_jupyterlab(pages):
+    assert "<h1" in pages["student"] and "9158, a wrapped line" in pages["student"]
+    assert not re.search(r"<h1[^>]*>\s*9158", pages["student"])
+
+
+def test_student_edition_leaves_out_solutions(pages, frozen):
+    assert "SOLUTION" not in pages["student"] and "the worked answer" not in pages["student"]
+    assert "SOLUTION" in pages["instructor"] and "celltag_solution" in pages["instructor"]
+    assert editions.solution_cells(frozen) == [6]
+    assert "on purpose" in pages["student"], "cells that fail on purpose stay in both editions"
+
+
+def test_unknown_edition_is_refused(frozen):
+    with pytest.raises(ValueError, match="unknown edition 'teacher'.*'student'.*'instructor'"):
+        editions.edition_of(frozen, "teacher")
+
+
+def test_code_is_sized_to_the_page():
+    assert export.font_pt_for(60, A4) == export.MAX_PT
+    assert export.font_pt_for(118, A4) < export.MAX_PT
+    assert export.font_pt_for(400, A4) == export.MIN_PT
+    assert export.chars_at(export.MIN_PT, A4) >= 120, "the house line length (120) fits at the smallest size"
+    prose, table = "word " * 40, "a  b  " * 20
+    assert export._longest(prose, A4) == 0, "a sentence in an output wraps instead of shrinking the block"
+    assert export._longest(table, A4) == len(table.rstrip())
+
+
+def test_a_chapter_that_fails_unexpectedly_makes_no_handout(tmp_path):
+    path = small_chapter(tmp_path, [("code", "1 / 0", [])])
+    with pytest.raises(run.ChapterFailed, match="99_small.ipynb raised in a cell not tagged raises-exception"):
+        run.execute(path, fast=True)
 
 
 def test_a_missing_notebook_is_reported():
     out = subprocess.run([sys.executable, str(ROOT / "tools" / "handouts.py"), "notebooks/99_nope.ipynb"],
                          capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert out.returncode == 2 and "no such notebook: notebooks/99_nope.ipynb" in out.stderr
+
+
+@pytest.mark.browser
+@needs_chromium
+@needs_pdftoppm
+@pytest.mark.parametrize("paper", ["a4", "letter"])
+def test_printed_pages_fit_the_paper(pages, tmp_path, paper):
+    chosen = export.PAPERS[paper]
+    html = tmp_path / "small.html"
+    html.write_text(pages["student"].replace("size: A4", f"size: {chosen.css_size}"), encoding="utf-8")
+    pdf = printing.print_pdf(html, tmp_path / "small.pdf", CHROMIUM)
+    check = printing.check_pages(pdf, (chosen.width_mm, chosen.height_mm), chosen.margin_mm)
+    assert check.problems == [], str(check)
+    assert 1 <= check.pages <= 3, str(check)
+
+
+def _print(tmp_path: Path, body: str, paper: export.Paper = A4) -> printing.PrintCheck:
+    html = tmp_path / "page.html"
+    html.write_text(f"<html><head><style>@page {{ size: {paper.css_size}; margin: 12mm; }}</style></head>"
+                    f"<body>{body}</body></html>")
+    pdf = printing.print_pdf(html, tmp_path / "page.pdf", CHROMIUM)
+    return printing.check_pages(pdf, (paper.width_mm, paper.height_mm), 12)
+
+
+@pytest.mark.browser
+@needs_chromium
+@needs_pdftoppm
+def test_the_page_check_sees_clipped_code_and_half_empty_pages(tmp_path):
+    clipped = _print(tmp_path, f"<pre style='white-space:pre;font-size:9pt'>{'x = 1  ' * 60}</pre>")
+    assert any("ink in the right margin" in p for p in clipped.problems), str(clipped)
+    gap = _print(tmp_path, "<p>one line</p><p style='break-before:page'>the next page</p>")
+    assert any(re.match(r"page 1: only \d+% full", p) for p in gap.problems), str(gap)
+    letter = _print(tmp_path, "<p>text</p>", export.PAPERS["letter"])
+    assert letter.problems == [] and letter.pages == 1
+    wrong_size = printing.check_pages(tmp_path / "page.pdf", (210, 297), 12)
+    assert any("not 210×297" in p for p in wrong_size.problems), str(wrong_size)
+
+
+@pytest.mark.browser
+@needs_chromium
+@needs_pdftoppm
+@pytest.mark.parametrize("paper", ["a4", "letter"])
+def test_the_cheat_sheet_fits_one_page(tmp_path, paper):
+    chosen = export.PAPERS[paper]
+    html = cheatsheet.write_html(tmp_path / "cheatsheet.html", chosen)
+    check = printing.check_pages(printing.print_pdf(html, tmp_path / "cheatsheet.pdf", CHROMIUM),
+                                 (chosen.width_mm, chosen.height_mm), 9, top_mm=9, bottom_mm=9)
+    assert check.pages == 1 and check.problems == [], str(check)
+    assert check.fills[0] > 0.6, "one page, and well used"
+
+
+def test_every_fact_on_the_cheat_sheet_holds_on_the_installed_versions():
+    results = cheatsheet.run_checks(sys.executable)
+    wrong = [f"{c.shown!r}: missing {missing} in\n{out[-1500:]}" for c, missing, out in results if missing]
+    assert not wrong, "\n\n".join(wrong)
+    page = cheatsheet.render()
+    for _, fix in cheatsheet.ERRORS:
+        assert fix in page
+    assert len(cheatsheet.ERRORS) >= 8 and len(cheatsheet.SECTIONS) == 6
+
+
+def test_a_cheat_sheet_check_can_fail():
+    (check, missing, out), = cheatsheet.run_checks(sys.executable, [cheatsheet.Check("shown … absent", "print('shown')")])
+    assert missing == ["absent"] and "shown" in out
+
+
+@pytest.mark.browser
+@needs_chromium
+@needs_pdftoppm
+def test_a_real_chapter_builds_and_its_pages_pass(tmp_path):
+    """Chapter 02 has the picker (a widget), long outputs and many code cells; handouts.py checks every page and
+    exits 3 on a problem."""
+    out = subprocess.run([sys.executable, str(ROOT / "tools" / "handouts.py"), "notebooks/02_choosing_gpus.ipynb",
+                          "--edition", "student", "--no-cheatsheet", "--out", str(tmp_path)],
+                         capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-3000:]
+    page = (tmp_path / "student" / "02_choosing_gpus.html").read_text(encoding="utf-8")
+    assert "gpulab-widget" in page and "☑ GPU" in page and "CUDA_VISIBLE_DEVICES=5,1" in page
+    assert "fast mode" not in page and (tmp_path / "student" / "02_choosing_gpus.pdf").stat().st_size > 50_000

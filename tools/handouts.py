@@ -1,64 +1,167 @@
-"""Printable handouts of the chapters: HTML always, PDF when a Chromium is installed.
+"""Workshop handouts: every chapter run again, with its figures, as HTML and PDF; and a one-page cheat sheet.
 
-    .venv/bin/python tools/handouts.py [notebooks/NN_*.ipynb ...]     (default: every chapter)   →  handouts/
+    .venv/bin/python tools/handouts.py [notebooks/NN_x.ipynb ...] [--paper a4|letter] [--edition student|instructor]
+                                       [--size auto|fast|full] [--no-pdf] [--out handouts]      (or: make handouts)
 
-HTML comes from nbconvert with the committed (text) outputs. PDF is Chromium printing that HTML headless
-(nbconvert's own ``webpdf`` wants a browser download that fails offline; Debian's ``chromium`` package works).
+Each chapter is executed in a temporary copy (fast sizes on a machine without a GPU, full sizes where NVML sees GPUs;
+``--size`` decides otherwise), so the handout shows the figures the room saw while the committed notebooks stay
+image-free. Widgets are drawn in their final state; the maintainers' settings lines are left out and a line at the
+top says how the run was made. Two editions: ``student/`` (cells tagged ``solution`` left out) and ``instructor/``.
+HTML is self-contained and offline; Chromium prints the PDF (A4 unless ``--paper letter``) and every printed page
+is checked (``handoutkit.printing``). Writes into the ignored ``handouts/`` folder.
 """
 from __future__ import annotations
 
-import shutil
-import subprocess
+import argparse
+import datetime as dt
+import importlib.metadata
 import sys
-import tempfile
+import time
 from pathlib import Path
 
-from nbconvert import HTMLExporter
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path[:0] = [str(HERE), str(ROOT)]
 
-ROOT = Path(__file__).resolve().parents[1]
+from handoutkit import cheatsheet, editions, export, printing, run, static  # noqa: E402
+
 OUT = ROOT / "handouts"
-CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome")
+find_chromium = printing.find_chromium
 
 
-def find_chromium() -> str | None:
-    return next((p for p in map(shutil.which, CHROMIUM_NAMES) if p), None)
+def _version(dist: str) -> str:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
 
 
-def to_html(notebook: Path) -> Path:
-    body, _ = HTMLExporter().from_filename(str(notebook))
-    out = OUT / (notebook.stem + ".html")
-    out.write_text(body, encoding="utf-8")
-    return out
+def machine_line() -> tuple[str, bool]:
+    """How this machine will run the chapters, in words, and whether it has GPUs (NVML; never starts CUDA)."""
+    from gpulab.machine.inventory import devices
+    from gpulab.machine.nvml import default_reader
+
+    reader = default_reader()
+    inv = devices(reader, processes=False)
+    real = inv.gpus if not getattr(reader, "simulated", False) else ()
+    gpus = ", ".join(f"GPU {g.physical_index} {g.name}" for g in real) if real else "no GPU"
+    return (f"{inv.host.cpu_model} ({inv.host.usable_cores} usable cores), {gpus}; "
+            f"PyTorch {_version('torch')}, Lightning {_version('lightning')}"), bool(real)
 
 
-def to_pdf(html: Path, chromium: str) -> Path:
-    pdf = html.with_suffix(".pdf")
-    with tempfile.TemporaryDirectory() as profile:
-        subprocess.run(
-            [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-             "--disable-component-update", "--disable-sync", f"--user-data-dir={profile}", "--no-pdf-header-footer",
-             f"--print-to-pdf={pdf}", html.as_uri()],
-            check=True, capture_output=True, timeout=120,
-        )
-    return pdf
+def made_line(machine: str, fast: bool, when: dt.date) -> str:
+    sizes = ("small data sizes and few epochs (fast mode), so each chapter runs in seconds: numbers and curves are "
+             "smaller than in the full lesson" if fast else "the lesson's full data sizes")
+    return (f"Printed from a run on {when:%Y-%m-%d} on {machine}; {sizes}. Cells marked “GPU cell” say on this "
+            "page why they skipped where there is no GPU.")
 
 
-def main(args: list[str]) -> int:
-    notebooks = [Path(a) for a in args] or sorted((ROOT / "notebooks").glob("*.ipynb"))
+def chapter_title(nb) -> str:
+    for cell in nb.cells:
+        if cell.cell_type == "markdown" and cell.source.lstrip().startswith("# "):
+            return cell.source.lstrip()[2:].splitlines()[0].strip()
+    return ""
+
+
+def missing_font_warning(notebooks: list[Path]) -> str | None:
+    """Chinese text (the chapters cite their source articles) prints as empty boxes where no font covers it."""
+    import re
+    import shutil
+    import subprocess
+
+    if not shutil.which("fc-list") or not any(re.search("[\u4e00-\u9fff]", n.read_text(encoding="utf-8"))
+                                              for n in notebooks):
+        return None
+    if subprocess.run(["fc-list", ":lang=zh"], capture_output=True, text=True).stdout.strip():
+        return None
+    return ("The chapters quote Chinese titles, and no installed font has Chinese characters: they will print as "
+            "boxes. Install one (Debian/Ubuntu: apt-get install fonts-wqy-microhei or fonts-noto-cjk).")
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="handouts.py", description=__doc__.split("\n\n")[0])
+    p.add_argument("notebooks", nargs="*", type=Path, help="chapters to print (default: notebooks/*.ipynb)")
+    p.add_argument("--paper", choices=sorted(export.PAPERS), default="a4")
+    p.add_argument("--edition", choices=[e.value for e in editions.Edition], action="append",
+                   help="student and/or instructor (default: both)")
+    p.add_argument("--size", choices=["auto", "fast", "full"], default="auto",
+                   help="auto: full sizes where GPUs are present, fast sizes elsewhere")
+    p.add_argument("--no-pdf", action="store_true", help="HTML only")
+    p.add_argument("--no-cheatsheet", action="store_true")
+    p.add_argument("--out", type=Path, default=OUT)
+    return p.parse_args(argv)
+
+
+def main(argv: list[str]) -> int:
+    from tqdm import tqdm
+
+    args = parse_args(argv)
+    notebooks = args.notebooks or sorted((ROOT / "notebooks").glob("[0-9]*.ipynb"))
     missing = [str(n) for n in notebooks if not n.is_file()]
     if missing:
         print(f"handouts: no such notebook: {', '.join(missing)}", file=sys.stderr)
         return 2
-    OUT.mkdir(exist_ok=True)
-    chromium = find_chromium()
-    for nb in notebooks:
-        html = to_html(nb)
-        print(f"{html.relative_to(ROOT)}", end="")
-        print(f"  +  {to_pdf(html, chromium).relative_to(ROOT)}" if chromium else "")
-    if not chromium:
-        print("No Chromium found, so no PDFs: install one (Debian/Ubuntu: `sudo apt-get install chromium`) or print "
-              "the HTML files from any browser.")
-    return 0
+    paper = export.PAPERS[args.paper]
+    chosen = [editions.Edition(e) for e in (args.edition or ["student", "instructor"])]
+    chromium = None if args.no_pdf else find_chromium()
+    machine, has_gpus = machine_line()
+    if chromium and (warning := missing_font_warning(notebooks)):
+        print(f"warning: {warning}", file=sys.stderr)
+    fast = args.size == "fast" or (args.size == "auto" and not has_gpus)
+    made = made_line(machine, fast, dt.date.today())
+    started, problems, written = time.perf_counter(), [], []
+    import nbformat
+
+    cells = sum(run.code_cells(nbformat.read(n, as_version=4)) for n in notebooks)
+    with tqdm(total=cells + len(notebooks) * len(chosen), unit="step", dynamic_ncols=True,
+              bar_format="{desc:<28} {bar} {n_fmt}/{total_fmt} [{elapsed}<{remaining}]") as bar:
+        for path in notebooks:
+            bar.set_description(f"{path.stem}: running")
+            try:
+                nb = run.execute(path, fast=fast, on_cell=lambda: bar.update(1))
+            except run.ChapterFailed as exc:
+                tqdm.write(str(exc), file=sys.stderr)
+                return 1
+            static.freeze_widgets(nb)
+            static.drop_settings_lines(nb)
+            for edition in chosen:
+                bar.set_description(f"{path.stem}: {edition.value}")
+                folder = args.out / edition.value
+                folder.mkdir(parents=True, exist_ok=True)
+                html = folder / f"{path.stem}.html"
+                page = export.to_html(editions.edition_of(nb, edition), title=chapter_title(nb) or path.stem,
+                                      made=made, edition=edition.value, paper=paper)
+                html.write_text(page, encoding="utf-8")
+                written.append(html)
+                if chromium:
+                    problems += _print_and_check(html, chromium, paper, written)
+                bar.update(1)
+    if not args.no_cheatsheet:
+        html = cheatsheet.write_html(args.out / "cheatsheet.html", paper)
+        written.append(html)
+        if chromium:
+            problems += _print_and_check(html, chromium, paper, written, one_page=True)
+    for f in written:
+        print(f.relative_to(args.out.parent) if f.is_relative_to(args.out.parent) else f)
+    print(f"{len(written)} file(s) in {args.out} in {time.perf_counter() - started:.0f} s "
+          f"({'fast' if fast else 'full'} sizes, {paper.name}).")
+    if not chromium and not args.no_pdf:
+        print("No Chromium found, so no PDFs: install one (Debian/Ubuntu: `sudo apt-get install chromium`), set "
+              "GPULAB_CHROMIUM to its path, or print the HTML files from any browser.")
+    for problem in problems:
+        print(f"problem: {problem}", file=sys.stderr)
+    return 3 if problems else 0
+
+
+def _print_and_check(html: Path, chromium: str, paper: export.Paper, written: list[Path],
+                     one_page: bool = False) -> list[str]:
+    pdf = printing.print_pdf(html, html.with_suffix(".pdf"), chromium)
+    written.append(pdf)
+    check = printing.check_pages(pdf, (paper.width_mm, paper.height_mm), paper.margin_mm)
+    found = [f"{pdf.name}: {p}" for p in check.problems]
+    if one_page and check.pages != 1:
+        found.append(f"{pdf.name}: {check.pages} pages, but the cheat sheet must fit on one")
+    return found
 
 
 if __name__ == "__main__":

@@ -1,0 +1,271 @@
+"""Every chapter run in a real JupyterLab, in a real Chromium, as a learner runs it (marked ``browser``).
+
+A JupyterLab server starts headless on 127.0.0.1 with a token, on a copy of notebooks/ (autosave never touches the
+committed files); Playwright drives Debian's Chromium (``/usr/bin/chromium``: Playwright's own browser download
+fails offline). Each chapter: open it, Run All, wait for the kernel, then assert
+- no error output outside cells tagged ``raises-exception``, and every code cell ran;
+- chapter 02 (its kernel started with ``GPULAB_SIMULATE_GPUS=workshop-8``, a described 8-GPU server): the picker is
+  a rendered widget, and ticking a GPU changes the ``cuda:k → physical`` mapping it shows;
+- chapters with a monitor: the live image changed while the cell ran, and at the end the cell holds the static
+  figure and the summary, with no widget left.
+Screenshots go to ``GPULAB_SCREENSHOTS`` (default ``build/browser-screenshots``). The server, its kernels, the
+browser and Playwright's driver are stopped at the end, and the test fails if any process it started is left.
+"""
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import psutil
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+from handoutkit.printing import find_chromium  # noqa: E402
+
+CHROMIUM = find_chromium()
+SHOTS = Path(os.environ.get("GPULAB_SCREENSHOTS", ROOT / "build" / "browser-screenshots"))
+CHAPTER_TIMEOUT_S = 900
+WORKSHOP_KERNEL = "gpulab-workshop-8"
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.timeout(3600),
+    pytest.mark.skipif(CHROMIUM is None, reason="no Chromium installed (Debian: apt-get install chromium; .ci/run "
+                                                "installs it when it runs as root)"),
+]
+CHAPTERS = sorted(p.name for p in (ROOT / "notebooks").glob("[0-9]*.ipynb"))
+
+# In the page: the open notebook's cells (JupyterLab's own model, exposed by --LabApp.expose_app_in_browser).
+CELLS_JS = """() => {
+  const panel = window.jupyterapp.shell.currentWidget;
+  if (!panel || !panel.content || !panel.sessionContext) return null;
+  const kernel = panel.sessionContext.session && panel.sessionContext.session.kernel;
+  return {status: kernel ? kernel.status : 'none', cells: panel.content.widgets.map((c, i) => ({
+    i, type: c.model.type, source: c.model.sharedModel.getSource(), tags: c.model.getMetadata('tags') || [],
+    count: c.model.type === 'code' ? c.model.executionCount : null,
+    running: c.model.type === 'code' && (c.promptNode ? c.promptNode.textContent.includes('*') : false),
+    outputs: c.model.type === 'code' ? c.model.outputs.toJSON() : []}))};
+}"""
+# The src of the live monitor's <img> (a widget view) in cell i, or null.
+LIVE_IMG_JS = """(i) => {
+  const cell = window.jupyterapp.shell.currentWidget.content.widgets[i];
+  const img = cell.node.querySelector('.jp-OutputArea .jupyter-widgets img, .jp-OutputArea .widget-image');
+  return img ? img.src : null;
+}"""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _kernelspec(folder: Path) -> None:
+    """A kernel like python3 whose environment describes the workshop server (chapter 02's picker needs GPUs)."""
+    spec = folder / "kernels" / WORKSHOP_KERNEL
+    spec.mkdir(parents=True)
+    (spec / "kernel.json").write_text(json.dumps({
+        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "Python 3 (workshop-8, described GPUs)", "language": "python",
+        "env": {"GPULAB_SIMULATE_GPUS": "workshop-8"}}))
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install playwright)")
+    work = tmp_path_factory.mktemp("lab")
+    shutil.copytree(ROOT / "notebooks", work / "notebooks")
+    nb02 = work / "notebooks" / "02_choosing_gpus.ipynb"
+    if nb02.exists():
+        data = json.loads(nb02.read_text())
+        data["metadata"]["kernelspec"] = {"name": WORKSHOP_KERNEL, "display_name": "workshop-8", "language": "python"}
+        nb02.write_text(json.dumps(data))
+    _kernelspec(work / "share")
+    port, token = _free_port(), secrets.token_hex(16)
+    env = {**os.environ, "GPULAB_FAST": "1", "JUPYTER_PATH": str(work / "share"), "PYTHONPATH": os.pathsep.join(
+        [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]), "GPULAB_RESERVATIONS_DIR": str(work / "locks")}
+    env.pop("GPULAB_MONITOR_LIVE", None)
+    env.pop("GPULAB_SIMULATE_GPUS", None)
+    cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
+           f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={work / 'notebooks'}",
+           "--LabApp.expose_app_in_browser=True", "--ServerApp.port_retries=0",
+           "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+    if os.geteuid() == 0:
+        cmd.append("--allow-root")
+    log = open(work / "jupyterlab.log", "w")
+    before = {p.pid for p in psutil.Process().children(recursive=True)}
+    server = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=work)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        _wait_for_server(base, token, server, work / "jupyterlab.log")
+        yield {"base": base, "token": token, "work": work}
+    finally:
+        _stop(server, base, token)
+        log.close()
+        time.sleep(0.5)
+        left = [p for p in psutil.Process().children(recursive=True) if p.pid not in before and p.is_running()
+                and p.status() != psutil.STATUS_ZOMBIE]
+        for p in left:
+            p.kill()
+        assert not left, f"processes left behind: {[(p.pid, ' '.join(p.cmdline()[:3])) for p in left]}"
+
+
+def _api(base: str, token: str, path: str, method: str = "GET") -> object:
+    req = urllib.request.Request(f"{base}{path}", method=method, headers={"Authorization": f"token {token}"})
+    with urllib.request.urlopen(req, timeout=10) as r:
+        body = r.read()
+    return json.loads(body) if body else None
+
+
+def _wait_for_server(base: str, token: str, server: subprocess.Popen, log: Path) -> None:
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            pytest.fail(f"JupyterLab exited with {server.returncode}:\n{log.read_text()[-3000:]}")
+        try:
+            _api(base, token, "/api/status")
+            return
+        except OSError:
+            time.sleep(0.5)
+    pytest.fail(f"JupyterLab did not answer in 120 s:\n{log.read_text()[-3000:]}")
+
+
+def _stop(server: subprocess.Popen, base: str, token: str) -> None:
+    """Shut down every kernel, then the server (its own /api/shutdown), then make sure it is gone."""
+    try:
+        for k in _api(base, token, "/api/kernels") or []:
+            _api(base, token, f"/api/kernels/{k['id']}", "DELETE")
+        _api(base, token, "/api/shutdown", "POST")
+        server.wait(30)
+    except (OSError, subprocess.TimeoutExpired):
+        server.terminate()
+        try:
+            server.wait(15)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu",
+                                                              "--disable-background-networking"])
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+def _open(browser, lab, name: str):
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.goto(f"{lab['base']}/lab/tree/{name}?token={lab['token']}")
+    page.wait_for_function("() => window.jupyterapp && window.jupyterapp.shell.currentWidget && "
+                           "window.jupyterapp.shell.currentWidget.sessionContext && "
+                           "window.jupyterapp.shell.currentWidget.sessionContext.session && "
+                           "window.jupyterapp.shell.currentWidget.sessionContext.session.kernel && "
+                           "window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.status === 'idle'",
+                           timeout=120_000)
+    return page
+
+
+def _monitor_cells(state: dict) -> list[int]:
+    return [c["i"] for c in state["cells"] if c["type"] == "code" and "gpulab.monitor(" in c["source"]
+            and "show=False" not in c["source"] and not c["source"].startswith("%%gpu")]
+
+
+def _run_all(page, name: str) -> tuple[dict, dict[int, set[str]]]:
+    """Run All, and while it runs record each monitor cell's live image sources; return the end state."""
+    watched = _monitor_cells(page.evaluate(CELLS_JS))
+    frames: dict[int, set[str]] = {i: set() for i in watched}
+    page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
+    deadline, started, shot = time.monotonic() + CHAPTER_TIMEOUT_S, False, False
+    while time.monotonic() < deadline:
+        state = page.evaluate(CELLS_JS)
+        for i in watched:
+            src = page.evaluate(LIVE_IMG_JS, i)
+            if src:
+                frames[i].add(src)
+                if len(frames[i]) == 2 and not shot:
+                    page.evaluate("(i) => window.jupyterapp.shell.currentWidget.content.widgets[i].node"
+                                  ".scrollIntoView()", i)
+                    page.screenshot(path=str(SHOTS / f"{Path(name).stem}-monitor-live.png"))
+                    shot = True
+        code = [c for c in state["cells"] if c["type"] == "code"]
+        started = started or any(c["running"] for c in code)
+        if started and state["status"] == "idle" and not any(c["running"] for c in code) and all(
+                c["count"] is not None for c in code):
+            return state, frames
+        time.sleep(0.25)
+    pytest.fail(f"{name}: still running after {CHAPTER_TIMEOUT_S} s")
+
+
+def _errors_outside_raises(state: dict) -> list[str]:
+    bad = []
+    for c in state["cells"]:
+        for o in c["outputs"]:
+            if o.get("output_type") == "error" and "raises-exception" not in c["tags"]:
+                bad.append(f"cell {c['i']}: {o.get('ename')}: {o.get('evalue')}")
+    return bad
+
+
+def _check_picker(page, name: str) -> None:
+    picker = page.locator(".jp-OutputArea-output .widget-checkbox").first.locator(
+        "xpath=ancestor::div[contains(@class,'jp-OutputArea-output')][1]")
+    picker.scroll_into_view_if_needed()
+    assert picker.locator(".widget-checkbox").count() == 8, "one checkbox per GPU of the described server"
+    before = picker.inner_text()
+    picker.screenshot(path=str(SHOTS / f"{Path(name).stem}-picker-before.png"))
+    box = picker.locator(".widget-checkbox", has_text="GPU 6").locator("input")
+    assert not box.is_checked()
+    box.click()
+    page.wait_for_function("(el) => el.innerText.includes('cuda:2')", arg=picker.element_handle(), timeout=10_000)
+    after = picker.inner_text()
+    picker.screenshot(path=str(SHOTS / f"{Path(name).stem}-picker-after.png"))
+    assert "cuda:2" not in before and "CUDA_VISIBLE_DEVICES=5,1,6" in after, after
+    row = next(line for line in after.splitlines() if line.startswith("cuda:2"))
+    assert row.split("\t")[1].strip() == "6", f"cuda:2 must be physical GPU 6, the one just ticked: {row!r}"
+
+
+def _check_monitor(state: dict, frames: dict[int, set[str]], name: str) -> None:
+    for i, seen in frames.items():
+        outputs = state["cells"][i]["outputs"]
+        kinds = [set(o.get("data", {})) for o in outputs]
+        assert any("image/png" in k for k in kinds), f"{name} cell {i}: no static figure at the end"
+        assert any("Monitor summary" in str(o.get("data", {}).get("text/plain", "")) for o in outputs), \
+            f"{name} cell {i}: no summary at the end"
+        assert not any("application/vnd.jupyter.widget-view+json" in k for k in kinds), \
+            f"{name} cell {i}: the live widget was left in the output"
+    if name.startswith("05_"):
+        main = next(i for i in frames if "digits MLP on the CPU" in state["cells"][i]["source"])
+        assert len(frames[main]) >= 2, f"the live image changed {len(frames[main])} time(s) while training ran"
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_chapter_runs_in_jupyterlab(lab, browser, name):
+    page = _open(browser, lab, name)
+    try:
+        state, frames = _run_all(page, name)
+        page.screenshot(path=str(SHOTS / f"{Path(name).stem}-end.png"))
+        assert _errors_outside_raises(state) == []
+        if name.startswith("02_"):
+            _check_picker(page, name)
+        _check_monitor(state, frames, name)
+        if name.startswith("05_"):
+            assert frames, "chapter 05 has a monitor cell to watch"
+    finally:
+        for k in _api(lab["base"], lab["token"], "/api/kernels") or []:  # one chapter's kernel at a time
+            _api(lab["base"], lab["token"], f"/api/kernels/{k['id']}", "DELETE")
+        page.close()
