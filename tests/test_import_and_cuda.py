@@ -17,8 +17,12 @@ from .cuda_tripwire import PRELUDE, REPORT
 
 
 def _python(code: str, **env: str) -> str:
+    # Importing Lightning sets PYTORCH_NVML_BASED_CUDA_CHECK=1 in os.environ (lightning/fabric/__init__.py), which
+    # makes torch.cuda.is_available() ask NVML instead of starting the driver; once any test in this process has
+    # imported it, children would inherit that. The children here start from torch's own default.
+    base = {k: v for k, v in os.environ.items() if k != "PYTORCH_NVML_BASED_CUDA_CHECK"}
     out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=180,
-                         env={**os.environ, **env})
+                         env={**base, **env})
     assert out.returncode == 0, out.stderr
     return out.stdout.strip().splitlines()[-1]
 

@@ -12,7 +12,7 @@ import json
 import os
 import re
 import signal
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from torch.distributed.elastic.multiprocessing.errors import ChildFailedError, ProcessFailure
 
