@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import numbers
 import operator
 import os
 from collections.abc import Iterable, Mapping, Sequence
@@ -41,7 +42,7 @@ def whole_number(value: Any, name: str, *, minimum: int = 0, example: str = "") 
         raise TypeError(f"{name}={shown(value)} is a {type(value).__name__}; {name} takes a whole number ≥ "
                         f"{minimum}{hint}.") from None
     if n < minimum:
-        raise ValueError(f"{name}={n}: {name} must be ≥ {minimum}{hint}.")
+        raise ValueError(f"{name}={n}: {name} must be a whole number ≥ {minimum}{hint}.")
     return n
 
 
@@ -49,7 +50,7 @@ def seconds(value: Any, name: str, *, allow_zero: bool = True, example: str = ""
     """A finite, non-negative (or positive) number of seconds as ``float``."""
     hint = f", e.g. {name}={example}" if example else ""
     kind = "non-negative" if allow_zero else "positive"
-    if isinstance(value, bool) or not isinstance(value, (int, float)) and not hasattr(value, "__float__"):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name}={shown(value)} is a {type(value).__name__}; {name} takes a {kind} number of "
                         f"seconds{hint}.")
     s = float(value)
@@ -147,9 +148,12 @@ def whole_numbers(values: Any, name: str, *, minimum: int = 0, example: str, wha
         raise TypeError(f"{name}={_kind(values)}: {name} takes a list of {what}{order}, e.g. {name}={example}.")
     out = []
     for v in values:
-        if isinstance(v, bool) or not isinstance(v, int) and not hasattr(v, "__index__"):
-            raise TypeError(f"{name} holds {_kind(v)}: {what} are whole numbers, e.g. {name}={example}.")
-        n = operator.index(v)
+        try:
+            if isinstance(v, bool):
+                raise TypeError
+            n = operator.index(v)
+        except TypeError:
+            raise TypeError(f"{name} holds {_kind(v)}: {what} are whole numbers, e.g. {name}={example}.") from None
         if n < minimum:
             raise ValueError(f"{name} holds {n}: {what} are ≥ {minimum}, e.g. {name}={example}.")
         out.append(n)

@@ -106,11 +106,11 @@ class SimulatedGpuReader:
     def error(self) -> str | None:
         return self._error
 
-    def driver_version(self) -> str | Unavailable:
-        return Unavailable(self._error) if self._error else self.description["driver_version"]
+    def driver_version(self) -> str | Unavailable:  # as NvmlReader answers: the reason itself is in ``error``
+        return Unavailable("NVML could not start") if self._error else self.description["driver_version"]
 
     def cuda_driver_version(self) -> str | Unavailable:
-        return Unavailable(self._error) if self._error else self.description["cuda_driver_version"]
+        return Unavailable("NVML could not start") if self._error else self.description["cuda_driver_version"]
 
     def count(self) -> int:
         return 0 if self._error else len(self.description["gpus"])
@@ -177,7 +177,11 @@ def _load(description: Any) -> dict[str, Any]:
     if description in PRESETS:
         return copy.deepcopy(PRESETS[description])
     path = Path(description)
-    if path.is_file():
+    try:
+        is_file = path.is_file()
+    except (OSError, ValueError):  # a name too long for a path, or with a NUL in it: not a file
+        is_file = False
+    if is_file:
         try:
             data = json.loads(path.read_text())
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:

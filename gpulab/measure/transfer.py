@@ -119,10 +119,11 @@ def bandwidth_sweep(sizes_bytes: Sequence[int], *, device: Any = "cuda", pinned:
     import torch
 
     dev = resolve_device(device)
+    given = directions
     directions = (directions,) if isinstance(directions, str) else directions  # "h2d" alone is one direction
     pinned = (pinned,) if isinstance(pinned, bool) else pinned  # pinned=True: only pinned host memory
     if not isinstance(directions, (list, tuple)) or not directions or any(d not in DIRECTIONS for d in directions):
-        raise ValueError(f"directions={shown(directions)}: use 'h2d' (host→device) and/or 'd2h' (device→host), e.g. "
+        raise ValueError(f"directions={shown(given)}: use 'h2d' (host→device) and/or 'd2h' (device→host), e.g. "
                          "directions=('h2d', 'd2h').")
     if not isinstance(pinned, (list, tuple)) or not pinned or not all(isinstance(x, bool) for x in pinned):
         raise ValueError(f"pinned={shown(pinned)}: use True, False or both, e.g. pinned=(False, True).")

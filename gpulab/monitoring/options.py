@@ -15,6 +15,7 @@ from ..machine.resolve import as_reader
 __all__ = ["checked_options", "refuse_unknown", "MAX_CAPACITY"]
 
 MAX_CAPACITY = 250_000  # readings kept in memory: over 13 hours at 5 a second
+MIN_INTERVAL_S = 0.01
 
 
 def refuse_unknown(options: Iterable[str], known: list[str]) -> None:
@@ -39,6 +40,10 @@ def checked_options(*, title: Any, reader: Any, gpus: Any, interval_s: Any, proc
     times = [seconds(v, name, allow_zero=False, example=ex) for v, name, ex in (
         (interval_s, "interval_s", "0.2"), (process_interval_s, "process_interval_s", "2.0"),
         (render_interval_s, "render_interval_s", "1.0"))]
+    if times[0] < MIN_INTERVAL_S or times[1] < MIN_INTERVAL_S:
+        raise ValueError(f"interval_s={times[0]:g}, process_interval_s={times[1]:g}: reading more often than every "
+                         f"{MIN_INTERVAL_S} s only costs the training loop CPU time (the driver updates utilisation "
+                         "about every 1/6 s). Use interval_s=0.2, the default.")
     capacity = whole_number(capacity, "capacity", minimum=1, example="36_000, two hours at 5 readings a second")
     if capacity > MAX_CAPACITY:
         raise ValueError(f"capacity={capacity:,} readings would reserve too much memory up front; {MAX_CAPACITY:,} is "

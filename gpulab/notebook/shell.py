@@ -11,8 +11,9 @@ import subprocess
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
-from ..core.arguments import environment, path_or_none, seconds, text
+from ..core.arguments import environment, path_or_none, seconds, shown, text
 from ..placement.setter import apply_environ
 
 __all__ = ["ShellRun", "run_shell"]
@@ -45,7 +46,9 @@ def run_shell(script: str, *, cwd: str | os.PathLike[str] | None = None, env: Ma
     """
     text(script, "script", example="'echo $CUDA_VISIBLE_DEVICES'")
     timeout_s = seconds(timeout_s, "timeout_s", allow_zero=False, example="60")
-    path_or_none(cwd, "cwd")
+    if path_or_none(cwd, "cwd") is not None and not _is_dir(cwd):
+        raise NotADirectoryError(f"cwd={shown(os.fspath(cwd))} is not a directory here: run_shell runs the script "
+                                 "inside an existing directory, e.g. cwd=tempfile.mkdtemp(); leave it out for this one.")
     if env is not None:
         environment({k: "" if v is None else v for k, v in env.items()} if isinstance(env, Mapping) else env)
     base = {k: v for k, v in os.environ.items() if not k.startswith("CUDA_")}
@@ -65,6 +68,13 @@ def run_shell(script: str, *, cwd: str | os.PathLike[str] | None = None, env: Ma
             _stop(proc)
             raise
     return ShellRun(script, output, proc.returncode)
+
+
+def _is_dir(path: str | os.PathLike[str]) -> bool:
+    try:
+        return bool(os.fspath(path)) and Path(path).is_dir()
+    except (OSError, ValueError):  # a name too long, or with a NUL in it
+        return False
 
 
 def _stop(proc: subprocess.Popen[str]) -> None:

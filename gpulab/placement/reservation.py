@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .setter import set_visible_devices
-from ..core.arguments import function, path_or_none, seconds, whole_number
+from ..core.arguments import function, path_or_none, seconds, shown, whole_number
 from ..machine.nvml import GpuReader
 from ..machine.resolve import as_reader
 from ..core.readings import GpuInfo
@@ -46,7 +46,13 @@ def _named_dir(directory: str | os.PathLike[str] | None) -> Path:
 def reservations_dir(directory: str | os.PathLike[str] | None = None) -> Path:
     """The shared directory of lock files (created if missing, and opened up to every user if we own it)."""
     d = _named_dir(directory)
-    blocker = next((q for q in (d, *d.parents) if q.exists() and not q.is_dir()), None)
+    try:
+        if "\x00" in str(d):
+            raise ValueError("a directory name cannot hold a NUL character")
+        blocker = next((q for q in (d, *d.parents) if q.exists() and not q.is_dir()), None)
+    except (OSError, ValueError) as exc:  # a name too long for the file system, or with a NUL in it
+        raise ValueError(f"cannot use {shown(str(d))} as the reservations directory ({exc}). Point directory= (or "
+                         "GPULAB_RESERVATIONS_DIR) at a directory, or leave it out.") from None
     if blocker is not None:
         raise NotADirectoryError(
             f"cannot keep GPU reservations in {d}: {blocker} is a file, not a directory. Point directory= (or "
@@ -174,7 +180,11 @@ def current_holders(uuids: list[str], directory: str | os.PathLike[str] | None =
     Creates nothing: with no reservation directory yet, nobody holds anything.
     """
     d = _named_dir(directory)
-    if not d.is_dir() or not _have_flock():  # Windows: nobody can hold a gpulab reservation there
+    try:
+        usable = d.is_dir()
+    except (OSError, ValueError):  # a name too long, or with a NUL in it: no reservations can be there
+        usable = False
+    if not usable or not _have_flock():  # Windows: nobody can hold a gpulab reservation there
         return {}
     out: dict[str, str] = {}
     for uuid in uuids:
@@ -283,6 +293,9 @@ def reserve_gpus(n: int = 1, reader: GpuReader | None = None, policy: Policy | N
     policy = checked_policy(policy)
     wait_s = seconds(wait_s, "wait_s", example="60")
     poll_s = seconds(poll_s, "poll_s", allow_zero=False, example="1.0")
+    if poll_s < 0.05:
+        raise ValueError(f"poll_s={poll_s:g}: asking more often than every 0.05 s holds the machine's selection lock "
+                         "and the driver for nothing (GPUs free up in seconds, not microseconds). Use poll_s=1.0.")
     function(clock, "clock", example="time.monotonic")
     function(sleep, "sleep", example="time.sleep")
     d = reservations_dir(directory)

@@ -183,11 +183,15 @@ def _entry_text(entry: object, entries: Sequence[object]) -> str:
         why = spec.notes[-1] if spec.notes else f"{shown(e)} does not start with a number"
         raise ValueError(f"{shown(entry)} in {shown(list(entries))} is not one GPU: {why} Write each GPU as its own "
                          "entry, a whole number (nvidia-smi's numbering) or a UUID: e.g. [2, 3] or 'GPU-5a16…'.")
-    if isinstance(entry, bool) or not isinstance(entry, int) and not hasattr(entry, "__index__"):
-        extra = f" (CUDA would read '{entry}' as GPU {int(entry)})" if isinstance(entry, float) and entry >= 0 else ""
+    try:
+        if isinstance(entry, bool):
+            raise TypeError
+        return str(operator.index(entry))
+    except TypeError:
+        finite = isinstance(entry, float) and 0 <= entry < 2**63
+        extra = f" (CUDA would read '{entry}' as GPU {int(entry)})" if finite else ""
         raise TypeError(f"{shown(entry)} in {shown(list(entries))} is a {type(entry).__name__}, not a GPU{extra}: "
-                        "GPUs are whole numbers 0, 1, 2, … (nvidia-smi's numbering) or UUID strings 'GPU-…'.")
-    return str(operator.index(entry))
+                        "GPUs are whole numbers 0, 1, 2, … (nvidia-smi's numbering) or UUID strings 'GPU-…'.") from None
 
 
 @dataclass(frozen=True)

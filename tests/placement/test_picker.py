@@ -13,6 +13,7 @@ from gpulab.machine.cuda import CudaState
 from gpulab.placement.setter import patched_environ
 from gpulab.placement.picker import GpuPicker, parse_pick
 from gpulab.placement.reservation import reserve_gpus
+from gpulab.placement.selection import NoFreeGpu
 from gpulab.machine.simulated import SimulatedGpuReader
 
 
@@ -136,3 +137,33 @@ def test_no_gpu_shows_the_cpu_and_what_would_appear():
 def test_renders_as_a_widget_with_a_text_fallback():
     bundle = GpuPicker(SimulatedGpuReader("two-gpus-mig"), selected=[1])._repr_mimebundle_()
     assert "application/vnd.jupyter.widget-view+json" in bundle and "selected: 1" in bundle["text/plain"]
+
+
+def test_ticking_a_busy_full_gpu_warns_and_a_free_one_does_not():
+    picker = GpuPicker(SimulatedGpuReader("workshop-8"))
+    picker._checks[1].value = True  # free
+    assert picker.warnings() == [] and "⚠" not in picker.mapping_view.value
+    picker._checks[4].value = True  # 38.9 of 40 GiB used, 100 % busy, a process on it
+    [warning] = picker.warnings()
+    assert warning.startswith("GPU 4 is not free: 97% full (38.9 GiB of 40.0 GiB), 100 % busy, 1 process(es) on it")
+    assert "⚠ GPU 4 is not free" in picker.mapping_view.value and "⚠ GPU 4 is not free" in str(picker)
+
+
+def test_the_mapping_shows_once_and_an_old_status_goes_when_the_selection_changes():
+    picker = GpuPicker(SimulatedGpuReader("workshop-8"), selected=[5, 1])
+    assert picker.mapping_view.value.count("CUDA_VISIBLE_DEVICES") == 1
+    assert str(picker).count("CUDA_VISIBLE_DEVICES") == 1 and str(picker).count("SIMULATED") == 1
+    picker.apply_button.click()
+    assert "CUDA_VISIBLE_DEVICES=5,1" in picker.status.value
+    picker._checks[5].value = False
+    assert picker.status.value == "" and picker.selected == (1,)
+
+
+def test_pick_free_with_none_free_says_why_each_was_passed_over(tmp_path):
+    held = reserve_gpus(3, SimulatedGpuReader("workshop-8"), directory=tmp_path)  # every free GPU
+    picker = GpuPicker(SimulatedGpuReader("workshop-8"), reservations=str(tmp_path))
+    picker.free_button.click()
+    assert picker.selected == () and "asked for 1 free GPU(s) but only 0 of 8 qualify" in picker.status.value
+    with pytest.raises(NoFreeGpu, match="GPU 4: 38.9 GiB of 40.0 GiB used"):
+        picker.pick_free(2)
+    held.release()

@@ -1,0 +1,65 @@
+"""Wrong options to monitor() stop the cell before the work runs, with what to type instead; no thread is left
+behind; junk never escapes as anything but one of our documented refusals; described GPUs say SIMULATED."""
+from __future__ import annotations
+
+import threading
+
+import pytest
+from matplotlib.text import Text
+from hypothesis import given, settings
+
+import gpulab
+from gpulab.monitoring.monitor import Monitor
+from gpulab.monitoring.sampler import SAMPLER_THREAD_NAME
+from gpulab.testing import FakeClock
+from tests.junk import JUNK, assert_ours
+
+WRONG = [
+    ({"title": 123}, TypeError, r"monitor\(\)'s first argument is the figure's title, text such as "
+                                r"gpulab.monitor\(\"training\"\); got a int 123. To watch particular GPUs pass gpus="),
+    ({"interval": 1}, TypeError, r"monitor\(\) has no option 'interval'; did you mean interval_s=\?"),
+    ({"gpu": [0]}, TypeError, r"monitor\(\) has no option 'gpu'; did you mean gpus=\?"),
+    ({"interval_s": "fast"}, TypeError, r"interval_s='fast' is a str; interval_s takes a positive number of seconds"),
+    ({"interval_s": 0}, ValueError, r"interval_s=0: interval_s must be a positive number of seconds"),
+    ({"interval_s": 1e-4}, ValueError, r"reading more often than every 0.01 s only costs the training loop CPU"),
+    ({"reader": "workshop-8", "gpus": 3}, TypeError, r"gpus=3: gpus takes a list of physical GPU numbers.*gpus=\[3\]"),
+    ({"reader": "workshop-8", "gpus": [9]}, ValueError, r"cannot watch GPU\(s\) \[9\]: NVML sees 8 GPU\(s\)"),
+    ({"reader": 5}, TypeError, r"reader=5 is a int, not a machine to read"),
+    ({"capacity": 0}, ValueError, r"capacity=0: capacity must be a whole number ≥ 1"),
+    ({"capacity": 10**9}, ValueError, r"capacity=1,000,000,000 readings would reserve too much memory up front"),
+    ({"live": "yes"}, ValueError, r"live= takes True, False or 'auto'"),
+    ({"show": "no"}, TypeError, r"show='no': show takes True or False"),
+    ({"clock": 5}, TypeError, r"clock=5 is a int, not something to call"),
+    ({"render_interval_s": 0.1}, ValueError, r"render_interval_s=0.1 would redraw more than twice a second"),
+]
+
+
+@pytest.mark.parametrize("options, kind, message", WRONG, ids=[m[:50] for _, _, m in WRONG])
+def test_a_wrong_option_stops_the_cell_before_the_work_runs(options, kind, message):
+    ran = []
+    with pytest.raises(kind, match=message):
+        with gpulab.monitor(**options):
+            ran.append("the work")  # never reached: the refusal comes when monitor() is called
+    assert ran == [] and not [t for t in threading.enumerate() if t.name == SAMPLER_THREAD_NAME]
+
+
+def test_a_preset_name_is_taken_as_the_reader_and_labelled_simulated():
+    clock = FakeClock()
+    with gpulab.monitor("demo", reader="kaggle-2xT4", show=False, live=False, clock=clock, sleep=clock.sleep) as mon:
+        mon.step(8)
+    summary = mon.summary()
+    assert "[SIMULATED GPUs]" in str(summary) and "[SIMULATED GPUs]" in summary._repr_html_()
+    texts = " ".join(t.get_text() for t in mon.figure().findobj(Text))  # wherever the figure puts its title
+    assert "SIMULATED" in texts
+
+
+@settings(max_examples=80, deadline=None)
+@given(JUNK, JUNK, JUNK)
+def test_junk_options_are_refused_with_our_message(a, b, c):
+    for call in (lambda: Monitor(a), lambda: Monitor("t", reader=a, gpus=b, interval_s=c),
+                 lambda: Monitor("t", capacity=a, live=b, show=c), lambda: Monitor("t", clock=a, sleep=b),
+                 lambda: gpulab.monitor("t", process_interval_s=a, render_interval_s=b)):
+        try:
+            call()
+        except Exception as exc:
+            assert_ours(exc)
