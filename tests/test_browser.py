@@ -33,12 +33,12 @@ from handoutkit.printing import find_chromium  # noqa: E402
 
 CHROMIUM = find_chromium()
 SHOTS = Path(os.environ.get("GPULAB_SCREENSHOTS", ROOT / "build" / "browser-screenshots"))
-CHAPTER_TIMEOUT_S = 900
+CHAPTER_TIMEOUT_S = 420
 WORKSHOP_KERNEL = "gpulab-workshop-8"
 
 pytestmark = [
     pytest.mark.browser,
-    pytest.mark.timeout(3600),
+    pytest.mark.timeout(600),
     pytest.mark.skipif(CHROMIUM is None, reason="no Chromium installed (Debian: apt-get install chromium; .ci/run "
                                                 "installs it when it runs as root)"),
 ]
@@ -91,13 +91,18 @@ def lab(tmp_path_factory):
         nb02.write_text(json.dumps(data))
     _kernelspec(work / "share")
     port, token = _free_port(), secrets.token_hex(16)
+    # The server's own config, data, runtime and workspace folders: JupyterLab otherwise restores the tabs that an
+    # earlier session left in ~/.jupyter/lab/workspaces and starts a kernel for each (six chapters at once on 2 cores).
     env = {**os.environ, "GPULAB_FAST": "1", "JUPYTER_PATH": str(work / "share"), "PYTHONPATH": os.pathsep.join(
-        [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]), "GPULAB_RESERVATIONS_DIR": str(work / "locks")}
+        [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]), "GPULAB_RESERVATIONS_DIR": str(work / "locks"),
+        "JUPYTER_CONFIG_DIR": str(work / "config"), "JUPYTER_DATA_DIR": str(work / "data"),
+        "JUPYTER_RUNTIME_DIR": str(work / "runtime")}
     env.pop("GPULAB_MONITOR_LIVE", None)
     env.pop("GPULAB_SIMULATE_GPUS", None)
     cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
            f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={work / 'notebooks'}",
            "--LabApp.expose_app_in_browser=True", "--ServerApp.port_retries=0",
+           f"--LabApp.workspaces_dir={work / 'workspaces'}", f"--LabApp.user_settings_dir={work / 'settings'}",
            "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
     if os.geteuid() == 0:
         cmd.append("--allow-root")
@@ -171,13 +176,16 @@ def browser():
 
 def _open(browser, lab, name: str):
     page = browser.new_page(viewport={"width": 1280, "height": 900})
-    page.goto(f"{lab['base']}/lab/tree/{name}?token={lab['token']}")
-    page.wait_for_function("() => window.jupyterapp && window.jupyterapp.shell.currentWidget && "
+    # A workspace of its own, reset: only this chapter opens, whatever an earlier page left open.
+    page.goto(f"{lab['base']}/lab/workspaces/{Path(name).stem}/tree/{name}?reset&token={lab['token']}")
+    page.wait_for_function("(name) => window.jupyterapp && window.jupyterapp.shell.currentWidget && "
+                           "window.jupyterapp.shell.currentWidget.context && "
+                           "window.jupyterapp.shell.currentWidget.context.path === name && "
                            "window.jupyterapp.shell.currentWidget.sessionContext && "
                            "window.jupyterapp.shell.currentWidget.sessionContext.session && "
                            "window.jupyterapp.shell.currentWidget.sessionContext.session.kernel && "
                            "window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.status === 'idle'",
-                           timeout=120_000)
+                           arg=name, timeout=120_000)
     return page
 
 

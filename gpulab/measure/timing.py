@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..machine.cuda import cuda_gpu_count, gpu_requirement
-from ..core.arguments import function, no_argument_function, seconds, text
+from ..core.arguments import function, no_argument_function, seconds, shown, text
 from ..core.tables import html_table, text_table
 from ..core.units import format_seconds
 
@@ -129,9 +129,12 @@ def resolve_device(device: DeviceLike) -> Any:
     """
     import torch
 
+    if isinstance(device, bool) or not isinstance(device, (str, int, torch.device)):
+        raise ValueError(f"{shown(device)} is not a device name torch understands (a {type(device).__name__}). "
+                         f"Use 'cpu', 'cuda' or 'cuda:<index>'.")
     try:
         dev = torch.device(device)
-    except (RuntimeError, TypeError) as e:
+    except (RuntimeError, TypeError, ValueError) as e:
         raise ValueError(f"{device!r} is not a device name torch understands ({e}). "
                          f"Use 'cpu', 'cuda' or 'cuda:<index>'.") from None
     if dev.type == "meta":
