@@ -14,10 +14,11 @@ import pytest
 PKG = Path(__file__).resolve().parents[1] / "gpulab"
 PURE = ["core/units", "core/readings", "core/arguments", "core/tables", "core/settings", "placement/visible",
         "placement/selection", "placement/steps", "monitoring/history", "monitoring/limits", "monitoring/png",
-        "monitoring/decimate",
+        "monitoring/decimate", "monitoring/panels",
         "lightning/call", "lightning/history", "lightning/draft", "lightning/devices", "lightning/strategy",
         "lightning/flags", "lightning/translation"]
-VIEWS = ["__main__", "machine/report", "placement/picker", "monitoring/view", "monitoring/monitor", "lightning/runtime"]
+VIEWS = ["__main__", "machine/report", "placement/picker", "monitoring/view", "monitoring/monitor", "monitoring/figure",
+         "monitoring/blit", "lightning/runtime"]
 HEAVY = {"torch", "pynvml", "ipywidgets", "matplotlib", "psutil", "IPython", "lightning"}
 
 

@@ -189,10 +189,10 @@ def test_the_figure_is_real_and_follows_the_data():
     png = mon.figure_png()
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
     fig = mon._figure
-    assert list(fig.axes) == ["host memory", "utilisation", "GPU memory", "speed"]
+    assert list(fig.axes) == ["memory", "utilisation", "GPU memory", "speed"]
     n = len(mon.history)
     assert all(len(line.get_xdata()) == n for line in fig.lines.values())
-    texts = [t.get_text() for t in fig.axes["host memory"].texts]
+    texts = [t.get_text() for t in fig.axes["memory"].texts]
     assert texts == ["warm-up done"]
     assert "GPU 0 utilisation: N/A (not supported on this GPU)" in fig._notes.get_text()
 
@@ -205,7 +205,7 @@ def test_without_nvml_it_keeps_going_on_the_host_and_says_what_is_missing():
     assert s.missing == (f"GPU panels: N/A ({reason})",) and f"not shown: GPU panels: N/A ({reason})" in str(s)
     assert [p.device for p in s.peaks] == ["host", "this process"] and s.peaks[0].peak_bytes > 0
     mon.figure_png()
-    assert list(mon._figure.axes) == ["host memory", "utilisation", "speed"]
+    assert list(mon._figure.axes) == ["memory", "utilisation", "speed"]
 
 
 def test_nvml_failing_mid_run_is_survived_and_explained():
