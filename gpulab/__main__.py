@@ -3,6 +3,7 @@
     python -m gpulab env        the classroom environment report
     python -m gpulab devices    the GPUs (physical numbering) and the CPU, like a short nvidia-smi
     python -m gpulab visible    what cuda:k means under the current CUDA_VISIBLE_DEVICES
+    python -m gpulab watch      every GPU of the server, who is on it, redrawn in place (Ctrl-C stops)
 """
 from __future__ import annotations
 
@@ -18,6 +19,9 @@ def main(argv: list[str] | None = None) -> int:
     p_dev = sub.add_parser("devices", help="the GPUs NVML sees (nvidia-smi numbering) and the CPU")
     p_dev.add_argument("--no-processes", action="store_true", help="skip the per-GPU process list (faster)")
     sub.add_parser("visible", help="the cuda:k -> physical GPU map implied by CUDA_VISIBLE_DEVICES")
+    p_watch = sub.add_parser("watch", help="every GPU, its memory and use, and who is on it, redrawn in place")
+    p_watch.add_argument("--interval", type=float, default=2.0, metavar="S", help="seconds between views (2)")
+    p_watch.add_argument("--frames", type=int, default=None, metavar="N", help="stop after N views")
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
@@ -36,6 +40,10 @@ def main(argv: list[str] | None = None) -> int:
             from .placement.visible import visible_map
 
             print(visible_map(devices(processes=False).gpus))
+        elif args.command == "watch":
+            from .monitoring.watch import watch_terminal
+
+            watch_terminal(interval_s=args.interval, frames=args.frames)
     except ValueError as exc:  # e.g. a bad GPULAB_SIMULATE_GPUS or GPULAB_FAST: the message says what to do
         print(f"gpulab: {exc}", file=sys.stderr)
         return 2

@@ -14,11 +14,11 @@ import pytest
 PKG = Path(__file__).resolve().parents[1] / "gpulab"
 PURE = ["core/units", "core/readings", "core/arguments", "core/tables", "core/settings", "placement/visible",
         "placement/selection", "placement/steps", "monitoring/history", "monitoring/limits", "monitoring/png",
-        "monitoring/decimate", "monitoring/panels",
+        "monitoring/decimate", "monitoring/panels", "monitoring/room",
         "lightning/call", "lightning/history", "lightning/draft", "lightning/devices", "lightning/strategy",
         "lightning/flags", "lightning/translation"]
 VIEWS = ["__main__", "machine/report", "placement/picker", "monitoring/view", "monitoring/monitor", "monitoring/figure",
-         "monitoring/blit", "lightning/runtime"]
+         "monitoring/blit", "monitoring/watch", "lightning/runtime"]
 HEAVY = {"torch", "pynvml", "ipywidgets", "matplotlib", "psutil", "IPython", "lightning"}
 
 
@@ -71,7 +71,7 @@ def test_only_nvml_imports_pynvml():
 
 def test_one_ipywidgets_importer_per_view():
     users = [_name(p) for p in _modules() if any(i.split(".")[0] == "ipywidgets" for i in _imports(p))]
-    assert users == ["monitoring/view", "placement/picker"]
+    assert users == ["monitoring/view", "monitoring/watch", "placement/picker"]
 
 
 def test_lightning_is_imported_in_one_module_at_most():

@@ -31,7 +31,8 @@ from ..core.readings import GpuInfo
 from .selection import Choice, NoFreeGpu, Policy, checked_policy, choose_gpus
 from .visible import visible_map
 
-__all__ = ["Reservation", "reserve_gpus", "reservations_dir", "current_holders", "DEFAULT_DIR"]
+__all__ = ["Reservation", "reserve_gpus", "reservations_dir", "current_holders", "reservation_holders", "Holder",
+           "DEFAULT_DIR"]
 
 DEFAULT_DIR = Path("/tmp/gpulab-reservations")
 _DIR_MODE = 0o1777  # like /tmp: everyone may create files, nobody may delete another user's
@@ -137,7 +138,21 @@ def _try_lock(fd: int) -> bool:
         return False
 
 
-def _read_holder(fd: int) -> str:
+@dataclass(frozen=True)
+class Holder:
+    """Who holds a GPU's reservation: the locking ``pid`` and, when the file's name matches it, ``user`` and ``host``;
+    ``text`` says it in words (``"pid 4242 (alice@server)"``), including when the two disagree."""
+
+    pid: int | None
+    user: str | None
+    host: str | None
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def _read_holder(fd: int) -> Holder:
     """Who holds the lock on ``fd``'s file: the name its holder wrote, checked against the kernel's list of locks.
 
     A holder that could only open the file read-only (another user left it private) cannot write its name, so the
@@ -150,11 +165,13 @@ def _read_holder(fd: int) -> str:
     except (ValueError, KeyError, TypeError, OSError):
         data, named = None, None
     if lockers and data is None:
-        return f"pid {lockers[0]} (it has not written its name into the file)"
+        return Holder(lockers[0], None, None, f"pid {lockers[0]} (it has not written its name into the file)")
     if lockers and data.get("pid") not in lockers:  # pids of another pid namespace (container) differ too
-        return (f"pid {lockers[0]} (the file still names {named}: an earlier holder, or this one seen from "
-                "another container)")
-    return named or "another process (it has not written its name yet)"
+        return Holder(lockers[0], None, None, f"pid {lockers[0]} (the file still names {named}: an earlier holder, "
+                                              "or this one seen from another container)")
+    if named is None:
+        return Holder(None, None, None, "another process (it has not written its name yet)")
+    return Holder(data["pid"], data["user"], data["host"], named)
 
 
 def _flock_pids(fd: int) -> list[int]:
@@ -175,6 +192,11 @@ def _flock_pids(fd: int) -> list[int]:
 
 
 def current_holders(uuids: list[str], directory: str | os.PathLike[str] | None = None) -> dict[str, str]:
+    """Which of these GPUs someone holds right now, and who, in words (see ``reservation_holders``)."""
+    return {uuid: str(h) for uuid, h in reservation_holders(uuids, directory).items()}
+
+
+def reservation_holders(uuids: list[str], directory: str | os.PathLike[str] | None = None) -> dict[str, Holder]:
     """Which of these GPUs someone holds right now, and who (checked by trying each lock, then letting go).
 
     Creates nothing: with no reservation directory yet, nobody holds anything.
@@ -186,7 +208,7 @@ def current_holders(uuids: list[str], directory: str | os.PathLike[str] | None =
         usable = False
     if not usable or not _have_flock():  # Windows: nobody can hold a gpulab reservation there
         return {}
-    out: dict[str, str] = {}
+    out: dict[str, Holder] = {}
     for uuid in uuids:
         path = _lock_path(d, uuid)
         if not path.exists():

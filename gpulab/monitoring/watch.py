@@ -1,0 +1,148 @@
+"""Watching the whole server all workshop long: ``python -m gpulab watch`` in a terminal, ``watch_gpus()`` in a cell.
+
+Every ``interval_s`` it reads every GPU (NVML, or the described GPUs of ``GPULAB_SIMULATE_GPUS``, labelled
+SIMULATED), who holds a gpulab reservation on each, and whose processes run there (Unix user, Jupyter kernel), and
+redraws ``room.ServerView`` in place: the terminal is cleared and rewritten (like ``gpustat --watch``), the notebook
+cell's ``ipywidgets.HTML`` gets a new value from a thread, as the live monitor does. Written here rather than taken
+from nvitop or gpustat because neither knows gpulab's reservations, and both would need their own install.
+Nothing here creates a CUDA context. Taught in ``notebooks/02_choosing_gpus.ipynb``.
+"""
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, TextIO
+
+from ..core.readings import Unavailable
+from ..machine.nvml import GpuReader, default_reader
+from ..machine.owners import process_owner
+from ..placement.reservation import reservation_holders
+from .room import ServerView, render_html, render_text
+
+__all__ = ["read_server", "watch_terminal", "ServerWatch", "watch_gpus", "WATCH_THREAD_NAME"]
+
+WATCH_THREAD_NAME = "gpulab-watch"
+_HOME_AND_CLEAR = "\x1b[H\x1b[2J"
+
+
+def _check_interval(interval_s: float) -> float:
+    if not (isinstance(interval_s, (int, float)) and interval_s >= 0.5):
+        raise ValueError(f"an interval of {interval_s!r} s: the server view would be redrawn too often; use 0.5 or "
+                         "more (2 is plenty: NVML's process list is slow and holds a driver lock).")
+    return float(interval_s)
+
+
+def read_server(reader: GpuReader | None = None, directory: str | os.PathLike[str] | None = None,
+                interval_s: float = 2.0) -> ServerView:
+    """One reading: every GPU with its processes, the reservations in ``directory`` (default: the shared one) and
+    the owner of each pid seen."""
+    reader = reader or default_reader()
+    gpus = tuple(reader.info(i, processes=True) for i in range(reader.count()))
+    holders = reservation_holders([g.uuid for g in gpus], directory)
+    simulated = bool(getattr(reader, "simulated", False))
+    owners: dict[int, str] = {}
+    for g in gpus:
+        for p in () if isinstance(g.processes, Unavailable) else g.processes:
+            # a described machine's pids are not this machine's processes: name them as described
+            owners[p.pid] = f"pid {p.pid} {p.name} (described)" if simulated else str(process_owner(p.pid))
+    holder_text = {}
+    for uuid, h in holders.items():
+        if h.pid is not None and h.user is not None:
+            o = process_owner(h.pid)
+            holder_text[uuid] = f"{h.user}: {'kernel ' + o.kernel[:8] if o.kernel else o.command} (pid {h.pid})"
+        else:
+            holder_text[uuid] = h.text
+    return ServerView(gpus, holder_text, owners, socket.gethostname(), time.time(), interval_s, simulated,
+                      reader.error)
+
+
+def watch_terminal(reader: GpuReader | None = None, *, interval_s: float = 2.0, frames: int | None = None,
+                   directory: str | os.PathLike[str] | None = None, out: TextIO | None = None,
+                   sleep: Callable[[float], Any] = time.sleep) -> int:
+    """Redraw the server view every ``interval_s`` until Ctrl-C (or ``frames`` views); returns the views drawn.
+
+    On a terminal the screen is cleared and rewritten in place, in colour; into a pipe or file each view is
+    appended, plain, separated by a blank line."""
+    interval_s = _check_interval(interval_s)
+    out = out or sys.stdout
+    tty = out.isatty()
+    drawn = 0
+    try:
+        while frames is None or drawn < frames:
+            text = render_text(read_server(reader, directory, interval_s), color=tty)
+            out.write((_HOME_AND_CLEAR + text + f"\n(every {interval_s:g} s; Ctrl-C stops)\n") if tty else
+                      (("\n" if drawn else "") + text + "\n"))
+            out.flush()
+            drawn += 1
+            if frames is None or drawn < frames:
+                sleep(interval_s)
+    except KeyboardInterrupt:
+        out.write("\n")
+    return drawn
+
+
+class ServerWatch:
+    """The server view in a notebook cell, redrawn by a thread every ``interval_s`` while the kernel is idle too.
+
+    ``stop()`` (or the end of a ``with`` block) ends the thread; ``frames`` bounds it. The widget is shown from the
+    thread that made it; only its value is set from the watching thread (the ipywidgets pattern for threads)."""
+
+    def __init__(self, reader: GpuReader | None = None, *, interval_s: float = 2.0, frames: int | None = None,
+                 directory: str | os.PathLike[str] | None = None) -> None:
+        import ipywidgets  # the one import of ipywidgets for this view
+
+        self.interval_s = _check_interval(interval_s)
+        self.reader = reader or default_reader()
+        self._directory, self._frames = directory, frames
+        self.view = read_server(self.reader, directory, self.interval_s)
+        self.widget = ipywidgets.HTML(render_html(self.view))
+        self.frames_drawn = 1
+        self.error: str | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=WATCH_THREAD_NAME, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            if self._frames is not None and self.frames_drawn >= self._frames:
+                return
+            try:
+                self.view = read_server(self.reader, self._directory, self.interval_s)
+                self.widget.value = render_html(self.view)
+            except Exception as exc:  # a driver hiccup: say it in the cell, keep watching
+                self.error = f"{type(exc).__name__}: {exc}"
+                self.widget.value = render_html(self.view) + f"<p style='color:#b00'>last reading failed: {self.error}</p>"
+            self.frames_drawn += 1
+
+    @property
+    def running(self) -> bool:
+        return self._thread.is_alive()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop redrawing (the last view stays in the cell)."""
+        self._stop.set()
+        if self._thread is not threading.current_thread():
+            self._thread.join(timeout)
+
+    def __enter__(self) -> ServerWatch:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def __str__(self) -> str:
+        return render_text(self.view)
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        return self.widget._repr_mimebundle_(**kwargs)
+
+
+def watch_gpus(reader: GpuReader | None = None, *, interval_s: float = 2.0, frames: int | None = None,
+               directory: str | os.PathLike[str] | None = None) -> ServerWatch:
+    """``gpulab.monitoring.watch.watch_gpus()`` as a cell's last line: the server view, redrawn every ``interval_s``
+    until ``.stop()``. ``python -m gpulab watch`` is the same in a terminal."""
+    return ServerWatch(reader, interval_s=interval_s, frames=frames, directory=directory)

@@ -1,0 +1,150 @@
+"""The server view for the room: pure rendering, the real reading of a described server with real reservations and
+real processes, the terminal loop with a bounded number of views, and the notebook widget's thread."""
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import psutil
+import pytest
+
+from gpulab.machine.owners import kernel_id, process_owner
+from gpulab.machine.simulated import SimulatedGpuReader
+from gpulab.monitoring.room import ServerView, bar, render_html, render_text
+from gpulab.monitoring.watch import WATCH_THREAD_NAME, ServerWatch, read_server, watch_terminal
+from gpulab.placement.reservation import reserve_gpus
+
+W8 = SimulatedGpuReader("workshop-8")
+W8_GPUS = tuple(W8.info(i) for i in range(W8.count()))
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_bars_show_shares_in_eighths_of_a_block():
+    assert bar(0.5, 10) == "█████░░░░░" and bar(0.0, 4) == "░░░░" and bar(1.7, 4) == "████"
+    assert bar(0.0625, 2) == "▏░" and bar(None, 3) == "   "
+    assert bar(0.95, 4, color=True).startswith("\x1b[31m")  # nearly full: red
+
+
+def test_the_text_view_names_every_gpu_and_who_is_on_it():
+    view = ServerView(W8_GPUS, holders={W8_GPUS[1].uuid: "alice: kernel 1a2b3c4d (pid 4242)"},
+                      owners={31000: "bob: kernel 9f8e7d6c (pid 31000)"}, host="gpu-server", taken_at=0.0,
+                      simulated=True)
+    text = render_text(view)
+    lines = text.splitlines()
+    assert lines[0].startswith("gpulab watch — gpu-server — 8 GPU(s)") and "SIMULATED" in lines[0]
+    row = {line.split()[0]: line for line in lines[2:10]}
+    assert "reserved by alice: kernel 1a2b3c4d (pid 4242)" in row["1"]
+    assert "bob: kernel 9f8e7d6c (pid 31000), 29.0 GiB" in row["0"] and "97 %" in row["0"]
+    assert "pid 31002 python" in row["2"]  # no owner known: the pid and NVML's name
+    assert lines[-1] == "free now: GPU 3, 5 — hold one with gpulab.reserve_gpus(1)"  # GPU 1 is reserved
+    html = render_html(view)
+    assert "<table" in html and "reserved by alice" in html and "color:#b00'>SIMULATED" in html
+
+
+def test_views_without_gpus_say_why():
+    assert "No GPU can be read: no NVIDIA driver" in render_text(ServerView((), error="no NVIDIA driver library"))
+    assert "NVML sees no GPU" in render_html(ServerView(()))
+
+
+def test_reading_a_described_server_names_the_reservation_holder(tmp_path):
+    held = reserve_gpus(1, W8, directory=tmp_path)
+    try:
+        view = read_server(W8, tmp_path)
+    finally:
+        held.release()
+    (uuid,) = view.holders
+    assert uuid == held.gpus[0].uuid
+    me = process_owner(os.getpid())
+    assert view.holders[uuid] == f"{me.user}: {me.command} (pid {os.getpid()})"
+    assert view.simulated and view.owners[31000] == "pid 31000 python (described)"
+    assert read_server(W8, tmp_path).holders == {}  # released: nobody
+
+
+def test_a_kernel_process_is_named_by_its_user_and_kernel_id():
+    assert kernel_id(["python", "-m", "ipykernel_launcher", "-f", "/run/user/1000/jupyter/kernel-1a2b3c4d-55.json"]) \
+        == "1a2b3c4d-55"
+    assert kernel_id(["python", "train.py"]) is None
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "ipykernel_launcher", "-f",
+                              "/tmp/kernel-1a2b3c4d-9999.json"])
+    try:
+        for _ in range(100):  # the new process's command line is empty for a moment while it starts
+            if "-f" in psutil.Process(child.pid).cmdline():
+                break
+            time.sleep(0.05)
+        owner = process_owner(child.pid)
+    finally:
+        child.kill()
+        child.wait()
+    assert owner.kernel == "1a2b3c4d-9999" and owner.user == process_owner(os.getpid()).user
+    assert str(owner) == f"{owner.user}: kernel 1a2b3c4d (pid {child.pid})"
+    gone = process_owner(child.pid)
+    assert gone.user is None and "not visible here" in gone.command
+
+
+def test_the_terminal_view_redraws_in_place_a_bounded_number_of_times(tmp_path):
+    waits = []
+    term = Terminal()
+    assert watch_terminal(W8, frames=3, directory=tmp_path, out=term, sleep=waits.append, interval_s=2) == 3
+    out = term.getvalue()
+    assert out.count("\x1b[H\x1b[2J") == 3 and out.count("gpulab watch —") == 3 and "\x1b[31m" in out
+    assert waits == [2.0, 2.0]  # no wait after the last view
+    piped = io.StringIO()
+    watch_terminal(W8, frames=2, directory=tmp_path, out=piped, sleep=lambda s: None)
+    assert "\x1b[" not in piped.getvalue() and piped.getvalue().count("gpulab watch —") == 2
+
+
+def test_ctrl_c_ends_the_terminal_view_cleanly(tmp_path):
+    def interrupted(_s):
+        raise KeyboardInterrupt
+
+    out = io.StringIO()
+    assert watch_terminal(W8, directory=tmp_path, out=out, sleep=interrupted) == 1
+    assert out.getvalue().endswith("\n")
+
+
+@pytest.mark.parametrize("bad", [0.1, 0, -1, "2"])
+def test_a_too_short_interval_is_refused(bad):
+    with pytest.raises(ValueError, match="use 0.5 or more"):
+        watch_terminal(W8, interval_s=bad, frames=1, out=io.StringIO())
+
+
+def _watch_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == WATCH_THREAD_NAME]
+
+
+def test_the_notebook_view_is_redrawn_by_a_thread_that_ends(tmp_path):
+    bounded = ServerWatch(W8, interval_s=0.5, frames=3, directory=tmp_path)
+    assert "SIMULATED" in bounded.widget.value and "GPU 1, 3, 5" in bounded.widget.value
+    bounded._thread.join(10)
+    assert bounded.frames_drawn == 3 and not bounded.running
+    W8.set_usage(5, memory_used_bytes=39 * 2**30, utilization_gpu_percent=99)
+    try:
+        with ServerWatch(W8, interval_s=0.5, directory=tmp_path) as live:
+            for _ in range(100):
+                if "GPU 1, 3 —" in live.widget.value:
+                    break
+                live._stop.wait(0.1)
+            assert "GPU 1, 3 —" in live.widget.value  # GPU 5 got busy: the next view says so
+            assert live.running
+    finally:
+        W8.set_usage(5, memory_used_bytes=4 * 2**20, utilization_gpu_percent=0)
+    assert not live.running and _watch_threads() == []
+    assert "application/vnd.jupyter.widget-view+json" in live._repr_mimebundle_()
+
+
+def test_the_command_line_watch_runs_on_a_described_server():
+    ok = subprocess.run([sys.executable, "-m", "gpulab", "watch", "--frames", "1"], capture_output=True, text=True,
+                        timeout=120, env={**os.environ, "GPULAB_SIMULATE_GPUS": "kaggle-2xT4"})
+    assert ok.returncode == 0, ok.stderr
+    assert "SIMULATED" in ok.stdout and "Tesla T4" in ok.stdout
+    bad = subprocess.run([sys.executable, "-m", "gpulab", "watch", "--interval", "0.1"], capture_output=True,
+                         text=True, timeout=120)
+    assert bad.returncode == 2 and "use 0.5 or more" in bad.stderr
