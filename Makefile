@@ -18,7 +18,7 @@ install: $(STAMP)
 
 lab: $(STAMP)
 	@echo "Starting JupyterLab on notebooks/ (localhost only, token auth on); open the URL it prints."
-	GPULAB_FAST=0 $(VENV)/bin/jupyter lab --notebook-dir=notebooks --ip=127.0.0.1 --port=$(PORT) --no-browser $(if $(filter 0,$(shell id -u)),--allow-root,)
+	GPULAB_FAST=0 $(VENV)/bin/jupyter lab --config=tools/jupyter_server_config.py --notebook-dir=notebooks --ip=127.0.0.1 --port=$(PORT) --no-browser $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 test: $(STAMP)
 	$(PY) -m pytest tests notebooks

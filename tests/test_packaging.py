@@ -74,3 +74,17 @@ def test_the_readme_names_only_chapters_that_exist():
     named = set(re.findall(r"\b(\d\d_[a-z0-9_]+)", (ROOT / "README.md").read_text()))
     present = {p.stem for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")}
     assert named <= present, f"the README names chapters that do not exist: {sorted(named - present)}"
+
+
+def test_the_lab_config_keeps_subshell_requests_from_setting_the_kernel_state():
+    """JupyterLab shows "Idle" after any status answering a request type the server does not list as untracked;
+    ipykernel 7 answers a widget's create_subshell_request mid-cell. make lab loads this file (real traitlets loader)."""
+    from jupyter_server.services.kernels.kernelmanager import MappingKernelManager
+    from traitlets.config.loader import PyFileConfigLoader
+
+    assert "--config=tools/jupyter_server_config.py" in (ROOT / "Makefile").read_text()
+    config = PyFileConfigLoader("jupyter_server_config.py", path=str(ROOT / "tools")).load_config()
+    untracked = config.MappingKernelManager.untracked_message_types
+    default = MappingKernelManager.class_traits()["untracked_message_types"].default()
+    assert set(default) <= set(untracked) and len(untracked) == len(set(untracked))
+    assert {"create_subshell_request", "create_subshell_reply", "delete_subshell_request"} <= set(untracked)

@@ -1,0 +1,18 @@
+"""Jupyter server settings for the course (``make lab`` passes this file; on JupyterHub, copy it into the server's
+``jupyter_server_config.py``).
+
+JupyterLab shows the kernel's state from every ``status`` message on IOPub, except those answering a request type the
+server lists in ``untracked_message_types``. ipykernel 7 answers the ``create_subshell_request`` that JupyterLab's
+widget manager sends the first time a widget appears while a cell runs (the live monitor's image) with a busy/idle pair
+on IOPub — and that request type is missing from jupyter-server's default list, so JupyterLab shows "Idle" for the
+rest of a cell that is still running. Observed with JupyterLab 4.6.6, jupyter-server 2.21.1, ipykernel 7.4.0; gone
+with the subshell requests added below.
+"""
+from jupyter_server.services.kernels.kernelmanager import MappingKernelManager
+
+c = get_config()  # noqa: F821 - provided by the config loader
+
+SUBSHELL_MESSAGES = ["create_subshell_request", "create_subshell_reply", "delete_subshell_request",
+                     "delete_subshell_reply", "list_subshell_request", "list_subshell_reply"]
+DEFAULT = list(MappingKernelManager.class_traits()["untracked_message_types"].default())
+c.MappingKernelManager.untracked_message_types = DEFAULT + [m for m in SUBSHELL_MESSAGES if m not in DEFAULT]
