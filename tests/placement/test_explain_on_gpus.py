@@ -1,0 +1,128 @@
+"""explain()'s predictions against what PyTorch really does (tests/placement/explain_evidence.py).
+
+On GPUs (``make test-gpu``): every snippet of the corpus runs in fresh interpreters under several
+CUDA_VISIBLE_DEVICES / CUDA_DEVICE_ORDER values, and the physical GPU of each statement (by UUID) or its error must be
+the one explain() predicts from NVML's view of the same machine. Here: the corpus and the comparison are checked, and
+the no-GPU predictions are run against PyTorch for real.
+"""
+from __future__ import annotations
+
+import pytest
+
+from gpulab.machine.cuda import cuda_gpu_count
+from gpulab.machine.simulated import SimulatedGpuReader
+from gpulab.placement.explain import explain
+from gpulab.testing import requires_gpus
+
+from .explain_evidence import CHAPTER_02, KINDS, corpus, disagreements, run, statements
+
+
+def _gpus(preset: str):
+    reader = SimulatedGpuReader(preset)
+    return [reader.info(i, processes=False) for i in range(reader.count())]
+
+
+def _kinds(snippets) -> set[str]:
+    codes = {s.code for s in snippets}
+    return {kind for k in range(9) for kind, code, _ in statements(k) if code in codes}
+
+
+# -- the corpus ---------------------------------------------------------------------------------------------------
+def test_one_gpu_gets_thirty_snippets_of_every_kind_under_every_kind_of_environment():
+    one = _gpus("colab-T4")
+    snippets = [s for s in corpus(one) if s.needs <= 1]
+    assert len(snippets) >= 30 and len(set(snippets)) == len(snippets)
+    assert _kinds(snippets) == set(KINDS)
+    envs = {s.env for s in snippets}
+    values = {dict(e).get("CUDA_VISIBLE_DEVICES") for e in envs}
+    assert {None, "", "0,0", "0", "0,-1,0", one[0].uuid[:12]} <= values  # unset, hidden, invalid, cut short, by UUID
+    assert {dict(e).get("CUDA_DEVICE_ORDER") for e in envs} >= {"PCI_BUS_ID", "FASTEST_FIRST"}
+    assert any(s.source == "chapter 02" for s in snippets)
+
+
+def test_two_gpus_add_reordered_lists_and_dataparallel_over_both():
+    two = _gpus("kaggle-2xT4")
+    multi = [s for s in corpus(two) if s.needs >= 2]
+    assert any("device_ids=[1, 0]" in s.code for s in multi)
+    values = {dict(s.env).get("CUDA_VISIBLE_DEVICES") for s in corpus(two)}
+    assert "1,0" in values and f"{two[1].uuid[:12]},{two[0].uuid[:12]}" in values
+
+
+def test_a_server_gets_chapter_02_s_own_snippets_and_mixed_models_skip_fastest_first():
+    assert set(CHAPTER_02) <= set(corpus(_gpus("workshop-8")))
+    mixed = corpus(_gpus("two-gpus-mig"))  # an A100 and an RTX 3090: CUDA may order them fastest first
+    assert all(dict(s.env).get("CUDA_DEVICE_ORDER") != "FASTEST_FIRST" for s in mixed)
+
+
+@pytest.mark.parametrize("preset", ["colab-T4", "kaggle-2xT4", "workshop-8"])
+def test_explain_reads_every_snippet_of_the_corpus(preset):
+    gpus = _gpus(preset)
+    for s in corpus(gpus):
+        assert explain(s.code, gpus, s.environ).steps, str(s)
+
+
+# -- the comparison -----------------------------------------------------------------------------------------------
+def test_agreement_and_each_kind_of_disagreement_are_told_apart():
+    gpus = _gpus("kaggle-2xT4")
+    e = explain("torch.cuda.set_device(1)\ny = x.cuda()\nz = x.cuda(0)\nw = x.cuda(5)", gpus, {})
+    u0, u1 = gpus[0].uuid, gpus[1].uuid
+    real = [{"state": True, "devices": [u1]}, {"devices": [u1]}, {"devices": [u0]},
+            {"error": "RuntimeError: CUDA error: invalid device ordinal"}]
+    assert disagreements(e, real) == []
+    wrong_gpu = [real[0], {"devices": [u0]}, *real[2:]]
+    assert disagreements(e, wrong_gpu) == [f"statement 2 `{e.steps[1].code}`: predicted ['{u1}'], PyTorch used ['{u0}']"]
+    assert "predicted no error, PyTorch raised RuntimeError: boom" in disagreements(e, [{"error": "RuntimeError: boom"}])[0]
+    assert "PyTorch raised nothing" in disagreements(e, [*real[:3], {"devices": [u0]}])[0]
+    assert "IndexError" in disagreements(e, [*real[:3], {"error": "IndexError: invalid device ordinal"}])[0]
+    assert disagreements(e, real[:2])[-1] == "PyTorch ran 2 statement(s) where 4 were predicted"
+    on_cpu = explain("with torch.cuda.device(1):\n    o = torch.ones(2)", gpus, {})
+    assert disagreements(on_cpu, [{"state": True, "devices": [u1]}, {"cpu": True}]) == []
+    assert "predicted the CPU" in disagreements(on_cpu, [{"state": True, "devices": [u1]}, {"devices": [u1]}])[0]
+
+
+def test_a_prediction_s_message_must_start_pytorch_s_first_line():
+    nothing = explain("y = x.cuda(0)", [], {})  # explain adds its own note after PyTorch's first sentence
+    real = "RuntimeError: Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU and ..."
+    assert disagreements(nothing, [{"error": real}]) == []
+    assert disagreements(nothing, [{"error": "RuntimeError: No CUDA GPUs are available"}])
+
+
+@pytest.mark.skipif(cuda_gpu_count() > 0, reason="this machine has a GPU: the GPU tests below run instead")
+def test_without_a_gpu_every_prediction_matches_pytorch_here():
+    """The pipeline for real, on the machine without a GPU: PyTorch raises, wraps nothing, or stays on the CPU."""
+    snippets = [s for s in corpus([]) if dict(s.env).get("CUDA_VISIBLE_DEVICES") in (None, "")][:40]
+    outcomes = run(snippets)
+    problems = [f"{s}: {p}" for s in snippets for p in disagreements(explain(s.code, [], s.environ), outcomes[s])]
+    assert len(snippets) >= 20 and not problems, "\n".join(problems)
+
+
+# -- on GPUs --------------------------------------------------------------------------------------------------------
+def _this_machine():
+    from gpulab.machine.inventory import devices
+
+    gpus = list(devices(processes=False).gpus)
+    if any(g.mig_devices for g in gpus):
+        pytest.skip("a GPU is in MIG mode: the corpus does not describe MIG slices yet")
+    return gpus
+
+
+def _check(gpus, snippets) -> None:
+    outcomes = run(snippets)
+    problems = [f"{s}: {p}" for s in snippets for p in disagreements(explain(s.code, gpus, s.environ), outcomes[s])]
+    assert not problems, f"{len(problems)} disagreement(s) in {len(snippets)} snippets:\n" + "\n".join(problems)
+
+
+@pytest.mark.gpu
+@requires_gpus(1)
+def test_explain_agrees_with_pytorch_on_this_machine_s_gpus():
+    gpus = _this_machine()
+    snippets = [s for s in corpus(gpus) if s.needs <= 1]
+    assert len(snippets) >= 30
+    _check(gpus, snippets)
+
+
+@pytest.mark.multigpu
+@requires_gpus(2)
+def test_explain_agrees_with_pytorch_across_several_gpus():
+    gpus = _this_machine()
+    _check(gpus, [s for s in corpus(gpus) if s.needs >= 2])
