@@ -4,7 +4,6 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 __all__ = ["text_table", "html_table", "Table", "TableView"]
 
@@ -70,6 +69,3 @@ class TableView:
 
     def _repr_html_(self) -> str:
         return self.table()._repr_html_()
-
-    def _repr_pretty_(self, p: Any, cycle: bool) -> None:  # IPython's text/plain: the table, not the dataclass fields
-        p.text(str(self))

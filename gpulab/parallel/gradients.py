@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -51,6 +52,9 @@ class GradientComparison(TableView):
     allclose: bool  # torch.allclose with the tolerances below, for every parameter
     rtol: float
     atol: float
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:  # IPython's text/plain: the table, not the fields
+        p.text(str(self))
 
     def table(self) -> Table:
         verdict = "equal up to rounding" if self.allclose else "DIFFERENT"

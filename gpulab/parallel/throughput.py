@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -44,6 +45,9 @@ class Throughput(TableView):
             raise KeyError(f"no '{setup}' and 'one device' rows at batch {batch_per_device} per device; measured: "
                            f"{sorted({(r.setup, r.batch_per_device) for r in self.rows})}")
         return speed[setup] / speed["one device"]
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:  # IPython's text/plain: the table, not the fields
+        p.text(str(self))
 
     def table(self) -> Table:
         rows = [[r.setup, ", ".join(r.devices), r.batch_per_device, r.batch_per_device * len(r.devices),

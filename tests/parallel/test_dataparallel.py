@@ -71,6 +71,9 @@ def test_the_loss_averaged_per_replica_weighs_a_small_chunk_more_by_exactly_the_
     off = compare_gradients(broken, reference)
     assert not off.allclose and off.relative_difference > 0.05, off
     assert "0.08333, 0.25 in the total instead of 0.1 each" in str(step)
+    from IPython.lib.pretty import pretty
+
+    assert pretty(step) == str(step) and pretty(off) == str(off)  # a notebook shows the tables, not the fields
     assert len(step.replica_losses) == 4 and step.loss == pytest.approx(sum(step.replica_losses) / 4)
 
 

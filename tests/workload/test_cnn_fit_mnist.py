@@ -71,6 +71,9 @@ def test_fit_learns_shows_a_bar_per_epoch_and_returns_the_table(capsys):
     text = str(history)
     assert "0 (untrained)" in text and "test accuracy" in text and f"{100 * last.test_accuracy:.1f} %" in text
     assert "<table" in history._repr_html_()
+    from IPython.lib.pretty import pretty
+
+    assert pretty(history) == text
 
 
 def test_fit_is_repeatable_with_its_seed_and_silent_without_a_bar(capsys):
