@@ -17,6 +17,7 @@ import datetime as dt
 import importlib.metadata
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -109,12 +110,25 @@ def main(argv: list[str]) -> int:
         print(f"warning: {warning}", file=sys.stderr)
     fast = args.size == "fast" or (args.size == "auto" and not has_gpus)
     made = made_line(machine, fast, dt.date.today())
-    started, problems, written = time.perf_counter(), [], []
+    started, written = time.perf_counter(), []
     import nbformat
 
     cells = sum(run.code_cells(nbformat.read(n, as_version=4)) for n in notebooks)
-    with tqdm(total=cells + len(notebooks) * len(chosen), unit="step", dynamic_ncols=True,
-              bar_format="{desc:<28} {bar} {n_fmt}/{total_fmt} [{elapsed}<{remaining}]") as bar:
+    pages = len(notebooks) * len(chosen) + (not args.no_cheatsheet)
+    # Chromium prints one handout while the next chapter runs: one worker, so printing never competes with itself.
+    with tqdm(total=cells + pages * (2 if chromium else 1), unit="step", dynamic_ncols=True,
+              bar_format="{desc:<28} {bar} {n_fmt}/{total_fmt} [{elapsed}<{remaining}]") as bar, \
+            ThreadPoolExecutor(1, thread_name_prefix="handout-print") as printer:
+        printing_jobs = []
+
+        def page_written(html: Path, one_page: bool = False) -> None:
+            written.append(html)
+            bar.update(1)
+            if chromium:
+                job = printer.submit(_print_and_check, html, chromium, paper, written, one_page)
+                job.add_done_callback(lambda _: bar.update(1))
+                printing_jobs.append(job)
+
         for path in notebooks:
             bar.set_description(f"{path.stem}: running")
             try:
@@ -125,23 +139,17 @@ def main(argv: list[str]) -> int:
             static.freeze_widgets(nb)
             static.drop_settings_lines(nb)
             for edition in chosen:
-                bar.set_description(f"{path.stem}: {edition.value}")
                 folder = args.out / edition.value
                 folder.mkdir(parents=True, exist_ok=True)
                 html = folder / f"{path.stem}.html"
-                page = export.to_html(editions.edition_of(nb, edition), title=chapter_title(nb) or path.stem,
-                                      made=made, edition=edition.value, paper=paper)
-                html.write_text(page, encoding="utf-8")
-                written.append(html)
-                if chromium:
-                    problems += _print_and_check(html, chromium, paper, written)
-                bar.update(1)
-    if not args.no_cheatsheet:
-        html = cheatsheet.write_html(args.out / "cheatsheet.html", paper)
-        written.append(html)
-        if chromium:
-            problems += _print_and_check(html, chromium, paper, written, one_page=True)
-    for f in written:
+                html.write_text(export.to_html(editions.edition_of(nb, edition), title=chapter_title(nb) or path.stem,
+                                               made=made, edition=edition.value, paper=paper), encoding="utf-8")
+                page_written(html)
+        if not args.no_cheatsheet:
+            page_written(cheatsheet.write_html(args.out / "cheatsheet.html", paper), one_page=True)
+        bar.set_description("printing")
+        problems = [p for job in printing_jobs for p in job.result()]
+    for f in sorted(written):
         print(f.relative_to(args.out.parent) if f.is_relative_to(args.out.parent) else f)
     print(f"{len(written)} file(s) in {args.out} in {time.perf_counter() - started:.0f} s "
           f"({'fast' if fast else 'full'} sizes, {paper.name}).")
@@ -155,9 +163,15 @@ def main(argv: list[str]) -> int:
 
 def _print_and_check(html: Path, chromium: str, paper: export.Paper, written: list[Path],
                      one_page: bool = False) -> list[str]:
-    pdf = printing.print_pdf(html, html.with_suffix(".pdf"), chromium)
-    written.append(pdf)
-    check = printing.check_pages(pdf, (paper.width_mm, paper.height_mm), paper.margin_mm)
+    """Print ``html`` to PDF beside it and check the pages; return the problems found, one sentence each."""
+    try:
+        pdf = printing.print_pdf(html, html.with_suffix(".pdf"), chromium)
+        written.append(pdf)
+        margins = cheatsheet.MARGINS_MM if one_page else (paper.margin_mm, 12.0, 14.0)
+        check = printing.check_pages(pdf, (paper.width_mm, paper.height_mm), margins[0], top_mm=margins[1],
+                                     bottom_mm=margins[2])
+    except printing.PrintFailed as exc:
+        return [str(exc)]
     found = [f"{pdf.name}: {p}" for p in check.problems]
     if one_page and check.pages != 1:
         found.append(f"{pdf.name}: {check.pages} pages, but the cheat sheet must fit on one")

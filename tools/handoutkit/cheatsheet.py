@@ -14,6 +14,7 @@ from pathlib import Path
 __all__ = ["Check", "CHECKS", "SECTIONS", "ERRORS", "render", "write_html"]
 
 HERE = Path(__file__).resolve().parent
+MARGINS_MM = (9.0, 9.0, 9.0)  # right, top, bottom: the sheet uses more of the page than a chapter
 
 
 @dataclass(frozen=True)
@@ -188,7 +189,7 @@ def render(title: str = "Putting PyTorch on GPUs — cheat sheet", page_css: str
 
 def write_html(path: Path, paper) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render(page_css=f"@page {{ size: {paper.css_size}; margin: 9mm; }}"), encoding="utf-8")
+    path.write_text(render(page_css=f"@page {{ size: {paper.css_size}; margin: {MARGINS_MM[0]}mm; }}"), encoding="utf-8")
     return path
 
 

@@ -42,7 +42,7 @@ class Paper:
 
     @property
     def text_width_mm(self) -> float:
-        return self.width_mm - 2 * self.margin_mm - 4.0  # the code box's padding and border
+        return self.width_mm - 2 * self.margin_mm - 6.5  # the code box's padding and border, the free band
 
 
 PAPERS = {"a4": Paper("A4", "A4", 210.0, 297.0), "letter": Paper("US Letter", "letter", 215.9, 279.4)}

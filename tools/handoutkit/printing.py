@@ -2,9 +2,11 @@
 
 nbconvert's own ``webpdf`` exporter drives a browser that Playwright downloads, which fails offline; Debian's
 ``chromium`` (or any Chrome) prints the same HTML with ``--print-to-pdf``, using the page's ``@page`` size.
-The check renders every page with ``pdftoppm`` (poppler-utils) and measures ink: nothing in the right margin (code
-cut off or run past the edge), every page but the last at least ``MIN_FILL`` full (no half-empty page before a long
-cell), and the paper size asked for.
+The check renders every page with ``pdftoppm`` (poppler-utils) and measures ink: nothing in the right margin nor in
+a ``GUARD_MM`` band just inside it (Chromium clips a line that runs past the text width at the margin, so a clipped
+line shows as ink touching the edge: the handout styles keep ``GUARD_MM`` and more free on the right of every
+page), every page but the last at least ``MIN_FILL`` full (no half-empty page before a long cell), and the paper
+size asked for.
 """
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ __all__ = ["find_chromium", "print_pdf", "render_pages", "check_pages", "PrintCh
 
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 MIN_FILL = 0.5
+GUARD_MM = 1.5  # handout.css and cheatsheet.css leave 2.5 mm free inside the right margin
 INK = 160  # grey level (0-255) darker than this counts as ink: text, rules and plots, not light backgrounds
 MM_PER_INCH = 25.4
 
@@ -95,9 +98,10 @@ def check_pages(pdf: Path, paper_mm: tuple[float, float], margin_mm: float, *, d
     for n, page in enumerate(images, 1):
         h, w = page.shape
         top, bottom = int(top_mm * px), h - int(bottom_mm * px)
-        right_band = page[:, w - int((margin_mm - 2) * px):]
+        right_band = page[:, w - int((margin_mm + GUARD_MM) * px):]
         if (right_band < INK).any():
-            problems.append(f"page {n}: ink in the right margin (a line runs past the text width)")
+            problems.append(f"page {n}: ink at or past the right edge of the text (a line runs past the text width "
+                            "and is cut off)")
         rows = np.flatnonzero((page[top:bottom] < INK).any(axis=1))
         fill = (rows[-1] + 1) / (bottom - top) if rows.size else 0.0
         fills.append(float(fill))

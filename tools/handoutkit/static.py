@@ -56,6 +56,8 @@ class _Renderer:
         desc = f"<span class='w-desc'>{_e(s['description'])}</span> " if s.get("description") and not name.startswith(
             ("Checkbox", "Button", "ToggleButton")) else ""
         body = self._body(name.removesuffix("Model"), s, entry)
+        if not body and name == "ImageModel":
+            return ""  # an image widget that never got a picture shows nothing, not a placeholder
         return f"<div class='w w-{_e(name.removesuffix('Model').lower())}'{self.style(s)}>{desc}{body}</div>"
 
     def _body(self, kind: str, s: Mapping[str, Any], entry: Mapping[str, Any]) -> str:
@@ -80,7 +82,7 @@ class _Renderer:
         if kind == "Image":
             data = next((b["data"] for b in entry.get("buffers", []) if b.get("path") == ["value"]), None)
             if not data:
-                return ""  # an image widget that never got a picture shows nothing, not a placeholder
+                return ""
             return f"<img alt='' src='data:image/{_e(s.get('format', 'png'))};base64,{data}'>"
         if kind in ("Dropdown", "Select", "RadioButtons", "ToggleButtons", "SelectionSlider"):
             labels, index = s.get("_options_labels", []), s.get("index")
