@@ -117,6 +117,16 @@ def test_student_edition_leaves_out_solutions(pages, frozen):
     assert "on purpose" in pages["student"], "cells that fail on purpose stay in both editions"
 
 
+def test_the_header_says_how_the_run_was_made(frozen):
+    import datetime as dt
+
+    assert handouts.chapter_title(frozen) == "99 · A small chapter"
+    line = handouts.made_line("a 2-core CPU, no GPU", True, dt.date(2026, 1, 2))
+    assert line.startswith("Printed from a run on 2026-01-02 on a 2-core CPU, no GPU; small data sizes")
+    assert "fast mode" in line and "GPU cell" in line
+    assert "full data sizes" in handouts.made_line("x", False, dt.date(2026, 1, 2))
+
+
 def test_unknown_edition_is_refused(frozen):
     with pytest.raises(ValueError, match="unknown edition 'teacher'.*'student'.*'instructor'"):
         editions.edition_of(frozen, "teacher")
@@ -221,4 +231,5 @@ def test_a_real_chapter_builds_and_its_pages_pass(tmp_path):
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-3000:]
     page = (tmp_path / "student" / "02_choosing_gpus.html").read_text(encoding="utf-8")
     assert "gpulab-widget" in page and "☑ GPU" in page and "CUDA_VISIBLE_DEVICES=5,1" in page
-    assert "fast mode" not in page and (tmp_path / "student" / "02_choosing_gpus.pdf").stat().st_size > 50_000
+    assert "fast mode: True" not in page and "fast_mode()" not in page, "the settings line is left out"
+    assert (tmp_path / "student" / "02_choosing_gpus.pdf").stat().st_size > 50_000

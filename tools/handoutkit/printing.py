@@ -22,7 +22,7 @@ import numpy as np
 __all__ = ["find_chromium", "print_pdf", "render_pages", "check_pages", "PrintCheck", "PrintFailed"]
 
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
-MIN_FILL = 0.5
+MIN_FILL = 0.45  # a big figure (110 mm at most) with its code can leave a page this full, not less
 GUARD_MM = 1.5  # handout.css and cheatsheet.css leave 2.5 mm free inside the right margin
 INK = 160  # grey level (0-255) darker than this counts as ink: text, rules and plots, not light backgrounds
 MM_PER_INCH = 25.4

@@ -39,8 +39,7 @@ class _Renderer:
         self.state = state
 
     def model(self, ref: str) -> dict[str, Any] | None:
-        entry = self.state.get(ref.removeprefix(_REF))
-        return entry if entry is not None else None
+        return self.state.get(ref.removeprefix(_REF))
 
     def style(self, s: Mapping[str, Any]) -> str:
         layout = self.model(s.get("layout") or "")
@@ -116,9 +115,9 @@ def freeze_widgets(nb: nbformat.NotebookNode) -> int:
     were drawn. The notebook's widget metadata is removed, so no exporter adds widget JavaScript."""
     state = nb.metadata.get("widgets", {}).get(WIDGET_STATE, {}).get("state", {})
     drawn = 0
-    for cell in nb.cells:
+    for cell in (c for c in nb.cells if c.cell_type == "code"):
         kept = []
-        for out in cell.get("outputs", []):
+        for out in cell.outputs:
             view = out.get("data", {}).get(WIDGET_VIEW)
             if view is None:
                 kept.append(out)
@@ -129,7 +128,7 @@ def freeze_widgets(nb: nbformat.NotebookNode) -> int:
                                "text/plain": out["data"].get("text/plain", "")}
                 kept.append(out)
                 drawn += 1
-        cell["outputs"] = kept if cell.cell_type == "code" else cell.get("outputs", [])
+        cell.outputs = kept
     nb.metadata.pop("widgets", None)
     return drawn
 
