@@ -46,6 +46,9 @@ def whole_number(value: Any, name: str, *, minimum: int = 0, example: str = "") 
     return n
 
 
+MAX_SECONDS = 365 * 24 * 3600.0  # longer is a typo; much longer overflows select()/poll() timers
+
+
 def seconds(value: Any, name: str, *, allow_zero: bool = True, example: str = "") -> float:
     """A finite, non-negative (or positive) number of seconds as ``float``."""
     hint = f", e.g. {name}={example}" if example else ""
@@ -53,9 +56,15 @@ def seconds(value: Any, name: str, *, allow_zero: bool = True, example: str = ""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name}={shown(value)} is a {type(value).__name__}; {name} takes a {kind} number of "
                         f"seconds{hint}.")
-    s = float(value)
+    try:
+        s = float(value)
+    except OverflowError:
+        s = math.inf
     if math.isnan(s) or math.isinf(s) or s < 0 or (s == 0 and not allow_zero):
-        raise ValueError(f"{name}={value!r}: {name} must be a {kind} number of seconds, and finite{hint}.")
+        raise ValueError(f"{name}={shown(value)}: {name} must be a {kind} number of seconds, and finite{hint}.")
+    if s > MAX_SECONDS:
+        raise ValueError(f"{name}={shown(value)} s is more than a year; the operating system's timers stop at about "
+                         f"{MAX_SECONDS:.0e} s. Give a number of seconds you mean to wait{hint}.")
     return s
 
 

@@ -74,3 +74,9 @@ def test_junk_is_refused_only_with_our_messages(a, b):
             call()
         except Exception as exc:
             assert_ours(exc)
+
+
+@pytest.mark.parametrize("value", [1_180_591_620_717_411_303_424, 10**400, 4e7])
+def test_seconds_beyond_a_year_are_refused_before_a_timer_overflows(value):
+    with pytest.raises(ValueError, match="more than a year|finite"):
+        seconds(value, "timeout_s", example="60")
