@@ -7,6 +7,7 @@
   is raised here, and the sanitizer file for timings, addresses, PIDs, ports and paths is applied by default.
 - Cells tagged ``raises-exception`` must raise the exception class and message start committed with them
   (``tests/raising_cells.py``; nbval alone lets such a cell stop raising).
+- Property tests (hypothesis) are repeatable by default; ``GPULAB_HYPOTHESIS=explore`` searches afresh.
 """
 from __future__ import annotations
 
@@ -22,8 +23,21 @@ GPU_TAGS = {"gpu": 1, "multigpu": 2}
 OUTPUT_WAIT_S = 300
 
 
+def _hypothesis_profile() -> None:
+    """Property tests draw the same examples on every run (a red CI run is reproducible, and a green one stays green
+    unless the code changes); ``GPULAB_HYPOTHESIS=explore`` draws new random ones each run."""
+    try:
+        from hypothesis import settings
+    except ImportError:
+        return
+    settings.register_profile("repeatable", derandomize=True, deadline=None, print_blob=True)
+    settings.register_profile("explore", deadline=None, print_blob=True)
+    settings.load_profile("explore" if os.environ.get("GPULAB_HYPOTHESIS") == "explore" else "repeatable")
+
+
 def pytest_configure(config: pytest.Config) -> None:
     os.environ.setdefault("GPULAB_FAST", "1")
+    _hypothesis_profile()
     if hasattr(config.option, "nbval_sanitize_with") and config.option.nbval_sanitize_with is None:
         config.option.nbval_sanitize_with = str(HERE / "notebooks" / "nbval_sanitize.cfg")
 
