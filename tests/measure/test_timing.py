@@ -116,30 +116,26 @@ def test_a_cuda_device_beyond_the_visible_ones_is_refused() -> None:
         resolve_device(missing)
 
 
-def test_agrees_with_torch_utils_benchmark_on_a_cpu_matmul() -> None:
-    """Median of a ~2 ms single-thread matmul within 10 % of torch.utils.benchmark's, on a shared, loaded machine.
-
-    The two timers take turns call by call (31 samples each), so a neighbour's load hits both alike; each side's
-    samples are merged by its own code (our ``BenchmarkResult``, torch's ``Measurement.merge``) and the medians
-    compared. Medians of interleaved samples do not move when a few calls are preempted.
-    """
+@pytest.mark.parametrize("number", [1, 10, None])
+def test_per_call_times_are_accounted_like_torch_utils_benchmark(number) -> None:
+    """Both harnesses read the same fake clock, so any difference is in how they turn clock readings into a time per
+    call (blocks of several calls, calibration, warm-up). Whether the two agree in real time, on a real matmul, is a
+    measurement, not a test: benchmarks/bench_timer.py prints them side by side (on a busy machine a timed assertion
+    here failed while the code was right)."""
     from torch.utils import benchmark as tub
 
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        a, b = torch.randn(512, 512), torch.randn(512, 512)
-        theirs_timer = tub.Timer("a @ b", globals={"a": a, "b": b}, num_threads=1)
-        ours_samples, theirs_samples = [], []
-        for _ in range(31):
-            ours_samples.append(benchmark(lambda: a @ b, device="cpu", warmup=1, repeats=1, number=1))
-            theirs_samples.append(theirs_timer.timeit(number=1))
-    finally:
-        torch.set_num_threads(threads)
-    ours = BenchmarkResult("a @ b", "cpu", tuple(t for r in ours_samples for t in r.times_s), 1, 1, "perf_counter")
-    [theirs] = tub.Measurement.merge(theirs_samples)
-    assert ours.repeats == len(theirs.times) == 31
-    assert 0.9 <= ours.median_s / theirs.median <= 1.1, (ours.median_s, theirs.median)
+    clock = FakeClock()
+    fn, calls = work_that_takes(clock, [0.002])
+    theirs_timer = tub.Timer("fn()", globals={"fn": fn}, timer=clock)
+    if number is None:  # each harness picks its own block size
+        theirs = theirs_timer.blocked_autorange(min_run_time=0.05).median
+        ours = benchmark(fn, warmup=1, repeats=5, min_block_s=0.05, clock=clock)
+        assert ours.number > 1  # calibrated: several calls per timed block
+    else:
+        theirs = theirs_timer.timeit(number=number).median
+        ours = benchmark(fn, warmup=1, repeats=5, number=number, clock=clock)
+    assert ours.median_s == pytest.approx(theirs) == pytest.approx(0.002)
+    assert ours.min_s == ours.max_s == pytest.approx(0.002) and calls
 
 
 @pytest.mark.gpu
