@@ -14,7 +14,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook, new_output
 
-from tests.raising_cells import (GPU_SKIP_LINE, ExpectedError, expected_error, raising_cell_problem,
+from tests.raising_cells import (GPU_SKIP_LINE, SANITIZE_FILE, ExpectedError, expected_error, raising_cell_problem,
                                  skipped_gpu_cell, stable_start, volatile_patterns)
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,9 +47,8 @@ def test_the_stable_start_is_the_first_line_with_volatile_parts_replaced():
     assert stable_start("found 3 at noon", marker=" at ") == "found 3"
 
 
-def test_the_volatile_patterns_are_the_sanitize_file_nbval_uses():
-    conftest = (ROOT / "conftest.py").read_text()
-    assert '"notebooks" / "nbval_sanitize.cfg"' in conftest  # nbval's sanitizer and this check read one file
+def test_the_volatile_patterns_are_the_sanitize_file_nbval_uses(pytestconfig):
+    assert Path(pytestconfig.option.nbval_sanitize_with) == SANITIZE_FILE  # one file for nbval and for this check
     names = [replace for _, replace in volatile_patterns()]
     assert {"DURATION", "0xADDRESS", "PATH"} <= set(names)
 
