@@ -4,6 +4,7 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 __all__ = ["text_table", "html_table", "Table", "TableView"]
 
@@ -69,3 +70,14 @@ class TableView:
 
     def _repr_html_(self) -> str:
         return self.table()._repr_html_()
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        p.text(str(self))
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """IPython's text/plain is the table, not the fields: IPython takes the first class in the MRO that defines
+        ``_repr_pretty_`` or ``__repr__``, and ``@dataclass`` gives each subclass its own ``__repr__``, so every
+        subclass gets ``_repr_pretty_`` in its own namespace (``repr()`` still shows the fields)."""
+        super().__init_subclass__(**kwargs)
+        if "_repr_pretty_" not in cls.__dict__:
+            cls._repr_pretty_ = TableView._repr_pretty_

@@ -18,7 +18,6 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 from itertools import chain
 
 import torch
@@ -50,8 +49,6 @@ class ParallelStep(TableView):
         """The weight each image's loss got in the total: 1 / batch for all when the loss is over the whole batch."""
         return sample_weights(self.chunk_sizes, per_replica=self.replica_losses is not None)
 
-    def _repr_pretty_(self, p: Any, cycle: bool) -> None:  # IPython's text/plain: the table, not the fields
-        p.text(str(self))
 
     def table(self) -> Table:
         torch_way, cpu = self.torch_primitives, not self.torch_primitives

@@ -56,8 +56,6 @@ class GpuFootprint(TableView):
         a, b = self.used_before_bytes[physical_index], self.used_during_bytes[physical_index]
         return None if isinstance(a, Unavailable) or isinstance(b, Unavailable) else b - a
 
-    def _repr_pretty_(self, p: Any, cycle: bool) -> None:  # IPython's text/plain: the table, not the fields
-        p.text(str(self))
 
     def table(self) -> Table:
         rows = []

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import torch
 
@@ -53,8 +52,6 @@ class GradientComparison(TableView):
     rtol: float
     atol: float
 
-    def _repr_pretty_(self, p: Any, cycle: bool) -> None:  # IPython's text/plain: the table, not the fields
-        p.text(str(self))
 
     def table(self) -> Table:
         verdict = "equal up to rounding" if self.allclose else "DIFFERENT"

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import torch
 
@@ -46,8 +45,6 @@ class Throughput(TableView):
                            f"{sorted({(r.setup, r.batch_per_device) for r in self.rows})}")
         return speed[setup] / speed["one device"]
 
-    def _repr_pretty_(self, p: Any, cycle: bool) -> None:  # IPython's text/plain: the table, not the fields
-        p.text(str(self))
 
     def table(self) -> Table:
         rows = [[r.setup, ", ".join(r.devices), r.batch_per_device, r.batch_per_device * len(r.devices),

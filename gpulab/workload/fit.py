@@ -53,8 +53,6 @@ class FitHistory(TableView):
         seconds = sum(e.train_seconds for e in self.epochs)
         return sum(e.samples for e in self.epochs) / seconds if seconds > 0 else float("nan")
 
-    def _repr_pretty_(self, p: Any, cycle: bool) -> None:  # IPython's text/plain: the table, not the fields
-        p.text(str(self))
 
     def table(self) -> Table:
         rows = [["0 (untrained)", "", "", _percent(self.initial_test_accuracy), ""]]

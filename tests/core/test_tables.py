@@ -24,3 +24,23 @@ def test_a_result_gets_both_renderings_from_its_table():
             return Table(("k",), [[1]], title="r")
 
     assert str(Result()) == "r\n  k\n  -\n  1" and "<caption" in Result()._repr_html_()
+
+
+def test_a_dataclass_result_shows_its_table_as_text_in_ipython():
+    """IPython picks the first class in the MRO with _repr_pretty_ or __repr__; @dataclass adds a __repr__."""
+    from dataclasses import dataclass
+
+    from IPython.lib.pretty import pretty
+
+    from gpulab.core.tables import Table, TableView
+
+    @dataclass(frozen=True)
+    class Result(TableView):
+        value: int
+
+        def table(self) -> Table:
+            return Table(["value"], [[self.value]], title="a result")
+
+    shown = pretty(Result(7))
+    assert shown.startswith("a result") and "value" in shown and "Result(value=7)" not in shown
+    assert repr(Result(7)).endswith("Result(value=7)"), "repr() still shows the fields"
