@@ -18,7 +18,7 @@ from .diagnosis import Check, Facts, diagnose, headline
 from .host import shared_memory_bytes
 from .inventory import Inventory, devices
 from ..placement.setter import cuda_state
-from ..placement.reservation import current_holders
+from ..placement.lockfiles import current_holders
 from .nvml import GpuReader
 from .resolve import as_reader
 from .software import PACKAGES, TorchFacts, detect_platform, package_version, torch_facts

@@ -20,7 +20,7 @@ from typing import Any, TextIO
 from ..core.readings import Unavailable
 from ..machine.nvml import GpuReader, default_reader
 from ..machine.owners import process_owner
-from ..placement.reservation import reservation_holders
+from ..placement.lockfiles import reservation_holders
 from .room import ServerView, render_html, render_text
 
 __all__ = ["read_server", "watch_terminal", "ServerWatch", "watch_gpus", "WATCH_THREAD_NAME"]

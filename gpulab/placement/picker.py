@@ -21,7 +21,7 @@ from ..machine.host import host_info
 from ..machine.nvml import GpuReader
 from ..machine.resolve import as_reader
 from ..core.readings import GpuInfo, Unavailable, is_known
-from .reservation import current_holders
+from .lockfiles import current_holders
 from .selection import NoFreeGpu, Policy, checked_policy, choose_gpus, rank_gpus
 from ..core.units import format_bytes
 from .visible import VisibleMap, VisibleSpec, parse_visible_devices, visible_map
