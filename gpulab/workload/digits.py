@@ -8,6 +8,8 @@ Taught in ``notebooks/05_live_monitor.ipynb`` (8×8) and ``notebooks/03_datapara
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import torch
 from torch.utils.data import DataLoader, TensorDataset
@@ -50,17 +52,42 @@ def load_digits(*, flat: bool = True, train_fraction: float = 0.8, size: int = S
     if not 0.0 < train_fraction < 1.0:
         raise ValueError(f"train_fraction is the share of images used for training, between 0 and 1 (0.8 keeps 80 % "
                          f"for training and 20 % for the test); got {train_fraction!r}.")
-    from sklearn.datasets import load_digits as sklearn_digits
-
-    raw = sklearn_digits()
-    x = torch.tensor(raw.data, dtype=torch.float32).view(-1, 1, SCAN_SIZE, SCAN_SIZE) / 16
+    pixels, labels = _scans()
+    x = torch.tensor(pixels, dtype=torch.float32).view(-1, 1, SCAN_SIZE, SCAN_SIZE) / 16
     if size > SCAN_SIZE:
         x = _frame(x, size)
     if flat:
         x = x.flatten(1)
-    y = torch.tensor(raw.target)
+    y = torch.tensor(labels)
     n_train = int(train_fraction * len(x))
     return Digits(TensorDataset(x[:n_train], y[:n_train]), TensorDataset(x[n_train:], y[n_train:]))
+
+
+def _scans() -> tuple[Any, Any]:
+    """The 1,797 scans (64 pixels each, 0–16) and their labels, read from the file scikit-learn ships.
+
+    Written here, rather than calling ``sklearn.datasets.load_digits``, because ``import sklearn`` takes about 1.4 s
+    (it imports scipy), and every DDP rank of chapters 04 and 06 loads the digits in a fresh process; finding the
+    package's folder does not import it. Where the file is not where this version of scikit-learn keeps it, its own
+    loader is used (``tests/workload`` checks that both give the same arrays).
+    """
+    import gzip
+    import importlib.util
+
+    import numpy as np
+
+    spec = importlib.util.find_spec("sklearn")
+    folders = list(spec.submodule_search_locations or []) if spec is not None else []
+    for folder in folders:
+        path = Path(folder) / "datasets" / "data" / "digits.csv.gz"
+        if path.is_file():
+            with gzip.open(path, "rt") as f:
+                table = np.loadtxt(f, delimiter=",")
+            return table[:, :-1], table[:, -1].astype(np.int64)
+    from sklearn.datasets import load_digits as sklearn_digits
+
+    raw = sklearn_digits()
+    return raw.data, raw.target
 
 
 def _frame(x: torch.Tensor, size: int) -> torch.Tensor:
