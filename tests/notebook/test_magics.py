@@ -4,16 +4,6 @@ from __future__ import annotations
 import pytest
 
 
-@pytest.fixture
-def shell():
-    from IPython.core.interactiveshell import InteractiveShell
-
-    sh = InteractiveShell.instance()
-    sh.run_line_magic("load_ext", "gpulab")
-    yield sh
-    InteractiveShell.clear_instance()
-
-
 def test_gpu_magic_skips_with_the_reason_on_a_machine_without_gpus(shell, capsys):
     from gpulab.machine.cuda import gpu_requirement
 

@@ -4,16 +4,6 @@ from __future__ import annotations
 import pytest
 
 
-@pytest.fixture
-def shell():
-    from IPython.core.interactiveshell import InteractiveShell
-
-    sh = InteractiveShell.instance()
-    sh.run_line_magic("load_ext", "gpulab")
-    yield sh
-    InteractiveShell.clear_instance()
-
-
 def test_a_cell_runs_in_each_rank_with_the_notebook_variables_it_reads(shell, capsys, no_process_left):
     shell.run_cell("import torch, torch.distributed as dist\nweights = torch.arange(3.)\nunused = object()")
     result = shell.run_cell("%%ranks 2\nt = weights * (rank + 1)\ndist.all_reduce(t)\nprint(rank, world_size, t)\n"
