@@ -34,6 +34,7 @@ from handoutkit.printing import find_chromium  # noqa: E402
 CHROMIUM = find_chromium()
 SHOTS = Path(os.environ.get("GPULAB_SCREENSHOTS", ROOT / "build" / "browser-screenshots"))
 CHAPTER_TIMEOUT_S = 420
+QUIET_S = 5.0  # idle, no cell running, this long: the chapter has finished
 WORKSHOP_KERNEL = "gpulab-workshop-8"
 
 pytestmark = [
@@ -104,7 +105,8 @@ def lab(tmp_path_factory):
     cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
            f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={work / 'notebooks'}",
            "--LabApp.expose_app_in_browser=True", "--ServerApp.port_retries=0",
-           "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+           "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+           f"--config={ROOT / 'tools' / 'jupyter_server_config.py'}"]  # the server settings make lab uses
     if os.geteuid() == 0:
         cmd.append("--allow-root")
     log = open(work / "jupyterlab.log", "w")
@@ -213,7 +215,7 @@ def _run_all(page, name: str) -> tuple[dict, dict[int, set[str]]]:
     frames: dict[int, set[str]] = {i: set() for i in watched}
     # Not awaited: the command's promise waits for every cell, and never settles when an error stops the run.
     page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
-    deadline, started, shot = time.monotonic() + CHAPTER_TIMEOUT_S, False, False
+    deadline, started, shot, quiet_since = time.monotonic() + CHAPTER_TIMEOUT_S, False, False, None
     while time.monotonic() < deadline:
         state = page.evaluate(CELLS_JS)
         for i in watched:
@@ -227,8 +229,14 @@ def _run_all(page, name: str) -> tuple[dict, dict[int, set[str]]]:
                     shot = True
         code = [c for c in state["cells"] if c["type"] == "code"]
         started = started or any(c["running"] for c in code)
+        # JupyterLab sends the cells one after another, so the kernel is idle for a moment between two of them:
+        # done means idle with no cell running for QUIET_S on end (or stopped by an error: later cells have no count).
         if started and state["status"] == "idle" and not any(c["running"] for c in code):
-            return state, frames  # done, or stopped by an error (the cells after it have no count)
+            quiet_since = quiet_since or time.monotonic()
+            if time.monotonic() - quiet_since >= QUIET_S:
+                return state, frames
+        else:
+            quiet_since = None
         time.sleep(0.25)
     pytest.fail(f"{name}: still running after {CHAPTER_TIMEOUT_S} s")
 

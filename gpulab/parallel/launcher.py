@@ -116,7 +116,7 @@ def launch(fn: Callable[..., Any], nprocs: int = 2, args: tuple = (), kwargs: di
                                    redirect_in_python=sys.platform in ("darwin", "win32"), sources=sources))
              for r in range(nprocs)}
     relay = OutputRelay(files)
-    ready_s = None
+    ready_s, ctx = None, None
     try:
         with _quiet_elastic():
             with _signal_handlers_kept():
@@ -149,8 +149,20 @@ def launch(fn: Callable[..., Any], nprocs: int = 2, args: tuple = (), kwargs: di
     finally:
         del store
         shutil.rmtree(root, ignore_errors=True)
+        _remove_error_files(ctx)
         _last = LaunchStats(nprocs, chosen_backend, method, threads, int(envs[0]["MASTER_PORT"]), started_server,
                             ready_s, time.perf_counter() - t0)
+
+
+def _remove_error_files(ctx: object) -> None:
+    """torch.multiprocessing gives each rank a ``pytorch-errorfile-*.pickle`` in the temporary folder, where a failing
+    rank writes its traceback, and leaves the files of failed ranks there; their content has been read by now."""
+    for path in getattr(getattr(ctx, "_pc", None), "error_files", None) or []:
+        if path:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass  # never written: the rank did not fail
 
 
 def choose_backend(requested: str, nprocs: int) -> str:

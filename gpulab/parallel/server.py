@@ -88,8 +88,43 @@ def server_state() -> ServerState:
 
 
 def stop_server() -> None:
-    """Stop this kernel's fork server (it frees the memory of its torch import); the next launch starts another."""
-    _forkserver_module._forkserver._stop()  # multiprocessing's own stop (used by its tests); no public API exists
+    """Stop this kernel's fork server (it frees the memory of its torch import) and multiprocessing's resource
+    tracker that was started with it; the next launch starts both again."""
+    from multiprocessing import resource_tracker
+
+    if _forkserver_module._forkserver._forkserver_pid is not None:
+        _forkserver_module._forkserver._stop()  # multiprocessing's own stop (used by its tests); no public API exists
+    resource_tracker._resource_tracker._stop()  # closes its pipe, so it exits, and waits for it
+
+
+def _stop_before_kernel_shutdown() -> None:
+    """In a Jupyter kernel, stop the server and tracker when the kernel is asked to shut down.
+
+    ipykernel ends a shutdown by signalling its child processes and waiting until none is left, but it counts
+    children that have exited and not yet been waited for, and the resource tracker ignores SIGTERM: with a fork server
+    running, the kernel was still waiting when Jupyter's 5 s grace ran out and killed it, so nothing registered with
+    ``atexit`` ran (``TemporaryDirectory`` folders and multiprocessing's own ``pymp-*`` folder stayed in /tmp). Stopping
+    both first, as this kernel's own children that it waits for, lets the shutdown finish at once. ipykernel has no
+    public hook for this, so its shutdown coroutine is wrapped; where it is missing, nothing changes.
+    """
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    kernel = getattr(get_ipython(), "kernel", None)
+    original = getattr(kernel, "_at_shutdown", None)
+    if original is None or getattr(original, "gpulab_stops_server", False):
+        return
+
+    async def at_shutdown(*args: object, **kwargs: object) -> object:
+        try:
+            stop_server()
+        except OSError:
+            pass  # already gone: ipykernel's own clean-up goes on
+        return await original(*args, **kwargs)
+
+    at_shutdown.gpulab_stops_server = True  # type: ignore[attr-defined]
+    kernel._at_shutdown = at_shutdown
 
 
 def _ensure_server() -> None:
@@ -105,6 +140,7 @@ def _ensure_server() -> None:
     # (a checkout on sys.path rather than the installed copy, say) so that the trampoline it preloads is ours.
     root = str(Path(__file__).resolve().parents[2])
     paths = os.environ.get("PYTHONPATH", "")
+    _stop_before_kernel_shutdown()
     if root in paths.split(os.pathsep):
         server.ensure_running()
         return
