@@ -12,6 +12,7 @@ subpackage, whose names read as the course's contents:
     gpulab.parallel    ranks from a notebook cell (the launcher), DDP speed
     gpulab.lightning   Lightning's old Trainer flags translated, the monitor callback, the fork/OpenMP check
     gpulab.notebook    the %%gpu magic and the shell demo
+    gpulab.exercises   the checkers behind each chapter's exercises (gpulab.check)
 
 Names are imported on first use (module ``__getattr__``), so ``import gpulab`` loads neither torch, ipywidgets,
 IPython nor matplotlib — a worker process that imports it pays for nothing it does not use — and initialises neither
@@ -51,6 +52,8 @@ _EXPORTS: dict[str, str] = {
     # 06 Lightning's device flags, then and now
     "translate_trainer": "lightning.flags", "trainer_kwargs": "lightning.runtime", "MonitorCallback": "lightning.runtime",
     "fork_check": "lightning.forkcheck", "autotune_comparison": "measure.autotune",
+    # the exercises at the end of every chapter
+    "check": "exercises.check",
 }
 
 __all__ = list(_EXPORTS)

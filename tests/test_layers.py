@@ -16,7 +16,7 @@ PURE = ["core/units", "core/readings", "core/arguments", "core/tables", "core/se
         "placement/selection", "placement/steps", "monitoring/history", "monitoring/limits", "monitoring/png",
         "monitoring/decimate", "monitoring/panels", "monitoring/room",
         "lightning/call", "lightning/history", "lightning/draft", "lightning/devices", "lightning/strategy",
-        "lightning/flags", "lightning/translation"]
+        "lightning/flags", "lightning/translation", "exercises/feedback", "exercises/check"]
 VIEWS = ["__main__", "machine/report", "placement/picker", "monitoring/view", "monitoring/monitor", "monitoring/figure",
          "monitoring/blit", "monitoring/watch", "lightning/runtime"]
 HEAVY = {"torch", "pynvml", "ipywidgets", "matplotlib", "psutil", "IPython", "lightning"}

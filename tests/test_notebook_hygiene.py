@@ -7,7 +7,7 @@ import nbformat
 import pytest
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
-KNOWN_TAGS = {"nbval-check-output", "raises-exception", "gpu", "multigpu", "nbval-ignore-output"}
+KNOWN_TAGS = {"nbval-check-output", "raises-exception", "gpu", "multigpu", "nbval-ignore-output", "solution"}
 
 
 def test_there_are_chapters():

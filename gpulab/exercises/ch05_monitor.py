@@ -6,7 +6,6 @@ import math
 import numbers
 from typing import Any
 
-from ..monitoring.monitor import Monitor
 from ..monitoring.summary import MonitorSummary
 from .feedback import Exercise, Hint, WrongType, call_learner, exercise, kind
 
@@ -28,14 +27,17 @@ def expected_work() -> tuple[int, int]:
 @exercise(EXERCISES, "ch05-ex1", "report a loop's work to the monitor", section=UNDER_MONITOR,
           expects="the monitor of your loop (the name after `as` in `with gpulab.monitor(...) as ...`)")
 def _reported(answer: Any) -> str:
-    if isinstance(answer, Monitor):
+    # a Monitor is recognised by what it does (this module does not import the monitor's view)
+    if isinstance(answer, MonitorSummary):
+        summary = answer
+    elif callable(getattr(answer, "summary", None)) and hasattr(answer, "running"):
         if answer.running:
             raise Hint("the monitor is still running: check it after the with block has ended.", UNDER_MONITOR)
         summary = answer.summary()
-    elif isinstance(answer, MonitorSummary):
-        summary = answer
     else:
         raise WrongType(f"pass the monitor itself (or its .summary()), not {kind(answer)}.")
+    if not isinstance(summary, MonitorSummary):
+        raise WrongType(f"pass the monitor from `with gpulab.monitor(...) as ...`, not {kind(answer)}.")
     steps, samples = expected_work()
     labels = [label for _, label in summary.marks]
     if summary.steps_total == 0:

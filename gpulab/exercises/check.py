@@ -11,7 +11,7 @@ import importlib
 from typing import Any
 
 from ..core.arguments import shown, text
-from .feedback import CORRECT, EXERCISES_HERE, Exercise, Feedback, Hint
+from .feedback import CORRECT, EXERCISES_HERE, Exercise, Feedback, Hint, unanswered
 
 __all__ = ["check", "exercise_names", "find_exercise", "CHAPTER_MODULES"]
 
@@ -48,9 +48,10 @@ def find_exercise(name: str) -> Exercise:
 
 def check(exercise: str, answer: Any = ...) -> Feedback:
     """Check ``answer`` to ``exercise`` (``"ch01-ex1"``): what it confirmed, or which idea is missing and where the
-    chapter teaches it. Never gives the answer away; an answer still ``...`` is reported as not answered yet."""
+    chapter teaches it. Never gives the answer away; an answer still ``...`` (or with a ``...`` in it) is reported
+    as not answered yet."""
     found = find_exercise(exercise)
-    if answer is ...:
+    if unanswered(answer):
         return Feedback(found.name, found.title, "not answered yet",
                         f"Replace the ... with {found.expects}, then run this check again.", found.section)
     try:

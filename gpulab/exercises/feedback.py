@@ -14,7 +14,7 @@ from typing import Any
 
 from ..core.arguments import shown
 
-__all__ = ["Feedback", "Exercise", "Hint", "WrongType", "NotAnswered", "call_learner", "exercise", "kind", "EXERCISES_HERE"]
+__all__ = ["Feedback", "Exercise", "Hint", "WrongType", "NotAnswered", "call_learner", "exercise", "kind", "unanswered", "EXERCISES_HERE"]
 
 CORRECT, WRONG, WRONG_TYPE, NOT_ANSWERED = "correct", "not yet", "wrong type", "not answered yet"
 
@@ -102,6 +102,15 @@ class Feedback:
         return (f"<div style='border-left:4px solid {colour};padding:4px 10px'>"
                 f"<div style='font-weight:bold;color:{colour}'>{html.escape(self._headline())}</div>"
                 f"<div>{html.escape(self.message)}</div>{where}</div>")
+
+
+def unanswered(answer: Any) -> bool:
+    """The skeleton is still there: ``...`` itself, or a dict, list, tuple or set with a ``...`` in it."""
+    if answer is ...:
+        return True
+    if isinstance(answer, dict):
+        return any(v is ... for v in answer.values())
+    return isinstance(answer, (list, tuple, set, frozenset)) and any(v is ... for v in answer)
 
 
 def kind(value: Any) -> str:
