@@ -92,3 +92,22 @@ def test_the_solution_passes_and_the_skeleton_does_not(name, chapter, skeleton, 
     assert done.passed, str(done)
     printed = capsys.readouterr().out
     assert "False" not in printed, printed  # a solution's own comparison (chapter 05) holds
+
+
+def _markdown(stem: str) -> str:
+    path = next(p for p in NOTEBOOKS if p.name.startswith(stem))
+    return "\n".join(c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "markdown")
+
+
+def test_the_tasks_quote_what_the_checkers_check():
+    from gpulab.exercises import ch00_setup, ch01_transfer, ch02_choosing, ch06_lightning
+
+    for letter, call in ch00_setup.CALLS.items():
+        assert f"| {letter} | " in _markdown("00") and (call in _markdown("00")), call
+    for letter, code in ch01_transfer.CONVERSIONS.items():
+        assert f"| {letter} | `{code}` |" in _markdown("01"), code
+    assert f"CUDA_VISIBLE_DEVICES={ch02_choosing.UUIDS}`" in _markdown("02")
+    for raw in ch02_choosing.VALUES:
+        assert f'"{raw}"' in "\n".join(c[2] for c in CELLS if c[0] == "ch02-ex2"), raw
+    for old_call, _ in ch06_lightning.OLD_CALLS.values():
+        assert f"`{old_call}`" in _markdown("06"), old_call
