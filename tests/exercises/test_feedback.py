@@ -239,7 +239,8 @@ def test_the_list_of_exercises_matches_the_chapter_modules():
 def test_feedback_renders_as_text_and_html_without_the_section_once_passed():
     wrong = gpulab.check("ch00-ex1", "1,6")
     assert isinstance(wrong, Feedback) and str(wrong).startswith("✘ ch00-ex1 · ") and "read again" in str(wrong)
-    assert "read again" in wrong._repr_html_() and "&lt;" not in wrong._repr_html_().replace("<", "")
+    assert "read again: “Two numberings" in wrong._repr_html_()
+    assert "a &lt;b&gt; c" in Feedback("ch00-ex1", "t", "not yet", "a <b> c", "s")._repr_html_()
     right = gpulab.check("ch00-ex1", "6,1")
     assert right.passed and str(right).startswith("✔ ") and "read again" not in str(right)
     assert repr(right) == str(right)
