@@ -41,12 +41,16 @@ def _left_behind(model: nn.Module, criterion: nn.Module, device: str) -> Hint | 
     return None
 
 
+def _reached_for_cuda(device: str, what: str) -> Hint:
+    return Hint(f"your function reached for CUDA although it was asked for device={device!r} ({what}). Use the "
+                "device parameter everywhere, never a fixed 'cuda': the same function must run on any device.",
+                TO_AND_CUDA)
+
+
 def _explain_failure(model: nn.Module, criterion: nn.Module, device: str, exc: Exception) -> Hint:
     text = str(exc).lower()
-    if "cuda" in text or "nvidia" in text:
-        return Hint(f"your function reached for CUDA although it was asked for device={device!r} "
-                    f"({type(exc).__name__}: {first_line(exc)}). Use the device parameter everywhere, never a fixed "
-                    "'cuda': the same function must run on any device.", TO_AND_CUDA)
+    if "cuda" in text or "nvidia" in text:  # no usable GPU here: the fixed 'cuda' fails
+        return _reached_for_cuda(device, f"{type(exc).__name__}: {first_line(exc)}")
     behind = _left_behind(model, criterion, device)
     if behind is not None:
         return behind
@@ -71,6 +75,10 @@ def _weighted_loss(answer: Any) -> str:
         if not isinstance(loss, torch.Tensor):
             raise WrongType(f"weighted_loss returned {kind(loss)}: return the loss tensor itself (the notebook "
                             "calls .item() on it when it wants a number on the host).", TO_AND_CUDA)
+        on_cuda = [what for what, t in (("the model", model.weight), ("the class weights", criterion.weight),
+                                        ("the loss", loss)) if t.device.type == "cuda"]
+        if on_cuda:  # a GPU machine, where a fixed 'cuda' works
+            raise _reached_for_cuda(device, f"{', '.join(on_cuda)} ended up on cuda")
         behind = _left_behind(model, criterion, device)
         if behind is not None:
             raise behind

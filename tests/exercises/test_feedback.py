@@ -203,6 +203,12 @@ def test_an_answer_of_the_wrong_kind_is_refused_with_what_to_give(name, answer, 
     assert feedback.verdict == "wrong type" and asked in feedback.message, str(feedback)
 
 
+@pytest.mark.gpu
+def test_on_a_gpu_a_function_that_always_uses_cuda_is_told_to_use_its_device_parameter():
+    feedback = gpulab.check("ch01-ex1", weighted_loss_fixed_cuda)  # runs there, so the check looks where things went
+    assert not feedback.passed and "reached for CUDA" in feedback.message and "ended up on cuda" in feedback.message
+
+
 @pytest.mark.parametrize("answer", [..., {"cuda:0": ..., "cuda:1": 2}])
 def test_the_skeleton_is_not_answered_yet_and_does_not_raise(answer):
     feedback = gpulab.check("ch02-ex1", answer)
