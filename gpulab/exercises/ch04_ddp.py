@@ -28,6 +28,8 @@ def _explain(exc: Exception) -> Hint | None:
 
 
 def _items(result: Any, where: str) -> list[int]:
+    if callable(getattr(result, "tolist", None)):  # a tensor or an array of indices
+        result = result.tolist()
     try:
         items = list(result)
     except TypeError:

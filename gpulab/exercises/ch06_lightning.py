@@ -67,7 +67,7 @@ def _devices(got: Any, want: Any) -> None:
 def _strategy(got: Any, want: Any, notebook: bool) -> None:
     if got == want or (want is None and got in (None, "auto")):
         return
-    if notebook and {got, want} <= {"ddp_notebook", "ddp_fork"}:  # two names of one strategy
+    if notebook and got in ("ddp_notebook", "ddp_fork") and want in ("ddp_notebook", "ddp_fork"):  # one strategy
         return
     if got == "dp":
         raise Hint("strategy='dp' (DataParallel) was removed in Lightning 2.0: its replacement runs one process per "

@@ -8,12 +8,15 @@ import sys
 import numpy as np
 import pytest
 import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from torch.utils.data import DistributedSampler
 
 import gpulab
 from gpulab.workload import load_digits
 from gpulab.exercises.check import exercise_names, find_exercise
 from gpulab.exercises.feedback import Feedback
+from tests.junk import JUNK
 
 
 def weighted_loss_criterion_left_behind(model, criterion, x, y, device):
@@ -164,6 +167,12 @@ def test_every_exercise_has_at_least_two_typical_wrong_answers_tested():
     assert {n: c for n, c in counts.items() if c < 2 and n != "ch05-ex1"} == {}
 
 
+def test_indices_as_a_tensor_are_read_as_indices():
+    def rank_items(dataset, rank, world_size, epoch):
+        return torch.randperm(len(dataset), generator=torch.Generator().manual_seed(epoch))[rank::world_size]
+    assert gpulab.check("ch04-ex1", rank_items).passed
+
+
 @pytest.mark.parametrize("wrap, mark, samples_one, said", [
     (False, True, False, "saw no step"),
     (True, False, False, "marks are missing"),
@@ -258,3 +267,13 @@ def test_checking_answers_leaves_cuda_alone_and_import_gpulab_light():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.strip() == "True", out.stderr
     assert not torch.cuda.is_initialized()
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(answer=st.one_of(JUNK, st.dictionaries(st.sampled_from(["accelerator", "devices", "strategy", "precision",
+                                                                "cuda:0", "cuda:1", "0,7,-1,1", "gpus"]),
+                                              JUNK, max_size=5)),
+       name=st.sampled_from(exercise_names()))
+def test_whatever_is_given_as_an_answer_is_answered_with_feedback_and_never_raises(name, answer):
+    feedback = gpulab.check(name, answer)
+    assert isinstance(feedback, Feedback) and feedback.message and feedback.exercise == name
