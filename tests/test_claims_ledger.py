@@ -1,0 +1,267 @@
+"""The claims ledger (notebooks/claims_ledger.md) stays true to the chapters it points to.
+
+Each row of the ledger names a claim of a source article, a verdict, the chapter cell that shows it, how that cell
+shows it (ran here / predicted here / runs where GPUs exist / full run only / not shown by any cell yet) and a piece
+of evidence. This test reads the rows from the Markdown tables and checks them against the committed notebooks: the
+cell exists; a cell that ran on the CPU has outputs (it is not a skipped ``%%gpu`` cell) and printed the evidence; a
+cell whose output is a prediction on a described machine is not passed off as an observation; a GPU cell is tagged
+``gpu``/``multigpu`` and contains the evidence in its code; every link on the page points to a cell that exists.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = ROOT / "notebooks"
+LEDGER = NOTEBOOKS / "claims_ledger.md"
+ARTICLES = ("000", "001", "002", "003", "004")
+
+STATUSES = ("ran here", "predicted here", "runs where GPUs exist", "full run only", "not shown by any cell yet")
+VERDICT = re.compile(r"(holds|holds: .+|holds \(.+\)|holds with a condition: .+"
+                     r"|outdated since (PyTorch|Lightning) \d+\.\d+(\.\d+)?: .+|wrong: .+)")
+LINK = re.compile(r"\[([^\]]+)\]\((\d{2}_[a-z0-9_]+\.ipynb)#cell-id=([A-Za-z0-9_-]+)\)")
+SECTION = re.compile(r"^## (\d{3}) · ")
+PREDICTION_MARKS = ("Predicted by gpulab.explain", "SIMULATED")  # in an output: not an observation of this machine
+PREDICTORS = ("explain(", "SimulatedGpuReader(", "translate_trainer(", "flag_history_table(")  # in a cell's code
+SKIP_MARK = "Skipped in fast mode"
+
+
+@dataclass
+class Entry:
+    number: str
+    article: str  # the section it sits in
+    claim: str
+    verdict: str
+    shown_in: str
+    evidence: str
+    cell: tuple[str, str] | None = None  # (notebook, cell id) of the first link in "shown in"
+    status: str = ""
+    links: list[tuple[str, str]] = field(default_factory=list)  # every cell the row links to
+
+
+def _cells(row: str) -> list[str]:
+    parts = re.split(r"(?<!\\)\|", row.strip().strip("|"))
+    return [p.strip().replace("\\|", "|") for p in parts]
+
+
+def parse_ledger(text: str) -> tuple[list[Entry], list[str]]:
+    """The ledger's rows, and what is malformed about the page's layout."""
+    entries, problems, article = [], [], None
+    for n, line in enumerate(text.splitlines(), 1):
+        if m := SECTION.match(line):
+            article = m.group(1)
+            continue
+        if not re.match(r"^\| \d{3}-\d{2} ", line):
+            continue
+        cells = _cells(line)
+        if len(cells) != 5:
+            problems.append(f"line {n}: {len(cells)} columns, expected 5 (#, claim, verdict, shown in, evidence)")
+            continue
+        number, claim, verdict, shown_in, evidence = cells
+        entry = Entry(number, article or "", claim, verdict, shown_in, evidence.strip("`"))
+        entry.links = [(nb, cell) for _, nb, cell in LINK.findall(shown_in)]
+        first = LINK.search(shown_in)
+        if first:
+            entry.cell = (first.group(2), first.group(3))
+            entry.status = next((s for s in STATUSES if shown_in[first.end():].lstrip().startswith(s)), "")
+        elif shown_in.startswith(STATUSES[-1]):
+            entry.status = STATUSES[-1]
+        entries.append(entry)
+    return entries, problems
+
+
+def _load(notebook: str, cache: dict) -> nbformat.NotebookNode | None:
+    if notebook not in cache:
+        path = NOTEBOOKS / notebook
+        cache[notebook] = nbformat.read(path, as_version=4) if path.is_file() else None
+    return cache[notebook]
+
+
+def _find(notebook: str, cell_id: str, cache: dict):
+    nb = _load(notebook, cache)
+    return None if nb is None else next((c for c in nb.cells if c.get("id") == cell_id), None)
+
+
+def output_text(cell) -> str:
+    parts = []
+    for out in cell.get("outputs", []):
+        if out.output_type == "stream":
+            parts.append(out.text)
+        elif out.output_type == "error":
+            parts.append(f"{out.ename}: {out.evalue}")
+        else:
+            parts.append(out.get("data", {}).get("text/plain", ""))
+    return "\n".join(parts)
+
+
+def _is_gpu_cell(cell) -> bool:
+    return cell.cell_type == "code" and cell.source.lstrip().startswith("%%gpu")
+
+
+def check_entry(e: Entry, cache: dict) -> list[str]:
+    """What is wrong with one row, as sentences naming the row; empty when it holds."""
+    where = f"{e.number}"
+    problems = []
+    if not e.number.startswith(e.article + "-"):
+        problems.append(f"{where}: numbered for another article than its section ({e.article})")
+    if not VERDICT.fullmatch(e.verdict):
+        problems.append(f"{where}: verdict {e.verdict[:60]!r} is none of: holds, holds with a condition: …, "
+                        "outdated since PyTorch|Lightning X.Y: …, wrong: …")
+    if not e.status:
+        problems.append(f"{where}: 'shown in' must start with a cell link followed by one of {STATUSES[:-1]}, "
+                        f"or say {STATUSES[-1]!r}")
+    for notebook, cell_id in e.links:
+        if _load(notebook, cache) is None:
+            problems.append(f"{where}: links to {notebook}, which is not in notebooks/")
+        elif _find(notebook, cell_id, cache) is None:
+            problems.append(f"{where}: {notebook} has no cell with id {cell_id}")
+    if e.status == STATUSES[-1]:
+        if e.links:
+            problems.append(f"{where}: says no cell shows it, but links to one")
+        return problems
+    if e.cell is None or problems:
+        return problems
+    cell = _find(*e.cell, cache)
+    if cell.cell_type != "code":
+        return problems + [f"{where}: cell {e.cell[1]} of {e.cell[0]} is Markdown, not a cell that runs"]
+    outputs, tags = output_text(cell), set(cell.metadata.get("tags", []))
+    if not e.evidence or e.evidence == "—":
+        return problems + [f"{where}: no evidence given"]
+    if e.status in ("ran here", "predicted here"):
+        if _is_gpu_cell(cell):
+            problems.append(f"{where}: marked {e.status!r}, but {e.cell[1]} is a %%gpu cell that skips on a CPU")
+        elif not cell.get("outputs"):
+            problems.append(f"{where}: marked {e.status!r}, but {e.cell[1]} has no committed outputs")
+        elif e.evidence not in outputs:
+            problems.append(f"{where}: the outputs of {e.cell[1]} in {e.cell[0]} do not contain {e.evidence!r}")
+        # the paragraph of output that holds the evidence must not be one that says it is a prediction
+        paragraphs = [p for p in re.split(r"\n\s*\n", outputs) if e.evidence in p]
+        predicted = bool(paragraphs) and all(any(m in p for m in PREDICTION_MARKS) for p in paragraphs)
+        if e.status == "ran here" and predicted:
+            problems.append(f"{where}: {e.cell[1]} prints a prediction on a described machine: mark it "
+                            "'predicted here', not 'ran here'")
+        if e.status == "predicted here" and not (any(p in cell.source for p in PREDICTORS) or
+                                                 any(m in outputs for m in PREDICTION_MARKS)):
+            problems.append(f"{where}: marked 'predicted here', but {e.cell[1]} neither calls one of gpulab's "
+                            f"predictors ({', '.join(PREDICTORS)}) nor prints a prediction: mark it 'ran here'")
+    elif e.status == "runs where GPUs exist":
+        if not (_is_gpu_cell(cell) and tags & {"gpu", "multigpu"}):
+            problems.append(f"{where}: marked 'runs where GPUs exist', but {e.cell[1]} is not a gpu/multigpu cell")
+        elif e.evidence not in cell.source:
+            problems.append(f"{where}: the code of {e.cell[1]} in {e.cell[0]} does not contain {e.evidence!r}")
+    elif e.status == "full run only":
+        if SKIP_MARK not in outputs:
+            problems.append(f"{where}: marked 'full run only', but {e.cell[1]}'s saved output does not say "
+                            f"{SKIP_MARK!r}")
+        elif e.evidence not in cell.source:
+            problems.append(f"{where}: the code of {e.cell[1]} in {e.cell[0]} does not contain {e.evidence!r}")
+    return problems
+
+
+def check_ledger(text: str) -> list[str]:
+    entries, problems = parse_ledger(text)
+    cache: dict = {}
+    numbers = [e.number for e in entries]
+    problems += [f"{n}: numbered twice" for n in sorted({n for n in numbers if numbers.count(n) > 1})]
+    for article in ARTICLES:
+        if not any(e.article == article for e in entries):
+            problems.append(f"article {article} has no entries")
+    for e in entries:
+        problems += check_entry(e, cache)
+    for notebook, cell_id in {(nb, cell) for _, nb, cell in LINK.findall(text)}:
+        if _load(notebook, cache) is not None and _find(notebook, cell_id, cache) is None and \
+                not any((notebook, cell_id) in e.links for e in entries):
+            problems.append(f"a link on the page points to {notebook} cell {cell_id}, which does not exist")
+    return problems
+
+
+@pytest.fixture(scope="module")
+def ledger() -> str:
+    return LEDGER.read_text(encoding="utf-8")
+
+
+def test_the_ledger_holds_against_the_committed_chapters(ledger):
+    problems = check_ledger(ledger)
+    assert not problems, "\n".join(problems)
+
+
+def test_every_article_has_claims_and_every_verdict_kind_is_used(ledger):
+    entries, problems = parse_ledger(ledger)
+    assert not problems
+    per_article = {a: sum(e.article == a for e in entries) for a in ARTICLES}
+    assert all(n >= 5 for n in per_article.values()), per_article
+    kinds = {e.verdict.split(":")[0].split(" (")[0].split(" since")[0] for e in entries}
+    assert kinds == {"holds", "holds with a condition", "outdated", "wrong"}, kinds
+
+
+def test_every_link_on_the_page_opens_a_cell_in_jupyterlab_and_in_the_handout(ledger):
+    links = LINK.findall(ledger)
+    assert len(links) >= 60
+    cache: dict = {}
+    missing = [f"{nb}#cell-id={cell}" for _, nb, cell in links if _find(nb, cell, cache) is None]
+    assert not missing, missing
+    # JupyterLab opens "nb.ipynb#cell-id=ID" at that cell; nbconvert's HTML gives each cell id="cell-id=ID"
+    assert not re.search(r"\]\([^)]*\.ipynb#(?!cell-id=)", ledger), "link cells by id, not by heading"
+
+
+def _row(ledger: str, number: str) -> str:
+    return next(line for line in ledger.splitlines() if line.startswith(f"| {number} "))
+
+
+@pytest.mark.parametrize(("number", "edit", "expected"), [
+    ("002-06", lambda r: r.replace("cell-id=2bf5c658", "cell-id=deadbeef"),
+     "002-06: 01_cpu_gpu_transfer.ipynb has no cell with id deadbeef"),
+    ("002-06", lambda r: r.replace("'bool' object is not callable", "'int' object is not callable"),
+     "002-06: the outputs of 2bf5c658 in 01_cpu_gpu_transfer.ipynb do not contain \"'int' object is not callable\""),
+    ("002-06", lambda r: r.replace("02_choosing_gpus", "09_nothing").replace("01_cpu_gpu_transfer", "09_nothing"),
+     "002-06: links to 09_nothing.ipynb, which is not in notebooks/"),
+    ("002-05", lambda r: r.replace(") runs where GPUs exist", ") ran here", 1),
+     "002-05: marked 'ran here', but d812900a is a %%gpu cell that skips on a CPU"),
+    ("002-06", lambda r: r.replace(") ran here", ") runs where GPUs exist"),
+     "002-06: marked 'runs where GPUs exist', but 2bf5c658 is not a gpu/multigpu cell"),
+    ("002-05", lambda r: r.replace("`tensor = tensor.cuda()`", "`tensor.cuda(7)`"),
+     "002-05: the code of d812900a in 01_cpu_gpu_transfer.ipynb does not contain 'tensor.cuda(7)'"),
+    ("000-11", lambda r: r.replace("predicted here", "ran here", 1),
+     "000-11: 335ce22a prints a prediction on a described machine"),
+    ("002-06", lambda r: r.replace(") ran here", ") predicted here"),
+     "002-06: marked 'predicted here', but 2bf5c658 neither calls one of gpulab's predictors"),
+    ("002-06", lambda r: r.replace("| wrong: ", "| mostly fine: "), "002-06: verdict 'mostly fine:"),
+    ("004-13", lambda r: r.replace("outdated since PyTorch 1.9", "outdated since recently"), "004-13: verdict"),
+    ("002-06", lambda r: r.replace(") ran here", ") seen somewhere"), "002-06: 'shown in' must start with"),
+    ("001-16", lambda r: r.replace("cell-id=de34643a", "cell-id=9c5abdba"),
+     "001-16: marked 'full run only', but 9c5abdba's saved output does not say 'Skipped in fast mode'"),
+    ("001-05", lambda r: r.replace("| not shown by any cell yet |", "| [06](06_lightning.ipynb#cell-id=f8da2172) ran "
+                                   "here |"), "001-05: no evidence given"),
+])
+def test_a_wrong_row_is_caught(ledger, number, edit, expected):
+    row = _row(ledger, number)
+    broken = ledger.replace(row, edit(row))
+    assert broken != ledger, "the edit must change the row"
+    problems = check_ledger(broken)
+    assert any(expected in p for p in problems), "\n".join(problems) or "no problem found"
+
+
+def test_an_article_without_entries_is_caught(ledger):
+    without_004 = ledger.split("## 004 · ")[0]
+    assert "article 004 has no entries" in check_ledger(without_004)
+
+
+def test_a_row_with_a_missing_column_is_caught(ledger):
+    row = _row(ledger, "003-01")
+    broken = ledger.replace(row, row.rsplit("|", 2)[0] + "|")
+    _, problems = parse_ledger(broken)
+    assert any("4 columns, expected 5" in p for p in problems), problems
+
+
+def test_a_cell_that_lost_its_outputs_is_caught(ledger, monkeypatch):
+    cache: dict = {}
+    nb = _load("01_cpu_gpu_transfer.ipynb", cache)
+    cell = next(c for c in nb.cells if c.get("id") == "2bf5c658")
+    cell.outputs = []
+    entry = next(e for e in parse_ledger(ledger)[0] if e.number == "002-06")
+    assert "002-06: marked 'ran here', but 2bf5c658 has no committed outputs" in check_entry(entry, cache)
