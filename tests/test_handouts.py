@@ -233,3 +233,46 @@ def test_a_real_chapter_builds_and_its_pages_pass(tmp_path):
     assert "gpulab-widget" in page and "☑ GPU" in page and "CUDA_VISIBLE_DEVICES=5,1" in page
     assert "fast mode: True" not in page and "fast_mode()" not in page, "the settings line is left out"
     assert (tmp_path / "student" / "02_choosing_gpus.pdf").stat().st_size > 50_000
+
+
+def test_chapter_cells_carry_the_ids_the_ledger_links_to():
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# 99"), nbformat.v4.new_code_cell("1")])
+    page = export.to_html(nb, title="99", made="made here", edition="student", paper=A4)
+    assert f'id="cell-id={nb.cells[1].id}"' in page
+
+
+@pytest.fixture(scope="module")
+def ledger_page():
+    nb, title = export.markdown_page(handouts.LEDGER.read_text(encoding="utf-8"))
+    assert title.startswith("Claims ledger")
+    return export.to_html(nb, title=title, made="made here", edition="student", paper=A4)
+
+
+def test_the_ledger_page_links_to_the_chapters_handouts(ledger_page):
+    assert "02_choosing_gpus.html#cell-id=f44774f1" in ledger_page
+    assert ".ipynb#cell-id=" not in ledger_page
+    assert ledger_page.count("<tr>") > 50 and "<h2" in ledger_page
+    assert "<script" not in ledger_page and not re.search(r"""(src|href)=["']?(https?:)?//""", ledger_page)
+
+
+def test_the_handout_build_writes_the_ledger_beside_the_chapters(tmp_path):
+    chapter = small_chapter(tmp_path, [("markdown", "# 99 · tiny", []), ("code", "print('ran')", [])])
+    code = handouts.main([str(chapter), "--no-pdf", "--no-cheatsheet", "--size", "fast", "--edition", "student",
+                          "--out", str(tmp_path / "out")])
+    assert code == 0
+    page = (tmp_path / "out" / "student" / "claims_ledger.html").read_text(encoding="utf-8")
+    assert "04_ddp.html#cell-id=" in page and (tmp_path / "out" / "student" / "99_small.html").is_file()
+    handouts.main([str(chapter), "--no-pdf", "--no-cheatsheet", "--no-ledger", "--size", "fast", "--edition",
+                   "student", "--out", str(tmp_path / "without")])
+    assert not (tmp_path / "without" / "student" / "claims_ledger.html").exists()
+
+
+@pytest.mark.browser
+@needs_chromium
+@needs_pdftoppm
+def test_the_printed_ledger_passes_the_page_check(ledger_page, tmp_path):
+    html = tmp_path / "claims_ledger.html"
+    html.write_text(ledger_page, encoding="utf-8")
+    check = printing.check_pages(printing.print_pdf(html, tmp_path / "claims_ledger.pdf", CHROMIUM),
+                                 (A4.width_mm, A4.height_mm), A4.margin_mm)
+    assert check.problems == [], str(check)

@@ -1,14 +1,16 @@
 """Workshop handouts: every chapter run again, with its figures, as HTML and PDF; and a one-page cheat sheet.
 
     .venv/bin/python tools/handouts.py [notebooks/NN_x.ipynb ...] [--paper a4|letter] [--edition student|instructor]
-                                       [--size auto|fast|full] [--no-pdf] [--out handouts]      (or: make handouts)
+                                       [--size auto|fast|full] [--no-pdf] [--no-ledger] [--out handouts]
+                                       (or: make handouts)
 
 Each chapter is executed in a temporary copy (fast sizes on a machine without a GPU, full sizes where NVML sees GPUs;
 ``--size`` decides otherwise), so the handout shows the figures the room saw while the committed notebooks stay
 image-free. Widgets are drawn in their final state; the maintainers' settings lines are left out and a line at the
 top says how the run was made. Two editions: ``student/`` (cells tagged ``solution`` left out) and ``instructor/``.
 HTML is self-contained and offline; Chromium prints the PDF (A4 unless ``--paper letter``) and every printed page
-is checked (``handoutkit.printing``). Writes into the ignored ``handouts/`` folder.
+is checked (``handoutkit.printing``). The claims ledger (``notebooks/claims_ledger.md``) is printed beside the chapters,
+its links to chapter cells pointing at their handouts. Writes into the ignored ``handouts/`` folder.
 """
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ sys.path[:0] = [str(HERE), str(ROOT)]
 from handoutkit import cheatsheet, editions, export, printing, run, static  # noqa: E402
 
 OUT = ROOT / "handouts"
+LEDGER = ROOT / "notebooks" / "claims_ledger.md"
 find_chromium = printing.find_chromium
 
 
@@ -89,6 +92,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                    help="auto: full sizes where GPUs are present, fast sizes elsewhere")
     p.add_argument("--no-pdf", action="store_true", help="HTML only")
     p.add_argument("--no-cheatsheet", action="store_true")
+    p.add_argument("--no-ledger", action="store_true", help="leave out the claims ledger page")
     p.add_argument("--out", type=Path, default=OUT)
     return p.parse_args(argv)
 
@@ -114,7 +118,7 @@ def main(argv: list[str]) -> int:
     import nbformat
 
     cells = sum(run.code_cells(nbformat.read(n, as_version=4)) for n in notebooks)
-    pages = len(notebooks) * len(chosen) + (not args.no_cheatsheet)
+    pages = (len(notebooks) + (not args.no_ledger and LEDGER.is_file())) * len(chosen) + (not args.no_cheatsheet)
     # Chromium prints one handout while the next chapter runs: one worker, so printing never competes with itself.
     with tqdm(total=cells + pages * (2 if chromium else 1), unit="step", dynamic_ncols=True,
               bar_format="{desc:<28} {bar} {n_fmt}/{total_fmt} [{elapsed}<{remaining}]") as bar, \
@@ -144,6 +148,14 @@ def main(argv: list[str]) -> int:
                 html = folder / f"{path.stem}.html"
                 html.write_text(export.to_html(editions.edition_of(nb, edition), title=chapter_title(nb) or path.stem,
                                                made=made, edition=edition.value, paper=paper), encoding="utf-8")
+                page_written(html)
+        if not args.no_ledger and LEDGER.is_file():
+            ledger, title = export.markdown_page(LEDGER.read_text(encoding="utf-8"))
+            for edition in chosen:
+                html = args.out / edition.value / "claims_ledger.html"
+                html.parent.mkdir(parents=True, exist_ok=True)
+                html.write_text(export.to_html(ledger, title=title, made=made, edition=edition.value, paper=paper),
+                                encoding="utf-8")
                 page_written(html)
         if not args.no_cheatsheet:
             page_written(cheatsheet.write_html(args.out / "cheatsheet.html", paper), one_page=True)

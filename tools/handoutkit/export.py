@@ -22,7 +22,7 @@ from nbconvert import HTMLExporter
 from mistune import BlockParser
 from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath, MathBlockParser
 
-__all__ = ["Paper", "PAPERS", "to_html", "font_pt_for", "HandoutExporter"]
+__all__ = ["Paper", "PAPERS", "to_html", "markdown_page", "font_pt_for", "HandoutExporter"]
 
 HERE = Path(__file__).resolve().parent
 MAX_PT, MIN_PT, MIN_OUT_PT = 8.5, 6.5, 5.5
@@ -166,3 +166,19 @@ def to_html(nb: nbformat.NotebookNode, *, title: str, made: str, edition: str, p
                      page_css(paper, f"{title} · {edition} edition")])
     body, _ = HandoutExporter().from_notebook_node(nb, resources={"handout_css": css})
     return body
+
+
+_CELL_LINK = re.compile(r"\]\((\d{2}_[a-z0-9_]+)\.ipynb#cell-id=")
+_PAGE_STYLE = "<style>td:first-child { white-space: nowrap; }</style>\n"  # a row's number stays on one line
+
+
+def markdown_page(text: str) -> tuple[nbformat.NotebookNode, str]:
+    """A Markdown page of ``notebooks/`` (the claims ledger) as a one-cell notebook for ``to_html``, and its title.
+
+    Links to a chapter's cell, ``NN_x.ipynb#cell-id=ID`` (what JupyterLab opens), become ``NN_x.html#cell-id=ID``:
+    the chapter's handout beside it, where nbconvert gives every cell the HTML id ``cell-id=ID``.
+    """
+    title = next((line[2:].strip() for line in text.splitlines() if line.startswith("# ")), "")
+    source = _PAGE_STYLE + _CELL_LINK.sub(r"](\1.html#cell-id=", text)
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(source)])
+    return nb, title
