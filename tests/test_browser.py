@@ -300,3 +300,28 @@ def test_chapter_runs_in_jupyterlab(lab, browser, name):
         page.close()
         for session in _api(lab["base"], lab["token"], "/api/sessions") or []:  # one chapter's kernel at a time
             _api(lab["base"], lab["token"], f"/api/sessions/{session['id']}", "DELETE")
+
+
+def test_a_claims_ledger_link_opens_its_chapter_at_the_cell(lab, browser):
+    """The ledger (notebooks/claims_ledger.md), read in JupyterLab's Markdown preview: a link to
+    ``04_ddp.ipynb#cell-id=…`` opens chapter 04 and makes that cell the active one."""
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    try:
+        page.goto(f"{lab['base']}/lab/workspaces/ledger?reset&token={lab['token']}")
+        page.wait_for_function("() => window.jupyterapp && window.jupyterapp.commands.hasCommand('docmanager:open')",
+                               timeout=120_000)
+        page.evaluate("() => window.jupyterapp.commands.execute('docmanager:open', "
+                      "{path: 'claims_ledger.md', factory: 'Markdown Preview'})")
+        # JupyterLab resolves the href to the server's /files/ URL and opens a click on it in the Lab itself
+        link = page.locator(".jp-RenderedMarkdown a[href*='/04_ddp.ipynb'][href$='#cell-id=458e15b6']").first
+        link.wait_for(timeout=60_000)
+        link.click()
+        page.wait_for_function(
+            "() => { const w = window.jupyterapp.shell.currentWidget; return w && w.context && "
+            "w.context.path === '04_ddp.ipynb' && w.content && w.content.activeCell && "
+            "w.content.activeCell.model.id === '458e15b6'; }", timeout=60_000)
+        page.screenshot(path=str(SHOTS / "claims-ledger-link.png"))
+    finally:
+        page.close()
+        for session in _api(lab["base"], lab["token"], "/api/sessions") or []:
+            _api(lab["base"], lab["token"], f"/api/sessions/{session['id']}", "DELETE")
