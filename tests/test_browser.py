@@ -8,6 +8,7 @@ fails offline). Each chapter: open it, Run All, wait for the kernel, then assert
   a rendered widget, and ticking a GPU changes the ``cuda:k → physical`` mapping it shows;
 - chapters with a monitor: the live image changed while the cell ran, and at the end the cell holds the static
   figure and the summary, with no widget left.
+The claims ledger (notebooks/claims_ledger.md), in the Markdown preview: a link opens its chapter at the cell.
 Screenshots go to ``GPULAB_SCREENSHOTS`` (default ``build/browser-screenshots``). The server, its kernels, the
 browser and Playwright's driver are stopped at the end, and the test fails if any process it started is left.
 """
