@@ -18,6 +18,7 @@ import os
 import select
 import signal
 import subprocess
+import tempfile
 import sys
 import time
 from dataclasses import dataclass
@@ -136,6 +137,9 @@ def _session(variants: list[ForkVariant], stall_s: float, start_s: float) -> lis
     code = f"from gpulab.lightning.runtime import fork_fit_check; fork_fit_check({plan!r})"
     env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
     env["PYTHONPATH"] = os.pathsep.join([str(_ROOT), *filter(None, [env.get("PYTHONPATH")])])
+    # A hung session is killed, so nothing it made in the temporary folder is cleaned up by itself: give it its own.
+    scratch = tempfile.TemporaryDirectory(prefix="gpulab-forkcheck-")
+    env["TMPDIR"] = scratch.name
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
                             start_new_session=True)
     runs: list[ForkRun] = []
@@ -170,6 +174,7 @@ def _session(variants: list[ForkVariant], stall_s: float, start_s: float) -> lis
             os.killpg(proc.pid, signal.SIGKILL)  # the interpreter and every rank it forked
         proc.wait()
         proc.stdout.close()  # type: ignore[union-attr]
+        scratch.cleanup()
     return runs
 
 
