@@ -22,6 +22,13 @@ PRESETS = [p.strip() for p in os.environ.get("GPULAB_TEST_PRESETS", "workshop-8"
 NOT_OURS = ("torchinductor_",)
 
 
+def _lightnings_empty_folder(path: Path) -> bool:
+    """Lightning's fork and spawn launchers save rank 0's weights as ``tempfile.mkdtemp()/.temp.ckpt`` for the parent
+    and remove the file but not its folder (lightning/pytorch/strategies/launchers/multiprocessing.py): one empty
+    ``tmp*`` folder per such fit, made by Lightning in the rank, not by the chapter."""
+    return path.is_dir() and path.name.startswith("tmp") and not any(path.iterdir())
+
+
 @pytest.mark.timeout(900)
 @pytest.mark.parametrize("preset", PRESETS)
 @pytest.mark.parametrize("path", CHAPTERS, ids=[p.stem for p in CHAPTERS])
@@ -42,5 +49,6 @@ def test_the_chapter_runs_on_a_described_machine_and_leaves_nothing_behind(path,
         if "raises-exception" in cell.metadata.get("tags", []):
             assert any(o.output_type == "error" for o in cell.outputs), \
                 f"tagged raises-exception but did not raise under {preset}: {cell.source[:80]}"
-    left = sorted(str(p.relative_to(scratch)) for p in scratch.iterdir() if not p.name.startswith(NOT_OURS))
+    left = sorted(str(p.relative_to(scratch)) for p in scratch.iterdir()
+                  if not p.name.startswith(NOT_OURS) and not _lightnings_empty_folder(p))
     assert left == [], f"{path.name} left these in its temporary folder under {preset}: {left}"
