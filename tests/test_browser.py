@@ -265,7 +265,7 @@ def _check_picker(page, name: str) -> None:
     page.wait_for_function("(el) => el.innerText.includes('cuda:2')", arg=picker.element_handle(), timeout=10_000)
     after = picker.inner_text()
     picker.screenshot(path=str(SHOTS / f"{Path(name).stem}-picker-after.png"))
-    assert "cuda:2" not in before and "CUDA_VISIBLE_DEVICES=5,1,6" in after, after
+    assert "cuda:2" not in before and "CUDA_VISIBLE_DEVICES='5,1,6'" in after, after
     row = next(line for line in after.splitlines() if line.startswith("cuda:2"))
     assert row.split("\t")[1].strip() == "6", f"cuda:2 must be physical GPU 6, the one just ticked: {row!r}"
 
