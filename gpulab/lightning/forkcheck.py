@@ -18,8 +18,8 @@ import os
 import select
 import signal
 import subprocess
-import tempfile
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path

@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any, TextIO
 
 from ..core.readings import Unavailable
@@ -49,13 +50,9 @@ def read_server(reader: GpuReader | None = None, directory: str | os.PathLike[st
         for p in () if isinstance(g.processes, Unavailable) else g.processes:
             # a described machine's pids are not this machine's processes: name them as described
             owners[p.pid] = f"pid {p.pid} {p.name} (described)" if simulated else str(process_owner(p.pid))
-    holder_text = {}
-    for uuid, h in holders.items():
-        if h.pid is not None and h.user is not None:
-            o = process_owner(h.pid)
-            holder_text[uuid] = f"{h.user}: {'kernel ' + o.kernel[:8] if o.kernel else o.command} (pid {h.pid})"
-        else:
-            holder_text[uuid] = h.text
+    # a holder that wrote its name: that user, and what its pid is (a kernel, a script) as the room knows it
+    holder_text = {uuid: str(replace(process_owner(h.pid), user=h.user)) if h.pid is not None and h.user is not None
+                   else h.text for uuid, h in holders.items()}
     return ServerView(gpus, holder_text, owners, socket.gethostname(), time.time(), interval_s, simulated,
                       reader.error)
 

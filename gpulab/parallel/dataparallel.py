@@ -49,7 +49,6 @@ class ParallelStep(TableView):
         """The weight each image's loss got in the total: 1 / batch for all when the loss is over the whole batch."""
         return sample_weights(self.chunk_sizes, per_replica=self.replica_losses is not None)
 
-
     def table(self) -> Table:
         torch_way, cpu = self.torch_primitives, not self.torch_primitives
         chunks = ", ".join(f"{n} → {d}" for n, d in zip(self.chunk_sizes, self.devices))

@@ -56,7 +56,6 @@ class GpuFootprint(TableView):
         a, b = self.used_before_bytes[physical_index], self.used_during_bytes[physical_index]
         return None if isinstance(a, Unavailable) or isinstance(b, Unavailable) else b - a
 
-
     def table(self) -> Table:
         rows = []
         for i in range(len(self.used_before_bytes)):

@@ -52,7 +52,6 @@ class GradientComparison(TableView):
     rtol: float
     atol: float
 
-
     def table(self) -> Table:
         verdict = "equal up to rounding" if self.allclose else "DIFFERENT"
         return Table(["", "value"], [["allclose", f"{self.allclose} (rtol={self.rtol:g}, atol={self.atol:g})"],

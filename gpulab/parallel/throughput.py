@@ -45,7 +45,6 @@ class Throughput(TableView):
                            f"{sorted({(r.setup, r.batch_per_device) for r in self.rows})}")
         return speed[setup] / speed["one device"]
 
-
     def table(self) -> Table:
         rows = [[r.setup, ", ".join(r.devices), r.batch_per_device, r.batch_per_device * len(r.devices),
                  format_seconds(r.step_s), format_rate(r.samples_per_s, "samples")] for r in self.rows]

@@ -53,7 +53,6 @@ class FitHistory(TableView):
         seconds = sum(e.train_seconds for e in self.epochs)
         return sum(e.samples for e in self.epochs) / seconds if seconds > 0 else float("nan")
 
-
     def table(self) -> Table:
         rows = [["0 (untrained)", "", "", _percent(self.initial_test_accuracy), ""]]
         rows += [[e.epoch, f"{e.loss:.4f}", _percent(e.train_accuracy),
