@@ -84,7 +84,7 @@ for i in range({launches}):
 '''
 
 CONTENDERS = {
-    "gpulab.launch": ("import gpulab.parallel.launcher as L\n"
+    "gpulab.launch": ("import gpulab.launch.launcher as L\n"
                       "def notebook_fn(outdir):\n    body(outdir)\n",
                       "    L.launch(notebook_fn, 2, args=(outdir,), threads_per_rank=2)"),
     "torchrun": ("import subprocess\n",
@@ -106,8 +106,8 @@ CONTENDERS = {
 
 OURS_ALONE = '''
 import json, os, statistics, time
-import gpulab.parallel.launcher as L
-from gpulab.parallel.failures import RankFailed
+import gpulab.launch.launcher as L
+from gpulab.launch.failures import RankFailed
 
 def trivial():
     return int(os.environ["RANK"])
@@ -195,7 +195,7 @@ def main() -> None:
                                                                      timeout=timeout, extra_env=env)]
     rows.append(["gpulab.launch, first", notebook_fn["gpulab.launch"], median(firsts, "ready_s"),
                  median(firsts, "total_s"), survival("gpulab.launch")])
-    warm = "from gpulab.parallel.server import warm_up_launcher\nwarm_up_launcher(); time.sleep(3)\n"
+    warm = "from gpulab.launch.server import warm_up_launcher\nwarm_up_launcher(); time.sleep(3)\n"
     warmed = [r for _ in range(args.samples) for r in run_kernel(here, "gpulab.launch", matmul=False, timeout=timeout,
                                                                      extra_env=env, setup_extra=warm)]
     rows.append(["gpulab.launch, first after warm-up", "yes (by value)", median(warmed, "ready_s"),

@@ -32,7 +32,7 @@ _EXPORTS: dict[str, str] = {
     "format_bytes": "core.units", "format_seconds": "core.units",
     "load_ipython_extension": "notebook.magics",
     # 00 setup: what hardware is here
-    "environment_report": "machine.report", "devices": "machine.inventory",
+    "environment_report": "checkup.report", "devices": "machine.inventory",
     "best_device": "machine.cuda", "cuda_gpu_count": "machine.cuda", "gpu_requirement": "machine.cuda",
     "cuda_state": "machine.cuda", "default_reader": "machine.nvml", "SimulatedGpuReader": "machine.simulated",
     # 01 CPU <-> GPU transfer
@@ -40,13 +40,13 @@ _EXPORTS: dict[str, str] = {
     "bandwidth_sweep": "measure.transfer", "nonblocking_hazard": "measure.transfer",
     "crossover_sweep": "measure.crossover", "module_size": "measure.sizing", "allocated_bytes": "measure.sizing",
     # 02 choosing GPUs
-    "parse_visible_devices": "placement.visible", "visible_map": "placement.visible",
+    "parse_visible_devices": "core.visible", "visible_map": "core.visible",
     "set_visible_devices": "placement.setter", "CudaAlreadyStarted": "placement.setter",
     "patched_environ": "placement.setter",
     "explain": "placement.explain", "choose_gpus": "placement.selection", "NoFreeGpu": "placement.selection",
     "reserve_gpus": "placement.reservation", "GpuPicker": "placement.picker", "run_shell": "notebook.shell",
     # 04 DDP: ranks from a notebook cell
-    "launch": "parallel.launcher", "warm_up_launcher": "parallel.server", "rank_speedup": "parallel.speed",
+    "launch": "launch.launcher", "warm_up_launcher": "launch.server", "rank_speedup": "launch.speed",
     # 05 live monitor
     "monitor": "monitoring.monitor",
     # 06 Lightning's device flags, then and now

@@ -28,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         if args.command == "env":
-            from .machine.report import environment_report
+            from .checkup.report import environment_report
 
             print(environment_report())
         elif args.command == "devices":
@@ -37,11 +37,11 @@ def main(argv: list[str] | None = None) -> int:
             print(devices(processes=not args.no_processes))
         elif args.command == "visible":
             from .machine.inventory import devices
-            from .placement.visible import visible_map
+            from .core.visible import visible_map
 
             print(visible_map(devices(processes=False).gpus))
         elif args.command == "watch":
-            from .monitoring.watch import watch_terminal
+            from .server.watch import watch_terminal
 
             watch_terminal(interval_s=args.interval, frames=args.frames)
     except ValueError as exc:  # e.g. a bad GPULAB_SIMULATE_GPUS or GPULAB_FAST: the message says what to do

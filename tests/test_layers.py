@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 
 PKG = Path(__file__).resolve().parents[1] / "gpulab"
-PURE = ["core/units", "core/readings", "core/arguments", "core/tables", "core/settings", "placement/visible",
-        "placement/selection", "placement/steps", "monitoring/history", "monitoring/limits", "monitoring/png",
-        "monitoring/decimate", "monitoring/panels", "monitoring/room",
+PURE = ["core/units", "core/readings", "core/arguments", "core/tables", "core/settings", "core/visible",
+        "placement/selection", "placement/explanation", "monitoring/history", "monitoring/limits", "monitoring/png",
+        "monitoring/decimate", "monitoring/panels", "server/render",
         "lightning/call", "lightning/history", "lightning/draft", "lightning/devices", "lightning/strategy",
         "lightning/flags", "lightning/translation", "exercises/feedback", "exercises/check"]
-VIEWS = ["__main__", "machine/report", "placement/picker", "monitoring/view", "monitoring/monitor", "monitoring/figure",
-         "monitoring/blit", "monitoring/watch", "lightning/runtime"]
+VIEWS = ["__main__", "checkup/report", "placement/picker", "monitoring/view", "monitoring/monitor", "monitoring/figure",
+         "monitoring/blit", "server/watch", "lightning/runtime"]
 HEAVY = {"torch", "pynvml", "ipywidgets", "matplotlib", "psutil", "IPython", "lightning"}
 
 
@@ -71,7 +71,7 @@ def test_only_nvml_imports_pynvml():
 
 def test_one_ipywidgets_importer_per_view():
     users = [_name(p) for p in _modules() if any(i.split(".")[0] == "ipywidgets" for i in _imports(p))]
-    assert users == ["monitoring/view", "monitoring/watch", "placement/picker"]
+    assert users == ["monitoring/view", "placement/picker", "server/watch"]
 
 
 def test_lightning_is_imported_in_one_module_at_most():

@@ -5,7 +5,7 @@ from typing import Any
 
 from ..machine.inventory import devices
 from ..machine.simulated import SimulatedGpuReader
-from ..placement.visible import visible_map
+from ..core.visible import visible_map
 from .feedback import Exercise, Hint, WrongType, exercise, kind
 
 EXERCISES: dict[str, Exercise] = {}

@@ -6,7 +6,7 @@ from typing import Any
 
 from ..core.arguments import shown
 from ..machine.inventory import devices
-from ..placement.visible import visible_map
+from ..core.visible import visible_map
 from .feedback import Exercise, Hint, WrongType, exercise, kind
 
 EXERCISES: dict[str, Exercise] = {}

@@ -21,7 +21,7 @@ from lightning.pytorch.utilities.data import extract_batch_size
 from ..monitoring.monitor import Monitor
 from ..workload.models import mlp
 from .call import Code, TranslationError
-from .relay import StepRelay
+from .step_relay import StepRelay
 from .translation import Translation
 
 __all__ = ["trainer_kwargs", "MonitorCallback", "DigitsClassifier"]

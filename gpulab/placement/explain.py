@@ -20,8 +20,8 @@ from ..core.arguments import shown
 from ..core.readings import GpuInfo
 from ..machine.nvml import GpuReader
 from ..machine.resolve import machine_gpus
-from .steps import Explanation, Step
-from .visible import LogicalDevice, VisibleMap, visible_map
+from .explanation import Explanation, Step
+from ..core.visible import LogicalDevice, VisibleMap, visible_map
 
 __all__ = ["Step", "Explanation", "explain", "CannotExplain"]
 

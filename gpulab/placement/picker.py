@@ -24,7 +24,7 @@ from ..core.readings import GpuInfo, Unavailable, is_known
 from .lockfiles import current_holders
 from .selection import NoFreeGpu, Policy, checked_policy, choose_gpus, rank_gpus
 from ..core.units import format_bytes
-from .visible import VisibleMap, VisibleSpec, parse_visible_devices, visible_map
+from ..core.visible import VisibleMap, VisibleSpec, parse_visible_devices, visible_map
 
 __all__ = ["GpuPicker", "parse_pick"]
 

@@ -25,7 +25,7 @@ from ..machine.nvml import GpuReader
 from ..machine.resolve import as_reader
 from ..core.readings import GpuInfo
 from .selection import Choice, NoFreeGpu, Policy, checked_policy, choose_gpus
-from .visible import visible_map
+from ..core.visible import visible_map
 from .lockfiles import (DEFAULT_DIR, Holder, current_holders, flock_module, lock_path, open_lock_file,
                         reservation_holders, reservations_dir, try_lock, write_holder)
 

@@ -14,7 +14,7 @@ from contextlib import AbstractContextManager, contextmanager
 
 from ..machine.cuda import cuda_state
 from ..core.arguments import shown
-from .visible import VisibleSpec, format_visible_devices, parse_visible_devices
+from ..core.visible import VisibleSpec, format_visible_devices, parse_visible_devices
 
 __all__ = ["CudaAlreadyStarted", "set_visible_devices", "patched_environ", "apply_environ"]
 

@@ -15,7 +15,7 @@ from lightning.pytorch.callbacks import DeviceStatsMonitor  # noqa: E402
 from lightning.pytorch.loggers import CSVLogger  # noqa: E402
 from torch.utils.data import DataLoader, TensorDataset  # noqa: E402
 
-from gpulab.lightning.relay import RELAY_THREAD_NAME  # noqa: E402
+from gpulab.lightning.step_relay import RELAY_THREAD_NAME  # noqa: E402
 from gpulab.lightning.runtime import DigitsClassifier, MonitorCallback  # noqa: E402
 from gpulab.monitoring import monitor  # noqa: E402
 from gpulab.monitoring.sampler import SAMPLER_THREAD_NAME  # noqa: E402
@@ -158,7 +158,7 @@ def test_what_lightnings_device_stats_monitor_logs_on_a_cpu(loader, tmp_path):
 
 
 def test_the_relay_drops_lines_once_its_monitor_has_stopped_and_cannot_be_pickled():
-    from gpulab.lightning.relay import StepRelay
+    from gpulab.lightning.step_relay import StepRelay
 
     with monitor("short", show=False, interval_s=0.05) as mon:
         relay = StepRelay(mon, ack_timeout_s=0.5)

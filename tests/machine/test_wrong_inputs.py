@@ -16,7 +16,7 @@ import gpulab
 from gpulab.machine.resolve import as_reader, machine_gpus
 from gpulab.machine.simulated import PRESETS, SimulatedGpuReader, simulated_gpu
 from gpulab.placement.selection import rank_gpus
-from gpulab.placement.visible import visible_map
+from gpulab.core.visible import visible_map
 from tests.junk import JUNK, assert_ours
 
 

@@ -24,7 +24,7 @@ from typing import Any
 
 from gpulab.core.readings import GpuInfo
 from gpulab.placement.explain import Explanation
-from gpulab.placement.visible import visible_map
+from gpulab.core.visible import visible_map
 
 RUNNER = Path(__file__).with_name("explain_runner.py")
 

@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from ..core.readings import GpuInfo, Unavailable
 from ..core.units import format_bytes
 from ..placement.selection import rank_gpus
-from ..placement.visible import parse_visible_devices, visible_map
+from ..core.visible import parse_visible_devices, visible_map
 from .chapters import Chapter
-from .software import TorchFacts
+from ..machine.software import TorchFacts
 
 __all__ = ["Check", "Facts", "diagnose", "usable_gpus", "headline", "wheel_index_url", "CUDA_BUILDS"]
 

@@ -8,8 +8,8 @@ import threading
 import pytest
 import torch
 
-from gpulab.parallel.dataparallel import data_parallel_step, resolve_devices, scatter_batch
-from gpulab.parallel.gradients import compare_gradients, full_batch_gradients, gradients, sample_weights
+from gpulab.dataparallel.by_hand import data_parallel_step, resolve_devices, scatter_batch
+from gpulab.dataparallel.gradients import compare_gradients, full_batch_gradients, gradients, sample_weights
 from gpulab.testing import requires_gpus
 from gpulab.workload import cnn, mlp
 

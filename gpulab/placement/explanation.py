@@ -8,7 +8,7 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass
 
-from .visible import LogicalDevice, VisibleMap
+from ..core.visible import LogicalDevice, VisibleMap
 
 __all__ = ["Step", "Explanation"]
 

@@ -8,10 +8,10 @@ import nbformat
 import pytest
 
 from gpulab.machine import report as report_module
-from gpulab.machine.chapters import chapters
-from gpulab.machine.diagnosis import Facts, diagnose, headline, wheel_index_url
+from gpulab.checkup.chapters import chapters
+from gpulab.checkup.diagnosis import Facts, diagnose, headline, wheel_index_url
 from gpulab.machine.host import shared_memory_bytes
-from gpulab.machine.report import environment_report
+from gpulab.checkup.report import environment_report
 from gpulab.machine.simulated import SimulatedGpuReader, simulated_gpu
 from gpulab.machine.software import TorchFacts
 from gpulab.placement.reservation import reserve_gpus

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import io
 
-from gpulab.parallel.relay import OutputRelay, RankLogs
+from gpulab.launch.rank_output import OutputRelay, RankLogs
 
 
 def relay_over(tmp_path, nprocs=2):

@@ -36,7 +36,7 @@ import torch.distributed as dist
 from torch.distributed.elastic.multiprocessing import RunProcsResult, start_processes
 
 from .failures import RankFailed, hint_for, read_failures
-from .relay import OutputRelay, RankLogs
+from .rank_output import OutputRelay, RankLogs
 from .server import _ensure_server, choose_start_method, server_state
 from .worker import RankPlan, pack, run_rank, unpack
 

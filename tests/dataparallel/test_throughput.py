@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from gpulab.parallel.throughput import training_throughput
+from gpulab.dataparallel.throughput import training_throughput
 from gpulab.testing import requires_gpus
 from gpulab.workload import mlp
 

@@ -15,15 +15,15 @@ from dataclasses import dataclass
 
 from .chapters import Chapter, chapters
 from .diagnosis import Check, Facts, diagnose, headline
-from .host import shared_memory_bytes
-from .inventory import Inventory, devices
+from ..machine.host import shared_memory_bytes
+from ..machine.inventory import Inventory, devices
 from ..placement.setter import cuda_state
 from ..placement.lockfiles import current_holders
-from .nvml import GpuReader
-from .resolve import as_reader
-from .software import PACKAGES, TorchFacts, detect_platform, package_version, torch_facts
+from ..machine.nvml import GpuReader
+from ..machine.resolve import as_reader
+from ..machine.software import PACKAGES, TorchFacts, detect_platform, package_version, torch_facts
 from ..core.tables import html_table, text_table
-from ..placement.visible import VisibleMap, visible_map
+from ..core.visible import VisibleMap, visible_map
 
 __all__ = ["Check", "EnvReport", "environment_report"]
 

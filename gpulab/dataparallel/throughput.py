@@ -1,5 +1,5 @@
 """Training speed in samples per second against batch size: one device, ``torch.nn.DataParallel`` over GPUs, and
-the by-hand steps of ``gpulab.parallel.dataparallel`` (on CPU threads where there are no GPUs).
+the by-hand steps of ``gpulab.dataparallel.by_hand`` (on CPU threads where there are no GPUs).
 
 One *step* is what a training loop does per batch: clear the gradients, forward, cross-entropy, backward, an SGD
 update. Every step ends by waiting for every device it used, so the host clock measures the work itself; each
@@ -57,7 +57,7 @@ class Throughput(TableView):
 
 def _step_fn(setup: str, model: torch.nn.Module, devices: Sequence[torch.device], batch: int,
              image_shape: tuple[int, ...]) -> Callable[[], None]:
-    from .dataparallel import data_parallel_step
+    from .by_hand import data_parallel_step
 
     g = torch.Generator().manual_seed(0)
     n = batch * (len(devices) if setup != "one device" else 1)
@@ -89,7 +89,7 @@ def training_throughput(make_model: Callable[[], torch.nn.Module], batch_sizes: 
     ``device`` runs the "one device" setup; ``parallel_devices`` (e.g. ``['cuda:0', 'cuda:1']``, or ``['cpu'] * 2``
     for "by hand") the others. ``make_model()`` builds a fresh model for each measurement.
     """
-    from .dataparallel import resolve_devices
+    from .by_hand import resolve_devices
 
     unknown = [s for s in setups if s not in SETUPS]
     if unknown or not setups:

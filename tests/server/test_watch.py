@@ -12,10 +12,10 @@ import time
 import psutil
 import pytest
 
-from gpulab.machine.owners import kernel_id, process_owner
+from gpulab.server.owners import kernel_id, process_owner
 from gpulab.machine.simulated import SimulatedGpuReader
-from gpulab.monitoring.room import ServerView, bar, render_html, render_text
-from gpulab.monitoring.watch import WATCH_THREAD_NAME, ServerWatch, read_server, watch_terminal
+from gpulab.server.render import ServerView, bar, render_html, render_text
+from gpulab.server.watch import WATCH_THREAD_NAME, ServerWatch, read_server, watch_terminal
 from gpulab.placement.reservation import reserve_gpus
 
 W8 = SimulatedGpuReader("workshop-8")

@@ -14,7 +14,7 @@ from gpulab.placement import setter
 from gpulab.machine.cuda import CudaState, driver_in_maps
 from gpulab.placement.setter import CudaAlreadyStarted, patched_environ, set_visible_devices
 from gpulab.machine.simulated import PRESETS, SimulatedGpuReader, simulated_gpu
-from gpulab.placement.visible import _strtoul, format_visible_devices, parse_visible_devices, visible_map
+from gpulab.core.visible import _strtoul, format_visible_devices, parse_visible_devices, visible_map
 
 W8 = SimulatedGpuReader("workshop-8")
 W8_GPUS = [W8.info(i, processes=False) for i in range(W8.count())]

@@ -7,7 +7,7 @@ import sys
 import psutil
 import pytest
 
-from gpulab.parallel.footprint import GpuFootprint, context_footprint, run_until_ready
+from gpulab.dataparallel.footprint import GpuFootprint, context_footprint, run_until_ready
 from gpulab.testing import requires_gpus
 
 

@@ -20,9 +20,9 @@ from typing import Any, TextIO
 
 from ..core.readings import Unavailable
 from ..machine.nvml import GpuReader, default_reader
-from ..machine.owners import process_owner
+from .owners import process_owner
 from ..placement.lockfiles import reservation_holders
-from .room import ServerView, render_html, render_text
+from .render import ServerView, render_html, render_text
 
 __all__ = ["read_server", "watch_terminal", "ServerWatch", "watch_gpus", "WATCH_THREAD_NAME"]
 
@@ -140,6 +140,6 @@ class ServerWatch:
 
 def watch_gpus(reader: GpuReader | None = None, *, interval_s: float = 2.0, frames: int | None = None,
                directory: str | os.PathLike[str] | None = None) -> ServerWatch:
-    """``gpulab.monitoring.watch.watch_gpus()`` as a cell's last line: the server view, redrawn every ``interval_s``
+    """``gpulab.server.watch.watch_gpus()`` as a cell's last line: the server view, redrawn every ``interval_s``
     until ``.stop()``. ``python -m gpulab watch`` is the same in a terminal."""
     return ServerWatch(reader, interval_s=interval_s, frames=frames, directory=directory)

@@ -129,7 +129,7 @@ def context_footprint(variant: str = "article", device_ids: Sequence[int] | None
     if variant == "CUDA_VISIBLE_DEVICES":
         env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, ids))
     before = tuple(reader.sample(i).memory_used_bytes for i in range(n))
-    proc, ready = run_until_ready([sys.executable, "-m", "gpulab.parallel.footprint", variant,
+    proc, ready = run_until_ready([sys.executable, "-m", "gpulab.dataparallel.footprint", variant,
                                    ",".join(map(str, ids))], env=env, timeout_s=timeout_s)
     try:
         during = tuple(reader.sample(i).memory_used_bytes for i in range(n))

@@ -10,7 +10,7 @@ import pytest
 
 import gpulab
 from gpulab.machine.host import host_info
-from gpulab.machine.report import environment_report
+from gpulab.checkup.report import environment_report
 from gpulab.machine.simulated import SimulatedGpuReader
 
 
@@ -108,13 +108,13 @@ def test_simulated_usage_can_change_while_read():
 # everything built on get_device_properties). On this machine they find no GPU, so the context check above cannot
 # see them: record who calls them (each still runs for real).
 STARTERS_SCRIPT = """
-import torch, gpulab.machine.report
+import torch, gpulab.checkup.report
 called = []
 for name in ("is_available", "get_device_capability", "get_device_properties", "current_device", "mem_get_info",
              "init", "_lazy_init"):
     real = getattr(torch.cuda, name)
     setattr(torch.cuda, name, lambda *a, _real=real, _name=name, **k: called.append(_name) or _real(*a, **k))
-r = gpulab.machine.report.environment_report()
+r = gpulab.checkup.report.environment_report()
 str(r); r._repr_html_()
 print(r.torch.cudnn)
 print(sorted(set(called)))
