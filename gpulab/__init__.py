@@ -1,18 +1,23 @@
 """gpulab: helpers for the notebook chapters that teach putting PyTorch work on GPUs.
 
 The top level holds the verbs a learner types in the chapters, grouped by chapter; everything else is reached at its
-subpackage, whose names read as the course's contents:
+subpackage, whose names read as the course's contents (floor by floor: each imports only from the floors above it
+in this list, ``tests/test_layers.py``):
 
-    gpulab.core        units, tables, settings, readings (pure)
-    gpulab.machine     NVML reader, described (simulated) GPUs, inventory, host, software, CUDA state, the report
-    gpulab.placement   CUDA_VISIBLE_DEVICES, the guarded setter, explain, selection, reservations, the picker
-    gpulab.measure     timing, transfers, the CPU/GPU crossover, memory sizing
-    gpulab.monitoring  the live monitor
-    gpulab.workload    the digits data, models and training loop the chapters share
-    gpulab.parallel    ranks from a notebook cell (the launcher), DDP speed
-    gpulab.lightning   Lightning's old Trainer flags translated, the monitor callback, the fork/OpenMP check
-    gpulab.notebook    the %%gpu magic and the shell demo
-    gpulab.exercises   the checkers behind each chapter's exercises (gpulab.check)
+    gpulab.core          units, tables, settings, readings, CUDA_VISIBLE_DEVICES's grammar (pure)
+    gpulab.machine       NVML reader, described (simulated) GPUs, which machine a learner meant, inventory, host,
+                         software, CUDA state
+    gpulab.workload      the digits data, models and training loop the chapters share
+    gpulab.measure       timing, transfers, the CPU/GPU crossover, memory sizing
+    gpulab.placement     the guarded setter, explain, selection, reservations, the picker
+    gpulab.monitoring    the live monitor
+    gpulab.launch        ranks from a notebook cell (the launcher, %%ranks), DDP speed
+    gpulab.dataparallel  DataParallel by hand, its gradients, throughput and GPU footprint
+    gpulab.checkup       the environment report and its checklist
+    gpulab.server        the whole server's GPUs and who holds them (the watch view)
+    gpulab.lightning     Lightning's old Trainer flags translated, the monitor callback, the fork/OpenMP check
+    gpulab.notebook      the %%gpu magic and the shell demo
+    gpulab.exercises     the checkers behind each chapter's exercises (gpulab.check)
 
 Names are imported on first use (module ``__getattr__``), so ``import gpulab`` loads neither torch, ipywidgets,
 IPython nor matplotlib — a worker process that imports it pays for nothing it does not use — and initialises neither
@@ -33,7 +38,7 @@ _EXPORTS: dict[str, str] = {
     "load_ipython_extension": "notebook.magics",
     # 00 setup: what hardware is here
     "environment_report": "checkup.report", "devices": "machine.inventory",
-    "best_device": "machine.cuda", "cuda_gpu_count": "machine.cuda", "gpu_requirement": "machine.cuda",
+    "best_device": "machine.cuda", "cuda_gpu_count": "machine.cuda", "too_few_gpus": "machine.cuda",
     "cuda_state": "machine.cuda", "default_reader": "machine.nvml", "SimulatedGpuReader": "machine.simulated",
     # 01 CPU <-> GPU transfer
     "benchmark": "measure.timing", "synchronize": "measure.timing",
@@ -50,7 +55,7 @@ _EXPORTS: dict[str, str] = {
     # 05 live monitor
     "monitor": "monitoring.monitor",
     # 06 Lightning's device flags, then and now
-    "translate_trainer": "lightning.flags", "trainer_kwargs": "lightning.runtime", "MonitorCallback": "lightning.runtime",
+    "translate_trainer": "lightning.flags", "trainer_kwargs": "lightning.trainer_args", "MonitorCallback": "lightning.callback",
     "fork_check": "lightning.forkcheck", "autotune_comparison": "measure.autotune",
     # the exercises at the end of every chapter
     "check": "exercises.check",

@@ -10,7 +10,7 @@ import threading
 
 import pytest
 
-from .machine.cuda import gpu_requirement
+from .machine.cuda import too_few_gpus
 
 __all__ = ["FakeClock", "requires_gpus"]
 
@@ -37,5 +37,5 @@ class FakeClock:
 
 def requires_gpus(n: int = 1) -> pytest.MarkDecorator:
     """``@requires_gpus(2)``: skip with the reason unless n CUDA GPUs are usable. Use with the gpu/multigpu marker."""
-    reason = gpu_requirement(n)
+    reason = too_few_gpus(n)
     return pytest.mark.skipif(reason is not None, reason=f"this test {reason}")

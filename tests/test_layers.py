@@ -1,8 +1,10 @@
-"""The package's layers point one way, checked from the source (every import, at any depth in a module).
+"""The package's floors and layers point one way, checked from the source (every import, at any depth in a module).
 
+Subpackages stand on floors (``FLOORS``): a module imports only its own subpackage and subpackages on lower floors,
+so no two subpackages import each other and no import runs back up a floor. Across modules, layers point one way too:
 pure (imports nothing heavy, and of gpulab only other pure modules) <- probes (the machine, processes) <- views.
-A probe never imports a view; exactly one module talks to NVML, one imports ipywidgets for each view, one imports
-Lightning. Subpackages are named by topic; these lists say which layer each module is in.
+A probe never imports a view; exactly one module talks to NVML, one imports ipywidgets for each view, and Lightning is
+imported only by the three Lightning modules whose job needs it. These lists say which layer each module is in.
 """
 from __future__ import annotations
 
@@ -12,13 +14,23 @@ from pathlib import Path
 import pytest
 
 PKG = Path(__file__).resolve().parents[1] / "gpulab"
+# floor 1 is the ground; a subpackage imports only from floors below its own
+FLOORS = {
+    "core": 1,  # units, readings, settings, CUDA_VISIBLE_DEVICES's grammar: pure
+    "machine": 2, "workload": 2,  # what this machine has (NVML, described GPUs, host, CUDA state); the chapters' data
+    "measure": 3, "placement": 3, "monitoring": 3, "launch": 3,  # timing; choosing GPUs; the live monitor; ranks
+    "dataparallel": 4, "checkup": 4, "server": 4, "lightning": 4, "notebook": 4,
+    "exercises": 5,  # checks every chapter's answers
+}
+TOP = ["__init__", "__main__", "testing"]  # the entry points above every floor
 PURE = ["core/units", "core/readings", "core/arguments", "core/tables", "core/settings", "core/visible",
         "placement/selection", "placement/explanation", "monitoring/history", "monitoring/limits", "monitoring/png",
         "monitoring/decimate", "monitoring/panels", "server/render",
         "lightning/call", "lightning/history", "lightning/draft", "lightning/devices", "lightning/strategy",
         "lightning/flags", "lightning/translation", "exercises/feedback", "exercises/check"]
 VIEWS = ["__main__", "checkup/report", "placement/picker", "monitoring/view", "monitoring/monitor", "monitoring/figure",
-         "monitoring/blit", "server/watch", "lightning/runtime"]
+         "monitoring/blit", "server/watch", "lightning/callback"]
+LIGHTNING = ["lightning/callback", "lightning/classifier", "lightning/fork_fit"]
 HEAVY = {"torch", "pynvml", "ipywidgets", "matplotlib", "psutil", "IPython", "lightning"}
 
 
@@ -74,10 +86,70 @@ def test_one_ipywidgets_importer_per_view():
     assert users == ["monitoring/view", "placement/picker", "server/watch"]
 
 
-def test_lightning_is_imported_in_one_module_at_most():
+def test_lightning_is_imported_only_where_a_module_needs_it_and_those_only_by_each_other():
     users = [_name(p) for p in _modules() if any(i.split(".")[0] in ("lightning", "pytorch_lightning")
                                                   for i in _imports(p))]
-    assert len(users) <= 1, users
+    assert users == LIGHTNING
+    importers = {_name(p) for p in _modules() if _gpulab_modules(_imports(p)) & set(LIGHTNING)}
+    assert importers <= {"__init__", *LIGHTNING}, "importing Lightning costs seconds: load it on first use only"
+
+
+def _subpackage(name: str) -> str | None:
+    return name.split("/")[0] if "/" in name else None
+
+
+def _edges() -> list[tuple[str, str]]:
+    """(importer, imported) for every gpulab module importing another (``gpulab.x`` as ``x/__init__``)."""
+    modules = {_name(p) for p in _modules()}
+    edges = []
+    for p in _modules():
+        for target in _gpulab_modules(_imports(p)):
+            target = target if target in modules else f"{target}/__init__"
+            if target in modules:
+                edges.append((_name(p), target))
+    return edges
+
+
+def floor_violations(edges: list[tuple[str, str]], floors: dict[str, int]) -> list[str]:
+    """Each import that leaves its subpackage for one on the same floor or a higher one (so: back up, or sideways
+    between two that might then import each other), or that lands in a subpackage with no floor."""
+    out = []
+    for importer, imported in edges:
+        a, b = _subpackage(importer), _subpackage(imported)
+        if a is None or b is None or a == b:
+            if a is not None and b is None and imported not in ("__init__",):
+                out.append(f"{importer} -> {imported}: the entry points stand above every floor")
+            continue
+        if a not in floors or b not in floors:
+            out.append(f"{importer} -> {imported}: give {a if a not in floors else b} a floor in FLOORS")
+        elif floors[b] >= floors[a]:
+            out.append(f"{importer} (floor {floors[a]}) -> {imported} (floor {floors[b]})")
+    return out
+
+
+def test_every_subpackage_has_a_floor():
+    assert {p.parent.name for p in PKG.glob("*/__init__.py")} == set(FLOORS)
+    assert sorted(_name(p) for p in PKG.glob("*.py")) == TOP
+
+
+def test_imports_only_run_down_the_floors():
+    assert floor_violations(_edges(), FLOORS) == []
+
+
+def test_the_floor_rule_catches_an_import_back_up_and_a_pair_that_import_each_other():
+    assert floor_violations([("machine/cuda", "placement/setter")], FLOORS) == [
+        "machine/cuda (floor 2) -> placement/setter (floor 3)"]
+    assert len(floor_violations([("measure/timing", "launch/launcher"), ("launch/launcher", "measure/timing")],
+                                FLOORS)) == 2
+    assert floor_violations([("core/units", "gpulab_new/x")], FLOORS) != []
+    assert floor_violations([("placement/picker", "machine/nvml"), ("placement/picker", "placement/setter")],
+                            FLOORS) == []
+
+
+def test_every_module_opens_with_a_line_saying_its_job():
+    missing = [_name(p) for p in _modules() if p.name != "__init__.py" or p.stat().st_size
+               if not (ast.get_docstring(ast.parse(p.read_text())) or "").strip()]
+    assert missing == []
 
 
 def test_no_utils_bucket_and_no_flat_modules_beyond_the_entry_points():

@@ -95,10 +95,10 @@ def test_a_gpu_cell_skipped_here_is_not_held_to_its_tag():
 
 
 def test_the_gpu_magic_starts_its_output_with_the_skip_line(capsys):
-    from gpulab.machine.cuda import gpu_requirement
+    from gpulab.machine.cuda import too_few_gpus
     from gpulab.notebook.magics import gpu_cell
 
-    if gpu_requirement(64) is None:
+    if too_few_gpus(64) is None:
         pytest.skip("this machine has 64 GPUs: the skip path cannot be shown here")
     gpu_cell("64", "raise RuntimeError('never runs')", shell=None)
     assert capsys.readouterr().out.startswith(GPU_SKIP_LINE)

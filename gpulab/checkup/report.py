@@ -17,7 +17,7 @@ from .chapters import Chapter, chapters
 from .diagnosis import Check, Facts, diagnose, headline
 from ..machine.host import shared_memory_bytes
 from ..machine.inventory import Inventory, devices
-from ..placement.setter import cuda_state
+from ..machine.cuda import cuda_state
 from ..placement.lockfiles import current_holders
 from ..machine.nvml import GpuReader
 from ..machine.resolve import as_reader

@@ -108,12 +108,12 @@ def context_footprint(variant: str = "article", device_ids: Sequence[int] | None
     ``device_ids`` are physical GPU indices, never 0 here (the point is to see whether GPU 0 is touched anyway);
     default: the last two GPUs (as the article's ``[2, 3]``), or ``[1]`` on a two-GPU machine.
     """
-    from ..machine.cuda import gpu_requirement
+    from ..machine.cuda import too_few_gpus
     from ..machine.nvml import default_reader
 
     if variant not in VARIANTS:
         raise ValueError(f"variant is one of {', '.join(map(repr, VARIANTS))}; got {variant!r}.")
-    reason = gpu_requirement(2)
+    reason = too_few_gpus(2)
     if reason is not None:
         raise RuntimeError(f"This measurement {reason}: it watches GPU 0 while other GPUs do the work. Read the "
                            f"chapter's text for what it shows on a machine with several GPUs.")

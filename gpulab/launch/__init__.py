@@ -1,5 +1,6 @@
-"""Running one model on several devices: DataParallel by hand, the notebook launcher, distributed helpers.
+"""Ranks from a notebook cell: ``gpulab.launch(train, nprocs=2)`` and ``%%ranks 2``, and whether DDP is faster here.
 
-``launcher.launch`` runs a notebook function on N ranks (``worker`` is what runs inside each, ``server`` where they
-come from, ``relay`` their output, ``failures`` their errors). Taught in ``notebooks/03_*`` and ``04_ddp.ipynb``.
+``launcher`` runs a notebook function on N ranks (``worker`` is what runs inside each, ``server`` where they come
+from, ``rank_output`` their output in the cell, ``failures`` their errors), ``cells`` does the same for a cell's code,
+``speed`` measures samples/s of one process against DDP on 1 and 2 ranks. Taught in ``notebooks/04_ddp.ipynb``.
 """

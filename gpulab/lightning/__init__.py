@@ -3,8 +3,9 @@
 ``call.py`` reads a ``Trainer(...)`` call as an article wrote it and writes one back; ``history.py`` holds what
 happened to each old flag and when (checked against Lightning's own sources and changelog); ``flags.py`` translates an
 old call into today's, with ``devices.py`` and ``strategy.py`` for those two choices and ``draft.py`` for the
-translation being built; ``translation.py`` is the result a learner reads. ``runtime.py`` is the one module that
-imports Lightning: the monitor callback, the step from a translation to real ``Trainer`` arguments and the child side
-of ``forkcheck.py``, which reproduces the ``ddp_fork`` hang after OpenMP in interpreters it can kill; ``relay.py``
-carries a forked rank 0's steps to the notebook's monitor. Taught in ``notebooks/06_lightning.ipynb``.
+translation being built; ``translation.py`` is the result a learner reads. ``trainer_args.py`` builds real
+``Trainer`` arguments from a translation. Three modules import Lightning: ``callback.py`` (the monitor callback),
+``classifier.py`` (the digits model as a LightningModule) and ``fork_fit.py`` (the child side of ``forkcheck.py``,
+which reproduces the ``ddp_fork`` hang after OpenMP in interpreters it can kill); ``step_relay.py`` carries a forked
+rank 0's steps to the notebook's monitor. Taught in ``notebooks/06_lightning.ipynb``.
 """

@@ -134,7 +134,7 @@ _KEEP = ("parent:", "rank ", "variant ", "All distributed processes registered",
 def _session(variants: list[ForkVariant], stall_s: float, start_s: float) -> list[ForkRun]:
     """Run ``variants`` in order in one interpreter until one hangs; the rest are left to the caller."""
     plan = [(v.work_threads, v.omp_num_threads, v.fit_threads) for v in variants]
-    code = f"from gpulab.lightning.runtime import fork_fit_check; fork_fit_check({plan!r})"
+    code = f"from gpulab.lightning.fork_fit import fork_fit_check; fork_fit_check({plan!r})"
     env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
     env["PYTHONPATH"] = os.pathsep.join([str(_ROOT), *filter(None, [env.get("PYTHONPATH")])])
     # A hung session is killed, so nothing it made in the temporary folder is cleaned up by itself: give it its own.

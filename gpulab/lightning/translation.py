@@ -4,7 +4,7 @@
 call) and renders as HTML in a notebook. ``for_cpu()`` gives the same call for a machine without GPUs (the same number
 of processes on CPU cores), which is how the chapter runs every translation for real on a laptop. Pure: the values
 that need Lightning (``find_usable_cuda_devices(2)``, ``DeviceStatsMonitor()``) are ``Code`` until
-``gpulab.lightning.runtime.trainer_kwargs`` builds them. Taught in ``notebooks/06_lightning.ipynb``.
+``gpulab.lightning.trainer_args.trainer_kwargs`` builds them. Taught in ``notebooks/06_lightning.ipynb``.
 """
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["cuda_gpu_count", "gpu_requirement", "best_device", "CudaState", "cuda_state", "driver_in_maps"]
+__all__ = ["cuda_gpu_count", "too_few_gpus", "best_device", "CudaState", "cuda_state", "driver_in_maps"]
 
 
 def cuda_gpu_count() -> int:
@@ -36,13 +36,15 @@ def best_device():
     return torch.device("cuda" if cuda_gpu_count() > 0 else "cpu")
 
 
-def gpu_requirement(needed: int = 1) -> str | None:
-    """``None`` when this process has ``needed`` CUDA GPUs; otherwise the reason in one sentence."""
+def too_few_gpus(needed: int = 1) -> str | None:
+    """Why this process has fewer than ``needed`` CUDA GPUs, in one sentence; ``None`` when it has enough.
+
+    ``if reason := too_few_gpus(2): ...`` reads as it means. Taught in ``notebooks/01_cpu_gpu_transfer.ipynb``."""
     import torch
 
     from ..core.arguments import whole_number
 
-    needed = whole_number(needed, "needed", minimum=1, example="gpu_requirement(2) for two GPUs")
+    needed = whole_number(needed, "needed", minimum=1, example="too_few_gpus(2) for two GPUs")
 
     have = cuda_gpu_count()
     if have >= needed:

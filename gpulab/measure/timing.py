@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..machine.cuda import cuda_gpu_count, gpu_requirement
+from ..machine.cuda import cuda_gpu_count, too_few_gpus
 from ..core.arguments import function, no_argument_function, seconds, shown, text
 from ..core.tables import html_table, text_table
 from ..core.units import format_seconds
@@ -141,7 +141,7 @@ def resolve_device(device: DeviceLike) -> Any:
         raise ValueError("Nothing runs on the 'meta' device: it records shapes and dtypes without data, so there is "
                          "no work to time or copy. Use 'cpu' or 'cuda'.")
     if dev.type == "cuda":
-        reason = gpu_requirement(1)
+        reason = too_few_gpus(1)
         if reason is not None:
             raise RuntimeError(f"device {str(dev)!r} was asked for, but this process {reason}. "
                                f"Run this on a GPU machine, or pass device='cpu' to run the same code on the CPU.")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..machine.cuda import gpu_requirement
+from ..machine.cuda import too_few_gpus
 
 __all__ = ["load_ipython_extension", "gpu_cell"]
 
@@ -21,7 +21,7 @@ def gpu_cell(line: str, cell: str, shell: Any) -> None:
     arg = line.strip() or "1"
     if not arg.isdigit() or int(arg) < 1:
         raise ValueError(f"%%gpu takes the number of GPUs the cell needs, like `%%gpu 2`; got {line.strip()!r}.")
-    reason = gpu_requirement(int(arg))
+    reason = too_few_gpus(int(arg))
     if reason is not None:
         print(f"Skipped on this machine: this cell {reason}. On a machine with GPUs it runs; read its code and the "
               f"text around it for what it would show.")

@@ -7,7 +7,7 @@ import json
 import nbformat
 import pytest
 
-from gpulab.machine import report as report_module
+from gpulab.checkup import report as report_module
 from gpulab.checkup.chapters import chapters
 from gpulab.checkup.diagnosis import Facts, diagnose, headline, wheel_index_url
 from gpulab.machine.host import shared_memory_bytes

@@ -135,7 +135,8 @@ def test_the_report_calls_nothing_that_starts_cuda(simulate):
 
 def test_report_says_cuda_has_started_once_the_driver_is_loaded(monkeypatch):
     """is_available() loads libcuda without creating a context: the checklist must not say the variable can change."""
-    from gpulab.machine import cuda, report
+    from gpulab.checkup import report
+    from gpulab.machine import cuda
 
     monkeypatch.setattr(report, "cuda_state", lambda: cuda.CudaState(True, False, True))
     text = str(environment_report(SimulatedGpuReader("colab-T4")))

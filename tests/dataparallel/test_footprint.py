@@ -42,9 +42,9 @@ def test_the_table_points_at_a_gpu_that_gained_memory_outside_device_ids():
 
 
 def test_without_two_gpus_the_measurement_says_what_it_needs():
-    from gpulab.machine.cuda import gpu_requirement
+    from gpulab.machine.cuda import too_few_gpus
 
-    if gpu_requirement(2) is None:
+    if too_few_gpus(2) is None:
         pytest.skip("this machine has two GPUs: the measurement runs instead")
     with pytest.raises(RuntimeError, match=r"This measurement needs 2 CUDA GPU\(s\), but .* it watches GPU 0"):
         context_footprint()

@@ -133,7 +133,7 @@ def test_spawn_works_with_a_function_defined_in_the_main_module():
 def test_the_fork_server_imports_torch_once_and_stops_on_request():
     proc = start("""
     import psutil, torch
-    from gpulab.parallel import server
+    from gpulab.launch import server
     state = server.warm_up_launcher()
     print(state.pid is not None, state.fast, "torch" in state.preloaded)
     print(psutil.Process(state.pid).is_running())

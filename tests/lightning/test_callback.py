@@ -16,7 +16,8 @@ from lightning.pytorch.loggers import CSVLogger  # noqa: E402
 from torch.utils.data import DataLoader, TensorDataset  # noqa: E402
 
 from gpulab.lightning.step_relay import RELAY_THREAD_NAME  # noqa: E402
-from gpulab.lightning.runtime import DigitsClassifier, MonitorCallback  # noqa: E402
+from gpulab.lightning.callback import MonitorCallback  # noqa: E402
+from gpulab.lightning.classifier import DigitsClassifier  # noqa: E402
 from gpulab.monitoring import monitor  # noqa: E402
 from gpulab.monitoring.sampler import SAMPLER_THREAD_NAME  # noqa: E402
 from gpulab.workload import load_digits  # noqa: E402

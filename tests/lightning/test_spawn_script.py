@@ -14,7 +14,7 @@ pytest.importorskip("lightning")
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = """
 import lightning as L
-from gpulab.lightning.runtime import DigitsClassifier
+from gpulab.lightning.classifier import DigitsClassifier
 from gpulab.workload import load_digits
 
 trainer = L.Trainer(accelerator="cpu", devices=2, strategy="ddp_spawn", max_epochs=1, logger=False,

@@ -23,7 +23,7 @@ from lightning.pytorch.strategies import DDPStrategy, SingleDeviceStrategy, Stra
 from gpulab.lightning.call import Code, TranslationError  # noqa: E402
 from gpulab.lightning.flags import translate_trainer  # noqa: E402
 from gpulab.lightning.history import ACCELERATORS, PRECISIONS, STRATEGIES, TRAINER_PARAMETERS  # noqa: E402
-from gpulab.lightning.runtime import trainer_kwargs  # noqa: E402
+from gpulab.lightning.trainer_args import trainer_kwargs  # noqa: E402
 from gpulab.testing import requires_gpus  # noqa: E402
 from tests.lightning.rows import IDS, ROWS  # noqa: E402
 
@@ -137,7 +137,7 @@ import sys
 sys.ps1 = ">>> "  # what an interactive interpreter has; Lightning reads it when imported
 import lightning
 from gpulab.lightning.flags import translate_trainer
-from gpulab.lightning.runtime import trainer_kwargs
+from gpulab.lightning.trainer_args import trainer_kwargs
 quiet = dict(logger=False, enable_progress_bar=False, enable_model_summary=False, enable_checkpointing=False)
 for strategy in ("ddp", "ddp_spawn"):
     try:

@@ -59,8 +59,8 @@ WRONG = [
                                                                       r"False"),
     (lambda: gpulab.environment_report(object()), TypeError, r"reader=<object object at .*> is a object, not a "
                                                              r"machine to read"),
-    (lambda: gpulab.gpu_requirement("2"), TypeError, r"needed='2' is a str; needed takes a whole number ≥ 1"),
-    (lambda: gpulab.gpu_requirement(0), ValueError, r"needed=0: needed must be a whole number ≥ 1"),
+    (lambda: gpulab.too_few_gpus("2"), TypeError, r"needed='2' is a str; needed takes a whole number ≥ 1"),
+    (lambda: gpulab.too_few_gpus(0), ValueError, r"needed=0: needed must be a whole number ≥ 1"),
 ]
 
 
@@ -153,7 +153,7 @@ def test_a_random_description_is_refused_at_load_or_read_without_a_crash(gpus):
 @given(JUNK, JUNK)
 def test_junk_where_a_machine_goes_is_refused_with_our_message(a, b):
     for call in (lambda: SimulatedGpuReader(a), lambda: as_reader(a), lambda: gpulab.devices(a, processes=b),
-                 lambda: gpulab.gpu_requirement(a)):
+                 lambda: gpulab.too_few_gpus(a)):
         try:
             call()
         except Exception as exc:

@@ -5,9 +5,9 @@ import pytest
 
 
 def test_gpu_magic_skips_with_the_reason_on_a_machine_without_gpus(shell, capsys):
-    from gpulab.machine.cuda import gpu_requirement
+    from gpulab.machine.cuda import too_few_gpus
 
-    if gpu_requirement(2) is None:
+    if too_few_gpus(2) is None:
         pytest.skip("this machine has 2 GPUs: the skip path cannot be shown here")
     shell.run_cell("%%gpu 2\nran = True")
     assert "Skipped on this machine: this cell needs 2 CUDA GPU(s)" in capsys.readouterr().out
@@ -30,11 +30,11 @@ def test_gpu_magic_runs_the_cell_where_a_gpu_exists(shell):
                                           ("-1", "CUDA_VISIBLE_DEVICES='-1' lets this process see no GPU")])
 def test_a_gpu_cell_skipped_because_the_variable_hides_every_gpu_says_so(monkeypatch, value, words):
     # on a GPU server a learner who set CUDA_VISIBLE_DEVICES= must not read "no usable CUDA GPU on this machine"
-    from gpulab.machine.cuda import gpu_requirement
+    from gpulab.machine.cuda import too_few_gpus
 
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", value)
     import torch
 
     if torch.version.cuda is None:
         pytest.skip("a CPU-only torch build is the reason on this machine")
-    assert words in gpu_requirement(1)
+    assert words in too_few_gpus(1)

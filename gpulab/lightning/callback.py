@@ -1,72 +1,22 @@
-"""The one gpulab module that imports Lightning: real Trainer arguments from a translation, the monitor callback, and
-the chapters' digits model as a LightningModule.
+"""gpulab's live monitor inside a Lightning fit: ``Trainer(callbacks=[MonitorCallback()])`` (imports Lightning).
 
-Importing it costs what importing Lightning costs (several seconds on a cold cache), so nothing else in gpulab imports
-it; ``gpulab.MonitorCallback`` and ``gpulab.trainer_kwargs`` load it on first use.
-Taught in ``notebooks/06_lightning.ipynb``.
+Importing it costs what importing Lightning costs (several seconds on a cold cache), so only ``gpulab.MonitorCallback``
+loads it, on first use. Taught in ``notebooks/06_lightning.ipynb``.
 """
 from __future__ import annotations
 
-import importlib
 import os
 import sys
-import time
 import warnings
 from typing import Any
 
 import lightning
-import torch
 from lightning.pytorch.utilities.data import extract_batch_size
 
 from ..monitoring.monitor import Monitor
-from ..workload.models import mlp
-from .call import Code, TranslationError
 from .step_relay import StepRelay
-from .translation import Translation
 
-__all__ = ["trainer_kwargs", "MonitorCallback", "DigitsClassifier"]
-
-
-def _build(value: object) -> object:
-    if isinstance(value, list):
-        return [_build(v) for v in value]
-    if not isinstance(value, Code):
-        return value
-    if value.target is None:
-        raise TranslationError(f"{value.text} is code from the article, not a value gpulab can build: make it "
-                               "yourself and pass it in, e.g. trainer_kwargs(t, callbacks=[...]).")
-    module, name, args = value.target
-    return getattr(importlib.import_module(module), name)(*args)
-
-
-def trainer_kwargs(translation: Translation, **overrides: Any) -> dict[str, Any]:
-    """``Trainer(**trainer_kwargs(t))``: the translation's arguments with ``find_usable_cuda_devices(2)``,
-    ``DeviceStatsMonitor()`` and the like built for real (here, in this process), then ``overrides`` applied."""
-    if not isinstance(translation, Translation):
-        raise TypeError(f"trainer_kwargs takes what translate_trainer(...) returned, not {type(translation).__name__}.")
-    return {k: _build(v) for k, v in translation.kwargs.items()} | overrides
-
-
-class DigitsClassifier(lightning.LightningModule):
-    """The article's ``SimpleModel`` shape (forward, training_step, Adam at 1e-3) around the chapters' digits MLP:
-    cross-entropy on the labels where the article fitted random targets with MSE."""
-
-    def __init__(self, hidden: int = 1024, lr: float = 1e-3) -> None:
-        super().__init__()
-        self.net = mlp(hidden=hidden)
-        self.lr = lr
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.net(x)
-
-    def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
-        x, y = batch
-        loss = torch.nn.functional.cross_entropy(self(x), y)
-        self.log("train_loss", loss, prog_bar=False)
-        return loss
-
-    def configure_optimizers(self) -> torch.optim.Optimizer:
-        return torch.optim.Adam(self.parameters(), lr=self.lr)
+__all__ = ["MonitorCallback"]
 
 
 def _forked_from_a_notebook(owner_pid: int) -> bool:
@@ -177,59 +127,3 @@ class MonitorCallback(lightning.Callback):
             if relay is not None and not relay.finish():
                 warnings.warn("MonitorCallback: the notebook's monitor did not confirm the last steps (it had "
                               "stopped?); they are missing from its figure.", stacklevel=2)
-
-
-def _say(line: str) -> None:
-    """One whole line to stdout in one write: ranks share the pipe, and print() may split a line in two writes."""
-    sys.stdout.flush()
-    os.write(sys.stdout.fileno(), (line + "\n").encode())
-
-
-class _PrintProgress(lightning.Callback):
-    """Each rank says when it starts (with its thread count), after its first step, and when it ends."""
-
-    def setup(self, trainer: lightning.Trainer, pl_module: lightning.LightningModule, stage: str) -> None:
-        _say(f"rank {trainer.global_rank}: started, {torch.get_num_threads()} thread(s)")
-
-    def on_train_batch_end(self, trainer: lightning.Trainer, pl_module: lightning.LightningModule, outputs: Any,
-                           batch: Any, batch_idx: int) -> None:
-        if batch_idx == 0 and trainer.current_epoch == 0:
-            _say(f"rank {trainer.global_rank}: first step done")
-
-    def teardown(self, trainer: lightning.Trainer, pl_module: lightning.LightningModule, stage: str) -> None:
-        _say(f"rank {trainer.global_rank}: finished")
-
-
-def fork_fit_check(variants: list[tuple[int, int | None, int]], devices: int = 2, samples: int = 256) -> None:
-    """The child side of ``gpulab.lightning.forkcheck``, run in a fresh interpreter. Data and models are prepared on
-    one thread (no OpenMP pool yet); then, per (work threads, OMP_NUM_THREADS, fit threads) variant: CPU work as a
-    notebook does on that many threads, and a ``ddp_fork`` fit on ``devices`` CPU processes that says how far each
-    rank gets."""
-    from torch.utils.data import DataLoader, TensorDataset
-
-    from ..workload.digits import load_digits
-
-    torch.set_num_threads(1)
-    x, y = load_digits().train.tensors
-    loader = DataLoader(TensorDataset(x[:samples], y[:samples]), batch_size=32)
-    models = [DigitsClassifier(hidden=256) for _ in variants]
-    pool_started = False
-    _say("parent: ready")
-    for k, ((work_threads, omp, fit_threads), model) in enumerate(zip(variants, models)):
-        torch.set_num_threads(work_threads)
-        a = torch.randn(400, 400)
-        (a @ a).sum()  # the notebook's CPU work: on two or more threads it starts OpenMP's thread pool here
-        pool_started = pool_started or work_threads > 1
-        if omp is None:
-            os.environ.pop("OMP_NUM_THREADS", None)
-        else:
-            os.environ["OMP_NUM_THREADS"] = str(omp)
-        torch.set_num_threads(fit_threads)
-        _say(f"variant {k}: begin")
-        _say(f"parent: OpenMP pool started before the fork: {'yes' if pool_started else 'no'}")
-        start = time.perf_counter()
-        trainer = lightning.Trainer(accelerator="cpu", devices=devices, strategy="ddp_fork", max_epochs=1,
-                                    callbacks=[_PrintProgress()], logger=False, enable_checkpointing=False,
-                                    enable_progress_bar=False, enable_model_summary=False)
-        trainer.fit(model, loader)
-        _say(f"variant {k}: finished in {time.perf_counter() - start:.2f} s")
