@@ -100,8 +100,8 @@ def median_ms(f, n: int) -> float:
     return statistics.median(costs) * 1e3
 
 
-def frame_stages(n: int, reader=None, machine: str = "this machine") -> None:
-    with monitor("render cost", show=False, reader=reader) as mon:
+def frame_stages(n: int, reader=None, label: str = "this machine") -> None:
+    with monitor("render cost", show=False, machine=reader) as mon:
         for epoch, seconds in enumerate((gpulab.full_or_fast(3.0, 1.0), gpulab.full_or_fast(1.0, 0.4))):
             mon.mark(f"epoch {epoch}")
             end = time.perf_counter() + seconds
@@ -126,7 +126,7 @@ def frame_stages(n: int, reader=None, machine: str = "this machine") -> None:
 
     kept, laid_out = (median_ms(lambda: full_draw(new), n) for new in (False, True))
     frame = update + blit + ours
-    print(f"4. CPU time per live frame on {machine}, by stage (median of {n}; {pixels.shape[1]}×{pixels.shape[0]} px):")
+    print(f"4. CPU time per live frame on {label}, by stage (median of {n}; {pixels.shape[1]}×{pixels.shape[0]} px):")
     print(f"   update lines and stepped limits        {update:6.1f} ms")
     print(f"   blit: cached background + lines, marks {blit:6.1f} ms")
     print(f"   encode PNG (unfiltered, zlib level 1)  {ours:6.1f} ms   (Pillow as print_png uses it: {pillow:.1f} ms)")

@@ -24,7 +24,7 @@ from gpulab.monitoring.png import encode_png  # noqa: E402
 
 def frame() -> np.ndarray:
     """A real monitor figure (two described GPUs, host and speed panels) rendered to RGBA."""
-    with Monitor("png", reader=SimulatedGpuReader("kaggle-2xT4"), show=False) as mon:
+    with Monitor("png", machine=SimulatedGpuReader("kaggle-2xT4"), show=False) as mon:
         for _ in range(50):
             mon.step(samples=32)
             time.sleep(0.02)

@@ -60,7 +60,7 @@ NO_CUDA_SCRIPT = """
     picker = gpulab.GpuPicker(reservations=tempfile.mkdtemp()); str(picker)
     if inv.gpus:
         gpulab.choose_gpus(1, inv.gpus, Policy(1.0, 100, True))
-        gpulab.reserve_gpus(1, policy=Policy(1.0, 100, True), directory=tempfile.mkdtemp()).release()
+        gpulab.reserve_gpus(1, policy=Policy(1.0, 100, True), reservations=tempfile.mkdtemp()).release()
     s = Sampler(interval_s=0.05); s.start(); time.sleep(0.3); s.stop()
     with gpulab.monitor(show=False) as mon:
         mon.step(samples=1)

@@ -21,6 +21,7 @@ from ..machine.cuda import cuda_state
 from ..placement.lockfiles import current_holders
 from ..machine.nvml import GpuReader
 from ..machine.resolve import as_reader
+from ..core.renamed import renamed_keywords
 from ..machine.software import PACKAGES, TorchFacts, detect_platform, package_version, torch_facts
 from ..core.tables import html_table, text_table
 from ..core.visible import VisibleMap, visible_map
@@ -100,11 +101,12 @@ def _indent(text: str) -> str:
     return "\n".join("  " + line for line in text.splitlines())
 
 
-def environment_report(reader: GpuReader | str | None = None, *, torch: TorchFacts | None = None) -> EnvReport:
-    """Collect the report. ``reader`` defaults to NVML (or the described GPUs named by ``GPULAB_SIMULATE_GPUS``); a
+@renamed_keywords(reader="machine")
+def environment_report(machine: GpuReader | str | None = None, *, torch: TorchFacts | None = None) -> EnvReport:
+    """Collect the report. ``machine`` defaults to NVML (or the described GPUs named by ``GPULAB_SIMULATE_GPUS``); a
     preset name (``"workshop-8"``) reports on that described machine, labelled SIMULATED. ``torch`` defaults to this
     PyTorch's facts — pass described ones to see what the report says about another install."""
-    reader = as_reader(reader)
+    reader = as_reader(machine)
     inv = devices(reader)
     t = torch if torch is not None else torch_facts()
     pk = {name: package_version(name) for name in PACKAGES}

@@ -13,9 +13,10 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ..core.arguments import environment, gpu_list, shown, whole_number
-from ..core.readings import GpuInfo
-from ..core.tables import Table, TableView
+from .arguments import environment, gpu_list, shown, whole_number
+from .readings import GpuInfo
+from .renamed import renamed_keywords
+from .tables import Table, TableView
 
 __all__ = ["VisibleSpec", "LogicalDevice", "VisibleMap", "parse_visible_devices", "visible_map", "format_visible_devices"]
 
@@ -260,14 +261,15 @@ def _cuda_order(gpus: Sequence[GpuInfo], order: str, notes: list[str]) -> list[G
     return ordered
 
 
-def visible_map(gpus: Sequence[GpuInfo], env: Mapping[str, str] | None = None) -> VisibleMap:
+@renamed_keywords(gpus="machine")
+def visible_map(machine: Sequence[GpuInfo], env: Mapping[str, str] | None = None) -> VisibleMap:
     """Map each ``cuda:k`` to a physical GPU for a process started with ``env`` (default: this process's environment).
 
-    ``gpus`` are NVML's physical GPUs (``devices()`` or its ``.gpus``, or a ``SimulatedGpuReader``). Integer entries
+    ``machine``: NVML's physical GPUs (``devices()`` or its ``.gpus``, or a ``SimulatedGpuReader``). Integer entries
     count in CUDA's order, UUID entries match by unique prefix; both stop at the first entry that names no GPU, as CUDA
     does. A map of described GPUs says SIMULATED.
     """
-    gpus = gpu_list(gpus, "gpus")
+    gpus = gpu_list(machine, "machine")
     env = os.environ if env is None else environment(env)
     raw = env.get("CUDA_VISIBLE_DEVICES")
     order = env.get("CUDA_DEVICE_ORDER", "FASTEST_FIRST")

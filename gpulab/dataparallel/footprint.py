@@ -101,15 +101,16 @@ def run_until_ready(argv: Sequence[str], *, env: dict[str, str] | None = None,
         raise
 
 
-def context_footprint(variant: str = "article", device_ids: Sequence[int] | None = None, *, reader: Any = None,
+def context_footprint(variant: str = "article", device_ids: Sequence[int] | None = None, *, machine: Any = None,
                       timeout_s: float = 120.0) -> GpuFootprint:
     """Run one DataParallel step as ``variant`` does it, in a new process, and measure every GPU's memory meanwhile.
 
     ``device_ids`` are physical GPU indices, never 0 here (the point is to see whether GPU 0 is touched anyway);
-    default: the last two GPUs (as the article's ``[2, 3]``), or ``[1]`` on a two-GPU machine.
+    default: the last two GPUs (as the article's ``[2, 3]``), or ``[1]`` on a two-GPU machine. ``machine``: whose
+    memory is read (default this one, through NVML).
     """
     from ..machine.cuda import too_few_gpus
-    from ..machine.nvml import default_reader
+    from ..machine.resolve import as_reader
 
     if variant not in VARIANTS:
         raise ValueError(f"variant is one of {', '.join(map(repr, VARIANTS))}; got {variant!r}.")
@@ -117,7 +118,7 @@ def context_footprint(variant: str = "article", device_ids: Sequence[int] | None
     if reason is not None:
         raise RuntimeError(f"This measurement {reason}: it watches GPU 0 while other GPUs do the work. Read the "
                            f"chapter's text for what it shows on a machine with several GPUs.")
-    reader = reader if reader is not None else default_reader()
+    reader = as_reader(machine)
     n = reader.count()
     ids = list(device_ids) if device_ids is not None else ([n - 2, n - 1] if n >= 3 else [1])
     if not ids or any(isinstance(i, bool) or not isinstance(i, int) or not 0 < i < n for i in ids):

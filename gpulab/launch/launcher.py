@@ -52,7 +52,7 @@ _last: LaunchStats | None = None
 
 @dataclass(frozen=True)
 class LaunchStats:
-    """What the last launch did and how long it took (``gpulab.parallel.last_launch()``)."""
+    """What the last launch did and how long it took (``gpulab.launch.launcher.last_launch()``)."""
 
     nprocs: int
     backend: str | None

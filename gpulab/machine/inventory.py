@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .host import HostInfo, host_info
+from ..core.renamed import renamed_keywords
 from .nvml import GpuReader
 from .resolve import as_reader
 from ..core.arguments import flag
@@ -117,14 +118,15 @@ class Inventory:
         return self.html()
 
 
-def devices(reader: GpuReader | str | None = None, *, processes: bool = True) -> Inventory:
+@renamed_keywords(reader="machine")
+def devices(machine: GpuReader | str | None = None, *, processes: bool = True) -> Inventory:
     """List the physical GPUs and the CPU side, without creating a CUDA context (NVML only).
 
-    ``reader``: this machine by default; a preset name (``"workshop-8"``) or a ``SimulatedGpuReader`` for a described
+    ``machine``: this machine by default; a preset name (``"workshop-8"``) or a ``SimulatedGpuReader`` for a described
     one, labelled SIMULATED. ``nvidia-smi`` equivalent: ``nvidia-smi -q``. ``processes=False`` skips the per-GPU
     process list, which is slow (milliseconds per GPU) and holds a driver lock.
     """
-    reader = as_reader(reader)
+    reader = as_reader(machine)
     flag(processes, "processes")
     gpus = tuple(reader.info(i, processes=processes) for i in range(reader.count()))
     return Inventory(gpus, host_info(), reader.driver_version(), reader.cuda_driver_version(), reader.error,

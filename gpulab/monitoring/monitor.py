@@ -11,7 +11,6 @@ Taught in ``notebooks/05_live_monitor.ipynb``; used by chapters 00–02.
 from __future__ import annotations
 
 import csv
-import inspect
 import math
 import operator
 import os
@@ -27,9 +26,10 @@ import numpy as np
 from ..core.arguments import shown
 from ..machine.nvml import GpuReader
 from ..core.readings import Unavailable
+from ..core.renamed import renamed_keywords
 from ..core.settings import env_flag
 from .history import History
-from .options import checked_options, refuse_unknown
+from .options import checked_options
 from .sampler import Progress, Sampler
 from .summary import MonitorSummary, PeakMemory
 
@@ -82,12 +82,13 @@ class _Watched:
 class Monitor:
     """A monitored stretch of code. Use ``gpulab.monitor(...)`` as a context manager; one Monitor records one run."""
 
-    def __init__(self, title: str = "", *, reader: GpuReader | None = None, gpus: Sequence[int] | None = None,
+    @renamed_keywords(reader="machine")
+    def __init__(self, title: str = "", *, machine: GpuReader | str | None = None, gpus: Sequence[int] | None = None,
                  interval_s: float = 0.2, process_interval_s: float = 2.0, render_interval_s: float = 1.0,
                  capacity: int = 36_000, live: bool | str = "auto", show: bool = True,
                  clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], Any] | None = None) -> None:
         reader, gpus, interval_s, process_interval_s, render_interval_s = checked_options(
-            title=title, reader=reader, gpus=gpus, interval_s=interval_s, process_interval_s=process_interval_s,
+            title=title, reader=machine, gpus=gpus, interval_s=interval_s, process_interval_s=process_interval_s,
             render_interval_s=render_interval_s, capacity=capacity, show=show, clock=clock, sleep=sleep)
         if live not in (True, False, "auto"):
             raise ValueError(f"live= takes True, False or 'auto' (live only in JupyterLab); got {shown(live)}.")
@@ -316,13 +317,19 @@ class Monitor:
         display(summary)
 
 
-def monitor(title: str = "", **options: Any) -> Monitor:
+@renamed_keywords(reader="machine")
+def monitor(title: str = "", *, machine: GpuReader | str | None = None, gpus: Sequence[int] | None = None,
+            interval_s: float = 0.2, process_interval_s: float = 2.0, render_interval_s: float = 1.0,
+            capacity: int = 36_000, live: bool | str = "auto", show: bool = True,
+            clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], Any] | None = None) -> Monitor:
     """``with gpulab.monitor("training") as mon:`` — watch memory, utilisation and speed while the block runs.
 
-    Options (all keyword): ``reader`` (a GpuReader; default NVML), ``gpus`` (physical indices to watch),
-    ``interval_s`` (0.2 = 5 Hz), ``live`` (True / False / "auto": live in JupyterLab when ``show``), ``show``
-    (leave figure + summary at the end).
-    Taught in ``notebooks/05_live_monitor.ipynb``.
+    ``machine``: this one (NVML) by default, or a preset name / reader for a described one; ``gpus``: physical
+    indices to watch (default all); ``interval_s``: between readings (0.2 = 5 Hz), ``process_interval_s`` between
+    process lists, ``render_interval_s`` between redraws; ``capacity``: readings kept; ``live``: True / False /
+    "auto" (live in JupyterLab when ``show``); ``show``: leave figure + summary at the end; ``clock``/``sleep``: the
+    time source (tests pass a fake). Taught in ``notebooks/05_live_monitor.ipynb``.
     """
-    refuse_unknown(options, [n for n in inspect.signature(Monitor).parameters if n != "title"])
-    return Monitor(title, **options)
+    return Monitor(title, machine=machine, gpus=gpus, interval_s=interval_s, process_interval_s=process_interval_s,
+                   render_interval_s=render_interval_s, capacity=capacity, live=live, show=show, clock=clock,
+                   sleep=sleep)

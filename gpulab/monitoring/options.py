@@ -5,26 +5,15 @@ figure is drawn. Taught in ``notebooks/05_live_monitor.ipynb``.
 """
 from __future__ import annotations
 
-import difflib
-from collections.abc import Iterable
 from typing import Any
 
 from ..core.arguments import flag, function, index_list, seconds, shown, whole_number
 from ..machine.resolve import as_reader
 
-__all__ = ["checked_options", "refuse_unknown", "MAX_CAPACITY"]
+__all__ = ["checked_options", "MAX_CAPACITY"]
 
 MAX_CAPACITY = 250_000  # readings kept in memory: over 13 hours at 5 a second
 MIN_INTERVAL_S = 0.01
-
-
-def refuse_unknown(options: Iterable[str], known: list[str]) -> None:
-    """``TypeError`` naming the first option ``monitor()`` does not have, and the closest one it has."""
-    unknown = [k for k in options if k not in known]
-    if unknown:
-        close = difflib.get_close_matches(unknown[0], known, n=1)
-        raise TypeError(f"monitor() has no option {unknown[0]!r}" + (f"; did you mean {close[0]}=?" if close else ".")
-                        + f" Its options are {', '.join(known)}.")
 
 
 def checked_options(*, title: Any, reader: Any, gpus: Any, interval_s: Any, process_interval_s: Any,

@@ -20,6 +20,7 @@ from ..core.arguments import shown
 from ..core.readings import GpuInfo
 from ..machine.nvml import GpuReader
 from ..machine.resolve import machine_gpus
+from ..core.renamed import renamed_keywords
 from .explanation import Explanation, Step
 from ..core.visible import LogicalDevice, VisibleMap, visible_map
 
@@ -308,11 +309,12 @@ def _cuda_index(dev: Any) -> int:
     return _get_device_index(d)
 
 
-def explain(code: str, gpus: Sequence[GpuInfo] | GpuReader | str | None = None,
+@renamed_keywords(gpus="machine")
+def explain(code: str, machine: Sequence[GpuInfo] | GpuReader | str | None = None,
             env: Mapping[str, str] | None = None) -> Explanation:
     """Say where each statement of ``code`` would put its work on this (or a described) machine, and why.
 
-    ``gpus``: a preset name (``"workshop-8"``), a ``GpuReader`` (e.g. ``SimulatedGpuReader("workshop-8")``), or GPUs
+    ``machine``: a preset name (``"workshop-8"``), a ``GpuReader`` (e.g. ``SimulatedGpuReader("workshop-8")``), or GPUs
     already read (``gpulab.devices()``); default: this machine, read through NVML (no CUDA context). ``env``: the
     environment of the process that would run the code (default: this one), e.g. ``{"CUDA_VISIBLE_DEVICES":
     "2,3,4,5"}``. Execution stops at the first statement that raises. The answer is a prediction from PyTorch's
@@ -321,8 +323,8 @@ def explain(code: str, gpus: Sequence[GpuInfo] | GpuReader | str | None = None,
     if not isinstance(code, str):
         raise TypeError(f"explain() reads PyTorch code given as text, e.g. explain(\"model.cuda(1)\"); got a "
                         f"{type(code).__name__} {shown(code)}.")
-    machine = machine_gpus(gpus)
-    vmap = visible_map(machine, env)
+    gpus = machine_gpus(machine)
+    vmap = visible_map(gpus, env)
     source = textwrap.dedent(code).strip()
     try:
         tree = ast.parse(source)
@@ -336,10 +338,10 @@ def explain(code: str, gpus: Sequence[GpuInfo] | GpuReader | str | None = None,
         raise ValueError("explain() was given no statement to read (the code is empty or only comments). Give it the "
                          "lines to follow, e.g. explain(\"torch.cuda.set_device(1)\\nmodel.cuda()\", \"workshop-8\", "
                          "env={\"CUDA_VISIBLE_DEVICES\": \"2,3\"}).")
-    walker = _Walker(vmap, bool(machine))
+    walker = _Walker(vmap, bool(gpus))
     try:
         walker.run(tree.body)
     except RecursionError:
         raise ValueError(f"explain() cannot follow {shown(code)}: an expression is nested too deeply. Give it the "
                          "device calls one per line, e.g. model.cuda(1).") from None
-    return Explanation(vmap, tuple(walker.steps), gpu_count=len(machine))
+    return Explanation(vmap, tuple(walker.steps), gpu_count=len(gpus))

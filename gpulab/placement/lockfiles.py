@@ -27,7 +27,7 @@ _FILE_MODE = 0o666
 
 def named_dir(directory: str | os.PathLike[str] | None) -> Path:
     """The directory asked for, else ``$GPULAB_RESERVATIONS_DIR``, else the default."""
-    return Path(path_or_none(directory, "directory") or os.environ.get("GPULAB_RESERVATIONS_DIR") or DEFAULT_DIR)
+    return Path(path_or_none(directory, "reservations") or os.environ.get("GPULAB_RESERVATIONS_DIR") or DEFAULT_DIR)
 
 
 def reservations_dir(directory: str | os.PathLike[str] | None = None) -> Path:
@@ -38,12 +38,12 @@ def reservations_dir(directory: str | os.PathLike[str] | None = None) -> Path:
             raise ValueError("a directory name cannot hold a NUL character")
         blocker = next((q for q in (d, *d.parents) if q.exists() and not q.is_dir()), None)
     except (OSError, ValueError) as exc:  # a name too long for the file system, or with a NUL in it
-        raise ValueError(f"cannot use {shown(str(d))} as the reservations directory ({exc}). Point directory= (or "
+        raise ValueError(f"cannot use {shown(str(d))} as the reservations directory ({exc}). Point reservations= (or "
                          "GPULAB_RESERVATIONS_DIR) at a directory, or leave it out.") from None
     if blocker is not None:
         raise NotADirectoryError(
-            f"cannot keep GPU reservations in {d}: {blocker} is a file, not a directory. Point directory= (or "
-            f"GPULAB_RESERVATIONS_DIR) at a directory, e.g. directory=\"{DEFAULT_DIR}\", or leave it out.")
+            f"cannot keep GPU reservations in {d}: {blocker} is a file, not a directory. Point reservations= (or "
+            f"GPULAB_RESERVATIONS_DIR) at a directory, e.g. reservations=\"{DEFAULT_DIR}\", or leave it out.")
     try:
         d.mkdir(parents=True, exist_ok=True)
         st = d.stat()

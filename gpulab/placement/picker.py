@@ -20,6 +20,7 @@ from ..core.arguments import environment, index_list, path_or_none, shown, whole
 from ..machine.host import host_info
 from ..machine.nvml import GpuReader
 from ..machine.resolve import as_reader
+from ..core.renamed import renamed_keywords
 from ..core.readings import GpuInfo, Unavailable, is_known
 from .lockfiles import current_holders
 from .selection import NoFreeGpu, Policy, checked_policy, choose_gpus, rank_gpus
@@ -51,10 +52,11 @@ def parse_pick(text: str) -> tuple[int, ...] | int:
 class GpuPicker:
     """``GpuPicker()`` in a cell shows the widget; ``picker.selected``/``picker.value``/``picker.mapping`` read it."""
 
-    def __init__(self, reader: GpuReader | str | None = None, *, selected: Sequence[int] | str | None = None,
+    @renamed_keywords(reader="machine", directory="reservations")
+    def __init__(self, machine: GpuReader | str | None = None, *, selected: Sequence[int] | str | None = None,
                  policy: Policy | None = None, env: Mapping[str, str] | None = None,
                  reservations: str | None = None, this_kernel: bool | None = None) -> None:
-        self.reader = as_reader(reader)
+        self.reader = as_reader(machine)
         self.policy = checked_policy(policy)
         env = environment(env)
         if this_kernel is not None and not isinstance(this_kernel, bool):

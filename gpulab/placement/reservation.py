@@ -23,6 +23,7 @@ from .setter import set_visible_devices
 from ..core.arguments import function, seconds, whole_number
 from ..machine.nvml import GpuReader
 from ..machine.resolve import as_reader
+from ..core.renamed import renamed_keywords
 from ..core.readings import GpuInfo
 from .selection import Choice, NoFreeGpu, Policy, checked_policy, choose_gpus
 from ..core.visible import visible_map
@@ -107,20 +108,21 @@ class Reservation:
         return f"<p>{html.escape(self._head())}</p>" + self.choice._repr_html_()
 
 
-def reserve_gpus(n: int = 1, reader: GpuReader | None = None, policy: Policy | None = None, *,
-                 directory: str | os.PathLike[str] | None = None, wait_s: float = 0.0, poll_s: float = 1.0,
+@renamed_keywords(reader="machine", directory="reservations")
+def reserve_gpus(n: int = 1, machine: GpuReader | str | None = None, policy: Policy | None = None, *,
+                 reservations: str | os.PathLike[str] | None = None, wait_s: float = 0.0, poll_s: float = 1.0,
                  clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
                  ) -> Reservation:
     """Pick ``n`` free GPUs and hold them against every other process on this machine.
 
     Candidates are the GPUs this process may use (those ``CUDA_VISIBLE_DEVICES`` allows, if set), read through
-    ``reader`` (default: NVML, or ``GPULAB_SIMULATE_GPUS``); ``policy`` says what free means. GPUs reserved by others
+    ``machine`` (default: NVML, or ``GPULAB_SIMULATE_GPUS``; or a preset name such as ``"workshop-8"``); ``policy`` says what free means. GPUs reserved by others
     are passed over. With ``wait_s`` it retries every ``poll_s`` seconds until then; otherwise, or after that,
     ``NoFreeGpu`` says why each GPU was passed over. Nothing here creates a CUDA context.
     """
     flock_module()  # on Windows, refuse before touching any directory
     n = whole_number(n, "n", minimum=1, example="reserve_gpus(2) for two GPUs")
-    reader = as_reader(reader)
+    reader = as_reader(machine)
     policy = checked_policy(policy)
     wait_s = seconds(wait_s, "wait_s", example="60")
     poll_s = seconds(poll_s, "poll_s", allow_zero=False, example="1.0")
@@ -129,7 +131,7 @@ def reserve_gpus(n: int = 1, reader: GpuReader | None = None, policy: Policy | N
                          "and the driver for nothing (GPUs free up in seconds, not microseconds). Use poll_s=1.0.")
     function(clock, "clock", example="time.monotonic")
     function(sleep, "sleep", example="time.sleep")
-    d = reservations_dir(directory)
+    d = reservations_dir(reservations)
     deadline = clock() + wait_s
     while True:
         gpus = [reader.info(i) for i in range(reader.count())]

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from ..core.arguments import flag, gpu_list, index_list, shown
 from ..core.readings import GpuInfo, Unavailable, is_known
+from ..core.renamed import renamed_keywords
 from ..core.tables import Table, TableView
 from ..core.units import format_bytes
 
@@ -143,15 +144,17 @@ class Choice(TableView):
         return Table(self._HEAD, self.rows(), title=f"{label}Picked physical GPU(s) {picked}")
 
 
-def choose_gpus(n: int, gpus: Sequence[GpuInfo], policy: Policy | None = None, *,
+@renamed_keywords(gpus="machine")
+def choose_gpus(n: int, machine: Sequence[GpuInfo], policy: Policy | None = None, *,
                 taken: Mapping[str, str] | None = None, allowed: Collection[int] | None = None) -> Choice:
-    """Pick the ``n`` best free GPUs (pure). ``allowed`` limits the candidates to these physical indices.
+    """Pick the ``n`` best free GPUs of ``machine`` (GPUs already read: ``gpulab.devices(...)``; pure). ``allowed``
+    limits the candidates to these physical indices.
 
     Raises ``NoFreeGpu`` (saying why each GPU was passed over) when fewer than ``n`` are free.
     """
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ValueError(f"choose_gpus needs how many GPUs you want, a whole number ≥ 1; got {shown(n)}.")
-    gpus = gpu_list(gpus, "gpus")
+    gpus = gpu_list(machine, "machine")
     policy = checked_policy(policy)
     taken = _taken(taken)
     if allowed is not None:

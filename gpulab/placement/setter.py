@@ -14,6 +14,7 @@ from contextlib import AbstractContextManager, contextmanager
 
 from ..machine.cuda import cuda_state
 from ..core.arguments import shown
+from ..core.renamed import renamed_keywords
 from ..core.visible import VisibleSpec, format_visible_devices, parse_visible_devices
 
 __all__ = ["CudaAlreadyStarted", "set_visible_devices", "patched_environ", "apply_environ"]
@@ -25,10 +26,11 @@ class CudaAlreadyStarted(RuntimeError):
     """Raised instead of writing a ``CUDA_VISIBLE_DEVICES`` that CUDA would never read."""
 
 
-def set_visible_devices(devices: Sequence[int | str] | str | None, *, order: str | None = "PCI_BUS_ID") -> VisibleSpec:
+@renamed_keywords(devices="gpus")
+def set_visible_devices(gpus: Sequence[int | str] | str | None, *, order: str | None = "PCI_BUS_ID") -> VisibleSpec:
     """Set ``CUDA_VISIBLE_DEVICES`` (and ``CUDA_DEVICE_ORDER``) for this process, if CUDA has not read them yet.
 
-    ``devices``: physical indices or UUIDs in the order ``cuda:0, cuda:1, …`` should get them (``[2, 3]``), the raw
+    ``gpus``: physical indices or UUIDs in the order ``cuda:0, cuda:1, …`` should get them (``[2, 3]``), the raw
     string, ``[]``/``""`` to hide every GPU, or ``None`` to unset the variable (every GPU visible). ``order`` defaults
     to ``PCI_BUS_ID`` so that indices mean what nvidia-smi shows; ``None`` leaves ``CUDA_DEVICE_ORDER`` alone.
     Raises ``CudaAlreadyStarted`` (nothing changed) once CUDA has started here, ``ValueError`` for a list CUDA would
@@ -37,22 +39,22 @@ def set_visible_devices(devices: Sequence[int | str] | str | None, *, order: str
     if order is not None and order not in _ORDERS:
         raise ValueError(f"CUDA_DEVICE_ORDER must be one of {', '.join(_ORDERS)}, not {shown(order)}; PCI_BUS_ID "
                          "makes GPU indices match nvidia-smi.")
-    if devices is None:
+    if gpus is None:
         value = None
-    elif isinstance(devices, str):
-        value = devices if devices.strip() in ("", "-1") else format_visible_devices(devices.split(","))
-    elif isinstance(devices, Sequence) and not isinstance(devices, bytes):
-        value = format_visible_devices(list(devices))
-    elif isinstance(devices, int) and not isinstance(devices, bool):
-        raise TypeError(f"set_visible_devices({devices}) is ambiguous: for physical GPU {devices} alone write "
-                        f"set_visible_devices([{devices}]); to have {devices} free GPU(s) chosen for you, use "
-                        f"gpulab.reserve_gpus({devices}) and then .apply().")
+    elif isinstance(gpus, str):
+        value = gpus if gpus.strip() in ("", "-1") else format_visible_devices(gpus.split(","))
+    elif isinstance(gpus, Sequence) and not isinstance(gpus, bytes):
+        value = format_visible_devices(list(gpus))
+    elif isinstance(gpus, int) and not isinstance(gpus, bool):
+        raise TypeError(f"set_visible_devices({gpus}) is ambiguous: for physical GPU {gpus} alone write "
+                        f"set_visible_devices([{gpus}]); to have {gpus} free GPU(s) chosen for you, use "
+                        f"gpulab.reserve_gpus({gpus}) and then .apply().")
     else:
         unordered = (" (a set has no order, but the first GPU becomes cuda:0)"
-                     if isinstance(devices, (set, frozenset)) else "")
+                     if isinstance(gpus, (set, frozenset)) else "")
         raise TypeError(f"set_visible_devices takes a list of GPUs in the order cuda:0, cuda:1, … should get them"
                         f"{unordered}, e.g. [2, 3]; or the variable's text '2,3'; or None to unset it. Got a "
-                        f"{type(devices).__name__} {shown(devices)}.")
+                        f"{type(gpus).__name__} {shown(gpus)}.")
     state = cuda_state()
     if state.variable_read:
         current = os.environ.get("CUDA_VISIBLE_DEVICES")

@@ -19,7 +19,9 @@ from dataclasses import replace
 from typing import Any, TextIO
 
 from ..core.readings import Unavailable
-from ..machine.nvml import GpuReader, default_reader
+from ..machine.nvml import GpuReader
+from ..machine.resolve import as_reader
+from ..core.renamed import renamed_keywords
 from .owners import process_owner
 from ..placement.lockfiles import reservation_holders
 from .render import ServerView, render_html, render_text
@@ -37,13 +39,14 @@ def _check_interval(interval_s: float) -> float:
     return float(interval_s)
 
 
-def read_server(reader: GpuReader | None = None, directory: str | os.PathLike[str] | None = None,
+@renamed_keywords(reader="machine", directory="reservations")
+def read_server(machine: GpuReader | None = None, reservations: str | os.PathLike[str] | None = None,
                 interval_s: float = 2.0) -> ServerView:
-    """One reading: every GPU with its processes, the reservations in ``directory`` (default: the shared one) and
+    """One reading: every GPU with its processes, the reservations in ``reservations`` (default: the shared one) and
     the owner of each pid seen."""
-    reader = reader or default_reader()
+    reader = as_reader(machine)
     gpus = tuple(reader.info(i, processes=True) for i in range(reader.count()))
-    holders = reservation_holders([g.uuid for g in gpus], directory)
+    holders = reservation_holders([g.uuid for g in gpus], reservations)
     simulated = bool(getattr(reader, "simulated", False))
     owners: dict[int, str] = {}
     for g in gpus:
@@ -57,8 +60,9 @@ def read_server(reader: GpuReader | None = None, directory: str | os.PathLike[st
                       reader.error)
 
 
-def watch_terminal(reader: GpuReader | None = None, *, interval_s: float = 2.0, frames: int | None = None,
-                   directory: str | os.PathLike[str] | None = None, out: TextIO | None = None,
+@renamed_keywords(reader="machine", directory="reservations")
+def watch_terminal(machine: GpuReader | None = None, *, interval_s: float = 2.0, frames: int | None = None,
+                   reservations: str | os.PathLike[str] | None = None, out: TextIO | None = None,
                    sleep: Callable[[float], Any] = time.sleep) -> int:
     """Redraw the server view every ``interval_s`` until Ctrl-C (or ``frames`` views); returns the views drawn.
 
@@ -70,7 +74,7 @@ def watch_terminal(reader: GpuReader | None = None, *, interval_s: float = 2.0, 
     drawn = 0
     try:
         while frames is None or drawn < frames:
-            text = render_text(read_server(reader, directory, interval_s), color=tty)
+            text = render_text(read_server(machine, reservations, interval_s), color=tty)
             out.write((_HOME_AND_CLEAR + text + f"\n(every {interval_s:g} s; Ctrl-C stops)\n") if tty else
                       (("\n" if drawn else "") + text + "\n"))
             out.flush()
@@ -88,14 +92,15 @@ class ServerWatch:
     ``stop()`` (or the end of a ``with`` block) ends the thread; ``frames`` bounds it. The widget is shown from the
     thread that made it; only its value is set from the watching thread (the ipywidgets pattern for threads)."""
 
-    def __init__(self, reader: GpuReader | None = None, *, interval_s: float = 2.0, frames: int | None = None,
-                 directory: str | os.PathLike[str] | None = None) -> None:
+    @renamed_keywords(reader="machine", directory="reservations")
+    def __init__(self, machine: GpuReader | None = None, *, interval_s: float = 2.0, frames: int | None = None,
+                 reservations: str | os.PathLike[str] | None = None) -> None:
         import ipywidgets  # the one import of ipywidgets for this view
 
         self.interval_s = _check_interval(interval_s)
-        self.reader = reader or default_reader()
-        self._directory, self._frames = directory, frames
-        self.view = read_server(self.reader, directory, self.interval_s)
+        self.reader = as_reader(machine)
+        self._reservations, self._frames = reservations, frames
+        self.view = read_server(self.reader, reservations, self.interval_s)
         self.widget = ipywidgets.HTML(render_html(self.view))
         self.frames_drawn = 1
         self.error: str | None = None
@@ -108,7 +113,7 @@ class ServerWatch:
             if self._frames is not None and self.frames_drawn >= self._frames:
                 return
             try:
-                self.view = read_server(self.reader, self._directory, self.interval_s)
+                self.view = read_server(self.reader, self._reservations, self.interval_s)
                 self.widget.value = render_html(self.view)
             except Exception as exc:  # a driver hiccup: say it in the cell, keep watching
                 self.error = f"{type(exc).__name__}: {exc}"
@@ -138,8 +143,9 @@ class ServerWatch:
         return self.widget._repr_mimebundle_(**kwargs)
 
 
-def watch_gpus(reader: GpuReader | None = None, *, interval_s: float = 2.0, frames: int | None = None,
-               directory: str | os.PathLike[str] | None = None) -> ServerWatch:
+@renamed_keywords(reader="machine", directory="reservations")
+def watch_gpus(machine: GpuReader | None = None, *, interval_s: float = 2.0, frames: int | None = None,
+               reservations: str | os.PathLike[str] | None = None) -> ServerWatch:
     """``gpulab.server.watch.watch_gpus()`` as a cell's last line: the server view, redrawn every ``interval_s``
     until ``.stop()``. ``python -m gpulab watch`` is the same in a terminal."""
-    return ServerWatch(reader, interval_s=interval_s, frames=frames, directory=directory)
+    return ServerWatch(machine, interval_s=interval_s, frames=frames, reservations=reservations)

@@ -50,14 +50,14 @@ WRONG = [
     (lambda: SimulatedGpuReader("workshop8"), ValueError, r"unknown simulated-GPU description 'workshop8'.*Did you "
                                                           r"mean 'workshop-8'\?"),
     (lambda: SimulatedGpuReader("/"), ValueError, r"neither a preset .* nor an existing JSON file"),
-    (lambda: as_reader(5), TypeError, r"reader=5 is a int, not a machine to read. Leave reader out for this machine, "
-                                      r"or name a described one: reader=\"workshop-8\""),
+    (lambda: as_reader(5), TypeError, r"machine=5 is a int, not a machine to read. Leave machine out for this machine, "
+                                      r"or name a described one: machine=\"workshop-8\""),
     (lambda: as_reader([SimulatedGpuReader("colab-T4")]), TypeError, r"is a list, not a machine to read"),
-    (lambda: machine_gpus(3.5), TypeError, r"gpus=float 3.5: gpus takes the GPUs as read by gpulab.devices\(\)"),
-    (lambda: gpulab.devices(5), TypeError, r"reader=5 is a int, not a machine to read"),
+    (lambda: machine_gpus(3.5), TypeError, r"machine=float 3.5: machine takes the GPUs as read by gpulab.devices\(\)"),
+    (lambda: gpulab.devices(5), TypeError, r"machine=5 is a int, not a machine to read"),
     (lambda: gpulab.devices("workshop-8", processes="no"), TypeError, r"processes='no': processes takes True or "
                                                                       r"False"),
-    (lambda: gpulab.environment_report(object()), TypeError, r"reader=<object object at .*> is a object, not a "
+    (lambda: gpulab.environment_report(object()), TypeError, r"machine=<object object at .*> is a object, not a "
                                                              r"machine to read"),
     (lambda: gpulab.too_few_gpus("2"), TypeError, r"needed='2' is a str; needed takes a whole number ≥ 1"),
     (lambda: gpulab.too_few_gpus(0), ValueError, r"needed=0: needed must be a whole number ≥ 1"),

@@ -50,7 +50,7 @@ def test_the_public_names():
 
 
 def test_a_block_that_completes_leaves_a_summary_and_no_thread():
-    with monitor("ok", reader=SimulatedGpuReader("kaggle-2xT4"), show=False) as mon:
+    with monitor("ok", machine=SimulatedGpuReader("kaggle-2xT4"), show=False) as mon:
         assert mon.running and len(monitor_threads()) == 1
         for _ in range(5):
             mon.step(samples=16)
@@ -63,7 +63,7 @@ def test_a_block_that_completes_leaves_a_summary_and_no_thread():
 
 def test_an_exception_stops_the_thread_and_is_not_swallowed():
     with pytest.raises(ValueError, match="loss is NaN"):
-        with monitor(reader=SimulatedGpuReader(None), show=False) as mon:
+        with monitor(machine=SimulatedGpuReader(None), show=False) as mon:
             mon.step(samples=8)
             raise ValueError("loss is NaN")
     assert monitor_threads() == []
@@ -72,7 +72,7 @@ def test_an_exception_stops_the_thread_and_is_not_swallowed():
 
 def test_ctrl_c_stops_the_thread_and_leaves_the_figure(ipython_shell):
     with pytest.raises(KeyboardInterrupt):
-        with monitor("interrupted", reader=SimulatedGpuReader("colab-T4")) as mon:
+        with monitor("interrupted", machine=SimulatedGpuReader("colab-T4")) as mon:
             mon.step(samples=1)
             raise KeyboardInterrupt
     assert monitor_threads() == []
@@ -83,7 +83,7 @@ def test_ctrl_c_stops_the_thread_and_leaves_the_figure(ipython_shell):
 
 
 def test_in_a_notebook_the_end_leaves_one_static_figure_and_the_summary_table(ipython_shell):
-    with monitor("nb", reader=SimulatedGpuReader("colab-T4")) as mon:
+    with monitor("nb", machine=SimulatedGpuReader("colab-T4")) as mon:
         mon.mark("epoch 1")
         mon.step(samples=3)
     shown = ipython_shell.display_pub.outputs
@@ -94,7 +94,7 @@ def test_in_a_notebook_the_end_leaves_one_static_figure_and_the_summary_table(ip
 
 
 def test_outside_a_notebook_the_summary_is_printed(capsys):
-    with monitor("script", reader=SimulatedGpuReader(None)) as mon:
+    with monitor("script", machine=SimulatedGpuReader(None)) as mon:
         mon.step(samples=2)
     out = capsys.readouterr().out
     assert out.startswith("Monitor summary: script") and "2 samples in 1 steps" in out
@@ -104,14 +104,14 @@ def test_100_start_stop_cycles_leave_no_thread_behind():
     before = set(threading.enumerate())
     reader = SimulatedGpuReader("kaggle-2xT4")
     for i in range(100):
-        with monitor(reader=reader, show=False) as mon:
+        with monitor(machine=reader, show=False) as mon:
             mon.step(samples=i)
     assert set(threading.enumerate()) == before
 
 
 def test_the_live_image_is_redrawn_from_its_thread_and_stops_with_the_block():
     before = set(threading.enumerate())
-    with monitor("live", reader=SimulatedGpuReader("colab-T4"), live=True, show=False) as mon:
+    with monitor("live", machine=SimulatedGpuReader("colab-T4"), live=True, show=False) as mon:
         assert {t.name for t in monitor_threads()} == MONITOR_THREADS
         end = time.monotonic() + 60
         while mon._live.draws < 2 and time.monotonic() < end:  # a bounded wait, not a timing check
@@ -125,7 +125,7 @@ def test_the_live_image_is_redrawn_from_its_thread_and_stops_with_the_block():
 
 def test_speed_and_step_time_follow_the_clock():
     clock = FakeClock()
-    with monitor(reader=SimulatedGpuReader(None), clock=clock, sleep=lambda s: time.sleep(0.01), show=False) as mon:
+    with monitor(machine=SimulatedGpuReader(None), clock=clock, sleep=lambda s: time.sleep(0.01), show=False) as mon:
         for _ in range(10):
             clock.advance(0.1)
             mon.step(samples=32)
@@ -135,7 +135,7 @@ def test_speed_and_step_time_follow_the_clock():
 
 
 def test_no_step_reported_says_how_to_report_one():
-    with monitor(reader=SimulatedGpuReader(None), show=False) as mon:
+    with monitor(machine=SimulatedGpuReader(None), show=False) as mon:
         pass
     assert "use mon.step(samples=...) or mon.wrap(loader)" in str(mon.summary().mean_samples_per_s)
 
@@ -143,7 +143,7 @@ def test_no_step_reported_says_how_to_report_one():
 def test_wrap_counts_batches_of_every_usual_shape():
     x, y = torch.zeros(10, 3), torch.zeros(10)
     batches = [(x[:4], y[:4]), (x[4:8], y[4:8]), (x[8:], y[8:])]
-    with monitor(reader=SimulatedGpuReader(None), show=False) as mon:
+    with monitor(machine=SimulatedGpuReader(None), show=False) as mon:
         seen = [len(xb) for xb, _ in mon.wrap(batches)]
         list(mon.wrap([{"input_ids": torch.zeros(5, 7)}]))
         list(mon.wrap([np.zeros((6, 2))]))
@@ -155,7 +155,7 @@ def test_wrap_counts_batches_of_every_usual_shape():
 
 
 def test_wrap_works_inside_and_outside_tqdm():
-    with monitor(reader=SimulatedGpuReader(None), show=False) as mon:
+    with monitor(machine=SimulatedGpuReader(None), show=False) as mon:
         watched = mon.wrap(range(7))
         assert len(watched) == 7
         bar = tqdm(watched, disable=True)
@@ -165,7 +165,7 @@ def test_wrap_works_inside_and_outside_tqdm():
 
 
 def test_marks_reach_the_summary_the_records_and_the_csv(tmp_path):
-    with monitor(reader=SimulatedGpuReader("colab-T4"), show=False) as mon:
+    with monitor(machine=SimulatedGpuReader("colab-T4"), show=False) as mon:
         mon.mark("epoch 1")
         mon.step(samples=5)
         mon.mark("DDP starts")
@@ -183,7 +183,7 @@ def test_marks_reach_the_summary_the_records_and_the_csv(tmp_path):
 
 
 def test_the_figure_is_real_and_follows_the_data():
-    with monitor("fig", reader=SimulatedGpuReader("two-gpus-mig"), show=False) as mon:
+    with monitor("fig", machine=SimulatedGpuReader("two-gpus-mig"), show=False) as mon:
         mon.mark("warm-up done")
         mon.step(samples=5)
     png = mon.figure_png()
@@ -199,7 +199,7 @@ def test_the_figure_is_real_and_follows_the_data():
 
 def test_without_nvml_it_keeps_going_on_the_host_and_says_what_is_missing():
     reason = "no NVIDIA driver library (libnvidia-ml.so) was found"
-    with monitor(reader=SimulatedGpuReader(None, error=reason), show=False) as mon:
+    with monitor(machine=SimulatedGpuReader(None, error=reason), show=False) as mon:
         mon.step(samples=4)
     s = mon.summary()
     assert s.missing == (f"GPU panels: N/A ({reason})",) and f"not shown: GPU panels: N/A ({reason})" in str(s)
@@ -218,7 +218,7 @@ def test_nvml_failing_mid_run_is_survived_and_explained():
                 raise RuntimeError("NVML: GPU has fallen off the bus")
             return super().sample(i)
 
-    with monitor(reader=Flaky("colab-T4"), interval_s=0.2, show=False) as mon:
+    with monitor(machine=Flaky("colab-T4"), interval_s=0.2, show=False) as mon:
         end = time.monotonic() + 60
         while mon.history.appended < 5 and time.monotonic() < end:
             time.sleep(0.02)
@@ -231,7 +231,7 @@ def test_nvml_failing_mid_run_is_survived_and_explained():
 
 
 def test_summary_renders_as_text_and_html():
-    with monitor("both", reader=SimulatedGpuReader("colab-T4"), show=False) as mon:
+    with monitor("both", machine=SimulatedGpuReader("colab-T4"), show=False) as mon:
         mon.step(samples=3)
     s = mon.summary()
     text, page = str(s), s._repr_html_()
@@ -240,7 +240,7 @@ def test_summary_renders_as_text_and_html():
 
 
 def test_mistakes_are_explained():
-    mon = Monitor(reader=SimulatedGpuReader(None), show=False)
+    mon = Monitor(machine=SimulatedGpuReader(None), show=False)
     with pytest.raises(RuntimeError, match="inside the `with gpulab.monitor"):
         mon.step(samples=1)
     with mon:
@@ -257,9 +257,9 @@ def test_mistakes_are_explained():
     with pytest.raises(RuntimeError, match="not running: nothing to stop"):
         mon.stop()
     with pytest.raises(ValueError, match="live= takes True, False or 'auto'"):
-        Monitor(reader=SimulatedGpuReader(None), live="yes")
+        Monitor(machine=SimulatedGpuReader(None), live="yes")
     with pytest.raises(ValueError, match="more than twice a second"):
-        Monitor(reader=SimulatedGpuReader(None), render_interval_s=0.2)
+        Monitor(machine=SimulatedGpuReader(None), render_interval_s=0.2)
     assert monitor_threads() == []
 
 
@@ -280,14 +280,14 @@ def test_live_without_ipywidgets_explains_and_leaves_no_thread(monkeypatch):
     import sys
 
     monkeypatch.setitem(sys.modules, "ipywidgets", None)  # what Python does for a package it cannot import
-    mon = Monitor(reader=SimulatedGpuReader(None), live=True, show=False)
+    mon = Monitor(machine=SimulatedGpuReader(None), live=True, show=False)
     with pytest.raises(ImportError, match="pip install ipywidgets.*or pass live=False"):
         mon.start()
     assert monitor_threads() == [] and not mon.running
 
 
 def test_a_figure_that_cannot_be_shown_does_not_hide_the_loops_exception(ipython_shell, monkeypatch):
-    mon = Monitor(reader=SimulatedGpuReader(None))
+    mon = Monitor(machine=SimulatedGpuReader(None))
     monkeypatch.setattr(mon, "figure_png", lambda: (_ for _ in ()).throw(MemoryError("no room for a PNG")))
     with pytest.warns(RuntimeWarning, match="could not show its figure \\(MemoryError: no room for a PNG\\)"):
         with pytest.raises(ValueError, match="the learner's bug"):
@@ -299,7 +299,7 @@ def test_a_figure_that_cannot_be_shown_does_not_hide_the_loops_exception(ipython
 def test_time_counts_from_start_not_from_construction():
     """``mon = gpulab.monitor(...)`` in one cell and ``mon.start()`` later: the wait is neither a step nor elapsed."""
     clock = FakeClock()
-    mon = monitor(reader=SimulatedGpuReader(None), clock=clock, sleep=lambda s: time.sleep(0.01), show=False)
+    mon = monitor(machine=SimulatedGpuReader(None), clock=clock, sleep=lambda s: time.sleep(0.01), show=False)
     clock.advance(100.0)  # the learner reads the next cell before running it
     mon.start()
     clock.advance(0.5)
@@ -316,7 +316,7 @@ def test_time_counts_from_start_not_from_construction():
 def test_restarting_the_step_clock_keeps_set_up_out_of_the_first_step():
     """A loop that starts after set-up inside the block (a Lightning fit's sanity check) restarts the step clock."""
     clock = FakeClock()
-    with monitor(reader=SimulatedGpuReader(None), clock=clock, sleep=lambda s: time.sleep(0.01), show=False) as mon:
+    with monitor(machine=SimulatedGpuReader(None), clock=clock, sleep=lambda s: time.sleep(0.01), show=False) as mon:
         clock.advance(5.0)  # set-up: not a step
         mon.restart_step_clock()
         for _ in range(4):
@@ -331,10 +331,10 @@ def test_show_false_in_jupyterlab_shows_nothing(monkeypatch, ipython_shell):
     """A monitor with ``show=False`` (chapter 05 times training with it) must leave no widget in the output: a live
     image would stay behind, blank or frozen, once per run, because only ``show`` replaces it at the end."""
     monkeypatch.setenv("GPULAB_MONITOR_LIVE", "1")  # what JupyterLab looks like to frontend_available()
-    with monitor(reader=SimulatedGpuReader(None), show=False) as mon:
+    with monitor(machine=SimulatedGpuReader(None), show=False) as mon:
         mon.step(samples=1)
     assert mon._live is None and ipython_shell.display_pub.outputs == []
-    with monitor(reader=SimulatedGpuReader(None)) as shown:  # show=True: live in JupyterLab, replaced at the end
+    with monitor(machine=SimulatedGpuReader(None)) as shown:  # show=True: live in JupyterLab, replaced at the end
         assert shown._live is not None
     assert monitor_threads() == []
 

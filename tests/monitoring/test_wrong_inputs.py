@@ -22,9 +22,10 @@ WRONG = [
     ({"interval_s": "fast"}, TypeError, r"interval_s='fast' is a str; interval_s takes a positive number of seconds"),
     ({"interval_s": 0}, ValueError, r"interval_s=0: interval_s must be a positive number of seconds"),
     ({"interval_s": 1e-4}, ValueError, r"reading more often than every 0.01 s only costs the training loop CPU"),
-    ({"reader": "workshop-8", "gpus": 3}, TypeError, r"gpus=3: gpus takes a list of physical GPU numbers.*gpus=\[3\]"),
-    ({"reader": "workshop-8", "gpus": [9]}, ValueError, r"cannot watch GPU\(s\) \[9\]: NVML sees 8 GPU\(s\)"),
-    ({"reader": 5}, TypeError, r"reader=5 is a int, not a machine to read"),
+    ({"machine": "workshop-8", "gpus": 3}, TypeError, r"gpus=3: gpus takes a list of physical GPU numbers.*gpus=\[3\]"),
+    ({"machine": "workshop-8", "gpus": [9]}, ValueError, r"cannot watch GPU\(s\) \[9\]: NVML sees 8 GPU\(s\)"),
+    ({"machine": 5}, TypeError, r"machine=5 is a int, not a machine to read"),
+    ({"reader": "workshop-8"}, TypeError, r"monitor\(\) has no reader= any more: write machine= \(which machine"),
     ({"capacity": 0}, ValueError, r"capacity=0: capacity must be a whole number ≥ 1"),
     ({"capacity": 10**9}, ValueError, r"capacity=1,000,000,000 readings would reserve too much memory up front"),
     ({"live": "yes"}, ValueError, r"live= takes True, False or 'auto'"),
@@ -45,7 +46,7 @@ def test_a_wrong_option_stops_the_cell_before_the_work_runs(options, kind, messa
 
 def test_a_preset_name_is_taken_as_the_reader_and_labelled_simulated():
     clock = FakeClock()
-    with gpulab.monitor("demo", reader="kaggle-2xT4", show=False, live=False, clock=clock, sleep=clock.sleep) as mon:
+    with gpulab.monitor("demo", machine="kaggle-2xT4", show=False, live=False, clock=clock, sleep=clock.sleep) as mon:
         mon.step(8)
     summary = mon.summary()
     assert "[SIMULATED GPUs]" in str(summary) and "[SIMULATED GPUs]" in summary._repr_html_()
@@ -56,7 +57,7 @@ def test_a_preset_name_is_taken_as_the_reader_and_labelled_simulated():
 @settings(max_examples=80, deadline=None)
 @given(JUNK, JUNK, JUNK)
 def test_junk_options_are_refused_with_our_message(a, b, c):
-    for call in (lambda: Monitor(a), lambda: Monitor("t", reader=a, gpus=b, interval_s=c),
+    for call in (lambda: Monitor(a), lambda: Monitor("t", machine=a, gpus=b, interval_s=c),
                  lambda: Monitor("t", capacity=a, live=b, show=c), lambda: Monitor("t", clock=a, sleep=b),
                  lambda: gpulab.monitor("t", process_interval_s=a, render_interval_s=b)):
         try:

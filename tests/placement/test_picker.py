@@ -78,7 +78,7 @@ def test_gpus_hidden_from_the_kernel_cannot_be_ticked():
 
 
 def test_pick_free_skips_reserved_gpus_and_button_reports_shortage(tmp_path):
-    held = reserve_gpus(1, SimulatedGpuReader("workshop-8"), directory=tmp_path)
+    held = reserve_gpus(1, SimulatedGpuReader("workshop-8"), reservations=tmp_path)
     picker = GpuPicker(SimulatedGpuReader("workshop-8"), reservations=str(tmp_path))
     assert f"reserved by pid {os.getpid()}" in _texts(picker)
     picker.pick_free(2)
@@ -160,7 +160,7 @@ def test_the_mapping_shows_once_and_an_old_status_goes_when_the_selection_change
 
 
 def test_pick_free_with_none_free_says_why_each_was_passed_over(tmp_path):
-    held = reserve_gpus(3, SimulatedGpuReader("workshop-8"), directory=tmp_path)  # every free GPU
+    held = reserve_gpus(3, SimulatedGpuReader("workshop-8"), reservations=tmp_path)  # every free GPU
     picker = GpuPicker(SimulatedGpuReader("workshop-8"), reservations=str(tmp_path))
     picker.free_button.click()
     assert picker.selected == () and "asked for 1 free GPU(s) but only 0 of 8 qualify" in picker.status.value

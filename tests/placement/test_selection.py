@@ -82,14 +82,14 @@ def test_policy_bounds():
 
 # -- reservations in this process -------------------------------------------------------------------------------------
 def test_reservations_exclude_each_other_and_release(tmp_path):
-    with reserve_gpus(2, W8, directory=tmp_path) as a:
+    with reserve_gpus(2, W8, reservations=tmp_path) as a:
         assert a.physical_indices == (1, 3) and a.held
-        b = reserve_gpus(1, W8, directory=tmp_path)
+        b = reserve_gpus(1, W8, reservations=tmp_path)
         assert b.physical_indices == (5,)
         holders = current_holders([g.uuid for g in W8_GPUS], tmp_path)
         assert set(holders) == {W8_GPUS[i].uuid for i in (1, 3, 5)} and f"pid {os.getpid()}" in holders[W8_GPUS[1].uuid]
         with pytest.raises(NoFreeGpu, match=r"GPU 1: reserved by pid \d+"):
-            reserve_gpus(1, W8, directory=tmp_path)
+            reserve_gpus(1, W8, reservations=tmp_path)
         b.release()
         assert "released" in str(b) and a.env() == {"CUDA_VISIBLE_DEVICES": a.visible_devices}
     assert not a.held and current_holders([g.uuid for g in W8_GPUS], tmp_path) == {}
@@ -99,23 +99,23 @@ def test_reservations_exclude_each_other_and_release(tmp_path):
 
 def test_waiting_uses_the_injected_clock(tmp_path):
     clock = FakeClock()
-    held = reserve_gpus(3, W8, directory=tmp_path)
+    held = reserve_gpus(3, W8, reservations=tmp_path)
     with pytest.raises(NoFreeGpu):
-        reserve_gpus(1, W8, directory=tmp_path, wait_s=3.0, poll_s=1.0, clock=clock, sleep=clock.sleep)
+        reserve_gpus(1, W8, reservations=tmp_path, wait_s=3.0, poll_s=1.0, clock=clock, sleep=clock.sleep)
     assert clock() == pytest.approx(1003.0)  # polled until the deadline, then gave up
     held.release()
 
 
 def test_only_gpus_the_environment_allows(tmp_path, monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "5,4")
-    assert reserve_gpus(1, W8, directory=tmp_path).physical_indices == (5,)
+    assert reserve_gpus(1, W8, reservations=tmp_path).physical_indices == (5,)
 
 
 def test_unusable_directory_says_what_to_do(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("")
     for d in (blocker, blocker / "sub"):  # a file where the directory should be: no mkdir advice, the way out instead
-        with pytest.raises(NotADirectoryError, match=rf"{blocker} is a file, not a directory. Point directory="):
+        with pytest.raises(NotADirectoryError, match=rf"{blocker} is a file, not a directory. Point reservations="):
             reservations_dir(d)
     with pytest.raises(PermissionError, match=r"cannot use .* for GPU reservations .*chmod 1777"):
         reservations_dir("/proc/gpulab-reservations")  # nobody, not even root, may make a directory there
@@ -131,7 +131,7 @@ go, n, directory = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 while not go.exists():
     time.sleep(0.002)
 try:
-    r = reserve_gpus(n, directory=directory)
+    r = reserve_gpus(n, reservations=directory)
     print(json.dumps({"got": list(r.physical_indices)}), flush=True)
 except NoFreeGpu as exc:
     print(json.dumps({"none": str(exc).splitlines()[0]}), flush=True)
@@ -179,11 +179,11 @@ def test_a_reservation_dies_with_its_process(tmp_path):
     holder = _start(0, tmp_path, "workshop-8", n=3)
     assert json.loads(holder.stdout.readline()) == {"got": [1, 3, 5]}
     with pytest.raises(NoFreeGpu):
-        reserve_gpus(1, W8, directory=tmp_path / "locks")
+        reserve_gpus(1, W8, reservations=tmp_path / "locks")
     holder.send_signal(signal.SIGKILL)  # no clean-up code runs: only the kernel can release the lock
     holder.wait(timeout=30)
     holder.stdin.close(), holder.stdout.close(), holder.stderr.close()
-    assert reserve_gpus(3, W8, directory=tmp_path / "locks").physical_indices == (1, 3, 5)
+    assert reserve_gpus(3, W8, reservations=tmp_path / "locks").physical_indices == (1, 3, 5)
 
 
 def _others_can_read(path: Path) -> bool:
@@ -229,7 +229,7 @@ def _reply(other: subprocess.Popen) -> dict:
 
 def test_students_who_are_different_unix_users_share_the_directory(as_nobody):
     tmp, start = as_nobody
-    mine = reserve_gpus(1, W8, directory=tmp / "locks")  # root creates the directory and GPU 1's lock file
+    mine = reserve_gpus(1, W8, reservations=tmp / "locks")  # root creates the directory and GPU 1's lock file
     assert _reply(start(2)) == {"got": [3, 5]}
     holders = current_holders([g.uuid for g in W8_GPUS], tmp / "locks")
     assert "(nobody@" in holders[W8_GPUS[3].uuid] and "(root@" in holders[W8_GPUS[1].uuid]
@@ -238,7 +238,7 @@ def test_students_who_are_different_unix_users_share_the_directory(as_nobody):
 
 def test_a_holder_who_cannot_write_its_name_is_not_reported_as_the_previous_one(as_nobody):
     tmp, start = as_nobody
-    reserve_gpus(1, W8, directory=tmp / "locks").release()  # root wrote its name into GPU 1's file, then let go
+    reserve_gpus(1, W8, reservations=tmp / "locks").release()  # root wrote its name into GPU 1's file, then let go
     os.chmod(tmp / "locks" / f"gpu-{W8_GPUS[1].uuid}.lock", 0o644)  # a file its maker left private
     other = start(1)
     assert _reply(other) == {"got": [1]}
@@ -249,13 +249,13 @@ def test_a_holder_who_cannot_write_its_name_is_not_reported_as_the_previous_one(
 def test_release_lets_go_even_while_a_forked_child_lives(tmp_path):
     # A DataLoader worker or a notebook launcher forked after reserving inherits the lock's file descriptors; a lock
     # only closed (not unlocked) would stay held until every such child had exited.
-    held = reserve_gpus(1, W8, directory=tmp_path)
+    held = reserve_gpus(1, W8, reservations=tmp_path)
     child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE,
                              pass_fds=tuple(held._fds.values()))
     try:
         held.release()
         assert current_holders([W8_GPUS[1].uuid], tmp_path) == {}
-        assert reserve_gpus(1, W8, directory=tmp_path).physical_indices == (1,)
+        assert reserve_gpus(1, W8, reservations=tmp_path).physical_indices == (1,)
     finally:
         child.stdin.close()
         child.wait(timeout=30)
@@ -267,14 +267,14 @@ def test_a_planted_symbolic_link_is_refused_with_the_reason(tmp_path):
     target.write_text("precious")
     (tmp_path / f"gpu-{reader.info(0).uuid}.lock").symlink_to(target)
     with pytest.raises(PermissionError, match="is a symbolic link, and gpulab does not follow links"):
-        reserve_gpus(1, reader, directory=tmp_path)
+        reserve_gpus(1, reader, reservations=tmp_path)
     assert target.read_text() == "precious"
 
 
 def test_an_existing_lock_file_is_reopened_read_write_and_named(tmp_path):
     reader = SimulatedGpuReader("colab-T4")
-    reserve_gpus(1, reader, directory=tmp_path).release()
-    again = reserve_gpus(1, reader, directory=tmp_path)
+    reserve_gpus(1, reader, reservations=tmp_path).release()
+    again = reserve_gpus(1, reader, reservations=tmp_path)
     holders = current_holders([reader.info(0).uuid], directory=tmp_path)
     assert str(os.getpid()) in str(holders), holders
     again.release()

@@ -28,7 +28,7 @@ def _environment_restored():
 
 
 def _reserve(*args, tmp, **kw):
-    return gpulab.reserve_gpus(*args, directory=tmp, **kw)
+    return gpulab.reserve_gpus(*args, reservations=tmp, **kw)
 
 
 WRONG = [
@@ -40,9 +40,9 @@ WRONG = [
                                                          r"env=\{'CUDA_VISIBLE_DEVICES': '0'\}"),
     (lambda t: gpulab.visible_map(GPUS, {"CUDA_VISIBLE_DEVICES": 2}), TypeError,
      r"env\['CUDA_VISIBLE_DEVICES'\]=2 is a int: environment values are text"),
-    (lambda t: gpulab.visible_map("workshop-8"), TypeError, r"gpus takes the GPUs themselves, not a name. For the "
-                                                            r"described machine 'workshop-8' write gpus=gpulab.devices"),
-    (lambda t: gpulab.visible_map(None), TypeError, r"gpus=NoneType None: gpus takes the GPUs as read by"),
+    (lambda t: gpulab.visible_map("workshop-8"), TypeError, r"machine takes the GPUs themselves, not a name. For the "
+                                                            r"described machine 'workshop-8' write machine=gpulab.devices"),
+    (lambda t: gpulab.visible_map(None), TypeError, r"machine=NoneType None: machine takes the GPUs as read by"),
     (lambda t: gpulab.visible_map(GPUS, {}).physical(8), IndexError, r"cuda:8 does not exist here: this process would "
                                                                      r"see 8 GPU\(s\).*numbers the visible GPUs 0..7"),
     (lambda t: gpulab.visible_map(GPUS, {}).physical("1"), TypeError, r"cuda_index='1' is a str"),
@@ -69,7 +69,7 @@ WRONG = [
     (lambda t: gpulab.explain(None, W8), TypeError, r"explain\(\) reads PyTorch code given as text, e.g. "
                                                     r"explain\(\"model.cuda\(1\)\"\); got a NoneType"),
     (lambda t: gpulab.explain("x.cuda(1)", W8, env="2,3"), TypeError, r"env='2,3': env is the whole environment"),
-    (lambda t: gpulab.explain("x.cuda(1)", 5), TypeError, r"gpus=int 5: gpus takes the GPUs as read by gpulab.devices"),
+    (lambda t: gpulab.explain("x.cuda(1)", 5), TypeError, r"machine=int 5: machine takes the GPUs as read by gpulab.devices"),
     (lambda t: gpulab.explain("x.cuda(1)", "workshop8"), ValueError, r"Did you mean 'workshop-8'\?"),
     (lambda t: gpulab.explain("x" + ".cuda()" * 3000, W8), ValueError, r"nested too deeply"),
     (lambda t: gpulab.explain("x.to(dev)", W8), CannotExplain, r"explain\(\) cannot see what 'dev' holds in "
@@ -79,7 +79,7 @@ WRONG = [
     (lambda t: gpulab.explain("with ctx:\n  x.cuda()", W8), CannotExplain, r"cannot follow 'with ctx:'"),
     # choose_gpus / Policy
     (lambda t: gpulab.choose_gpus("2", GPUS), ValueError, r"choose_gpus needs how many GPUs you want, a whole number"),
-    (lambda t: gpulab.choose_gpus(1, 8), TypeError, r"gpus=int 8: gpus takes the GPUs as read by gpulab.devices"),
+    (lambda t: gpulab.choose_gpus(1, 8), TypeError, r"machine=int 8: machine takes the GPUs as read by gpulab.devices"),
     (lambda t: gpulab.choose_gpus(1, GPUS, {"max_utilization_percent": 50}), TypeError,
      r"policy=\{'max_utilization_percent': 50\} is a dict; policy takes a Policy, e.g. "),
     (lambda t: gpulab.choose_gpus(1, GPUS, allowed=1), TypeError, r"allowed=1: allowed takes the physical GPU numbers"),
@@ -92,17 +92,17 @@ WRONG = [
     # reserve_gpus
     (lambda t: _reserve(0, W8, tmp=t), ValueError, r"n=0: n must be a whole number ≥ 1 \(e.g. reserve_gpus\(2\)"),
     (lambda t: _reserve("1", W8, tmp=t), TypeError, r"n='1' is a str; n takes a whole number ≥ 1"),
-    (lambda t: _reserve(1, 5, tmp=t), TypeError, r"reader=5 is a int, not a machine to read"),
+    (lambda t: _reserve(1, 5, tmp=t), TypeError, r"machine=5 is a int, not a machine to read"),
     (lambda t: _reserve(1, "workshop-9", tmp=t), ValueError, r"unknown simulated-GPU description 'workshop-9'"),
     (lambda t: _reserve(1, W8, "strict", tmp=t), TypeError, r"policy='strict' is a str; policy takes a Policy"),
     (lambda t: _reserve(1, W8, tmp=t, wait_s="10"), TypeError, r"wait_s='10' is a str; wait_s takes a non-negative "),
     (lambda t: _reserve(1, W8, tmp=t, wait_s=-1), ValueError, r"wait_s=-1: wait_s must be a non-negative number"),
     (lambda t: _reserve(1, W8, tmp=t, poll_s=0), ValueError, r"poll_s=0: poll_s must be a positive number of seconds"),
     (lambda t: _reserve(1, W8, tmp=t, poll_s=0.001), ValueError, r"poll_s=0.001: asking more often than every 0.05 s"),
-    (lambda t: gpulab.reserve_gpus(1, W8, directory=5), TypeError, r"directory=int 5: directory takes a directory "
+    (lambda t: gpulab.reserve_gpus(1, W8, reservations=5), TypeError, r"reservations=int 5: reservations takes a directory "
                                                                    r"path"),
-    (lambda t: gpulab.reserve_gpus(1, W8, directory=t / "f" / "sub"), NotADirectoryError,
-     r"f is a file, not a directory. Point directory= \(or GPULAB_RESERVATIONS_DIR\) at a directory"),
+    (lambda t: gpulab.reserve_gpus(1, W8, reservations=t / "f" / "sub"), NotADirectoryError,
+     r"f is a file, not a directory. Point reservations= \(or GPULAB_RESERVATIONS_DIR\) at a directory"),
     # GpuPicker
     (lambda t: gpulab.GpuPicker(W8, selected=2), TypeError, r"selected=2 is ambiguous: for physical GPU 2 write "
                                                             r"selected=\[2\]; for 2 free GPU\(s\) write "
@@ -110,7 +110,7 @@ WRONG = [
     (lambda t: gpulab.GpuPicker(W8, selected=[0.5]), TypeError, r"selected holds float 0.5"),
     (lambda t: gpulab.GpuPicker(W8, selected="free:x"), ValueError, r"GPULAB_PICK_GPUS='free:x' is not understood"),
     (lambda t: gpulab.GpuPicker(W8, env="2,3"), TypeError, r"env='2,3': env is the whole environment"),
-    (lambda t: gpulab.GpuPicker(5), TypeError, r"reader=5 is a int, not a machine to read"),
+    (lambda t: gpulab.GpuPicker(5), TypeError, r"machine=5 is a int, not a machine to read"),
     (lambda t: gpulab.GpuPicker(W8, policy="x"), TypeError, r"policy='x' is a str; policy takes a Policy"),
     (lambda t: gpulab.GpuPicker(W8, this_kernel="yes"), TypeError, r"this_kernel='yes': this_kernel takes True"),
     (lambda t: gpulab.GpuPicker(W8, reservations=3), TypeError, r"reservations=int 3: reservations takes a "
@@ -132,7 +132,7 @@ def test_each_wrong_input_gets_what_was_wrong_and_what_to_type(call, kind, messa
 def test_conveniences_a_learner_expects_are_accepted(tmp_path):
     assert gpulab.explain("x.cuda(1)", "workshop-8", {"CUDA_VISIBLE_DEVICES": "2,3"}).physical_indices == (3,)
     assert gpulab.explain("x.cuda(1)", gpulab.devices(W8), {}).physical_indices == (1,)
-    with gpulab.reserve_gpus(1, "workshop-8", directory=tmp_path) as r:
+    with gpulab.reserve_gpus(1, "workshop-8", reservations=tmp_path) as r:
         assert r.physical_indices == (1,)
     assert len(gpulab.GpuPicker("workshop-8").gpus) == 8
     assert len(gpulab.visible_map(W8, {}).devices) == 8 and len(gpulab.visible_map(gpulab.devices(W8), {}).devices) == 8
@@ -155,7 +155,7 @@ def test_lines_that_raise_in_pytorch_are_reported_as_such(code, error, sentence)
 
 def test_every_output_of_a_described_machine_says_simulated(tmp_path):
     outputs = [gpulab.visible_map(GPUS, {}), gpulab.choose_gpus(1, GPUS),
-               gpulab.explain("x.cuda()", W8, {}), gpulab.reserve_gpus(1, W8, directory=tmp_path),
+               gpulab.explain("x.cuda()", W8, {}), gpulab.reserve_gpus(1, W8, reservations=tmp_path),
                gpulab.GpuPicker(W8, selected=[1])]
     for out in outputs:
         assert "SIMULATED" in str(out), type(out).__name__
@@ -203,7 +203,7 @@ def test_junk_in_the_picker_and_reservations_is_refused_with_our_message(tmp_pat
     calls = (lambda: gpulab.GpuPicker(a, selected=b, env=c, this_kernel=False),
              lambda: gpulab.GpuPicker(W8, selected=a, policy=b, reservations=d, this_kernel=False),
              lambda: gpulab.GpuPicker(W8).select(a), lambda: gpulab.GpuPicker(W8).pick_free(a),
-             lambda: gpulab.reserve_gpus(a, b, c, directory=tmp, wait_s=d, clock=clock,
+             lambda: gpulab.reserve_gpus(a, b, c, reservations=tmp, wait_s=d, clock=clock,
                                          sleep=lambda s: clock.advance(max(s, 10.0))).release())
     for call in calls:
         try:

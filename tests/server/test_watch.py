@@ -55,7 +55,7 @@ def test_views_without_gpus_say_why():
 
 
 def test_reading_a_described_server_names_the_reservation_holder(tmp_path):
-    held = reserve_gpus(1, W8, directory=tmp_path)
+    held = reserve_gpus(1, W8, reservations=tmp_path)
     try:
         view = read_server(W8, tmp_path)
     finally:
@@ -92,12 +92,12 @@ def test_a_kernel_process_is_named_by_its_user_and_kernel_id():
 def test_the_terminal_view_redraws_in_place_a_bounded_number_of_times(tmp_path):
     waits = []
     term = Terminal()
-    assert watch_terminal(W8, frames=3, directory=tmp_path, out=term, sleep=waits.append, interval_s=2) == 3
+    assert watch_terminal(W8, frames=3, reservations=tmp_path, out=term, sleep=waits.append, interval_s=2) == 3
     out = term.getvalue()
     assert out.count("\x1b[H\x1b[2J") == 3 and out.count("gpulab watch —") == 3 and "\x1b[31m" in out
     assert waits == [2.0, 2.0]  # no wait after the last view
     piped = io.StringIO()
-    watch_terminal(W8, frames=2, directory=tmp_path, out=piped, sleep=lambda s: None)
+    watch_terminal(W8, frames=2, reservations=tmp_path, out=piped, sleep=lambda s: None)
     assert "\x1b[" not in piped.getvalue() and piped.getvalue().count("gpulab watch —") == 2
 
 
@@ -106,7 +106,7 @@ def test_ctrl_c_ends_the_terminal_view_cleanly(tmp_path):
         raise KeyboardInterrupt
 
     out = io.StringIO()
-    assert watch_terminal(W8, directory=tmp_path, out=out, sleep=interrupted) == 1
+    assert watch_terminal(W8, reservations=tmp_path, out=out, sleep=interrupted) == 1
     assert out.getvalue().endswith("\n")
 
 
@@ -121,13 +121,13 @@ def _watch_threads() -> list[threading.Thread]:
 
 
 def test_the_notebook_view_is_redrawn_by_a_thread_that_ends(tmp_path):
-    bounded = ServerWatch(W8, interval_s=0.5, frames=3, directory=tmp_path)
+    bounded = ServerWatch(W8, interval_s=0.5, frames=3, reservations=tmp_path)
     assert "SIMULATED" in bounded.widget.value and "GPU 1, 3, 5" in bounded.widget.value
     bounded._thread.join(10)
     assert bounded.frames_drawn == 3 and not bounded.running
     W8.set_usage(5, memory_used_bytes=39 * 2**30, utilization_gpu_percent=99)
     try:
-        with ServerWatch(W8, interval_s=0.5, directory=tmp_path) as live:
+        with ServerWatch(W8, interval_s=0.5, reservations=tmp_path) as live:
             for _ in range(100):
                 if "GPU 1, 3 —" in live.widget.value:
                     break

@@ -88,7 +88,7 @@ def test_fit_reports_each_batch_and_epoch_to_a_monitor():
     from gpulab.monitoring import monitor
 
     data = load_digits(flat=False, size=28)
-    with monitor(reader=SimulatedGpuReader(None), show=False) as mon:
+    with monitor(machine=SimulatedGpuReader(None), show=False) as mon:
         fit(cnn((2, 4), 8), data, 2, batch_size=256, progress=False, mon=mon)
     s = mon.summary()
     assert s.steps_total == 2 * 6 and s.samples_total == 2 * 1437

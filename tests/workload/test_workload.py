@@ -29,7 +29,7 @@ def test_training_beats_chance_by_far_and_the_monitor_counts_every_batch():
     data, model = load_digits(), mlp(hidden=64)
     before = accuracy(model, data.test)
     loader = data.loader(batch_size=64)
-    with monitor(reader=SimulatedGpuReader(None), show=False) as mon:
+    with monitor(machine=SimulatedGpuReader(None), show=False) as mon:
         train(model, loader, 5, mon)
     after = accuracy(model, data.test)
     assert before < 0.3 and after > 0.85, (before, after)

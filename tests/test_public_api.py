@@ -1,0 +1,148 @@
+"""The public API as a learner meets it: one name per meaning, old spellings refused by name, cited names importable.
+
+``machine=`` always says which machine (a reader, a preset name such as ``'workshop-8'``, or GPUs already read),
+``gpus=`` always says which GPUs of it (indices or UUIDs), ``reservations=`` always the reservations folder. A
+docstring, a chapter, the README or the claims ledger that cites ``gpulab.x.y`` can be followed: the name exists there.
+"""
+from __future__ import annotations
+
+import ast
+import importlib
+import inspect
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+import gpulab
+from gpulab.monitoring import Monitor
+from gpulab.server import watch
+
+ROOT = Path(__file__).resolve().parents[1]
+PUBLIC = {name: getattr(gpulab, name) for name in gpulab.__all__ if callable(getattr(gpulab, name))} | {
+    f"server.watch.{n}": getattr(watch, n) for n in ("watch_gpus", "watch_terminal", "read_server", "ServerWatch")}
+OLD_NAMES = {"reader", "directory"}  # renamed machine= and reservations=
+# the only public ** parameters, each a pass-through whose keys are another API's names
+PASS_THROUGH = {("translate_trainer", "kwargs"), ("trainer_kwargs", "overrides"), ("MonitorCallback", "monitor_options"),
+                ("patched_environ", "values")}
+
+
+def _parameters():
+    for name, fn in PUBLIC.items():
+        if inspect.isclass(fn) and issubclass(fn, BaseException):
+            continue
+        for p in inspect.signature(fn).parameters.values():
+            yield name, p
+
+
+def _annotation(p: inspect.Parameter) -> str:
+    return p.annotation if isinstance(p.annotation, str) else str(p.annotation)
+
+
+def test_the_walk_sees_every_function_that_takes_a_machine_gpus_or_reservations():
+    names = {(fn, p.name) for fn, p in _parameters()}
+    assert {("devices", "machine"), ("environment_report", "machine"), ("explain", "machine"),
+            ("choose_gpus", "machine"), ("reserve_gpus", "machine"), ("GpuPicker", "machine"), ("monitor", "machine"),
+            ("visible_map", "machine"), ("server.watch.watch_gpus", "machine"), ("monitor", "gpus"),
+            ("set_visible_devices", "gpus"), ("reserve_gpus", "reservations"), ("GpuPicker", "reservations"),
+            ("server.watch.watch_gpus", "reservations")} <= names
+
+
+@pytest.mark.parametrize("fn, p", list(_parameters()), ids=lambda v: v if isinstance(v, str) else v.name)
+def test_one_name_per_meaning(fn, p):
+    kind = _annotation(p)
+    assert p.name not in OLD_NAMES, f"{fn}({p.name}=): renamed; see gpulab.core.renamed.MEANINGS"
+    takes_machine = "GpuReader" in kind or "GpuInfo" in kind
+    assert takes_machine == (p.name == "machine"), f"{fn}({p.name}: {kind}): a machine is always machine="
+    if p.name == "gpus":
+        assert "int" in kind, f"{fn}(gpus: {kind}): gpus= takes GPU indices or UUIDs"
+    if p.name == "reservations":
+        assert "str" in kind and "PathLike" in kind or kind == "str | None", f"{fn}(reservations: {kind})"
+    if p.kind is p.VAR_KEYWORD:
+        assert (fn, p.name) in PASS_THROUGH, f"{fn}(**{p.name}) hides its parameters from Tab and ?"
+
+
+OLD_SPELLINGS = [
+    (lambda: gpulab.devices(reader="workshop-8"), "devices", "reader", "machine"),
+    (lambda: gpulab.environment_report(reader="workshop-8"), "environment_report", "reader", "machine"),
+    (lambda: gpulab.explain("x.cuda()", gpus="workshop-8"), "explain", "gpus", "machine"),
+    (lambda: gpulab.choose_gpus(1, gpus=gpulab.devices("workshop-8")), "choose_gpus", "gpus", "machine"),
+    (lambda: gpulab.visible_map(gpus=gpulab.devices("workshop-8")), "visible_map", "gpus", "machine"),
+    (lambda: gpulab.reserve_gpus(1, reader="workshop-8"), "reserve_gpus", "reader", "machine"),
+    (lambda: gpulab.reserve_gpus(1, "workshop-8", directory="/tmp/x"), "reserve_gpus", "directory", "reservations"),
+    (lambda: gpulab.GpuPicker(reader="workshop-8"), "GpuPicker", "reader", "machine"),
+    (lambda: gpulab.GpuPicker("workshop-8", directory="/tmp/x"), "GpuPicker", "directory", "reservations"),
+    (lambda: gpulab.monitor("t", reader="workshop-8"), "monitor", "reader", "machine"),
+    (lambda: gpulab.set_visible_devices(devices=[1]), "set_visible_devices", "devices", "gpus"),
+    (lambda: watch.watch_gpus(reader="workshop-8"), "watch_gpus", "reader", "machine"),
+    (lambda: watch.watch_terminal("workshop-8", directory="/tmp/x"), "watch_terminal", "directory", "reservations"),
+    (lambda: watch.read_server(reader="workshop-8"), "read_server", "reader", "machine"),
+    (lambda: watch.ServerWatch("workshop-8", directory="/tmp/x"), "ServerWatch", "directory", "reservations"),
+]
+
+
+@pytest.mark.parametrize("call, fn, old, new", OLD_SPELLINGS, ids=[f"{f}({o}=)" for _, f, o, _ in OLD_SPELLINGS])
+def test_an_old_spelling_is_refused_with_the_new_name(call, fn, old, new):
+    with pytest.raises(TypeError, match=rf"^{fn}\(\) has no {old}= any more: write {new}= \("):
+        call()
+
+
+def test_a_keyword_that_never_existed_gets_the_closest_one():
+    with pytest.raises(TypeError, match=r"reserve_gpus\(\) has no option 'reservation'; did you mean reservations=\?"):
+        gpulab.reserve_gpus(1, "workshop-8", reservation="/tmp/x")
+
+
+def test_monitor_writes_its_parameters_out():
+    sig = inspect.signature(gpulab.monitor)
+    assert not [p for p in sig.parameters.values() if p.kind is p.VAR_KEYWORD]
+    assert list(sig.parameters)[:3] == ["title", "machine", "gpus"]
+    assert set(sig.parameters) == set(inspect.signature(Monitor).parameters)
+
+
+DOTTED = re.compile(r"(?<![\w./-])gpulab(?:\.[A-Za-z_]\w*)+")
+FROM_IMPORT = re.compile(r"^\s*from (gpulab[\w.]*) import \(?([\w, ]+)", re.M)
+
+
+def resolves(name: str) -> bool:
+    """``gpulab.a.b.c`` names something: the longest importable module prefix, then attributes."""
+    parts = name.split(".")
+    for k in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:k]))
+        except ImportError:
+            continue
+        try:
+            for a in parts[k:]:
+                obj = getattr(obj, a)
+        except AttributeError:
+            return False
+        return True
+    return False
+
+
+def _cited() -> set[tuple[str, str]]:
+    out = set()
+    for p in sorted((ROOT / "gpulab").rglob("*.py")):
+        for node in ast.walk(ast.parse(p.read_text())):
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                out |= {(p.relative_to(ROOT).as_posix(), m) for m in DOTTED.findall(ast.get_docstring(node) or "")}
+    texts = {f"notebooks/{nb.name}": "\n".join("".join(c["source"]) for c in json.loads(nb.read_text())["cells"])
+             for nb in sorted((ROOT / "notebooks").glob("*.ipynb"))}
+    texts |= {f: (ROOT / f).read_text() for f in ("README.md", "notebooks/claims_ledger.md")}
+    for where, text in texts.items():
+        out |= {(where, m) for m in DOTTED.findall(text)}
+        out |= {(where, f"{module}.{n.strip()}") for module, names in FROM_IMPORT.findall(text)
+                for n in names.split(",") if n.strip()}
+    return out
+
+
+def test_every_cited_gpulab_name_resolves():
+    cited = _cited()
+    assert len(cited) > 50, "the scan found too few citations to mean anything"
+    assert [c for c in sorted(cited) if not resolves(c[1])] == []
+
+
+def test_the_citation_check_can_fail():
+    assert resolves("gpulab.launch.launcher.last_launch") and resolves("gpulab.monitor")
+    assert not resolves("gpulab.parallel.last_launch") and not resolves("gpulab.launch.launcher.no_such_name")
