@@ -11,12 +11,13 @@ Taught in ``notebooks/03_dataparallel.ipynb``.
 """
 from __future__ import annotations
 
-import sys
 from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
 import torch
+
+from ..core.compat import compiled_module_type
 
 __all__ = ["unwrap", "strip_wrapper_prefixes", "load_unwrapped", "WRAPPER_PREFIXES"]
 
@@ -25,8 +26,7 @@ WRAPPER_PREFIXES = ("module.", "_orig_mod.")  # DataParallel / DDP, torch.compil
 
 def _compiled_type() -> type | None:
     """torch.compile's wrapper class, if torch.compile has been used in this process (else nothing can be one)."""
-    eval_frame = sys.modules.get("torch._dynamo.eval_frame")
-    return getattr(eval_frame, "OptimizedModule", None)
+    return compiled_module_type()
 
 
 def unwrap(model: torch.nn.Module) -> torch.nn.Module:

@@ -14,14 +14,14 @@ import re
 import signal
 from dataclasses import dataclass
 
-from torch.distributed.elastic.multiprocessing.errors import ChildFailedError, ProcessFailure
+from ..core.compat import ChildFailedError, ProcessFailure
 
 __all__ = ["RankFailed", "RankFailure", "read_failures", "hint_for"]
 
 # Frames of the launcher's own plumbing, dropped from the traceback a learner reads.
 _PLUMBING = (os.sep + os.path.join("elastic", "multiprocessing", "errors", "__init__.py"),
-             os.sep + os.path.join("gpulab", "parallel", "worker.py"),
-             os.sep + os.path.join("gpulab", "parallel", "cells.py"))
+             os.sep + os.path.join("gpulab", "launch", "worker.py"),
+             os.sep + os.path.join("gpulab", "launch", "cells.py"))
 _SIGNAL_MEANING = {
     "SIGKILL": "usually the kernel's out-of-memory killer (look for 'Killed process' in `dmesg`) or a `kill -9`",
     "SIGSEGV": "a crash in native code (a C/C++/CUDA extension), not in Python",
@@ -61,18 +61,52 @@ class RankFailure:
 
 
 class RankFailed(ChildFailedError):
-    """A launched function failed in one or more ranks; ``rank`` is where it started, ``failures`` says how each ended.
+    """A launched function failed in one or more ranks. Its fields say where and how, first-failing rank first:
 
-    It is elastic's ``ChildFailedError`` (what torchrun raises), with a message written for the notebook: the first
-    failing rank, its traceback in your code, the signal if it was killed, what the other ranks did, and a hint.
+    - ``rank``: the rank where the failure started (the root cause; the others usually failed because of it);
+    - ``exitcode``: that rank's exit code (negative: killed by a signal), ``signal``: the signal's name or ``None``;
+    - ``error``: what it raised (``"ValueError: boom"``, empty if nothing was raised), ``traceback``: the rank's
+      traceback text in your code (the launcher's own frames dropped);
+    - ``ranks``: how every failed or stopped rank ended (``RankFailure``), the root cause first;
+    - ``world_size``, ``hint`` (what to try next, may be empty).
+
+    It is elastic's ``ChildFailedError`` (what torchrun raises): ``failures`` maps each rank to elastic's
+    ``ProcessFailure`` and ``get_first_failure()`` returns the root cause's. Its message is written for the notebook:
+    the first failing rank, its traceback, the signal if it was killed, what the other ranks did, and the hint.
     """
 
     def __init__(self, root: RankFailure, others: list[RankFailure], world_size: int, hint: str = "",
                  last_lines: list[str] | None = None) -> None:
         self.name = "launch"
-        self.rank, self.root, self.others, self.world_size, self.hint = root.rank, root, others, world_size, hint
-        self.failures = {f.rank: ProcessFailure(f.rank, 0, f.exitcode or 1, "") for f in [root, *others]}
-        Exception.__init__(self, self._message(last_lines or []))
+        self.root, self.others, self.world_size, self.hint = root, list(others), world_size, hint
+        self.last_lines = list(last_lines or [])
+        self.ranks: tuple[RankFailure, ...] = (root, *others)
+        self.failures = {f.rank: ProcessFailure(f.rank, 0, f.exitcode or 1, "") for f in self.ranks}
+        Exception.__init__(self, self._message(self.last_lines))
+
+    @property
+    def rank(self) -> int:
+        return self.root.rank
+
+    @property
+    def exitcode(self) -> int | None:
+        return self.root.exitcode
+
+    @property
+    def signal(self) -> str | None:
+        return self.root.signal_name
+
+    @property
+    def error(self) -> str:
+        return self.root.error
+
+    @property
+    def traceback(self) -> str:
+        return self.root.traceback
+
+    def get_first_failure(self) -> tuple[int, ProcessFailure]:
+        """elastic's accessor: the root cause's rank and ``ProcessFailure`` (by cause, not by error-file time)."""
+        return self.rank, self.failures[self.rank]
 
     def _message(self, last_lines: list[str]) -> str:
         parts = [f"rank {self.rank} of {self.world_size} {self.root.summary()}"]
@@ -92,8 +126,8 @@ class RankFailed(ChildFailedError):
             parts.append(self.hint)
         return "\n\n".join(parts)
 
-    def __reduce__(self):  # ChildFailedError's signature differs; keep the exception picklable as its message
-        return (RuntimeError, (str(self),))
+    def __reduce__(self):  # ChildFailedError's signature differs: rebuild from the fields, which pickle
+        return (RankFailed, (self.root, self.others, self.world_size, self.hint, self.last_lines))
 
 
 def read_failures(observed: dict[int, ProcessFailure], error_files: dict[int, str]) -> tuple[RankFailure, list[RankFailure]]:

@@ -18,6 +18,7 @@ Taught in ``notebooks/04_ddp.ipynb``.
 from __future__ import annotations
 
 import logging
+import multiprocessing.connection
 import os
 import shutil
 import signal
@@ -33,8 +34,8 @@ from typing import Any, Callable, Iterator
 
 import psutil
 import torch.distributed as dist
-from torch.distributed.elastic.multiprocessing import RunProcsResult, start_processes
 
+from ..core.compat import RunProcsResult, rank_error_files, rank_waitables, ranks_running, start_processes
 from .failures import RankFailed, hint_for, read_failures
 from .rank_output import OutputRelay, RankLogs
 from .server import _ensure_server, choose_start_method, server_state
@@ -42,7 +43,8 @@ from .worker import RankPlan, pack, run_rank, unpack
 
 __all__ = ["launch", "LaunchStats", "last_launch", "choose_backend", "default_threads_per_rank"]
 
-_POLL_S = 0.01  # how often the wait loop looks at the ranks and copies their output
+_PUMP_S = 0.1  # while the ranks run, their output reaches the cell at least this often
+_POLL_S = 0.05  # how often the wait loop looks where it cannot block (an unknown torch, ranks already gone)
 _STOP_GRACE_S = 5
 _EXIT_CODES_GRACE_S = 1.0  # after SIGTERM, how long a rank gets before SIGKILL
 _QUIET_LOGGERS = ("torch.distributed.elastic.multiprocessing.api", "torch.distributed.elastic.multiprocessing.errors",
@@ -157,12 +159,11 @@ def launch(fn: Callable[..., Any], nprocs: int = 2, args: tuple = (), kwargs: di
 def _remove_error_files(ctx: object) -> None:
     """torch.multiprocessing gives each rank a ``pytorch-errorfile-*.pickle`` in the temporary folder, where a failing
     rank writes its traceback, and leaves the files of failed ranks there; their content has been read by now."""
-    for path in getattr(getattr(ctx, "_pc", None), "error_files", None) or []:
-        if path:
-            try:
-                os.unlink(path)
-            except OSError:
-                pass  # never written: the rank did not fail
+    for path in rank_error_files(ctx):
+        try:
+            os.unlink(path)
+        except OSError:
+            pass  # never written: the rank did not fail
 
 
 def choose_backend(requested: str, nprocs: int) -> str:
@@ -259,6 +260,9 @@ def _notebook_sources(limit_bytes: int = 1 << 20) -> dict[str, list[str]]:
 
 
 def _wait(ctx: Any, relay: OutputRelay) -> RunProcsResult:
+    """Block until elastic has news — a rank process ended, or a rank's return value arrived — and copy the ranks'
+    output into the cell every ``_PUMP_S`` meanwhile. Between those the parent sleeps in ``select``: while the ranks
+    work it spends well under 1 % of a core (``benchmarks/bench_launch.py`` measures it)."""
     pids = list(ctx.pids().values())
     all_gone_at = None
     while True:
@@ -266,14 +270,19 @@ def _wait(ctx: Any, relay: OutputRelay) -> RunProcsResult:
         relay.pump()
         if result is not None:
             return result
+        waitables = rank_waitables(ctx)
         # Every rank ended, yet not all returned: a rank swallowed SIGINT or called os._exit(0). elastic would wait
         # for those return values forever; the exit codes reach elastic a moment after the processes are gone.
-        if all_gone_at is None and not any(_alive(p) for p in pids):
+        running = ranks_running(ctx)
+        if all_gone_at is None and (running == 0 or running is None and not any(_alive(p) for p in pids)):
             all_gone_at = time.monotonic()
         if all_gone_at is not None and time.monotonic() - all_gone_at > _EXIT_CODES_GRACE_S:
             raise RuntimeError("every rank ended without returning from the function (exit code 0): a rank was "
                                "interrupted (SIGINT) or called os._exit(0). Nothing to bring back.")
-        time.sleep(_POLL_S)
+        if waitables and all_gone_at is None:
+            multiprocessing.connection.wait(waitables, timeout=_PUMP_S)
+        else:  # a torch whose context compat cannot read, or ranks gone: look again shortly
+            time.sleep(_POLL_S)
 
 
 def _alive(pid: int) -> bool:

@@ -15,11 +15,13 @@ Taught in ``notebooks/04_ddp.ipynb``.
 from __future__ import annotations
 
 import multiprocessing
-import multiprocessing.forkserver as _forkserver_module
+import multiprocessing.forkserver
 import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+
+from ..core import compat
 
 __all__ = ["PRELOAD", "ServerState", "choose_start_method", "warm_up_launcher", "server_state", "stop_server"]
 
@@ -83,18 +85,14 @@ def warm_up_launcher() -> ServerState:
 
 
 def server_state() -> ServerState:
-    server = _forkserver_module._forkserver
-    return ServerState(choose_start_method(), server._forkserver_pid, tuple(server._preload_modules or ()))
+    return ServerState(choose_start_method(), compat.forkserver_pid(), compat.forkserver_preload())
 
 
 def stop_server() -> None:
     """Stop this kernel's fork server (it frees the memory of its torch import) and multiprocessing's resource
     tracker that was started with it; the next launch starts both again."""
-    from multiprocessing import resource_tracker
-
-    if _forkserver_module._forkserver._forkserver_pid is not None:
-        _forkserver_module._forkserver._stop()  # multiprocessing's own stop (used by its tests); no public API exists
-    resource_tracker._resource_tracker._stop()  # closes its pipe, so it exits, and waits for it
+    compat.stop_forkserver()
+    compat.stop_resource_tracker()
 
 
 def _stop_before_kernel_shutdown() -> None:
@@ -133,20 +131,20 @@ def _ensure_server() -> None:
     A server that someone else started (a DataLoader with ``multiprocessing_context="forkserver"``, say) is used as
     it is: ranks then import torch themselves, slower but correct.
     """
-    server = _forkserver_module._forkserver
-    if server._forkserver_pid is None:
-        multiprocessing.get_context("forkserver").set_forkserver_preload(PRELOAD)
+    context = multiprocessing.get_context("forkserver")
+    if compat.forkserver_pid() is None:
+        context.set_forkserver_preload(PRELOAD)
     # The server runs `python -c ...` with the environment of this moment: make sure it imports *this* gpulab
     # (a checkout on sys.path rather than the installed copy, say) so that the trampoline it preloads is ours.
     root = str(Path(__file__).resolve().parents[2])
     paths = os.environ.get("PYTHONPATH", "")
     _stop_before_kernel_shutdown()
     if root in paths.split(os.pathsep):
-        server.ensure_running()
+        multiprocessing.forkserver.ensure_running()
         return
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (root, paths) if p)
     try:
-        server.ensure_running()
+        multiprocessing.forkserver.ensure_running()
     finally:
         if paths:
             os.environ["PYTHONPATH"] = paths

@@ -60,12 +60,9 @@ def _cudnn_version(torch) -> str | None:
     """
     if not torch.backends.cudnn.is_available():
         return None
-    try:
-        from torch._C import _cudnn
+    from ..core.compat import cudnn_version_int
 
-        v = _cudnn.getVersionInt()
-    except (ImportError, AttributeError, RuntimeError):
-        return None
+    v = cudnn_version_int()
     if not v:
         return None
     return f"{v // 10000}.{(v % 10000) // 100}.{v % 100}" if v >= 90000 else str(v)

@@ -297,7 +297,7 @@ class _Opaque:
 
 def _cuda_index(dev: Any) -> int:
     """PyTorch's own ``_get_device_index`` for explicit indices (it raises PyTorch's messages for the wrong kind)."""
-    from torch.cuda._utils import _get_device_index
+    from ..core.compat import cuda_device_index as _get_device_index
 
     if isinstance(dev, int):
         return dev

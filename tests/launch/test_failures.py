@@ -26,7 +26,9 @@ def test_an_exception_in_one_rank_names_it_with_its_traceback_and_stops_the_othe
     with pytest.raises(RankFailed) as caught:
         launch(rank_one_raises, 2, timeout_s=120)
     err = caught.value
-    assert isinstance(err, ChildFailedError) and err.rank == 1
+    assert isinstance(err, ChildFailedError) and err.rank == 1 and err.ranks[0].rank == 1
+    assert err.error == "ValueError: bad batch shape in rank one" and err.exitcode == 1 and err.signal is None
+    assert 'raise ValueError("bad batch shape in rank one")' in err.traceback
     text = str(err)
     assert text.startswith("rank 1 of 2 raised ValueError: bad batch shape in rank one")
     assert "in rank_one_raises" in text and 'raise ValueError("bad batch shape in rank one")' in text
@@ -122,11 +124,25 @@ def test_an_error_file_in_the_plain_message_format_is_read(tmp_path):
     assert root.error == "plain text message" and root.traceback == ""
 
 
-def test_the_failure_survives_pickling_as_its_message():
+def test_the_failure_survives_pickling_with_its_fields():
     import pickle
 
-    err = RankFailed(RankFailure(0, 1, "ValueError: x", "Traceback ..."), [], 2)
-    assert "rank 0 of 2 raised ValueError: x" in str(pickle.loads(pickle.dumps(err)))
+    err = RankFailed(RankFailure(0, 1, "ValueError: x", "Traceback ..."), [RankFailure(1, -9)], 2, "Hint: h")
+    back = pickle.loads(pickle.dumps(err))
+    assert type(back) is RankFailed and str(back) == str(err) and "rank 0 of 2 raised ValueError: x" in str(back)
+    assert (back.rank, back.exitcode, back.error, back.traceback, back.hint) == (0, 1, "ValueError: x",
+                                                                                  "Traceback ...", "Hint: h")
+    assert [f.rank for f in back.ranks] == [0, 1] and back.ranks[1].signal_name == "SIGKILL"
+
+
+def test_the_fields_put_the_first_failing_rank_first_as_elastic_does():
+    root, other = RankFailure(2, -11), RankFailure(0, 1, "RuntimeError: Connection closed by peer", "tb", 5)
+    err = RankFailed(root, [other], 3)
+    assert isinstance(err, ChildFailedError)
+    assert (err.rank, err.exitcode, err.signal, err.error, err.traceback) == (2, -11, "SIGSEGV", "", "")
+    assert [f.rank for f in err.ranks] == [2, 0] and sorted(err.failures) == [0, 2]
+    assert err.get_first_failure()[0] == 2 and err.get_first_failure()[1].exitcode == -11
+    assert str(err).startswith("rank 2 of 3 was killed by signal SIGSEGV (exit code -11): a crash in native code")
 
 
 @pytest.mark.parametrize("error, words", [

@@ -1,0 +1,137 @@
+"""The one door to private and version-dependent APIs of torch and of Python's multiprocessing (imports them lazily).
+
+gpulab otherwise uses public APIs only. What it needs beyond them is named here, with the versions it was read in
+and tested on (``KNOWN_TORCH``; ``tests/core/test_compat.py`` runs on each): elastic's process contexts (which rank
+processes and return values can be waited on), elastic's classes the launcher builds on, PyTorch's own device-index
+parser, the bundled cuDNN's version, torch.compile's wrapper class, and the fork server's state (Python 3.14 makes
+``forkserver`` the default start method on Linux; its state has no public API). Every function degrades to ``None``
+(or does nothing) where an attribute is missing, so a torch this module does not know still runs, a little slower or
+with less said. Nothing is imported until a name is used: ``import gpulab`` stays light.
+"""
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import Any
+
+__all__ = ["KNOWN_TORCH", "torch_known", "rank_waitables", "ranks_running", "rank_error_files", "cuda_device_index",
+           "cudnn_version_int", "compiled_module_type", "forkserver_pid", "forkserver_preload", "stop_forkserver",
+           "stop_resource_tracker", "start_processes", "RunProcsResult", "LogsSpecs", "LogsDest", "Std",
+           "ChildFailedError", "ProcessFailure"]
+
+# torch releases (major, minor) whose private attributes below were read and tested: 2.14 is the course's,
+# 2.11 the oldest supported (make test-compat).
+KNOWN_TORCH = ((2, 11), (2, 14))
+
+# elastic's names the launcher builds on: public in torch.distributed.elastic, but they moved between releases
+# (LogsSpecs arrived in 2.3), so they are reached through here.
+_ELASTIC = "torch.distributed.elastic.multiprocessing"
+_HOMES = {"start_processes": _ELASTIC, "RunProcsResult": _ELASTIC, "LogsSpecs": _ELASTIC, "LogsDest": _ELASTIC,
+          "Std": _ELASTIC, "ChildFailedError": f"{_ELASTIC}.errors", "ProcessFailure": f"{_ELASTIC}.errors"}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value
+
+
+def torch_known(version: str | None = None) -> bool:
+    """True when ``version`` (default: the installed torch's) is a release this module was tested on."""
+    if version is None:
+        import torch
+
+        version = torch.__version__
+    try:
+        major, minor = (int(p) for p in version.split("+")[0].split(".")[:2])
+    except ValueError:
+        return False
+    return (major, minor) in KNOWN_TORCH
+
+
+def rank_waitables(ctx: Any) -> list[Any] | None:
+    """What a launcher can block on until elastic's ``MultiprocessContext`` has news: the sentinel of every rank
+    process still running, and the return-value pipe of every rank whose value has not been collected yet.
+
+    ``None`` when the context does not have the attributes read in 2.11-2.14 (``_pc.sentinels``, ``_ret_vals``,
+    ``_return_values``): the caller then polls on a timer.
+    """
+    pc = getattr(ctx, "_pc", None)
+    sentinels = getattr(pc, "sentinels", None)
+    queues = getattr(ctx, "_ret_vals", None)
+    collected = getattr(ctx, "_return_values", None)
+    if not isinstance(sentinels, dict) or not isinstance(queues, dict) or not isinstance(collected, dict):
+        return None
+    readers = [getattr(q, "_reader", None) for r, q in queues.items() if r not in collected]
+    if any(r is None or not hasattr(r, "fileno") for r in readers):
+        return None
+    return [*sentinels, *readers]
+
+
+def ranks_running(ctx: Any) -> int | None:
+    """How many rank processes of elastic's context have not been joined yet (``None`` where unknown)."""
+    sentinels = getattr(getattr(ctx, "_pc", None), "sentinels", None)
+    return len(sentinels) if isinstance(sentinels, dict) else None
+
+
+def rank_error_files(ctx: Any) -> list[str]:
+    """The ``pytorch-errorfile-*.pickle`` files torch.multiprocessing gave each rank (empty where unknown)."""
+    return [p for p in getattr(getattr(ctx, "_pc", None), "error_files", None) or [] if p]
+
+
+def cuda_device_index(device: Any) -> int:
+    """PyTorch's own parser of a CUDA device argument (``torch.cuda._utils._get_device_index``), with its messages."""
+    from torch.cuda._utils import _get_device_index
+
+    return _get_device_index(device)
+
+
+def cudnn_version_int() -> int | None:
+    """The bundled cuDNN's version number, asked of the library without the check that starts CUDA (``None`` if
+    unknown). ``torch.backends.cudnn.version()`` would call ``torch.cuda.is_available()`` first."""
+    try:
+        from torch._C import _cudnn
+
+        return int(_cudnn.getVersionInt()) or None
+    except (ImportError, AttributeError, RuntimeError):
+        return None
+
+
+def compiled_module_type() -> type | None:
+    """torch.compile's wrapper class, if torch.compile has been imported in this process (else nothing is one)."""
+    eval_frame = sys.modules.get("torch._dynamo.eval_frame")
+    return getattr(eval_frame, "OptimizedModule", None)
+
+
+def _forkserver() -> Any:
+    import multiprocessing.forkserver
+
+    return multiprocessing.forkserver._forkserver
+
+
+def forkserver_pid() -> int | None:
+    """The pid of this process's fork server, ``None`` before it starts."""
+    return getattr(_forkserver(), "_forkserver_pid", None)
+
+
+def forkserver_preload() -> tuple[str, ...]:
+    """The modules the fork server imports before forking (``set_forkserver_preload``)."""
+    return tuple(getattr(_forkserver(), "_preload_modules", None) or ())
+
+
+def stop_forkserver() -> None:
+    """multiprocessing's own stop of the fork server (used by its tests; there is no public API)."""
+    if forkserver_pid() is not None:
+        _forkserver()._stop()
+
+
+def stop_resource_tracker() -> None:
+    """Stop multiprocessing's resource tracker: closes its pipe, so it exits, and waits for it."""
+    from multiprocessing import resource_tracker
+
+    stop = getattr(resource_tracker._resource_tracker, "_stop", None)
+    if stop is not None:
+        stop()
