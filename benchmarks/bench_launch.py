@@ -1,7 +1,7 @@
 """Starting 2 gloo ranks from a notebook-like process: gpulab.launch next to torchrun, mp.spawn, Lightning's
 ddp_notebook and accelerate's notebook_launcher, measured side by side in one run.
 
-    .venv/bin/python benchmarks/bench_launch.py [--samples 3] [--repeats 10] [--hang-timeout 30]
+    .venv/bin/python benchmarks/bench_launch.py [--samples 3] [--repeats 10] [--hang-timeout 30] [--ours-only]
                                                 [--accelerate-dir DIR]
 
 Every sample runs in a fresh Python (a "kernel") so that nothing one launcher leaves behind helps or hurts another.
@@ -12,6 +12,8 @@ Columns:
 - total: from the launch call until the call returned (median);
 - after parent matmul: the same launch in a kernel that first ran a 1000×1000 matmul at 2 threads and with
   OMP_NUM_THREADS=2 — "hung" if it did not finish within --hang-timeout (the process group is then killed).
+Then ours alone: repeat launches, a rank that raises (from the raise to the notebook's RankFailed), and the CPU the
+launching process spends while 2 ranks sleep for 10 s (it blocks on the ranks' sentinels; goal < 2 % of a core).
 "ours, repeat" is the median of --repeats launches in one kernel after a first one; "ours, first" includes the fork
 server's import of torch; "ours, first after warm-up" calls warm_up_launcher() and launches 3 s later (a learner
 reading the next cell). accelerate is not a gpulab dependency: install it for this benchmark alone with
@@ -105,18 +107,39 @@ CONTENDERS = {
 }
 
 OURS_ALONE = '''
-import json, os, statistics, time
+import json, os, statistics, tempfile, threading, time
+import psutil
 import gpulab.launch.launcher as L
 from gpulab.launch.failures import RankFailed
 
 def trivial():
     return int(os.environ["RANK"])
 
-def raising():
+def raising(stamp):
     import torch.distributed as dist
     if dist.get_rank() == 1:
+        with open(stamp, "w") as f:
+            f.write(repr(time.time()))
         raise ValueError("boom")
     dist.barrier()
+
+def sleeping(seconds):
+    time.sleep(seconds)
+
+def parent_cpu_while_ranks_sleep(seconds=10.0, skip=2.0):
+    """The launching process's own CPU time (every thread of it), as a share of one core, while 2 ranks sleep."""
+    me, out = psutil.Process(), {{}}
+    def sample():
+        time.sleep(skip)
+        a, t = me.cpu_times(), time.monotonic()
+        time.sleep(seconds - 2 * skip)
+        b, u = me.cpu_times(), time.monotonic()
+        out["share"] = ((b.user - a.user) + (b.system - a.system)) / (u - t)
+    th = threading.Thread(target=sample)
+    th.start()
+    L.launch(sleeping, 2, args=(seconds,))
+    th.join()
+    return out["share"]
 
 L.launch(trivial, 2)
 stats = []
@@ -124,15 +147,19 @@ for _ in range({repeats}):
     L.launch(trivial, 2)
     stats.append(L.last_launch())
 failed = []
+stamp = os.path.join(tempfile.mkdtemp(), "raised")
 for _ in range(3):
     t = time.perf_counter()
     try:
-        L.launch(raising, 2)
+        L.launch(raising, 2, args=(stamp,))
     except RankFailed as e:
-        failed.append((time.perf_counter() - t, e.rank))
+        caught = time.time()
+        failed.append((time.perf_counter() - t, e.rank, caught - float(open(stamp).read())))
+cpu = [parent_cpu_while_ranks_sleep() for _ in range(2)]
 print(json.dumps({{"ready_s": statistics.median(s.ready_s for s in stats),
                   "total_s": statistics.median(s.total_s for s in stats),
                   "ports": len({{s.master_port for s in stats}}), "failure_s": max(f[0] for f in failed),
+                  "raise_to_report_s": max(f[2] for f in failed), "parent_cpu": max(cpu),
                   "failed_rank": sorted({{f[1] for f in failed}})}}))
 '''
 
@@ -168,16 +195,9 @@ def median(results: list[dict], key: str) -> str:
     return f"{statistics.median(r[key] for r in results):.3f} s" if results else "n/a"
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--samples", type=int, default=3, help="fresh kernels per launcher (default 3)")
-    parser.add_argument("--repeats", type=int, default=10, help="repeat launches of ours in one kernel (default 10)")
-    parser.add_argument("--hang-timeout", type=float, default=30.0, help="seconds before a launch counts as hung")
-    parser.add_argument("--accelerate-dir", default=None, help="a --target folder where accelerate is installed")
-    args = parser.parse_args()
+def compare(args: argparse.Namespace, env: dict[str, str]) -> None:
     here = tempfile.mkdtemp(prefix="bench-launch-")
     Path(here, "bench_ranks.py").write_text(RANK_BODY)
-    env = {"PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), args.accelerate_dir, os.environ.get("PYTHONPATH")]))}
     spawn_fails = subprocess.run([sys.executable, "-c", NOTEBOOK_FN_CHECK], capture_output=True, text=True,
                                  timeout=120)
     spawn_note = "no: " + next((ln.strip().split(" on <module")[0] for ln in spawn_fails.stderr.splitlines()
@@ -218,6 +238,19 @@ def main() -> None:
     for row in rows[3:]:
         if row[3].endswith(" s"):
             print(f"  {row[0]}: {float(row[3][:-2]) / base:.1f}×")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--samples", type=int, default=3, help="fresh kernels per launcher (default 3)")
+    parser.add_argument("--repeats", type=int, default=10, help="repeat launches of ours in one kernel (default 10)")
+    parser.add_argument("--hang-timeout", type=float, default=30.0, help="seconds before a launch counts as hung")
+    parser.add_argument("--accelerate-dir", default=None, help="a --target folder where accelerate is installed")
+    parser.add_argument("--ours-only", action="store_true", help="only gpulab.launch alone: repeats, a raise, CPU")
+    args = parser.parse_args()
+    env = {"PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), args.accelerate_dir, os.environ.get("PYTHONPATH")]))}
+    if not args.ours_only:
+        compare(args, env)
     alone = subprocess.run([sys.executable, "-c", OURS_ALONE.format(repeats=args.repeats)], capture_output=True,
                            text=True, timeout=600, env={**os.environ, **env})
     if alone.returncode != 0:
@@ -225,7 +258,10 @@ def main() -> None:
     o = json.loads(alone.stdout.splitlines()[-1])
     print(f"\ngpulab.launch alone, {args.repeats} repeat launches of a trivial function (return the rank): "
           f"ready {o['ready_s']:.3f} s, total {o['total_s']:.3f} s (medians), {o['ports']} different ports; "
-          f"a rank that raises: reported as rank {o['failed_rank']} after at most {o['failure_s']:.2f} s (3 tries)")
+          f"a rank that raises: reported as rank {o['failed_rank']} after at most {o['failure_s']:.2f} s (3 tries), "
+          f"at most {o['raise_to_report_s']:.2f} s after its raise (goal ≤ 0.5 s)")
+    print(f"the launching process while 2 ranks sleep 10 s: {100 * o['parent_cpu']:.2f} % of one core "
+          f"(the larger of 2 runs, seconds 2-8; goal < 2 %)")
     print(textwrap.dedent(f"""
         machine: {os.cpu_count()} cores; python {sys.version.split()[0]}; samples {args.samples} fresh kernels each"""))
 

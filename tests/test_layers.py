@@ -161,3 +161,35 @@ def test_no_utils_bucket_and_no_flat_modules_beyond_the_entry_points():
 def test_modules_stay_small():
     big = {_name(p): n for p in _modules() if (n := len(p.read_text().splitlines())) > 350}
     assert big == {}, "split these into one concept per module"
+
+
+
+def _private_uses(source: str) -> list[str]:
+    """``torch._x`` / ``torch.a._b`` imports and attribute reads, and ``multiprocessing``'s private state."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                 else [f"{node.module}.{a.name}" for a in node.names] if isinstance(node, ast.ImportFrom)
+                 and node.module and not node.level else [])
+        found += [n for n in names if n.split(".")[0] in ("torch", "multiprocessing")
+                  and any(part.startswith("_") and not part.startswith("__") for part in n.split(".")[1:])]
+        if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
+            root = node.value
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            if isinstance(root, ast.Name) and root.id in ("torch", "multiprocessing"):
+                found.append(f"{ast.unparse(node)} (line {node.lineno})")
+    return found
+
+
+def test_private_torch_and_multiprocessing_apis_go_through_the_one_compat_module():
+    users = {_name(p): uses for p in _modules() if (uses := _private_uses(p.read_text()))}
+    assert set(users) == {"core/compat"}, users
+
+
+def test_the_private_api_scan_finds_what_it_looks_for():
+    found = _private_uses("import torch\nfrom torch.cuda._utils import _get_device_index\nx = torch._C._cudnn\n"
+                          "y = torch.__version__\nimport multiprocessing.forkserver as f\n"
+                          "z = multiprocessing.forkserver._forkserver\n")
+    assert sorted(found) == ["multiprocessing.forkserver._forkserver (line 6)", "torch._C (line 3)",
+                             "torch._C._cudnn (line 3)", "torch.cuda._utils._get_device_index"]
