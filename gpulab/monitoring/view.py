@@ -40,6 +40,7 @@ class LiveImage:
         self.interval_s = interval_s
         self.widget = ipywidgets.Image(format="png")
         self.draws = 0
+        self.wakeups = 0  # the render thread's turns, drawn or skipped (a skip needs a turn to be seen)
         self.cpu_s = 0.0  # the render thread's CPU time: what the live view costs the training loop
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -58,6 +59,7 @@ class LiveImage:
         # change a second later). A block shorter than an interval draws no live frame, only the static figure.
         shown: tuple[int, int, int] | None = None
         while not self._stop.wait(self.interval_s):
+            self.wakeups += 1
             now = (self._history.appended, len(self._marks), len(self._missing))
             if now != shown:  # nothing new sampled, marked or missing (a stalled sampler): the frame is the same
                 shown, started = now, time.thread_time()

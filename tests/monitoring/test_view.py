@@ -151,8 +151,12 @@ def test_the_render_thread_skips_a_frame_when_nothing_new_was_sampled():
         end = time.monotonic() + 60
         while live.draws < 1 and time.monotonic() < end:  # bounded waits, not timing checks
             time.sleep(0.02)
-        time.sleep(1.2)  # two more wake-ups with the same data
         assert live.draws == 1
+        first = live.wakeups
+        while live.wakeups < first + 2 and time.monotonic() < end:  # two more turns with the same data
+            time.sleep(0.02)
+        assert live.wakeups >= first + 2, "the render thread stopped taking turns"
+        assert live.draws == 1  # both turns skipped: nothing new was sampled
         history.append(t[1], v[1])
         while live.draws < 2 and time.monotonic() < end:
             time.sleep(0.02)
