@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from gpulab.core.tables import text_table  # noqa: E402
 from gpulab.core.units import format_rate  # noqa: E402
-from gpulab.launch.speed import rank_speedup  # noqa: E402
+from gpulab.ranks.speed import rank_speedup  # noqa: E402
 
 
 def main() -> None:

@@ -86,7 +86,7 @@ for i in range({launches}):
 '''
 
 CONTENDERS = {
-    "gpulab.launch": ("import gpulab.launch.launcher as L\n"
+    "gpulab.launch": ("import gpulab.ranks.launcher as L\n"
                       "def notebook_fn(outdir):\n    body(outdir)\n",
                       "    L.launch(notebook_fn, 2, args=(outdir,), threads_per_rank=2)"),
     "torchrun": ("import subprocess\n",
@@ -109,8 +109,8 @@ CONTENDERS = {
 OURS_ALONE = '''
 import json, os, statistics, tempfile, threading, time
 import psutil
-import gpulab.launch.launcher as L
-from gpulab.launch.failures import RankFailed
+import gpulab.ranks.launcher as L
+from gpulab.ranks.failures import RankFailed
 
 def trivial():
     return int(os.environ["RANK"])
@@ -215,7 +215,7 @@ def compare(args: argparse.Namespace, env: dict[str, str]) -> None:
                                                                      timeout=timeout, extra_env=env)]
     rows.append(["gpulab.launch, first", notebook_fn["gpulab.launch"], median(firsts, "ready_s"),
                  median(firsts, "total_s"), survival("gpulab.launch")])
-    warm = "from gpulab.launch.server import warm_up_launcher\nwarm_up_launcher(); time.sleep(3)\n"
+    warm = "from gpulab.ranks.server import warm_up_launcher\nwarm_up_launcher(); time.sleep(3)\n"
     warmed = [r for _ in range(args.samples) for r in run_kernel(here, "gpulab.launch", matmul=False, timeout=timeout,
                                                                      extra_env=env, setup_extra=warm)]
     rows.append(["gpulab.launch, first after warm-up", "yes (by value)", median(warmed, "ready_s"),

@@ -11,7 +11,7 @@ in this list, ``tests/test_layers.py``):
     gpulab.measure       timing, transfers, the CPU/GPU crossover, memory sizing
     gpulab.placement     the guarded setter, explain, selection, reservations, the picker
     gpulab.monitoring    the live monitor
-    gpulab.launch        ranks from a notebook cell (the launcher, %%ranks), DDP speed
+    gpulab.ranks         ranks from a notebook cell (the launcher, %%ranks), DDP speed
     gpulab.dataparallel  DataParallel by hand, its gradients, throughput and GPU footprint
     gpulab.checkup       the environment report and its checklist
     gpulab.server        the whole server's GPUs and who holds them (the watch view)
@@ -51,7 +51,7 @@ _EXPORTS: dict[str, str] = {
     "explain": "placement.explain", "choose_gpus": "placement.selection", "NoFreeGpu": "placement.selection",
     "reserve_gpus": "placement.reservation", "GpuPicker": "placement.picker", "run_shell": "notebook.shell",
     # 04 DDP: ranks from a notebook cell
-    "launch": "launch.launcher", "warm_up_launcher": "launch.server", "rank_speedup": "launch.speed",
+    "launch": "ranks.launcher", "warm_up_launcher": "ranks.server", "rank_speedup": "ranks.speed",
     # 05 live monitor
     "monitor": "monitoring.monitor",
     # 06 Lightning's device flags, then and now

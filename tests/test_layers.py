@@ -18,7 +18,7 @@ PKG = Path(__file__).resolve().parents[1] / "gpulab"
 FLOORS = {
     "core": 1,  # units, readings, settings, CUDA_VISIBLE_DEVICES's grammar: pure
     "machine": 2, "workload": 2,  # what this machine has (NVML, described GPUs, host, CUDA state); the chapters' data
-    "measure": 3, "placement": 3, "monitoring": 3, "launch": 3,  # timing; choosing GPUs; the live monitor; ranks
+    "measure": 3, "placement": 3, "monitoring": 3, "ranks": 3,  # timing; choosing GPUs; the live monitor; ranks from a cell
     "dataparallel": 4, "checkup": 4, "server": 4, "lightning": 4, "notebook": 4,
     "exercises": 5,  # checks every chapter's answers
 }
@@ -139,7 +139,7 @@ def test_imports_only_run_down_the_floors():
 def test_the_floor_rule_catches_an_import_back_up_and_a_pair_that_import_each_other():
     assert floor_violations([("machine/cuda", "placement/setter")], FLOORS) == [
         "machine/cuda (floor 2) -> placement/setter (floor 3)"]
-    assert len(floor_violations([("measure/timing", "launch/launcher"), ("launch/launcher", "measure/timing")],
+    assert len(floor_violations([("measure/timing", "ranks/launcher"), ("ranks/launcher", "measure/timing")],
                                 FLOORS)) == 2
     assert floor_violations([("core/units", "gpulab_new/x")], FLOORS) != []
     assert floor_violations([("placement/picker", "machine/nvml"), ("placement/picker", "placement/setter")],

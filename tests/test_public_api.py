@@ -144,5 +144,14 @@ def test_every_cited_gpulab_name_resolves():
 
 
 def test_the_citation_check_can_fail():
-    assert resolves("gpulab.launch.launcher.last_launch") and resolves("gpulab.monitor")
-    assert not resolves("gpulab.parallel.last_launch") and not resolves("gpulab.launch.launcher.no_such_name")
+    assert resolves("gpulab.ranks.launcher.last_launch") and resolves("gpulab.monitor")
+    assert not resolves("gpulab.parallel.last_launch") and not resolves("gpulab.ranks.launcher.no_such_name")
+
+
+def test_no_export_is_hidden_by_a_subpackage_of_the_same_name():
+    """Importing ``gpulab.x.y`` sets ``gpulab.x`` to the subpackage, which would hide an exported ``gpulab.x``."""
+    subpackages = {p.parent.name for p in (ROOT / "gpulab").glob("*/__init__.py")}
+    assert not subpackages & set(gpulab.__all__)
+    for sub in subpackages:
+        importlib.import_module(f"gpulab.{sub}")
+    assert callable(gpulab.launch) and callable(gpulab.check) and callable(gpulab.monitor)

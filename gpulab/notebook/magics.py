@@ -1,6 +1,6 @@
 """IPython cell magics for the chapters: ``%load_ext gpulab`` then ``%%gpu [n]`` at the top of a GPU-only cell.
 
-``%%ranks n`` runs a cell's code in n ranks (``gpulab.launch.cells``, taught in ``notebooks/04_ddp.ipynb``).
+``%%ranks n`` runs a cell's code in n ranks (``gpulab.ranks.cells``, taught in ``notebooks/04_ddp.ipynb``).
 Loading the extension also makes tracebacks short (``tracebacks``): the learner's line and the line that raised.
 
 A ``%%gpu 2`` cell runs only where two CUDA GPUs are usable; elsewhere it prints why it was skipped, so a learner on a
@@ -32,7 +32,7 @@ def gpu_cell(line: str, cell: str, shell: Any) -> None:
 
 def load_ipython_extension(ipython: Any) -> None:
     """``%load_ext gpulab``: ``%%gpu``, ``%%ranks``, and tracebacks that show the learner's line and where it failed."""
-    from ..launch.cells import ranks_cell
+    from ..ranks.cells import ranks_cell
     from .tracebacks import install
 
     ipython.register_magic_function(lambda line, cell: gpu_cell(line, cell, ipython), magic_kind="cell", magic_name="gpu")

@@ -54,7 +54,7 @@ _last: LaunchStats | None = None
 
 @dataclass(frozen=True)
 class LaunchStats:
-    """What the last launch did and how long it took (``gpulab.launch.launcher.last_launch()``)."""
+    """What the last launch did and how long it took (``gpulab.ranks.launcher.last_launch()``)."""
 
     nprocs: int
     backend: str | None

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpulab.launch.speed import RankSpeedup, SpeedRow, rank_speedup, train_rate
+from gpulab.ranks.speed import RankSpeedup, SpeedRow, rank_speedup, train_rate
 
 
 def test_every_setup_is_measured_and_the_ratio_is_ddp_2_over_1(no_process_left):

@@ -27,7 +27,7 @@ __all__ = ["PRELOAD", "ServerState", "choose_start_method", "warm_up_launcher", 
 
 # torch._dynamo: building the first optimizer imports it (torch.optim checks whether it is being compiled), about
 # 2 s and 900 modules that every rank would otherwise import again; importing it starts no thread and no OpenMP region.
-PRELOAD = ["torch", "torch.distributed", "torch._dynamo", "gpulab.launch.worker"]
+PRELOAD = ["torch", "torch.distributed", "torch._dynamo", "gpulab.ranks.worker"]
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,8 @@ __all__ = ["RankFailed", "RankFailure", "read_failures", "hint_for"]
 
 # Frames of the launcher's own plumbing, dropped from the traceback a learner reads.
 _PLUMBING = (os.sep + os.path.join("elastic", "multiprocessing", "errors", "__init__.py"),
-             os.sep + os.path.join("gpulab", "launch", "worker.py"),
-             os.sep + os.path.join("gpulab", "launch", "cells.py"))
+             os.sep + os.path.join("gpulab", "ranks", "worker.py"),
+             os.sep + os.path.join("gpulab", "ranks", "cells.py"))
 _SIGNAL_MEANING = {
     "SIGKILL": "usually the kernel's out-of-memory killer (look for 'Killed process' in `dmesg`) or a `kill -9`",
     "SIGSEGV": "a crash in native code (a C/C++/CUDA extension), not in Python",

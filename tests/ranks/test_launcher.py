@@ -7,7 +7,7 @@ import threading
 import pytest
 import torch
 
-from gpulab.launch.launcher import choose_backend, default_threads_per_rank, last_launch, launch
+from gpulab.ranks.launcher import choose_backend, default_threads_per_rank, last_launch, launch
 
 from .processes import leftover_processes
 

@@ -19,7 +19,7 @@ from .processes import ROOT
 
 PARENT_MATMUL = """
     import os, sys, time, torch
-    import gpulab.launch.launcher as L
+    import gpulab.ranks.launcher as L
     torch.set_num_threads(2)
     a = torch.randn(1000, 1000); a @ a   # the notebook's own CPU work: its OpenMP pool of 2 threads now exists
 """
@@ -92,7 +92,7 @@ def test_interrupting_the_launch_stops_every_rank(whole_group):
     # alone. Either way: KeyboardInterrupt in the cell, and no rank left running.
     proc = start("""
     import os, time, multiprocessing.forkserver as fs
-    import gpulab.launch.launcher as L
+    import gpulab.ranks.launcher as L
     def forever():
         print("pid", os.getpid())
         time.sleep(600)
@@ -120,7 +120,7 @@ def test_interrupting_the_launch_stops_every_rank(whole_group):
 def test_spawn_works_with_a_function_defined_in_the_main_module():
     # macOS and Windows have no fork server: each rank is a fresh Python that imports torch itself.
     proc = start("""
-    import gpulab.launch.launcher as L
+    import gpulab.ranks.launcher as L
     def where():
         import os, torch.distributed as dist
         return dist.get_rank(), os.environ["WORLD_SIZE"]
@@ -133,7 +133,7 @@ def test_spawn_works_with_a_function_defined_in_the_main_module():
 def test_the_fork_server_imports_torch_once_and_stops_on_request():
     proc = start("""
     import psutil, torch
-    from gpulab.launch import server
+    from gpulab.ranks import server
     state = server.warm_up_launcher()
     print(state.pid is not None, state.fast, "torch" in state.preloaded)
     print(psutil.Process(state.pid).is_running())
@@ -149,7 +149,7 @@ def test_the_fork_server_imports_torch_once_and_stops_on_request():
 def test_launching_works_after_the_notebook_used_cuda():
     proc = start("""
     import torch
-    import gpulab.launch.launcher as L
+    import gpulab.ranks.launcher as L
     x = torch.ones(1, device="cuda")  # the notebook started CUDA: a forked rank could not use it
     def on_gpu():
         import os
@@ -164,7 +164,7 @@ def test_launching_works_after_the_notebook_used_cuda():
 def test_two_gpu_ranks_reduce_over_nccl():
     proc = start("""
     import torch
-    import gpulab.launch.launcher as L
+    import gpulab.ranks.launcher as L
     torch.ones(1, device="cuda")
     def reduce():
         import torch.distributed as dist
@@ -179,7 +179,7 @@ def test_two_gpu_ranks_reduce_over_nccl():
 
 def test_a_script_that_launches_without_the_main_guard_is_told_how_to_fix_it(tmp_path):
     script = tmp_path / "train_script.py"
-    script.write_text("import gpulab.launch.launcher as L\nL.launch(print, 2)\n")
+    script.write_text("import gpulab.ranks.launcher as L\nL.launch(print, 2)\n")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, env=env)
     assert done.returncode == 1
@@ -192,7 +192,7 @@ def test_the_macos_and_windows_path_spawns_and_still_relays_output():
     # the launcher it runs on macOS (elastic, imported before, still redirects: both must land in the same file).
     proc = start("""
     import sys
-    import gpulab.launch.launcher as L
+    import gpulab.ranks.launcher as L
     sys.platform = "darwin"
     def hello():
         import os
@@ -211,8 +211,8 @@ def test_a_fork_server_someone_else_started_is_used_as_it_is():
     # preloaded: ranks then import torch themselves. Slower, still correct, and the state says so.
     proc = start("""
     import multiprocessing as mp
-    import gpulab.launch.launcher as L
-    from gpulab.launch.server import server_state
+    import gpulab.ranks.launcher as L
+    from gpulab.ranks.server import server_state
     p = mp.get_context("forkserver").Process(target=print, args=("someone else's process",))
     p.start(); p.join()
     print(L.launch(lambda: 7, 2), server_state().fast)

@@ -10,8 +10,8 @@ import pytest
 import torch
 from torch.distributed.elastic.multiprocessing.errors import ChildFailedError, ErrorHandler, ProcessFailure
 
-from gpulab.launch.failures import RankFailed, RankFailure, hint_for, read_failures
-from gpulab.launch.launcher import launch
+from gpulab.ranks.failures import RankFailed, RankFailure, hint_for, read_failures
+from gpulab.ranks.launcher import launch
 
 
 def rank_one_raises():
@@ -33,7 +33,7 @@ def test_an_exception_in_one_rank_names_it_with_its_traceback_and_stops_the_othe
     assert text.startswith("rank 1 of 2 raised ValueError: bad batch shape in rank one")
     assert "in rank_one_raises" in text and 'raise ValueError("bad batch shape in rank one")' in text
     assert "rank 0 raised nothing (stopped by the launcher if still running)" in text or "rank 0 raised" in text
-    assert "gpulab/launch/worker.py" not in text and "elastic/multiprocessing" not in text  # plumbing dropped
+    assert "gpulab/ranks/worker.py" not in text and "elastic/multiprocessing" not in text  # plumbing dropped
 
 
 def test_a_rank_killed_by_a_signal_is_reported_as_such_with_its_last_words(no_process_left):

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import io
 
-from gpulab.launch.rank_output import OutputRelay, RankLogs
+from gpulab.ranks.rank_output import OutputRelay, RankLogs
 
 
 def relay_over(tmp_path, nprocs=2):
