@@ -241,3 +241,10 @@ def test_random_pytorch_like_code_is_explained_or_refused_with_our_message(code,
         assert_ours(exc)
         return
     assert str(e).startswith("Predicted by gpulab.explain") and "<table" in e._repr_html_()
+
+
+def test_an_empty_device_ids_on_a_machine_without_gpus_says_what_a_gpu_machine_would_raise():
+    e = gpulab.explain("nn.DataParallel(m, device_ids=[])", [], {})  # a machine described with no GPU at all
+    assert e.steps[0].on_cpu and "silently wraps nothing" in str(e)
+    assert "On a machine with a GPU this line raises IndexError: list index out of range" in str(e)
+    assert "raises IndexError" not in str(gpulab.explain("nn.DataParallel(m)", [], {}))
