@@ -144,3 +144,30 @@ def test_hints(error, words):
 def test_ranks_that_all_end_without_returning_are_reported_not_waited_for(no_process_left):
     with pytest.raises(RuntimeError, match="every rank ended without returning from the function"):
         launch(lambda: os._exit(0), 2)
+
+
+def rank_one_loads_a_missing_file():
+    import torch.distributed as dist
+
+    if dist.get_rank() == 1:
+        torch.load("/nonexistent/gpulab-test/new.pt", map_location="cpu")  # raised deep inside torch.serialization
+    dist.barrier()
+
+
+def test_a_rank_traceback_keeps_the_learners_line_and_the_raising_frame_only(no_process_left):
+    with pytest.raises(RankFailed) as caught:
+        launch(rank_one_loads_a_missing_file, 2, timeout_s=120)
+    err, text = caught.value, str(caught.value)
+    assert "in rank_one_loads_a_missing_file" in text and 'torch.load("/nonexistent/gpulab-test/new.pt"' in text
+    assert text.rstrip().endswith("FileNotFoundError: [Errno 2] No such file or directory: "
+                                  "'/nonexistent/gpulab-test/new.pt'")
+    assert "frame(s) inside torch …" in text and "library frame(s) left out, all of them in err.root.traceback" in text
+    assert "_open_file_like" not in text and "_open_file_like" in err.root.traceback  # the whole one is kept
+
+
+def test_another_ranks_long_error_is_one_line_and_a_shared_one_is_not_repeated():
+    long = "RuntimeError: Expected to have finished reduction.\nThis error indicates ...\nParameter indices: 4 5"
+    text = str(RankFailed(RankFailure(0, 1, long, ""), [RankFailure(1, 1, long.replace("4 5", "6 7"), ""),
+                                                       RankFailure(2, 1, long, "")], 3))
+    assert "rank 1 raised RuntimeError: Expected to have finished reduction. (…)" in text
+    assert "rank 2 raised the same RuntimeError" in text and text.count("This error indicates") == 1
