@@ -171,3 +171,26 @@ def test_another_ranks_long_error_is_one_line_and_a_shared_one_is_not_repeated()
                                                        RankFailure(2, 1, long, "")], 3))
     assert "rank 1 raised RuntimeError: Expected to have finished reduction. (…)" in text
     assert "rank 2 raised the same RuntimeError" in text and text.count("This error indicates") == 1
+
+
+def test_a_failed_launch_leaves_no_semaphore_for_the_tracker_to_call_leaked(no_process_left):
+    # A kernel keeps the last traceback (and so the launch's context) alive; at shutdown gpulab stops multiprocessing's
+    # resource tracker, which used to warn "There appear to be 9 leaked semaphore objects to clean up at shutdown".
+    from tests.parallel.processes import run_python
+
+    run = run_python("""
+        import gpulab
+        from gpulab.parallel.server import stop_server
+
+        def fails():
+            raise ValueError("x")
+
+        try:
+            gpulab.launch(fails, 2)
+        except Exception as kept:  # held, as IPython holds sys.last_value
+            err = kept
+        stop_server()
+        print("failed as expected:", type(err).__name__)
+    """, start_new_session=True)
+    assert "failed as expected: RankFailed" in run.stdout, run.stderr[-2000:]
+    assert "leaked semaphore" not in run.stderr and "FileNotFoundError" not in run.stderr, run.stderr[-2000:]
