@@ -248,3 +248,9 @@ def test_an_empty_device_ids_on_a_machine_without_gpus_says_what_a_gpu_machine_w
     assert e.steps[0].on_cpu and "silently wraps nothing" in str(e)
     assert "On a machine with a GPU this line raises IndexError: list index out of range" in str(e)
     assert "raises IndexError" not in str(gpulab.explain("nn.DataParallel(m)", [], {}))
+
+
+def test_no_free_gpu_on_a_described_machine_says_simulated(tmp_path):
+    with pytest.raises(gpulab.NoFreeGpu, match=r"^SIMULATED machine \(described GPUs, not this computer's\): asked "
+                                               r"for 4 free GPU\(s\) but only 3 of 8 qualify"):
+        gpulab.choose_gpus(4, GPUS)
