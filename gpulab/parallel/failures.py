@@ -77,7 +77,10 @@ class RankFailed(ChildFailedError):
         Exception.__init__(self, self._message(last_lines or []))
 
     def _message(self, last_lines: list[str]) -> str:
-        parts = [f"rank {self.rank} of {self.world_size} {self.root.summary()}"]
+        summary = self.root.summary()
+        if self.root.traceback and "\n" in self.root.error.strip():  # the traceback ends with the whole message
+            summary = f"raised {self.root.error.strip().splitlines()[0]} (… the whole message ends the traceback below)"
+        parts = [f"rank {self.rank} of {self.world_size} {summary}"]
         if self.root.signal_name:
             meaning = _SIGNAL_MEANING.get(self.root.signal_name, "")
             parts[0] += f": {meaning}." if meaning else "."

@@ -171,6 +171,10 @@ def test_another_ranks_long_error_is_one_line_and_a_shared_one_is_not_repeated()
                                                        RankFailure(2, 1, long, "")], 3))
     assert "rank 1 raised RuntimeError: Expected to have finished reduction. (…)" in text
     assert "rank 2 raised the same RuntimeError" in text and text.count("This error indicates") == 1
+    with_traceback = str(RankFailed(RankFailure(0, 1, long, "Traceback (most recent call last):\n" + long), [], 2))
+    assert with_traceback.startswith("rank 0 of 2 raised RuntimeError: Expected to have finished reduction. (… the "
+                                     "whole message ends the traceback below)")
+    assert with_traceback.count("This error indicates") == 1 and with_traceback.rstrip().endswith("indices: 4 5")
 
 
 def test_a_failed_launch_leaves_no_semaphore_for_the_tracker_to_call_leaked(no_process_left):
