@@ -254,3 +254,9 @@ def test_no_free_gpu_on_a_described_machine_says_simulated(tmp_path):
     with pytest.raises(gpulab.NoFreeGpu, match=r"^SIMULATED machine \(described GPUs, not this computer's\): asked "
                                                r"for 4 free GPU\(s\) but only 3 of 8 qualify"):
         gpulab.choose_gpus(4, GPUS)
+
+
+def test_set_default_device_without_a_device_raises_on_any_machine():
+    for machine in ([], W8):  # torch's own signature refuses the call, GPU or not
+        e = gpulab.explain("torch.set_default_device()", machine, {})
+        assert e.error == "TypeError: set_default_device() missing 1 required positional argument: 'device'"
