@@ -26,9 +26,58 @@ VERDICT = re.compile(r"(holds|holds: .+|holds \(.+\)|holds with a condition: .+"
                      r"|outdated since (PyTorch|Lightning) \d+\.\d+(\.\d+)?: .+|wrong: .+)")
 LINK = re.compile(r"\[([^\]]+)\]\((\d{2}_[a-z0-9_]+\.ipynb)#cell-id=([A-Za-z0-9_-]+)\)")
 SECTION = re.compile(r"^## (\d{3}) · ")
-PREDICTION_MARKS = ("Predicted by gpulab.explain", "SIMULATED")  # in an output: not an observation of this machine
+PREDICTION_MARKS = ("Predicted by gpulab.explain", "SIMULATED", "Predicted by gpulab.translate_trainer")  # in an output: not an observation of this machine
 PREDICTORS = ("explain(", "SimulatedGpuReader(", "translate_trainer(", "flag_history_table(")  # in a cell's code
 SKIP_MARK = "Skipped in fast mode"
+
+# A *ran here* row's evidence is the claim's observable, something the cell would print differently had the claim
+# failed: a number (a measured one, which moves from run to run, as a bound: {≤ 3}, {< 3}, {≥ 0.5}, {0.5–3}), an
+# exception or warning class with its text ("TypeError: ..."), a device (cpu, meta, cuda, cuda:1), the result of a
+# check (True / False), or a quote from the library's own docstring or source that the cell reads. A word the cell
+# prints whatever happened ("% of one core", "'gloo'") is not evidence.
+NUMBER = r"-?\d+(?:\.\d+)?"
+BOUND = re.compile(rf"\{{(?:(≤|<|≥|>) ?({NUMBER})|({NUMBER}) ?– ?({NUMBER}))\}}")
+OBSERVABLES = {
+    "a number": re.compile(r"\d"),
+    "an exception with its text": re.compile(r"\b[A-Z][A-Za-z]*(Error|Exception|Warning): \S"),
+    "a device": re.compile(r"(?<![A-Za-z])(cpu|meta|cuda(:\d+)?)(?![A-Za-z])"),
+    "the result of a check": re.compile(r"\b(True|False)\b"),
+}
+DOC_READERS = ("__doc__", "inspect.getdoc(", "inspect.getsource(", "inspect.signature(")
+
+
+def evidence_pattern(evidence: str) -> tuple[re.Pattern, list[tuple[str, float, float | None]]]:
+    """The evidence as a regular expression (its bounds become numbers to capture), and the bounds in order."""
+    parts, bounds, at = [], [], 0
+    for m in BOUND.finditer(evidence):
+        parts += [re.escape(evidence[at:m.start()]), f"({NUMBER})"]
+        bounds.append((m.group(1), float(m.group(2))) if m.group(1) else ("–", float(m.group(3)), float(m.group(4))))
+        at = m.end()
+    parts.append(re.escape(evidence[at:]))
+    return re.compile("".join(parts)), bounds
+
+
+def _within(value: float, bound: tuple) -> bool:
+    op, a, *b = bound
+    return {"≤": value <= a, "<": value < a, "≥": value >= a, ">": value > a}.get(op, b and a <= value <= b[0])
+
+
+def find_evidence(evidence: str, text: str) -> tuple[bool, list[str]]:
+    """Whether ``text`` holds the evidence with every bound met; else the numbers found where the bounds are."""
+    pattern, bounds = evidence_pattern(evidence)
+    outside = []
+    for m in pattern.finditer(text):
+        values = [float(v) for v in m.groups()]
+        if all(_within(v, b) for v, b in zip(values, bounds)):
+            return True, []
+        outside.append(m.group(0))
+    return False, outside
+
+
+def observable_kinds(evidence: str) -> list[str]:
+    """What in the evidence could only be printed if the claim held (empty: it would print either way)."""
+    found = [k for k, p in OBSERVABLES.items() if p.search(evidence)]
+    return found if "a number" in found or not BOUND.search(evidence) else ["a number", *found]
 
 
 @dataclass
@@ -63,7 +112,7 @@ def parse_ledger(text: str) -> tuple[list[Entry], list[str]]:
             problems.append(f"line {n}: {len(cells)} columns, expected 5 (#, claim, verdict, shown in, evidence)")
             continue
         number, claim, verdict, shown_in, evidence = cells
-        entry = Entry(number, article or "", claim, verdict, shown_in, evidence.strip("`"))
+        entry = Entry(number, article or "", claim, verdict, shown_in, evidence.strip().strip("`").strip())
         entry.links = [(nb, cell) for _, nb, cell in LINK.findall(shown_in)]
         first = LINK.search(shown_in)
         if first:
@@ -137,10 +186,20 @@ def check_entry(e: Entry, cache: dict) -> list[str]:
             problems.append(f"{where}: marked {e.status!r}, but {e.cell[1]} is a %%gpu cell that skips on a CPU")
         elif not cell.get("outputs"):
             problems.append(f"{where}: marked {e.status!r}, but {e.cell[1]} has no committed outputs")
-        elif e.evidence not in outputs:
-            problems.append(f"{where}: the outputs of {e.cell[1]} in {e.cell[0]} do not contain {e.evidence!r}")
+        else:
+            found, outside = find_evidence(e.evidence, outputs)
+            if outside and not found:
+                problems.append(f"{where}: the outputs of {e.cell[1]} in {e.cell[0]} hold {outside[0]!r}, outside "
+                                f"the bound of {e.evidence!r}")
+            elif not found:
+                problems.append(f"{where}: the outputs of {e.cell[1]} in {e.cell[0]} do not contain {e.evidence!r}")
+        if e.status == "ran here" and not observable_kinds(e.evidence) and \
+                not any(r in cell.source for r in DOC_READERS):
+            problems.append(f"{where}: its evidence {e.evidence!r} would print whether or not the claim held: give "
+                            f"the claim's observable ({', '.join(OBSERVABLES)}, or a bound on a measured number)")
         # the paragraph of output that holds the evidence must not be one that says it is a prediction
-        paragraphs = [p for p in re.split(r"\n\s*\n", outputs) if e.evidence in p]
+        pattern = evidence_pattern(e.evidence)[0]
+        paragraphs = [p for p in re.split(r"\n\s*\n", outputs) if pattern.search(p)]
         predicted = bool(paragraphs) and all(any(m in p for m in PREDICTION_MARKS) for p in paragraphs)
         if e.status == "ran here" and predicted:
             problems.append(f"{where}: {e.cell[1]} prints a prediction on a described machine: mark it "
@@ -217,7 +276,8 @@ def _row(ledger: str, number: str) -> str:
     ("002-06", lambda r: r.replace("cell-id=2bf5c658", "cell-id=deadbeef"),
      "002-06: 01_cpu_gpu_transfer.ipynb has no cell with id deadbeef"),
     ("002-06", lambda r: r.replace("'bool' object is not callable", "'int' object is not callable"),
-     "002-06: the outputs of 2bf5c658 in 01_cpu_gpu_transfer.ipynb do not contain \"'int' object is not callable\""),
+     "002-06: the outputs of 2bf5c658 in 01_cpu_gpu_transfer.ipynb do not contain \"TypeError: 'int' object is not "
+     "callable\""),
     ("002-06", lambda r: r.replace("02_choosing_gpus", "09_nothing").replace("01_cpu_gpu_transfer", "09_nothing"),
      "002-06: links to 09_nothing.ipynb, which is not in notebooks/"),
     ("002-05", lambda r: r.replace(") runs where GPUs exist", ") ran here", 1),
@@ -235,8 +295,19 @@ def _row(ledger: str, number: str) -> str:
     ("002-06", lambda r: r.replace(") ran here", ") seen somewhere"), "002-06: 'shown in' must start with"),
     ("001-16", lambda r: r.replace("cell-id=de34643a", "cell-id=9c5abdba"),
      "001-16: marked 'full run only', but 9c5abdba's saved output does not say 'Skipped in fast mode'"),
-    ("001-05", lambda r: r.replace("| not shown by any cell yet |", "| [06](06_lightning.ipynb#cell-id=f8da2172) ran "
-                                   "here |"), "001-05: no evidence given"),
+    ("004-09", lambda r: r.replace("| not shown by any cell yet, and no cell can:",
+                                   "| [06](06_lightning.ipynb#cell-id=f8da2172) ran here, and no cell can:"),
+     "004-09: no evidence given"),
+    # evidence that the cell would print whether or not the claim held
+    ("001-10", lambda r: r.replace("`of watched training = {≤ 3} % of one core`", "`% of one core`"),
+     "001-10: its evidence '% of one core' would print whether or not the claim held"),
+    ("004-04", lambda r: r.replace("`LOCAL_RANK=1: backend gloo, device cpu`", "`backend gloo, device`"),
+     "004-04: its evidence 'backend gloo, device' would print whether or not the claim held"),
+    ("002-06", lambda r: r.replace("`TypeError: 'bool' object is not callable`", "`object is not callable`"),
+     "002-06: its evidence 'object is not callable' would print whether or not the claim held"),
+    # a measured number outside its bound
+    ("001-10", lambda r: r.replace("{≤ 3}", "{≤ 0.5}"), "001-10: the outputs of a928a6ce in 05_live_monitor.ipynb hold"),
+    ("001-10", lambda r: r.replace("{≤ 3}", "{2–5}"), "outside the bound of 'of watched training = {2–5} % of one core'"),
 ])
 def test_a_wrong_row_is_caught(ledger, number, edit, expected):
     row = _row(ledger, number)
@@ -265,3 +336,29 @@ def test_a_cell_that_lost_its_outputs_is_caught(ledger, monkeypatch):
     cell.outputs = []
     entry = next(e for e in parse_ledger(ledger)[0] if e.number == "002-06")
     assert "002-06: marked 'ran here', but 2bf5c658 has no committed outputs" in check_entry(entry, cache)
+
+
+@pytest.mark.parametrize(("evidence", "text", "found"), [
+    ("= {≤ 3} % of one core", "training = 1.04 % of one core", True),
+    ("= {≤ 3} % of one core", "training = 3.50 % of one core", False),
+    ("= {< 1} %", "= 1 %", False),
+    ("accuracy {≥ 0.85}", "accuracy 0.9 then accuracy 0.5", True),  # one match within the bound is enough
+    ("ratio {1.2–2} on {> 1} ranks", "ratio 1.5 on 2 ranks", True),
+    ("ratio {1.2–2} on {> 1} ranks", "ratio 1.5 on 1 ranks", False),
+    ("literal (with [regex] characters) 1.0", "a literal (with [regex] characters) 1.0 here", True),
+])
+def test_a_bound_matches_a_number_only_within_it(evidence, text, found):
+    assert find_evidence(evidence, text)[0] is found
+
+
+@pytest.mark.parametrize(("evidence", "kinds"), [
+    ("% of one core", []),
+    ("'gloo'", []),
+    ("= {≤ 3} % of one core", ["a number"]),
+    ("TypeError: 'bool' object is not callable", ["an exception with its text"]),
+    ("device cpu", ["a device"]),
+    ("DeviceStatsMonitor.on_train_batch_end/cpu_percent", ["a device"]),
+    ("shares memory: True", ["the result of a check"]),
+])
+def test_what_counts_as_an_observable(evidence, kinds):
+    assert observable_kinds(evidence) == kinds

@@ -14,9 +14,13 @@ from dataclasses import dataclass, field, replace
 from ..core.tables import html_table
 from .call import Code, render_call, render_value
 
-__all__ = ["Change", "Translation"]
+__all__ = ["Change", "Translation", "PREDICTED"]
 
 STATUSES = ("removed", "default changed", "respelled", "unchanged", "in a notebook", "on CPU")
+
+
+PREDICTED = ("Predicted by gpulab.translate_trainer: its reading of the old flags (from Lightning's changelog), "
+             "not a call Lightning ran.")
 
 
 @dataclass(frozen=True)
@@ -103,6 +107,11 @@ class Translation:
         return replace(self, kwargs=kwargs, changes=self.changes + tuple(changes), on_cpu=True)
 
     # -- rendering ------------------------------------------------------------------------------------------------
+    @property
+    def label(self) -> str:
+        """What this is: gpulab's reading of the old flags, not something Lightning did."""
+        return PREDICTED
+
     def _heading(self) -> str:
         where = "a notebook" if self.notebook else "a script"
         return f"Translating {render_call(self.old_kwargs, width=10_000)} (for {where}" + \
@@ -114,7 +123,7 @@ class Translation:
         return f"Lightning 2.6 refuses the old call: {self.error_today}"
 
     def __str__(self) -> str:
-        lines = [self._heading(), self._verdict(), ""]
+        lines = [self.label, self._heading(), self._verdict(), ""]
         for c in self.changes:
             lines += ["  " + line for line in str(c).splitlines()]
         if not self.changes:
@@ -130,7 +139,7 @@ class Translation:
         table = html_table(("article", "today", "removed in", "why"), [c.row() for c in self.changes],
                            caption=self._heading())
         notes = "".join(f"<li>{html.escape(n)}</li>" for n in self.notes)
-        return (f"<p>{html.escape(self._verdict())}</p>{table}<pre>{html.escape(self.code)}</pre>"
+        return (f"<p><em>{html.escape(self.label)}</em></p><p>{html.escape(self._verdict())}</p>{table}<pre>{html.escape(self.code)}</pre>"
                 + (f"<ul>{notes}</ul>" if notes else ""))
 
 

@@ -125,7 +125,8 @@ class Monitor:
         return self._state == "running"
 
     def __repr__(self) -> str:
-        return f"<Monitor {self.title!r} {self._state}, {len(self.history)} readings>"
+        simulated = " SIMULATED GPUs," if getattr(self._sampler.reader, "simulated", False) else ""
+        return f"<Monitor {self.title!r} {self._state},{simulated} {len(self.history)} readings>"
 
     # -- start and stop -----------------------------------------------------------------------------------------------
     def start(self) -> Monitor:
@@ -226,6 +227,19 @@ class Monitor:
         """``for x, y in mon.wrap(loader):`` — one step per batch; ``samples`` = per-batch count or a function of it
         (default: the first dimension of the batch's first tensor). Works around a DataLoader or a tqdm bar."""
         self._require_running("wrap()")
+        if isinstance(iterable, (str, bytes)) or not hasattr(iterable, "__iter__"):
+            raise TypeError(f"mon.wrap() takes what the loop iterates over (a DataLoader, a list of batches, a "
+                            f"tqdm bar); got {shown(iterable)}, which has no items to step through. Write "
+                            "`for batch in mon.wrap(loader):`.")
+        if samples is not None and not callable(samples):
+            try:
+                samples = operator.index(samples)
+            except TypeError:
+                raise TypeError(f"samples= is the number of examples in each batch (an int) or a function of the "
+                                f"batch that returns it; got {shown(samples)}. Leave it out to count the first "
+                                "dimension of each batch's first tensor.") from None
+            if samples < 0:
+                raise ValueError(f"samples={samples}: a batch cannot hold a negative number of examples.")
         return _Watched(self, iterable, samples)
 
     def mark(self, label: str) -> None:

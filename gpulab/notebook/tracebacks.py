@@ -12,27 +12,13 @@ IPython has no mode for "first and last frame", hence this handler. Used by ever
 from __future__ import annotations
 
 import sys
-import sysconfig
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from ..core.frames import GPULAB_ROOT as _GPULAB, is_library_file
+
 __all__ = ["lesson_frames", "short_traceback", "install", "is_library_file"]
-
-_LIBRARY_ROOTS = tuple({str(Path(p).resolve()) for key in ("stdlib", "platstdlib", "purelib", "platlib")
-                        if (p := sysconfig.get_paths().get(key))})
-_GPULAB = str(Path(__file__).resolve().parents[1])
-
-
-def is_library_file(filename: str) -> bool:
-    """True for Python's own library, installed packages and gpulab: frames a learner did not write."""
-    if filename.startswith("<frozen ") or filename.startswith("<built-in"):
-        return True
-    try:
-        resolved = str(Path(filename).resolve())
-    except (OSError, ValueError):
-        return False
-    return resolved.startswith(_LIBRARY_ROOTS) or resolved.startswith(_GPULAB) or "site-packages" in resolved
 
 
 def lesson_frames(tb: TracebackType | None) -> tuple[TracebackType | None, int, list[str]]:

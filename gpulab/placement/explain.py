@@ -214,8 +214,11 @@ class _Walker:
     def _dataparallel(self, code: str, args: list[Any], kw: dict[str, Any]) -> Step:
         ids = kw.get("device_ids", args[1] if len(args) > 1 else None)
         if self._no_gpu_error():
+            empty = ids is not None and not list(ids)
             return self._cpu(code, "with no usable GPU, DataParallel silently wraps nothing: the model stays where it "
-                                   "is and runs on one device (PyTorch gives no warning).")
+                                   "is and runs on one device (PyTorch gives no warning)."
+                             + (" On a machine with a GPU this line raises IndexError: list index out of range "
+                                "(DataParallel reads device_ids[0], and device_ids=[] names no GPU)." if empty else ""))
         if ids is None:
             ids = list(range(len(self.vmap.devices)))
             why = "device_ids defaults to every visible GPU"

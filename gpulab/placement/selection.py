@@ -173,7 +173,8 @@ def choose_gpus(n: int, machine: Sequence[GpuInfo], policy: Policy | None = None
         if len(pool) < len(gpus):
             lines += (f"\n  (only GPU(s) {sorted(allowed or ())} may be used by this process: CUDA_VISIBLE_DEVICES "
                       "hides the others)")
-        raise NoFreeGpu(f"asked for {n} free GPU(s) but only {len(free)} of {len(pool)} qualify:\n{lines}\n"
+        label = "SIMULATED machine (described GPUs, not this computer's): " if any(g.simulated for g in gpus) else ""
+        raise NoFreeGpu(f"{label}asked for {n} free GPU(s) but only {len(free)} of {len(pool)} qualify:\n{lines}\n"
                         "Wait and try again (wait_s=…), ask for fewer, or loosen the policy (e.g. "
                         "Policy(max_memory_used_fraction=0.5)) if sharing a GPU is acceptable.")
     return Choice(tuple(free[:n]), ranking)

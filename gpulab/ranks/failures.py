@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 from ..core.compat import ChildFailedError, ProcessFailure
 
+from ..core.frames import is_library_file
+
 __all__ = ["RankFailed", "RankFailure", "read_failures", "hint_for"]
 
 # Frames of the launcher's own plumbing, dropped from the traceback a learner reads.
@@ -109,7 +111,10 @@ class RankFailed(ChildFailedError):
         return self.rank, self.failures[self.rank]
 
     def _message(self, last_lines: list[str]) -> str:
-        parts = [f"rank {self.rank} of {self.world_size} {self.root.summary()}"]
+        summary = self.root.summary()
+        if self.root.traceback and "\n" in self.root.error.strip():  # the traceback ends with the whole message
+            summary = f"raised {self.root.error.strip().splitlines()[0]} (… the whole message ends the traceback below)"
+        parts = [f"rank {self.rank} of {self.world_size} {summary}"]
         if self.root.signal_name:
             meaning = _SIGNAL_MEANING.get(self.root.signal_name, "")
             parts[0] += f": {meaning}." if meaning else "."
@@ -117,14 +122,26 @@ class RankFailed(ChildFailedError):
         others = {f.rank: f for f in self.others}
         rest = [others.get(r, RankFailure(r, None)) for r in range(self.world_size) if r != self.rank]
         if rest:
-            parts.append("The other ranks: " + "; ".join(f"rank {f.rank} {f.summary()}" for f in rest) + ".")
+            parts.append("The other ranks: " + "; ".join(f"rank {f.rank} {self._brief(f)}" for f in rest) + ".")
         if self.root.traceback:
-            parts.append(f"Traceback in rank {self.rank}:\n{self.root.traceback.rstrip()}")
+            short, hidden = short_rank_traceback(self.root.traceback)
+            where = (f" (your code and the line that raised; {hidden} library frame(s) left out, all of them in "
+                     "err.root.traceback)") if hidden else ""
+            parts.append(f"Traceback in rank {self.rank}{where}:\n{short.rstrip()}")
         elif last_lines:
             parts.append(f"Last lines rank {self.rank} wrote to stderr:\n" + "\n".join(last_lines))
         if self.hint:
             parts.append(self.hint)
         return "\n\n".join(parts)
+
+    def _brief(self, other: RankFailure) -> str:
+        """Another rank's ending in one line: a long error it shares with the first rank is not repeated."""
+        if other.error and other.error == self.root.error:
+            return f"raised the same {other.error.split(':', 1)[0]}"
+        if other.error and "\n" in other.error.strip():
+            first = other.error.strip().splitlines()[0]
+            return f"raised {first[:160]}{'…' if len(first) > 160 else ''} (…)"
+        return other.summary()
 
     def __reduce__(self):  # ChildFailedError's signature differs: rebuild from the fields, which pickle
         return (RankFailed, (self.root, self.others, self.world_size, self.hint, self.last_lines))
@@ -160,6 +177,47 @@ def _from_error_file(rank: int, path: str, observed: ProcessFailure | None) -> R
         error, tb = message.get("message", ""), message.get("extraInfo", {}).get("py_callstack", "")
     exitcode = observed.exitcode if observed is not None else 1
     return RankFailure(rank, exitcode, error, _without_plumbing(tb), os.stat(path).st_mtime_ns)
+
+
+_FRAME = re.compile(r'^  File "(?P<path>[^"]+)", line \d+')
+
+
+def short_rank_traceback(tb: str) -> tuple[str, int]:
+    """A formatted traceback cut as the notebook's short tracebacks are: every frame of the learner's code, the frame
+    where each exception was raised, and one line in place of the library frames between; and how many were left out.
+    """
+    blocks: list[list[str]] = []  # a frame ("  File ..." and its indented lines) or one other line
+    for line in tb.splitlines():
+        if _FRAME.match(line) or (line.startswith("    ") and blocks and _FRAME.match(blocks[-1][0])):
+            (blocks.append([line]) if _FRAME.match(line) else blocks[-1].append(line))
+        else:
+            blocks.append([line])
+    out: list[str] = []
+    hidden_here: list[str] = []
+    hidden = 0
+    for i, block in enumerate(blocks):
+        frame = _FRAME.match(block[0])
+        last_of_its_traceback = i + 1 == len(blocks) or not _FRAME.match(blocks[i + 1][0])
+        if frame and is_library_file(frame.group("path")) and not last_of_its_traceback:
+            hidden_here.append(frame.group("path"))
+            continue
+        if hidden_here:
+            out.append(f"  … {len(hidden_here)} frame(s) inside {_packages(hidden_here)} …")
+            hidden += len(hidden_here)
+            hidden_here = []
+        out.extend(block)
+    return "\n".join(out), hidden
+
+
+def _packages(paths: list[str]) -> str:
+    names = []
+    for path in paths:
+        parts = path.replace("\\", "/").split("/")
+        name = parts[parts.index("site-packages") + 1] if "site-packages" in parts[:-1] else (
+            "gpulab" if "gpulab" in parts else "Python's library")
+        if name.removesuffix(".py") not in names:
+            names.append(name.removesuffix(".py"))
+    return ", ".join(names)
 
 
 def _without_plumbing(tb: str) -> str:

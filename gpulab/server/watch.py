@@ -33,7 +33,10 @@ _HOME_AND_CLEAR = "\x1b[H\x1b[2J"
 
 
 def _check_interval(interval_s: float) -> float:
-    if not (isinstance(interval_s, (int, float)) and interval_s >= 0.5):
+    if isinstance(interval_s, bool) or not isinstance(interval_s, (int, float)):
+        raise TypeError(f"interval_s={interval_s!r:.40} is a {type(interval_s).__name__}; interval_s takes a number of "
+                        "seconds between redraws, written without quotes: interval_s=2.")
+    if not interval_s >= 0.5:  # NaN too
         raise ValueError(f"an interval of {interval_s!r} s: the server view would be redrawn too often; use 0.5 or "
                          "more (2 is plenty: NVML's process list is slow and holds a driver lock).")
     return float(interval_s)

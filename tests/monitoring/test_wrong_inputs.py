@@ -64,3 +64,28 @@ def test_junk_options_are_refused_with_our_message(a, b, c):
             call()
         except Exception as exc:
             assert_ours(exc)
+
+
+@pytest.mark.parametrize("iterable, samples, kind, message", [
+    (None, None, TypeError, r"mon.wrap\(\) takes what the loop iterates over .* got None, which has no items"),
+    (3, None, TypeError, r"mon.wrap\(\) takes what the loop iterates over .* got 3,"),
+    ("abc", None, TypeError, r"got 'abc', which has no items to step through"),
+    ([1, 2], "a", TypeError, r"samples= is the number of examples in each batch .* got 'a'"),
+    ([1, 2], 2.5, TypeError, r"samples= is the number of examples in each batch .* got 2.5"),
+    ([1, 2], -1, ValueError, r"samples=-1: a batch cannot hold a negative number"),
+])
+def test_wrong_arguments_to_wrap_are_refused_before_the_loop_runs(iterable, samples, kind, message):
+    clock = FakeClock()
+    with gpulab.monitor("t", reader="workshop-8", show=False, live=False, clock=clock, sleep=clock.sleep) as mon:
+        with pytest.raises(kind, match=message):
+            mon.wrap(iterable, samples=samples)
+        assert sum(1 for _ in mon.wrap([[1, 2, 3]] * 2, samples=lambda batch: len(batch))) == 2  # still usable
+    assert mon.summary().samples_total == 6
+
+
+def test_a_monitor_of_a_described_machine_says_simulated_in_its_repr():
+    clock = FakeClock()
+    described = Monitor("x", reader="workshop-8", show=False, live=False, clock=clock, sleep=clock.sleep)
+    assert repr(described) == "<Monitor 'x' new, SIMULATED GPUs, 0 readings>"
+    real = Monitor("x", show=False, live=False, clock=clock, sleep=clock.sleep)  # this machine: no label
+    assert repr(real) == "<Monitor 'x' new, 0 readings>"

@@ -241,3 +241,22 @@ def test_random_pytorch_like_code_is_explained_or_refused_with_our_message(code,
         assert_ours(exc)
         return
     assert str(e).startswith("Predicted by gpulab.explain") and "<table" in e._repr_html_()
+
+
+def test_an_empty_device_ids_on_a_machine_without_gpus_says_what_a_gpu_machine_would_raise():
+    e = gpulab.explain("nn.DataParallel(m, device_ids=[])", [], {})  # a machine described with no GPU at all
+    assert e.steps[0].on_cpu and "silently wraps nothing" in str(e)
+    assert "On a machine with a GPU this line raises IndexError: list index out of range" in str(e)
+    assert "raises IndexError" not in str(gpulab.explain("nn.DataParallel(m)", [], {}))
+
+
+def test_no_free_gpu_on_a_described_machine_says_simulated(tmp_path):
+    with pytest.raises(gpulab.NoFreeGpu, match=r"^SIMULATED machine \(described GPUs, not this computer's\): asked "
+                                               r"for 4 free GPU\(s\) but only 3 of 8 qualify"):
+        gpulab.choose_gpus(4, GPUS)
+
+
+def test_set_default_device_without_a_device_raises_on_any_machine():
+    for machine in ([], W8):  # torch's own signature refuses the call, GPU or not
+        e = gpulab.explain("torch.set_default_device()", machine, {})
+        assert e.error == "TypeError: set_default_device() missing 1 required positional argument: 'device'"

@@ -160,3 +160,57 @@ def test_hints(error, words):
 def test_ranks_that_all_end_without_returning_are_reported_not_waited_for(no_process_left):
     with pytest.raises(RuntimeError, match="every rank ended without returning from the function"):
         launch(lambda: os._exit(0), 2)
+
+
+def rank_one_loads_a_missing_file():
+    import torch.distributed as dist
+
+    if dist.get_rank() == 1:
+        torch.load("/nonexistent/gpulab-test/new.pt", map_location="cpu")  # raised deep inside torch.serialization
+    dist.barrier()
+
+
+def test_a_rank_traceback_keeps_the_learners_line_and_the_raising_frame_only(no_process_left):
+    with pytest.raises(RankFailed) as caught:
+        launch(rank_one_loads_a_missing_file, 2, timeout_s=120)
+    err, text = caught.value, str(caught.value)
+    assert "in rank_one_loads_a_missing_file" in text and 'torch.load("/nonexistent/gpulab-test/new.pt"' in text
+    assert text.rstrip().endswith("FileNotFoundError: [Errno 2] No such file or directory: "
+                                  "'/nonexistent/gpulab-test/new.pt'")
+    assert "frame(s) inside torch …" in text and "library frame(s) left out, all of them in err.root.traceback" in text
+    assert "_open_file_like" not in text and "_open_file_like" in err.root.traceback  # the whole one is kept
+
+
+def test_another_ranks_long_error_is_one_line_and_a_shared_one_is_not_repeated():
+    long = "RuntimeError: Expected to have finished reduction.\nThis error indicates ...\nParameter indices: 4 5"
+    text = str(RankFailed(RankFailure(0, 1, long, ""), [RankFailure(1, 1, long.replace("4 5", "6 7"), ""),
+                                                       RankFailure(2, 1, long, "")], 3))
+    assert "rank 1 raised RuntimeError: Expected to have finished reduction. (…)" in text
+    assert "rank 2 raised the same RuntimeError" in text and text.count("This error indicates") == 1
+    with_traceback = str(RankFailed(RankFailure(0, 1, long, "Traceback (most recent call last):\n" + long), [], 2))
+    assert with_traceback.startswith("rank 0 of 2 raised RuntimeError: Expected to have finished reduction. (… the "
+                                     "whole message ends the traceback below)")
+    assert with_traceback.count("This error indicates") == 1 and with_traceback.rstrip().endswith("indices: 4 5")
+
+
+def test_a_failed_launch_leaves_no_semaphore_for_the_tracker_to_call_leaked(no_process_left):
+    # A kernel keeps the last traceback (and so the launch's context) alive; at shutdown gpulab stops multiprocessing's
+    # resource tracker, which used to warn "There appear to be 9 leaked semaphore objects to clean up at shutdown".
+    from tests.parallel.processes import run_python
+
+    run = run_python("""
+        import gpulab
+        from gpulab.parallel.server import stop_server
+
+        def fails():
+            raise ValueError("x")
+
+        try:
+            gpulab.launch(fails, 2)
+        except Exception as kept:  # held, as IPython holds sys.last_value
+            err = kept
+        stop_server()
+        print("failed as expected:", type(err).__name__)
+    """, start_new_session=True)
+    assert "failed as expected: RankFailed" in run.stdout, run.stderr[-2000:]
+    assert "leaked semaphore" not in run.stderr and "FileNotFoundError" not in run.stderr, run.stderr[-2000:]

@@ -15,7 +15,7 @@ import pytest
 from gpulab.server.owners import kernel_id, process_owner
 from gpulab.machine.simulated import SimulatedGpuReader
 from gpulab.server.render import ServerView, bar, render_html, render_text
-from gpulab.server.watch import WATCH_THREAD_NAME, ServerWatch, read_server, watch_terminal
+from gpulab.server.watch import WATCH_THREAD_NAME, ServerWatch, read_server, watch_gpus, watch_terminal
 from gpulab.placement.reservation import reserve_gpus
 
 W8 = SimulatedGpuReader("workshop-8")
@@ -110,10 +110,19 @@ def test_ctrl_c_ends_the_terminal_view_cleanly(tmp_path):
     assert out.getvalue().endswith("\n")
 
 
-@pytest.mark.parametrize("bad", [0.1, 0, -1, "2"])
+@pytest.mark.parametrize("bad", [0.1, 0, -1, float("nan")])
 def test_a_too_short_interval_is_refused(bad):
     with pytest.raises(ValueError, match="use 0.5 or more"):
         watch_terminal(W8, interval_s=bad, frames=1, out=io.StringIO())
+
+
+@pytest.mark.parametrize("bad, kind", [("2", "str"), (True, "bool"), (None, "NoneType")])
+def test_an_interval_that_is_not_a_number_is_named_as_such(bad, kind):
+    # "2" is a long enough interval: the message must say it is text, not that it is too short
+    with pytest.raises(TypeError, match=rf"interval_s={bad!r} is a {kind}; interval_s takes a number of seconds "
+                                        r"between redraws, written without quotes: interval_s=2\.") as caught:
+        watch_gpus(W8, interval_s=bad, frames=1)
+    assert "too often" not in str(caught.value)
 
 
 def _watch_threads() -> list[threading.Thread]:
