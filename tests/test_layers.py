@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 PKG = Path(__file__).resolve().parents[1] / "gpulab"
-PURE = ["core/units", "core/readings", "core/arguments", "core/tables", "core/settings", "placement/visible",
+PURE = ["core/units", "core/readings", "core/arguments", "core/tables", "core/settings", "core/widget_view", "placement/visible",
         "placement/selection", "placement/steps", "monitoring/history", "monitoring/limits", "monitoring/png",
         "monitoring/decimate", "monitoring/panels", "monitoring/room",
         "lightning/call", "lightning/history", "lightning/draft", "lightning/devices", "lightning/strategy",

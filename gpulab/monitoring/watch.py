@@ -19,6 +19,7 @@ from dataclasses import replace
 from typing import Any, TextIO
 
 from ..core.readings import Unavailable
+from ..core.widget_view import widget_bundle
 from ..machine.nvml import GpuReader, default_reader
 from ..machine.owners import process_owner
 from ..placement.lockfiles import reservation_holders
@@ -51,8 +52,10 @@ def read_server(reader: GpuReader | None = None, directory: str | os.PathLike[st
             # a described machine's pids are not this machine's processes: name them as described
             owners[p.pid] = f"pid {p.pid} {p.name} (described)" if simulated else str(process_owner(p.pid))
     # a holder that wrote its name: that user, and what its pid is (a kernel, a script) as the room knows it
-    holder_text = {uuid: str(replace(process_owner(h.pid), user=h.user)) if h.pid is not None and h.user is not None
-                   else h.text for uuid, h in holders.items()}
+    # (a lease of this very process reads "this notebook", as in the picker)
+    holder_text = {uuid: str(replace(process_owner(h.pid), user=h.user))
+                   if h.pid is not None and h.user is not None and not h.mine else h.text
+                   for uuid, h in holders.items()}
     return ServerView(gpus, holder_text, owners, socket.gethostname(), time.time(), interval_s, simulated,
                       reader.error)
 
@@ -135,7 +138,7 @@ class ServerWatch:
         return render_text(self.view)
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
-        return self.widget._repr_mimebundle_(**kwargs)
+        return widget_bundle(self.widget.model_id, str(self))  # not the widget's own: ipywidgets 7 has none
 
 
 def watch_gpus(reader: GpuReader | None = None, *, interval_s: float = 2.0, frames: int | None = None,
