@@ -12,6 +12,7 @@ import dataclasses
 import html
 import os
 import re
+import textwrap
 from collections.abc import Mapping, Sequence
 
 import ipywidgets as w
@@ -157,7 +158,7 @@ class GpuPicker:
         """The free rule in one sentence, as the widget states it under the table."""
         p = self.policy or Policy()
         procs = "" if p.allow_processes else ", no process on it"
-        return (f"free (green bar) = at most {p.max_memory_used_fraction:.0%} of memory used, at most "
+        return (f"free (green bar) = at most {p.max_memory_used_fraction * 100:.0f} % of memory used, at most "
                 f"{p.max_utilization_percent} % utilisation{procs}, not reserved by another notebook — the rule "
                 "Pick free and gpulab.choose_gpus apply. busy (orange bar) = anything else.")
 
@@ -316,7 +317,8 @@ class GpuPicker:
             return "\n".join([head] + [f"  {line}".replace("`", "") for line in self._cpu_lines()])
         rows = [[f"{g.physical_index} [{self.state(g.physical_index)}]", g.name, _memory(g), _utilisation(g),
                  self._who(g)] for g in self.gpus]
-        lines = [head, text_table(HEADER, rows, indent="  "), f"  {self.rule()}"]
+        lines = [head, text_table(HEADER, rows, indent="  "), textwrap.fill(self.rule(), 110, initial_indent="  ",
+                                                                             subsequent_indent="  ")]
         if self._order:
             mapping = dataclasses.replace(self.mapping.table(), title=self.mapping.environment_line())
             lines += [str(mapping), *(f"  ⚠ {w}" for w in self.warnings())]

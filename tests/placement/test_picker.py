@@ -46,7 +46,7 @@ def test_bar_colour_and_badge_follow_the_free_rule_that_pick_free_applies():
         assert (bar.bar_style == "success") == (i in free) == (">free<" in badge), (i, bar.bar_style, badge)
     # GPU 6: 2 GiB used, 3 % busy, but a process on it: not free, so not green (it was, by a memory rule of its own)
     assert picker.rows_box.children[6].children[3].bar_style == "warning"
-    assert "at most 10% of memory used, at most 10 % utilisation, no process on it" in picker.rule_view.value
+    assert "at most 10 % of memory used, at most 10 % utilisation, no process on it" in picker.rule_view.value
     assert picker.pick_free(3) == (1, 3, 5)
 
 
@@ -68,7 +68,7 @@ def test_the_text_form_lists_every_gpu_under_the_same_header_with_badges():
     rows = [line for line in lines if line.lstrip()[:1].isdigit() and "[" in line]
     assert len(rows) == 8
     assert rows[1].split()[:2] == ["1", "[free]"] and rows[6].split()[:2] == ["6", "[busy]"]
-    assert "free (green bar) = at most 10% of memory used" in str(picker)
+    assert "free (green bar) = at most 10 % of memory used" in str(picker)
     assert "cuda:0" in str(picker) and "5" in str(picker)
 
 
