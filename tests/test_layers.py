@@ -18,7 +18,7 @@ PURE = ["core/units", "core/readings", "core/arguments", "core/tables", "core/se
         "lightning/call", "lightning/history", "lightning/draft", "lightning/devices", "lightning/strategy",
         "lightning/flags", "lightning/translation", "exercises/feedback", "exercises/check"]
 VIEWS = ["__main__", "machine/report", "placement/picker", "monitoring/view", "monitoring/monitor", "monitoring/figure",
-         "monitoring/blit", "monitoring/watch", "lightning/runtime"]
+         "monitoring/blit", "monitoring/watch", "monitoring/recorded", "lightning/runtime"]
 HEAVY = {"torch", "pynvml", "ipywidgets", "matplotlib", "psutil", "IPython", "lightning"}
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import html
 import os
-import re
 import textwrap
 from collections.abc import Mapping, Sequence
 
@@ -25,7 +24,7 @@ from ..machine.resolve import as_reader
 from ..core.readings import GpuInfo, Unavailable, is_known
 from .lockfiles import others_only, reservation_holders
 from .selection import NoFreeGpu, Policy, checked_policy, choose_gpus, rank_gpus
-from ..core.tables import text_table
+from ..core.tables import html_with_code, text_table
 from ..core.widget_view import widget_bundle
 from ..core.units import format_bytes
 from .visible import VisibleMap, VisibleSpec, parse_visible_devices, visible_map
@@ -183,7 +182,7 @@ class GpuPicker:
 
     def _cpu_row(self) -> w.HTML:
         first, *rest = self._cpu_lines()
-        return w.HTML(f"<p><b>CPU</b>{html.escape(first[3:])}</p>" + "".join(f"<p>{_with_code(x)}</p>" for x in rest))
+        return w.HTML(f"<p><b>CPU</b>{html.escape(first[3:])}</p>" + "".join(f"<p>{html_with_code(x)}</p>" for x in rest))
 
     # -- the selection -----------------------------------------------------------------------------------------------
     @property
@@ -340,11 +339,6 @@ def _utilisation(g: GpuInfo) -> str:
 
 def _header() -> w.HBox:
     return w.HBox([w.HTML(f"<b>{h}</b>", layout=w.Layout(width=f"{px}px")) for h, px in zip(HEADER, _WIDTHS)])
-
-
-def _with_code(text: str) -> str:
-    """Escaped HTML in which `backticked` spans are set as code instead of showing their backticks."""
-    return re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text))
 
 
 def _cell(text: str, width: int) -> w.HTML:
