@@ -300,10 +300,13 @@ def _text(output: dict) -> str:
 
 
 def _screenshot_output(page, state: dict, source: str, path: Path) -> None:
-    """A screenshot of the output of the first code cell whose source contains ``source``."""
+    """A screenshot of the output of the first code cell whose source contains ``source``: its image if it has one
+    (a figure), else the whole output."""
     i = next(c["i"] for c in state["cells"] if c["type"] == "code" and source in c["source"])
     out = page.evaluate_handle("(i) => { const n = window.jupyterapp.shell.currentWidget.content.widgets[i].node;"
-                               " n.scrollIntoView(); return n.querySelector('.jp-OutputArea'); }", i).as_element()
+                               " n.scrollIntoView(); return n.querySelector('.jp-OutputArea img') || "
+                               "n.querySelector('.jp-OutputArea'); }", i).as_element()
+    out.scroll_into_view_if_needed()
     out.screenshot(path=str(path))
 
 

@@ -1,5 +1,6 @@
 """Jupyter server settings for the course (``make lab`` passes this file; on JupyterHub, copy it into the server's
-``jupyter_server_config.py``).
+``jupyter_server_config.py``, and ``tools/lab_settings/overrides.json`` into ``<prefix>/share/jupyter/lab/settings/``,
+JupyterLab's own place for it, or next to the copied file as ``lab_settings/overrides.json``).
 
 JupyterLab shows the kernel's state from every ``status`` message on IOPub, except those answering a request type the
 server lists in ``untracked_message_types``. ipykernel 7 answers the ``create_subshell_request`` that JupyterLab's
@@ -24,4 +25,6 @@ c.MappingKernelManager.untracked_message_types = DEFAULT + [m for m in SUBSHELL_
 # from its application settings directory (by default <prefix>/share/jupyter/lab/settings, empty in a pip install);
 # pointing that directory at the course's copy needs no write into the environment. A learner's own choices in the
 # Settings editor still win: they live in the user settings directory, which this leaves alone.
-c.LabApp.app_settings_dir = str(Path(__file__).resolve().parent / "lab_settings")
+COURSE_SETTINGS = Path(__file__).resolve().parent / "lab_settings"
+if COURSE_SETTINGS.is_dir():  # a copy of this file without the folder keeps JupyterLab's own settings directory
+    c.LabApp.app_settings_dir = str(COURSE_SETTINGS)
