@@ -14,8 +14,9 @@ Pages are 1400×1000, a projector's screen. The picker is checked as the room se
 per row agreeing with the bar's colour and with ``choose_gpus``'s rule, this kernel's own lease shown as "reserved by
 this notebook"; chapter 02 under simulation never gives a machine's GPU count without SIMULATED; JupyterLab's news
 popup (off in the course's settings, ``tools/lab_settings``) never appears. Screenshots, among them the picker and
-chapter 05's figure, go to ``GPULAB_SCREENSHOTS`` (default ``build/browser-screenshots``, git-ignored). The server, its kernels, the
-browser and Playwright's driver are stopped at the end, and the test fails if any process it started is left.
+chapter 05's figure, go to ``GPULAB_SCREENSHOTS`` (default ``build/browser-screenshots``, git-ignored).
+The server, its kernels, the browser and Playwright's driver are stopped at the end, and the test fails if any
+process it started is left.
 """
 from __future__ import annotations
 

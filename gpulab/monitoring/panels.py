@@ -20,8 +20,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["panels_with_data", "smoothed_rate", "smoothing_window", "change_since_start", "column_maxima", "mark_labels", "MANY_GPUS",
-           "text_width_px"]
+__all__ = ["panels_with_data", "smoothed_rate", "smoothing_window", "change_since_start", "column_maxima", "mark_labels",
+           "MANY_GPUS", "text_width_px"]
 
 MANY_GPUS = 4  # more than this many GPUs are drawn as a mean and a band
 _STRIDES = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000)

@@ -18,7 +18,8 @@ from pathlib import Path
 from ..core.arguments import path_or_none, shown
 
 __all__ = ["DEFAULT_DIR", "THIS_NOTEBOOK", "Holder", "others_only", "reservations_dir", "current_holders",
-           "reservation_holders", "named_dir", "lock_path", "open_lock_file", "flock_module", "have_flock", "try_lock", "write_holder"]
+           "reservation_holders", "named_dir", "lock_path", "open_lock_file", "flock_module", "have_flock", "try_lock",
+           "write_holder"]
 
 DEFAULT_DIR = Path("/tmp/gpulab-reservations")
 _DIR_MODE = 0o1777  # like /tmp: everyone may create files, nobody may delete another user's

@@ -148,7 +148,7 @@ class GpuPicker:
                        _cell(_utilisation(g), util_w), _cell(self._who(g), who_w)])
 
     def state(self, physical_index: int) -> str:
-        """``"free"`` (the rule ``choose_gpus`` applies, see ``rule()``), ``"busy"``, or ``"hidden"`` from this kernel."""
+        """``"free"`` (``choose_gpus``'s rule, see ``rule()``), ``"busy"``, or ``"hidden"`` from this kernel."""
         if physical_index not in self._allowed:
             return "hidden"
         return "free" if self._verdicts[physical_index].free else "busy"
@@ -182,7 +182,8 @@ class GpuPicker:
 
     def _cpu_row(self) -> w.HTML:
         first, *rest = self._cpu_lines()
-        return w.HTML(f"<p><b>CPU</b>{html.escape(first[3:])}</p>" + "".join(f"<p>{html_with_code(x)}</p>" for x in rest))
+        return w.HTML(f"<p><b>CPU</b>{html.escape(first[3:])}</p>"
+                      + "".join(f"<p>{html_with_code(x)}</p>" for x in rest))
 
     # -- the selection -----------------------------------------------------------------------------------------------
     @property
