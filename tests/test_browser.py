@@ -363,6 +363,7 @@ def test_chapter_runs_in_jupyterlab(lab, browser, name):
                       if re.search(r"machine[^.]*?: \d+ GPU\(s\)", line)]  # "this machine: 8 GPU(s)"
             assert counts and all("SIMULATED" in line for line in counts), counts
             _screenshot_output(page, state, "gpulab.GpuPicker(workshop", SHOTS / "02-picker.png")
+            _screenshot_output(page, state, "gpulab.devices(workshop, processes=True)", SHOTS / "02-devices.png")
         if name.startswith("05_"):
             assert frames, "chapter 05 has a monitor cell to watch"
             _screenshot_output(page, state, "digits MLP on the CPU", SHOTS / "05-figure.png")

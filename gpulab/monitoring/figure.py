@@ -89,6 +89,7 @@ class MonitorFigure(BlitFigure):
         if self.title:
             fig.suptitle(self.title, x=0.01, ha="left", fontsize=TITLE_PT, fontweight="bold")
         self._notes = fig.text(0.01, 0.0, self._notes_text, fontsize=TICK_PT, color="#333", va="bottom")
+        self._room_for_notes()  # the figure's height changed with its panels
         for name, ax in self.axes.items():
             getattr(self, "_panel_" + name.replace(" ", "_"))(ax)
             ax.set_title(TITLES.get(name, name), loc="left", fontsize=PANEL_TITLE_PT, y=1.0)
@@ -173,7 +174,12 @@ class MonitorFigure(BlitFigure):
         lines = [line for n in notes for line in textwrap.wrap(n.replace("`", ""), 150)]
         self._notes_text = "\n".join(lines)
         self._notes.set_text(self._notes_text)
-        bottom = 0.022 * (len(lines) + 1) if lines else 0.0  # room for the notes under the panels
+        self._room_for_notes()
+
+    def _room_for_notes(self) -> None:
+        """Keep the panels (and their axis label) clear of the notes: their lines' height, as a share of the figure."""
+        lines = self._notes_text.count("\n") + 1 if self._notes_text else 0
+        bottom = (lines + 0.6) * TICK_PT * 1.3 / 72 / self.figure.get_figheight() if lines else 0.0
         self._layout_engine.set(h_pad=0.05, rect=(0, bottom, 1, 1 - bottom))
         self.needs_layout = True
 

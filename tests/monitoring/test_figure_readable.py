@@ -256,3 +256,21 @@ def test_panels_with_data(gpus, expected):
     assert panels_with_data(columns, v, gpus) == expected
     v[:, COLUMNS.index("samples_total")] = 0
     assert "speed" not in panels_with_data(columns, v, gpus)
+
+
+def test_a_long_note_is_wrapped_in_full_below_the_axis_label_without_backticks():
+    t = np.arange(0, 2.4, 0.2)
+    note = ("not shown: GPU panels: N/A (no NVIDIA driver library (libnvidia-ml.so) was found: this machine has no "
+            "NVIDIA GPU driver, or this container was started without GPU access. On a laptop without an NVIDIA GPU "
+            "that is expected: the lessons run on the CPU. In a container, start it with GPU access (e.g. "
+            "`docker run --gpus all`).)")
+    fig = MonitorFigure(COLUMNS, title="live", notes=[note])
+    fig.update(t, np.hstack([host(t), speed(t, 10, 0.0125, 32)]), stepped=True)
+    fig.live_png()
+    text = fig._notes.get_text()
+    assert "[...]" not in text and "…" not in text and "`" not in text and "docker run --gpus all" in text
+    assert text.count("\n") >= 1  # wrapped, at spaces
+    renderer = fig._canvas.get_renderer()
+    label = fig.axes[fig.panels[-1]].xaxis.label.get_window_extent(renderer)
+    notes = fig._notes.get_window_extent(renderer)
+    assert notes.y1 <= label.y0 and notes.x1 <= fig.figure.bbox.width
