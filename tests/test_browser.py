@@ -13,7 +13,8 @@ The claims ledger (notebooks/claims_ledger.md), in the Markdown preview: a link 
 Pages are 1400×1000, a projector's screen. The picker is checked as the room sees it: a header row, a free/busy badge
 per row agreeing with the bar's colour and with ``choose_gpus``'s rule, this kernel's own lease shown as "reserved by
 this notebook"; chapter 02 under simulation never gives a machine's GPU count without SIMULATED; JupyterLab's news
-popup (off in the course's settings, ``tools/lab_settings``) never appears. Screenshots, among them the picker and
+popup (off in the course's settings, ``tools/lab_settings``) never appears, and printed text wraps at spaces
+(``tools/lab_custom/custom.css``). Screenshots, among them the picker and
 chapter 05's figure, go to ``GPULAB_SCREENSHOTS`` (default ``build/browser-screenshots``, git-ignored).
 The server, its kernels, the browser and Playwright's driver are stopped at the end, and the test fails if any
 process it started is left.
@@ -362,6 +363,9 @@ def test_chapter_runs_in_jupyterlab(lab, browser, name):
             counts = [line for c in state["cells"] for o in c["outputs"] for line in _text(o).splitlines()
                       if re.search(r"machine[^.]*?: \d+ GPU\(s\)", line)]  # "this machine: 8 GPU(s)"
             assert counts and all("SIMULATED" in line for line in counts), counts
+            # printed text wraps at spaces (the course's custom.css), not mid-word as JupyterLab's own style does
+            assert page.evaluate("() => getComputedStyle(document.querySelector('.jp-OutputArea-output pre'))"
+                                 ".wordBreak") == "normal"
             _screenshot_output(page, state, "gpulab.GpuPicker(workshop", SHOTS / "02-picker.png")
             _screenshot_output(page, state, "gpulab.devices(workshop, processes=True)", SHOTS / "02-devices.png")
         if name.startswith("05_"):

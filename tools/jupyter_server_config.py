@@ -28,3 +28,10 @@ c.MappingKernelManager.untracked_message_types = DEFAULT + [m for m in SUBSHELL_
 COURSE_SETTINGS = Path(__file__).resolve().parent / "lab_settings"
 if COURSE_SETTINGS.is_dir():  # a copy of this file without the folder keeps JupyterLab's own settings directory
     c.LabApp.app_settings_dir = str(COURSE_SETTINGS)
+
+# The course's style (tools/lab_custom/custom.css): printed output wraps at spaces instead of in the middle of a word.
+COURSE_CSS = Path(__file__).resolve().parent / "lab_custom"
+if COURSE_CSS.is_dir():
+    c.LabApp.custom_css = True
+    # ServerApp.static_custom_path is not configurable itself; the web application's settings, which it fills, are
+    c.ServerApp.tornado_settings = {"static_custom_path": [str(COURSE_CSS)]}

@@ -307,7 +307,8 @@ class GpuPicker:
 
     def _say(self, text: str, *, ok: bool | None) -> None:
         color = {True: "#060", False: "#b00", None: "#a60"}[ok]
-        self.status.value = f"<pre style='color:{color};white-space:pre-wrap'>{html.escape(text)}</pre>"
+        self.status.value = (f"<pre style='color:{color};white-space:pre-wrap;word-break:normal;overflow-wrap:anywhere'>"
+                             f"{html.escape(text)}</pre>")  # at spaces: JupyterLab's own pre style breaks mid-word
 
     def __str__(self) -> str:
         """The text form: every GPU under the widget's header, with the same badges, then the selection."""
