@@ -10,13 +10,20 @@ fails offline). Each chapter: open it, Run All, wait for the kernel, then assert
 - chapters with a monitor: the live image changed while the cell ran, and at the end the cell holds the static
   figure and the summary, with no widget left.
 The claims ledger (notebooks/claims_ledger.md), in the Markdown preview: a link opens its chapter at the cell.
-Screenshots go to ``GPULAB_SCREENSHOTS`` (default ``build/browser-screenshots``). The server, its kernels, the
-browser and Playwright's driver are stopped at the end, and the test fails if any process it started is left.
+Pages are 1400×1000, a projector's screen. The picker is checked as the room sees it: a header row, a free/busy badge
+per row agreeing with the bar's colour and with ``choose_gpus``'s rule, this kernel's own lease shown as "reserved by
+this notebook"; chapter 02 under simulation never gives a machine's GPU count without SIMULATED; JupyterLab's news
+popup (off in the course's settings, ``tools/lab_settings``) never appears, and printed text wraps at spaces
+(``tools/lab_custom/custom.css``). Screenshots, among them the picker and
+chapter 05's figure, go to ``GPULAB_SCREENSHOTS`` (default ``build/browser-screenshots``, git-ignored).
+The server, its kernels, the browser and Playwright's driver are stopped at the end, and the test fails if any
+process it started is left.
 """
 from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import shutil
 import socket
@@ -38,6 +45,17 @@ SHOTS = Path(os.environ.get("GPULAB_SCREENSHOTS", ROOT / "build" / "browser-scre
 CHAPTER_TIMEOUT_S = 420
 QUIET_S = 5.0  # idle, no cell running, this long: the chapter has finished
 WORKSHOP_KERNEL = "gpulab-workshop-8"
+VIEWPORT = {"width": 1400, "height": 1000}  # a projector's screen, as the room sees it
+NEWS_POPUP = "Would you like to get notified about official Jupyter news?"
+# The picker's header row: the cells of the first row of text cells only (no checkbox), as shown.
+PICKER_HEADER_JS = """(out) => { const row = Array.from(out.querySelectorAll('.widget-hbox')).find(
+  (r) => !r.querySelector('.widget-checkbox') && r.querySelector(':scope > .widget-html b'));
+  return row ? Array.from(row.children).map((c) => c.innerText.trim()) : null; }"""
+# Each row of the picker in the page: its badge, whether its bar is green, and the row's text.
+PICKER_ROWS_JS = """(out) => Array.from(out.querySelectorAll('.widget-hbox')).filter(
+  (r) => r.querySelector(':scope > .widget-checkbox')).map((r) => ({
+    text: r.innerText, badge: (r.querySelector('.widget-html span') || {}).innerText || '',
+    green: !!r.querySelector('.progress-bar-success, .jupyter-widgets .progress-bar-success')}))"""
 
 pytestmark = [
     pytest.mark.browser,
@@ -93,9 +111,7 @@ def lab(tmp_path_factory):
         data["metadata"]["kernelspec"] = {"name": WORKSHOP_KERNEL, "display_name": "workshop-8", "language": "python"}
         nb02.write_text(json.dumps(data))
     _kernelspec(work / "share")
-    news = work / "settings" / "@jupyterlab" / "apputils-extension"
-    news.mkdir(parents=True)
-    (news / "notification.jupyterlab-settings").write_text('{"fetchNews": "false", "checkForUpdates": false}')
+    (work / "settings").mkdir()  # a learner's own settings: none yet, so the news popup is off by the course's config
     port, token = _free_port(), secrets.token_hex(16)
     env = {**os.environ, "GPULAB_FAST": "1", "JUPYTER_PATH": str(work / "share"), "PYTHONPATH": os.pathsep.join(
         [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]), "GPULAB_RESERVATIONS_DIR": str(work / "locks"),
@@ -192,7 +208,7 @@ def browser():
 
 
 def _open(browser, lab, name: str):
-    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page = browser.new_page(viewport=VIEWPORT)
     # A workspace per chapter, reset: JupyterLab would otherwise reopen the earlier chapters' tabs (and kernels).
     page.goto(f"{lab['base']}/lab/workspaces/{Path(name).stem}/tree/{name}?reset&token={lab['token']}")
     page.wait_for_function("(name) => window.jupyterapp && window.jupyterapp.shell.currentWidget && "
@@ -259,6 +275,16 @@ def _check_picker(page, name: str) -> None:
     assert picker.locator(".widget-checkbox").count() == 8, "one checkbox per GPU of the described server"
     before = picker.inner_text()
     picker.screenshot(path=str(SHOTS / f"{Path(name).stem}-picker-before.png"))
+    header = page.evaluate(PICKER_HEADER_JS, picker.element_handle())
+    assert header == ["GPU", "model", "memory", "utilisation", "in use by"], header
+    rows = page.evaluate(PICKER_ROWS_JS, picker.element_handle())
+    assert len(rows) == 8 and all(r["badge"] in ("free", "busy") for r in rows), rows
+    # the bar is green exactly where the badge says free, and free is choose_gpus's rule: GPUs 1, 3 and 5 here,
+    # GPU 1 included although this notebook reserved it (its own lease is not busy for it)
+    assert [r["green"] for r in rows] == [r["badge"] == "free" for r in rows], rows
+    assert [i for i, r in enumerate(rows) if r["badge"] == "free"] == [1, 3, 5], rows
+    assert "reserved by this notebook" in rows[1]["text"] and "reserved by pid" not in before, rows[1]
+    assert "Pick 2 free" in before
     box = picker.locator(".widget-checkbox", has_text="GPU 6").locator("input")
     assert not box.is_checked()
     box.click()
@@ -268,6 +294,22 @@ def _check_picker(page, name: str) -> None:
     assert "cuda:2" not in before and "CUDA_VISIBLE_DEVICES='5,1,6'" in after, after
     row = next(line for line in after.splitlines() if line.startswith("cuda:2"))
     assert row.split("\t")[1].strip() == "6", f"cuda:2 must be physical GPU 6, the one just ticked: {row!r}"
+
+
+def _text(output: dict) -> str:
+    text = output.get("text") or output.get("data", {}).get("text/plain", "")
+    return "".join(text) if isinstance(text, list) else str(text)
+
+
+def _screenshot_output(page, state: dict, source: str, path: Path) -> None:
+    """A screenshot of the output of the first code cell whose source contains ``source``: its image if it has one
+    (a figure), else the whole output."""
+    i = next(c["i"] for c in state["cells"] if c["type"] == "code" and source in c["source"])
+    out = page.evaluate_handle("(i) => { const n = window.jupyterapp.shell.currentWidget.content.widgets[i].node;"
+                               " n.scrollIntoView(); return n.querySelector('.jp-OutputArea img') || "
+                               "n.querySelector('.jp-OutputArea'); }", i).as_element()
+    out.scroll_into_view_if_needed()
+    out.screenshot(path=str(path))
 
 
 def _check_monitor(state: dict, frames: dict[int, set[str]], name: str) -> None:
@@ -288,8 +330,9 @@ def test_ticking_a_gpu_in_the_picker_changes_the_mapping(lab, browser):
     """The picker as chapter 02 shows it (the described workshop server, GPUs 5 and 1 ticked), clicked for real, in a
     notebook of its own: after Run All, chapter 02's later cells have already changed its picker."""
     nb = {"cells": [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "id": "picker",
-                     "source": "import gpulab\npicker = gpulab.GpuPicker(gpulab.SimulatedGpuReader('workshop-8'), "
-                               "selected=[5, 1])\npicker"}],
+                     "source": "import gpulab\nmine = gpulab.reserve_gpus(1, gpulab.SimulatedGpuReader('workshop-8'))"
+                               "  # GPU 1\npicker = gpulab.GpuPicker(gpulab.SimulatedGpuReader('workshop-8'), "
+                               "selected=[5, 1])\npicker.count.value = 2\npicker"}],
           "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
           "nbformat": 4, "nbformat_minor": 5}
     (lab["work"] / "notebooks" / "picker.ipynb").write_text(json.dumps(nb))
@@ -298,6 +341,7 @@ def test_ticking_a_gpu_in_the_picker_changes_the_mapping(lab, browser):
         state, _ = _run_all(page, "picker.ipynb")
         assert _errors_outside_raises(state) == []
         _check_picker(page, "picker.ipynb")
+        assert page.get_by_text(NEWS_POPUP).count() == 0, "the news popup covers the page"
     finally:
         page.close()
         for session in _api(lab["base"], lab["token"], "/api/sessions") or []:
@@ -314,8 +358,19 @@ def test_chapter_runs_in_jupyterlab(lab, browser, name):
         not_run = [c["i"] for c in state["cells"] if c["type"] == "code" and c["count"] is None]
         assert not_run == [], f"cells that never ran: {not_run}"
         _check_monitor(state, frames, name)
+        assert page.get_by_text(NEWS_POPUP).count() == 0, "the news popup covers the page"
+        if name.startswith("02_"):  # its kernel describes workshop-8: a machine's GPU count must say SIMULATED
+            counts = [line for c in state["cells"] for o in c["outputs"] for line in _text(o).splitlines()
+                      if re.search(r"machine[^.]*?: \d+ GPU\(s\)", line)]  # "this machine: 8 GPU(s)"
+            assert counts and all("SIMULATED" in line for line in counts), counts
+            # printed text wraps at spaces (the course's custom.css), not mid-word as JupyterLab's own style does
+            assert page.evaluate("() => getComputedStyle(document.querySelector('.jp-OutputArea-output pre'))"
+                                 ".wordBreak") == "normal"
+            _screenshot_output(page, state, "gpulab.GpuPicker(workshop", SHOTS / "02-picker.png")
+            _screenshot_output(page, state, "gpulab.devices(workshop, processes=True)", SHOTS / "02-devices.png")
         if name.startswith("05_"):
             assert frames, "chapter 05 has a monitor cell to watch"
+            _screenshot_output(page, state, "digits MLP on the CPU", SHOTS / "05-figure.png")
     finally:
         page.close()
         for session in _api(lab["base"], lab["token"], "/api/sessions") or []:  # one chapter's kernel at a time

@@ -1,6 +1,7 @@
 """The project's own install files agree with each other (no kernel, no network)."""
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -88,3 +89,17 @@ def test_the_lab_config_keeps_subshell_requests_from_setting_the_kernel_state():
     default = MappingKernelManager.class_traits()["untracked_message_types"].default()
     assert set(default) <= set(untracked) and len(untracked) == len(set(untracked))
     assert {"create_subshell_request", "create_subshell_reply", "delete_subshell_request"} <= set(untracked)
+
+
+def test_the_lab_config_turns_off_the_news_popup_with_jupyterlabs_own_overrides():
+    """The course's settings ride on the config make lab passes: JupyterLab 4 reads overrides.json from its application
+    settings directory, which the config points at tools/lab_settings (the browser test checks no popup appears)."""
+    from traitlets.config.loader import PyFileConfigLoader
+
+    config = PyFileConfigLoader("jupyter_server_config.py", path=str(ROOT / "tools")).load_config()
+    folder = Path(config.LabApp.app_settings_dir)
+    assert folder == ROOT / "tools" / "lab_settings"
+    overrides = json.loads((folder / "overrides.json").read_text())
+    assert overrides["@jupyterlab/apputils-extension:notification"]["fetchNews"] == "false"
+    assert config.LabApp.custom_css and Path(config.ServerApp.tornado_settings["static_custom_path"][0]) == ROOT / "tools" / "lab_custom"
+    assert "word-break: normal" in (ROOT / "tools" / "lab_custom" / "custom.css").read_text()

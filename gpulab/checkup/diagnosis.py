@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 from ..core.readings import GpuInfo, Unavailable
 from ..core.units import format_bytes
+from ..placement.lockfiles import THIS_NOTEBOOK
 from ..placement.selection import rank_gpus
 from ..core.visible import parse_visible_devices, visible_map
 from .chapters import Chapter
@@ -171,11 +172,14 @@ def _visibility_checks(f: Facts) -> list[Check]:
     allowed = {d.physical_index for d in visible.devices} if raw is not None else None
     pool = [g for g in f.gpus if allowed is None or g.physical_index in allowed]
     if pool:
-        ranking = rank_gpus(pool, taken=f.holders)
+        # a lease of this very process is this notebook's GPU, not a stranger's: free to it, and said so
+        mine = [g.physical_index for g in pool if f.holders.get(g.uuid) == THIS_NOTEBOOK]
+        ranking = rank_gpus(pool, taken={u: h for u, h in f.holders.items() if h != THIS_NOTEBOOK})
         free = [v.gpu.physical_index for v in ranking if v.free]
         if free:
+            yours = f"GPU {', '.join(map(str, mine))} reserved by {THIS_NOTEBOOK}; " if mine else ""
             out.append(Check(True, "a free GPU to work on", f"{len(free)} free now (GPU {', '.join(map(str, free))}); "
-                             "hold one with gpulab.reserve_gpus(1)"))
+                             f"{yours}hold one with gpulab.reserve_gpus(1)"))
         else:
             out.append(Check(False, "a free GPU to work on", "every GPU this process may use is busy or reserved: "
                              + "; ".join(f"GPU {v.gpu.physical_index} {v.reason}" for v in ranking) + ".",

@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["text_table", "html_table", "Table", "TableView"]
+__all__ = ["text_table", "html_table", "html_with_code", "Table", "TableView"]
 
 
 def text_table(headers: Sequence[str], rows: Sequence[Sequence[object]], *, indent: str = "") -> str:
@@ -27,6 +28,11 @@ def html_table(headers: Sequence[str], rows: Sequence[Sequence[object]], *, capt
     )
     cap = f"<caption style='text-align:left;font-weight:bold'>{html.escape(caption)}</caption>" if caption else ""
     return f"<table style='border-collapse:collapse'>{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def html_with_code(text: str) -> str:
+    """``text`` as escaped HTML in which each `backticked` span is set as code, instead of showing its backticks."""
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text))
 
 
 @dataclass(frozen=True)

@@ -22,13 +22,16 @@ from .blit import BlitFigure
 from .decimate import envelope
 from .history import History
 from .limits import grow_limit
-from .panels import (MANY_GPUS, change_since_start, column_maxima, mark_labels, panels_with_data, smoothed_rate)
+from .panels import (MANY_GPUS, change_since_start, column_maxima, mark_labels, panels_with_data, smoothed_rate,
+                     smoothing_window)
 
 __all__ = ["MonitorFigure"]
 
 SMOOTHING_S = 1.0
 MIN_MEMORY_SPAN = 64 * 2**20  # the memory panel spans at least this much: noise of a few MiB stays small
-DPI, WIDTH_IN = 80, 10.0
+# 920 px: the width of a JupyterLab cell's output on a 1400 px screen with the file browser open (a narrower
+# window scales the image down; 800 px left the panels themselves about 460 px wide)
+DPI, WIDTH_IN = 80, 11.5
 HEIGHT_IN = {"memory": 2.0, "utilisation": 2.0, "GPU memory": 2.0, "speed": 2.0, "GPU busy map": 1.3,
              "GPU memory map": 1.3}
 TITLE_PT, PANEL_TITLE_PT, TICK_PT, LEGEND_PT, MARK_PT = 13, 11, 9.5, 9.5, 9.5
@@ -80,11 +83,13 @@ class MonitorFigure(BlitFigure):
         self._marks_key: tuple = ()
         self._last_marks: list[tuple[float, str]] = []
         self._live_top: dict[str, tuple[float, float]] = {}
+        self._span = 0.0  # how long the run drawn is (sizes the speed average)
         self._live_end = 10.0  # the live time axis: the first 10 s fill it from the left, then it grows in steps
         self._reset_background()
         if self.title:
             fig.suptitle(self.title, x=0.01, ha="left", fontsize=TITLE_PT, fontweight="bold")
-        self._notes = fig.text(0.01, 0.0, self._notes_text, fontsize=8.5, color="dimgrey", va="bottom")
+        self._notes = fig.text(0.01, 0.0, self._notes_text, fontsize=TICK_PT, color="#333", va="bottom")
+        self._room_for_notes()  # the figure's height changed with its panels
         for name, ax in self.axes.items():
             getattr(self, "_panel_" + name.replace(" ", "_"))(ax)
             ax.set_title(TITLES.get(name, name), loc="left", fontsize=PANEL_TITLE_PT, y=1.0)
@@ -150,13 +155,31 @@ class MonitorFigure(BlitFigure):
     def _panel_speed(self, ax: Any) -> None:
         self._column(ax, "samples_per_s", "each reading", linewidth=0.8, alpha=0.35, color="tab:blue", zorder=1.8)
         total = self._at["samples_total"]
-        self._line(ax, "smoothed", lambda t, v: smoothed_rate(t, v[:, total], SMOOTHING_S),
+        self._line(ax, "smoothed", lambda t, v: smoothed_rate(t, v[:, total], self._window()),
                    f"{SMOOTHING_S:g} s average", linewidth=2.6, color="tab:blue", zorder=2.2)
 
+    def _window(self) -> float:
+        """The speed average's window, sized to the time axis (the run; live, the axis's current span, which grows in
+        steps, so the legend rarely changes and frames stay blitted), and said so in the legend."""
+        window = smoothing_window(self._span, SMOOTHING_S)
+        line = self.lines["smoothed"]
+        if line.get_label() != f"{window:g} s average":
+            line.set_label(f"{window:g} s average")
+            line.axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=LEGEND_PT, frameon=False,
+                             borderaxespad=0.0)
+        return window
+
     def set_notes(self, notes: Sequence[str]) -> None:
-        self._notes_text = "\n".join(textwrap.shorten(n, 140) for n in notes)
+        # in full, wrapped at word boundaries (never cut with "[…]"), backticks dropped: a figure has no code font
+        lines = [line for n in notes for line in textwrap.wrap(n.replace("`", ""), 150)]
+        self._notes_text = "\n".join(lines)
         self._notes.set_text(self._notes_text)
-        bottom = 0.02 * (len(notes) + 1) if notes else 0.0  # room for the notes under the panels
+        self._room_for_notes()
+
+    def _room_for_notes(self) -> None:
+        """Keep the panels (and their axis label) clear of the notes: their lines' height, as a share of the figure."""
+        lines = self._notes_text.count("\n") + 1 if self._notes_text else 0
+        bottom = (lines + 0.6) * TICK_PT * 1.3 / 72 / self.figure.get_figheight() if lines else 0.0
         self._layout_engine.set(h_pad=0.05, rect=(0, bottom, 1, 1 - bottom))
         self.needs_layout = True
 
@@ -172,6 +195,7 @@ class MonitorFigure(BlitFigure):
         if stepped:
             self._live_end = grow_limit(self._live_end, float(elapsed_s[-1]) if len(elapsed_s) else 0.0)
         end = self._live_end if stepped else max(float(elapsed_s[-1]) if len(elapsed_s) else 1.0, 1.0)
+        self._span = float(elapsed_s[-1]) if len(elapsed_s) and not stepped else end
         self._last_marks = list(marks)
         width = int(self.axes[self.panels[-1]].bbox.width)
         seen: dict[Any, list[np.ndarray]] = {ax: [] for ax in self.axes.values()}

@@ -305,15 +305,16 @@ class Monitor:
                                          cuda_devices=self._sampler.cuda_devices)
         return self._figure
 
-    def figure(self) -> Any:
-        """The monitor's ``matplotlib.figure.Figure`` with everything recorded so far."""
+    def figure(self, notes: bool = True) -> Any:
+        """The monitor's ``matplotlib.figure.Figure`` with everything recorded so far (``notes``: what could not be
+        read, under the panels; off where the summary beside it says it)."""
         fig = self._build_figure()
-        fig.set_notes([f"not shown: {n}" for n in self.missing])
+        fig.set_notes([f"not shown: {n}" for n in self.missing] if notes else [])
         fig.update_from(self.history, list(self.marks))
         return fig.figure
 
-    def figure_png(self) -> bytes:
-        self.figure()
+    def figure_png(self, notes: bool = True) -> bytes:
+        self.figure(notes)
         return self._figure.png()
 
     def _display(self, summary: MonitorSummary) -> None:
@@ -323,7 +324,7 @@ class Monitor:
             return
         from IPython.display import Image, display
 
-        png = self.figure_png()
+        png = self.figure_png(notes=False)  # the summary below says what was not shown, once, in full
         if self._live is not None:
             self._live.replace_with(png)
         else:

@@ -20,8 +20,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["panels_with_data", "smoothed_rate", "change_since_start", "column_maxima", "mark_labels", "MANY_GPUS",
-           "text_width_px"]
+__all__ = ["panels_with_data", "smoothed_rate", "smoothing_window", "change_since_start", "column_maxima", "mark_labels",
+           "MANY_GPUS", "text_width_px"]
 
 MANY_GPUS = 4  # more than this many GPUs are drawn as a mean and a band
 _STRIDES = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000)
@@ -64,6 +64,14 @@ def column_maxima(t: np.ndarray, block: np.ndarray, t_end: float, bins: int) -> 
         out_col = np.full(bins, -np.inf)
         np.maximum.at(out_col, index, column)
         out[:, j] = np.where(np.isfinite(out_col), out_col, np.nan)
+    # A missed reading (the sampler late once) leaves a slice empty between two readings: not a white stripe, but the
+    # next reading's value, which covers that time (NVML averages utilisation over the time since it last sampled).
+    # A longer silence (over 2.5 typical intervals) stays empty: nothing was read then.
+    if len(t) >= 3:
+        dt = np.diff(t)
+        for a in np.flatnonzero((dt <= 2.5 * np.median(dt)) & (np.diff(index) > 1)):
+            gap = slice(index[a] + 1, index[a + 1])
+            out[gap] = np.where(np.isnan(out[gap]), block[a + 1], out[gap])
     return out
 
 
@@ -73,10 +81,20 @@ def smoothed_rate(t: np.ndarray, totals: np.ndarray, window_s: float) -> np.ndar
     if len(t) == 0:
         return np.empty(0)
     start = np.searchsorted(t, t - window_s, side="left")
+    # The window never reaches back before the work began: idle set-up time would draw a ramp that did not happen.
+    moved = np.flatnonzero(np.nan_to_num(totals) > np.nan_to_num(totals[0]))
+    if moved.size:
+        start[moved[0]:] = np.maximum(start[moved[0]:], moved[0] - 1)
     start = np.minimum(start, np.arange(len(t)) - 1).clip(0)
     dt = t - t[start]
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(dt > 0, (totals - totals[start]) / dt, np.nan)
+
+
+def smoothing_window(duration_s: float, longest_s: float = 1.0) -> float:
+    """The averaging window for a run this long: ``longest_s`` for runs of 8 s or more, an eighth of shorter runs
+    (0.4 s at the least, two readings), to a tenth of a second, so that a 1.5 s run is not one long average."""
+    return round(min(longest_s, max(0.4, duration_s / 8)), 1)
 
 
 def change_since_start(y: np.ndarray) -> tuple[np.ndarray, float]:
@@ -125,9 +143,13 @@ def mark_labels(x_px: Sequence[float], labels: Sequence[str], width_px: float, f
             wanted = list(range(0, n, stride))
         kept: list[tuple[int, str, str]] = []
         right = -np.inf
-        for i in wanted:
+        for k, i in enumerate(wanted):
             text = labels[i] if (not numbered or not kept) else parts[i].group(2)  # type: ignore[union-attr]
             lo, hi, ha = extent(i, text)
+            if not kept and k + 1 < len(wanted) and ha == "left" and hi + gap_px > x_px[wanted[k + 1]] + 3:
+                w = text_width_px(text, fontsize_pt, dpi)  # "epoch 1" would cover "2": write it left of its line
+                if x_px[i] - 3 - w >= 0:
+                    lo, hi, ha = x_px[i] - 3 - w, x_px[i] - 3, "right"
             if lo >= right + gap_px:
                 kept.append((i, text, ha))
                 right = hi

@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass
 
 from ..core.readings import Unavailable
-from ..core.tables import html_table, text_table
+from ..core.tables import html_table, html_with_code, text_table
 from ..core.units import format_bytes, format_percent, format_rate, format_seconds
 
 __all__ = ["MonitorSummary", "PeakMemory"]
@@ -109,5 +109,5 @@ class MonitorSummary:
         if self.marks:
             parts.append(f"<p>marks: {html.escape(self._marks_text())}</p>")
         if self.missing:
-            parts.append("<ul>" + "".join(f"<li>not shown: {html.escape(n)}</li>" for n in self.missing) + "</ul>")
+            parts.append("<ul>" + "".join(f"<li>not shown: {html_with_code(n)}</li>" for n in self.missing) + "</ul>")
         return "".join(parts)

@@ -17,12 +17,16 @@ from pathlib import Path
 
 from ..core.arguments import path_or_none, shown
 
-__all__ = ["DEFAULT_DIR", "Holder", "reservations_dir", "current_holders", "reservation_holders", "named_dir",
-           "lock_path", "open_lock_file", "flock_module", "have_flock", "try_lock", "write_holder"]
+__all__ = ["DEFAULT_DIR", "THIS_NOTEBOOK", "Holder", "others_only", "reservations_dir", "current_holders",
+           "reservation_holders", "named_dir", "lock_path", "open_lock_file", "flock_module", "have_flock", "try_lock",
+           "write_holder"]
 
 DEFAULT_DIR = Path("/tmp/gpulab-reservations")
 _DIR_MODE = 0o1777  # like /tmp: everyone may create files, nobody may delete another user's
 _FILE_MODE = 0o666
+# How a lease held by this very process is named everywhere (picker, watch, environment report): the learner's own
+# kernel is not a stranger to be warned about.
+THIS_NOTEBOOK = "this notebook"
 
 
 def named_dir(directory: str | os.PathLike[str] | None) -> Path:
@@ -127,12 +131,14 @@ def try_lock(fd: int) -> bool:
 @dataclass(frozen=True)
 class Holder:
     """Who holds a GPU's reservation: the locking ``pid`` and, when the file's name matches it, ``user`` and ``host``;
-    ``text`` says it in words (``"pid 4242 (alice@server)"``), including when the two disagree."""
+    ``text`` says it in words (``"pid 4242 (alice@server)"``), including when the two disagree; a lease of this very
+    process reads ``"this notebook"`` and has ``mine`` set."""
 
     pid: int | None
     user: str | None
     host: str | None
     text: str
+    mine: bool = False
 
     def __str__(self) -> str:
         return self.text
@@ -145,6 +151,8 @@ def read_holder(fd: int) -> Holder:
     file may still name an earlier holder; ``/proc/locks`` says which pid really holds it.
     """
     lockers = flock_pids(fd)
+    if os.getpid() in lockers:
+        return Holder(os.getpid(), None, socket.gethostname(), THIS_NOTEBOOK, mine=True)
     try:
         data = json.loads(os.pread(fd, 4096, 0) or b"{}")
         named = f"pid {data['pid']} ({data['user']}@{data['host']})"
@@ -157,6 +165,8 @@ def read_holder(fd: int) -> Holder:
                                               "or this one seen from another container)")
     if named is None:
         return Holder(None, None, None, "another process (it has not written its name yet)")
+    if not lockers and data["pid"] == os.getpid() and data["host"] == socket.gethostname():
+        return Holder(data["pid"], data["user"], data["host"], THIS_NOTEBOOK, mine=True)  # no /proc/locks here
     return Holder(data["pid"], data["user"], data["host"], named)
 
 
@@ -180,6 +190,11 @@ def flock_pids(fd: int) -> list[int]:
 def current_holders(uuids: list[str], directory: str | os.PathLike[str] | None = None) -> dict[str, str]:
     """Which of these GPUs someone holds right now, and who, in words (see ``reservation_holders``)."""
     return {uuid: str(h) for uuid, h in reservation_holders(uuids, directory).items()}
+
+
+def others_only(holders: dict[str, Holder]) -> dict[str, str]:
+    """The holders that are not this process, in words: what this kernel's own choices must keep away from."""
+    return {uuid: str(h) for uuid, h in holders.items() if not h.mine}
 
 
 def reservation_holders(uuids: list[str], directory: str | os.PathLike[str] | None = None) -> dict[str, Holder]:

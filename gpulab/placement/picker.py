@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import html
 import os
+import textwrap
 from collections.abc import Mapping, Sequence
 
 import ipywidgets as w
@@ -22,14 +23,19 @@ from ..machine.nvml import GpuReader
 from ..machine.resolve import as_reader
 from ..core.renamed import renamed_keywords
 from ..core.readings import GpuInfo, Unavailable, is_known
-from .lockfiles import current_holders
+from .lockfiles import others_only, reservation_holders
 from .selection import NoFreeGpu, Policy, checked_policy, choose_gpus, rank_gpus
+from ..core.tables import html_with_code, text_table
+from ..core.widget_view import widget_bundle
 from ..core.units import format_bytes
 from ..core.visible import VisibleMap, VisibleSpec, parse_visible_devices, visible_map
 
 __all__ = ["GpuPicker", "parse_pick"]
 
 PICK_ENV = "GPULAB_PICK_GPUS"
+HEADER = ("GPU", "model", "memory", "utilisation", "in use by")
+_WIDTHS = (130, 190, 250, 90, 330)  # px, one per HEADER column: the rows and the header line up
+_BADGE = {"free": "#2a7d2a", "busy": "#b36200", "hidden": "#777"}
 
 
 def parse_pick(text: str) -> tuple[int, ...] | int:
@@ -81,16 +87,23 @@ class GpuPicker:
         self.rows_box = w.VBox()
         self.apply_button = w.Button(description="Apply", button_style="primary",
                                      tooltip="set CUDA_VISIBLE_DEVICES in this kernel (before CUDA starts)")
-        self.free_button = w.Button(description="Pick free", tooltip="tick the freest GPUs (as many as ticked, or 1)")
+        # how many GPUs "Pick N free" ticks: the learner sets it, and the button says it
+        self.count = w.BoundedIntText(value=pick if isinstance(pick, int) else max(1, len(pick or ())), min=1, max=64,
+                                      description="how many", layout=w.Layout(width="150px"))
+        self.free_button = w.Button(description=f"Pick {self.count.value} free",
+                                    tooltip="tick the freest GPUs, as many as the number beside it")
+        self.count.observe(lambda ch: setattr(self.free_button, "description", f"Pick {ch['new']} free"), "value")
         self.refresh_button = w.Button(description="Refresh")
         self.apply_button.on_click(lambda _: self._clicked(self.apply))
-        self.free_button.on_click(lambda _: self._clicked(lambda: self.pick_free(max(1, len(self._order)))))
+        self.free_button.on_click(lambda _: self._clicked(lambda: self.pick_free(self.count.value)))
         self.refresh_button.on_click(lambda _: self.refresh())
         self._checks: dict[int, w.Checkbox] = {}
         banner = ("<b style='color:#a60'>SIMULATED machine</b> (described GPUs, not this computer's): nothing you "
                   "apply here changes this kernel." if self.simulated else "")
-        self.widget = w.VBox([w.HTML(banner), self.rows_box,
-                              w.HBox([self.free_button, self.apply_button, self.refresh_button]),
+        self.rule_view = w.HTML()
+        self.header = _header()
+        self.widget = w.VBox([w.HTML(banner), self.header, self.rows_box, self.rule_view,
+                              w.HBox([self.count, self.free_button, self.apply_button, self.refresh_button]),
                               self.mapping_view, self.status])
         self.refresh()
         if isinstance(pick, int):
@@ -103,10 +116,14 @@ class GpuPicker:
         """Read the GPUs again (memory, utilisation, processes, reservations) and redraw the rows."""
         self.gpus = tuple(self.reader.info(i) for i in range(self.reader.count()))
         self._allowed = {d.physical_index for d in visible_map(self.gpus, self.env).devices}
-        self._holders = current_holders([g.uuid for g in self.gpus], self.reservations)
+        holders = reservation_holders([g.uuid for g in self.gpus], self.reservations)
+        self._holders = {uuid: str(h) for uuid, h in holders.items()}  # who holds each, this kernel's own included
+        self._taken = others_only(holders)  # what this kernel's choices keep away from: not its own leases
+        self._verdicts = {v.gpu.physical_index: v for v in rank_gpus(self.gpus, self.policy, taken=self._taken)}
         self._checks = {}
-        rows = [self._row(g) for g in self.gpus] or [self._cpu_row()]
-        self.rows_box.children = rows
+        self.rows_box.children = [self._row(g) for g in self.gpus] or [self._cpu_row()]
+        self.header.layout.display = None if self.gpus else "none"
+        self.rule_view.value = f"<p style='color:#555'>{html.escape(self.rule())}</p>" if self.gpus else ""
         for i in self._order:
             if i in self._checks:
                 self._checks[i].value = True
@@ -115,20 +132,36 @@ class GpuPicker:
 
     def _row(self, g: GpuInfo) -> w.HBox:
         box = w.Checkbox(value=False, description=f"GPU {g.physical_index}", indent=False,
-                         layout=w.Layout(width="80px"))
+                         layout=w.Layout(width="70px"))
         box.observe(lambda ch, i=g.physical_index: self._ticked(i, ch["new"]), names="value")
         if g.physical_index not in self._allowed:
             box.disabled = True
         self._checks[g.physical_index] = box
         used, total = g.memory_used_bytes, g.memory_total_bytes
         frac = used / total if is_known(used) and is_known(total) and total else 0.0
-        bar = w.FloatProgress(value=frac, min=0.0, max=1.0, layout=w.Layout(width="110px"),
-                              bar_style="danger" if frac > 0.8 else ("warning" if frac > 0.1 else "success"))
-        mem = f"{format_bytes(used)} / {format_bytes(total)}" if frac or is_known(used) else str(used)
-        util = ("N/A (MIG)" if g.mig_enabled is True else
-                f"{g.utilization_gpu_percent} %" if is_known(g.utilization_gpu_percent) else str(g.utilization_gpu_percent))
-        cells = [box, _cell(g.name, 190), bar, _cell(mem, 150), _cell(util, 80), _cell(self._who(g), 320)]
-        return w.HBox(cells)
+        state = self.state(g.physical_index)
+        # the bar's colour is the free rule (choose_gpus's), not a memory threshold of its own: green = free
+        bar = w.FloatProgress(value=frac, min=0.0, max=1.0, layout=w.Layout(width="100px"),
+                              bar_style="success" if state == "free" else "warning")
+        badge = w.HTML(f"<span style='color:#fff;background:{_BADGE[state]};padding:0 6px;border-radius:3px'>"
+                       f"{state}</span>", layout=w.Layout(width=f"{_WIDTHS[0] - 70}px"))
+        _, model, mem_w, util_w, who_w = _WIDTHS
+        return w.HBox([box, badge, _cell(g.name, model), bar, _cell(_memory(g), mem_w - 100),
+                       _cell(_utilisation(g), util_w), _cell(self._who(g), who_w)])
+
+    def state(self, physical_index: int) -> str:
+        """``"free"`` (``choose_gpus``'s rule, see ``rule()``), ``"busy"``, or ``"hidden"`` from this kernel."""
+        if physical_index not in self._allowed:
+            return "hidden"
+        return "free" if self._verdicts[physical_index].free else "busy"
+
+    def rule(self) -> str:
+        """The free rule in one sentence, as the widget states it under the table."""
+        p = self.policy or Policy()
+        procs = "" if p.allow_processes else ", no process on it"
+        return (f"free (green bar) = at most {p.max_memory_used_fraction * 100:.0f} % of memory used, at most "
+                f"{p.max_utilization_percent} % utilisation{procs}, not reserved by another notebook — the rule "
+                "Pick free and gpulab.choose_gpus apply. busy (orange bar) = anything else.")
 
     def _who(self, g: GpuInfo) -> str:
         who = []
@@ -142,14 +175,17 @@ class GpuPicker:
             who.append(", ".join(f"pid {p.pid} {p.name}" for p in g.processes))
         return "; ".join(who) or "no process"
 
-    def _cpu_row(self) -> w.HTML:
+    def _cpu_lines(self) -> list[str]:
         h = host_info()
         why = getattr(self.reader, "error", None) or "NVML lists no GPU"
-        return w.HTML(
-            f"<p><b>CPU</b>: {html.escape(h.cpu_model)}, {h.usable_cores} usable cores — the only device here.</p>"
-            f"<p>No NVIDIA GPU: {html.escape(why)}</p><p>On a GPU machine one row per GPU appears here (name, memory "
-            "bar, utilisation, who is using it); ticking rows builds CUDA_VISIBLE_DEVICES and shows which cuda:k "
-            "each becomes.</p>")
+        return [f"CPU: {h.cpu_model}, {h.usable_cores} usable cores — the only device here.", f"No NVIDIA GPU: {why}",
+                f"On a GPU machine one row per GPU appears here ({' · '.join(HEADER)}); ticking rows builds "
+                "`CUDA_VISIBLE_DEVICES` and shows which `cuda:k` each becomes."]
+
+    def _cpu_row(self) -> w.HTML:
+        first, *rest = self._cpu_lines()
+        return w.HTML(f"<p><b>CPU</b>{html.escape(first[3:])}</p>"
+                      + "".join(f"<p>{html_with_code(x)}</p>" for x in rest))
 
     # -- the selection -----------------------------------------------------------------------------------------------
     @property
@@ -191,10 +227,10 @@ class GpuPicker:
         """
         n = whole_number(n, "n", minimum=1, example="pick_free(2)")
         try:
-            choice = choose_gpus(n, self.gpus, self.policy, taken=self._holders, allowed=self._allowed)
+            choice = choose_gpus(n, self.gpus, self.policy, taken=self._taken, allowed=self._allowed)
         except NoFreeGpu as exc:
             pool = [g for g in self.gpus if g.physical_index in self._allowed]
-            free = [v for v in rank_gpus(pool, self.policy, taken=self._holders) if v.free]
+            free = [v for v in rank_gpus(pool, self.policy, taken=self._taken) if v.free]
             if not free:
                 raise
             self.select([v.gpu.physical_index for v in free])
@@ -239,8 +275,8 @@ class GpuPicker:
         for i in self._order:
             g = next(g for g in self.gpus if g.physical_index == i)
             why = []
-            if g.uuid in self._holders:
-                why.append(f"reserved by {self._holders[g.uuid]}")
+            if g.uuid in self._taken:  # this kernel's own lease is no reason to untick
+                why.append(f"reserved by {self._taken[g.uuid]}")
             used, total = g.memory_used_bytes, g.memory_total_bytes
             if is_known(used) and is_known(total) and total and used / total > policy.max_memory_used_fraction:
                 why.append(f"{used / total:.0%} full ({format_bytes(used)} of {format_bytes(total)})")
@@ -273,20 +309,40 @@ class GpuPicker:
 
     def _say(self, text: str, *, ok: bool | None) -> None:
         color = {True: "#060", False: "#b00", None: "#a60"}[ok]
-        self.status.value = f"<pre style='color:{color};white-space:pre-wrap'>{html.escape(text)}</pre>"
+        self.status.value = (f"<pre style='color:{color};white-space:pre-wrap;word-break:normal;overflow-wrap:anywhere'>"
+                             f"{html.escape(text)}</pre>")  # at spaces: JupyterLab's own pre style breaks mid-word
 
     def __str__(self) -> str:
+        """The text form: every GPU under the widget's header, with the same badges, then the selection."""
         label = "SIMULATED machine (described GPUs, not this computer's): " if self.simulated else ""
         head = f"{label}{len(self.gpus)} GPU(s); selected: {', '.join(map(str, self._order)) or 'none'}"
-        if not self._order:
-            return head
-        mapping = dataclasses.replace(self.mapping.table(), title=self.mapping.environment_line())
-        return "\n".join([head, str(mapping), *(f"  ⚠ {w}" for w in self.warnings())])
+        if not self.gpus:
+            return "\n".join([head] + [f"  {line}".replace("`", "") for line in self._cpu_lines()])
+        rows = [[f"{g.physical_index} [{self.state(g.physical_index)}]", g.name, _memory(g), _utilisation(g),
+                 self._who(g)] for g in self.gpus]
+        lines = [head, text_table(HEADER, rows, indent="  "), textwrap.fill(self.rule(), 110, initial_indent="  ",
+                                                                             subsequent_indent="  ")]
+        if self._order:
+            mapping = dataclasses.replace(self.mapping.table(), title=self.mapping.environment_line())
+            lines += [str(mapping), *(f"  ⚠ {w}" for w in self.warnings())]
+        return "\n".join(lines)
 
     def _repr_mimebundle_(self, **kwargs: object) -> dict:
-        bundle = self.widget._repr_mimebundle_(**kwargs)
-        bundle["text/plain"] = str(self)
-        return bundle
+        return widget_bundle(self.widget.model_id, str(self))  # not the widget's own: ipywidgets 7 has none
+
+
+def _memory(g: GpuInfo) -> str:
+    used, total = g.memory_used_bytes, g.memory_total_bytes
+    return f"{format_bytes(used)} / {format_bytes(total)}" if is_known(used) and is_known(total) else str(used)
+
+
+def _utilisation(g: GpuInfo) -> str:
+    u = g.utilization_gpu_percent
+    return "N/A (MIG)" if g.mig_enabled is True else f"{u} %" if is_known(u) else str(u)
+
+
+def _header() -> w.HBox:
+    return w.HBox([w.HTML(f"<b>{h}</b>", layout=w.Layout(width=f"{px}px")) for h, px in zip(HEADER, _WIDTHS)])
 
 
 def _cell(text: str, width: int) -> w.HTML:

@@ -22,6 +22,7 @@ from ..core.readings import Unavailable
 from ..machine.nvml import GpuReader
 from ..machine.resolve import as_reader
 from ..core.renamed import renamed_keywords
+from ..core.widget_view import widget_bundle
 from .owners import process_owner
 from ..placement.lockfiles import reservation_holders
 from .render import ServerView, render_html, render_text
@@ -57,8 +58,10 @@ def read_server(machine: GpuReader | None = None, reservations: str | os.PathLik
             # a described machine's pids are not this machine's processes: name them as described
             owners[p.pid] = f"pid {p.pid} {p.name} (described)" if simulated else str(process_owner(p.pid))
     # a holder that wrote its name: that user, and what its pid is (a kernel, a script) as the room knows it
-    holder_text = {uuid: str(replace(process_owner(h.pid), user=h.user)) if h.pid is not None and h.user is not None
-                   else h.text for uuid, h in holders.items()}
+    # (a lease of this very process reads "this notebook", as in the picker)
+    holder_text = {uuid: str(replace(process_owner(h.pid), user=h.user))
+                   if h.pid is not None and h.user is not None and not h.mine else h.text
+                   for uuid, h in holders.items()}
     return ServerView(gpus, holder_text, owners, socket.gethostname(), time.time(), interval_s, simulated,
                       reader.error)
 
@@ -143,7 +146,7 @@ class ServerWatch:
         return render_text(self.view)
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
-        return self.widget._repr_mimebundle_(**kwargs)
+        return widget_bundle(self.widget.model_id, str(self))  # not the widget's own: ipywidgets 7 has none
 
 
 @renamed_keywords(reader="machine", directory="reservations")

@@ -14,7 +14,7 @@ from gpulab.machine.host import shared_memory_bytes
 from gpulab.checkup.report import environment_report
 from gpulab.machine.simulated import SimulatedGpuReader, simulated_gpu
 from gpulab.machine.software import TorchFacts
-from gpulab.placement.reservation import reserve_gpus
+from tests.placement.other_kernel import held_elsewhere
 
 MiB = 2**20
 
@@ -120,16 +120,14 @@ def test_every_gpu_busy_or_reserved_is_said_with_who_and_what_to_do(tmp_path):
     gpus = [simulated_gpu(0, "Tesla T4", 15360, used_mib=14000, util=100, processes=((4242, 13500, "python"),)),
             simulated_gpu(1, "Tesla T4", 15360, used_mib=3)]
     machine = described_machine(tmp_path, gpus)
-    held = reserve_gpus(1, machine)  # the one free GPU, as another student's kernel would hold it
-    try:
+    # the one free GPU, held by another student's kernel (a process of its own: this one's lease would be its own GPU)
+    with held_elsewhere(1, str(tmp_path / "lab.json"), tmp_path / "reservations") as (pid, _):
         r = environment_report(machine, torch=described_torch())
         check = row(r, "a free GPU to work on")
         assert not check.ok and not check.blocks_gpus
-        assert "GPU 1 reserved by pid" in check.meaning and "GPU 0 " in check.meaning
+        assert f"GPU 1 reserved by pid {pid}" in check.meaning and "GPU 0 " in check.meaning
         assert "reserve_gpus(1, wait_s=600)" in check.fix and "python -m gpulab watch" in check.fix
         assert r.summary.endswith("Right now every GPU is busy or reserved: see the checklist.")
-    finally:
-        held.release()
     again = environment_report(machine, torch=described_torch())
     assert row(again, "a free GPU to work on").ok and "1 free now (GPU 1)" in row(again, "a free GPU to work on").meaning
 

@@ -91,3 +91,18 @@ def test_report_says_cuda_has_started_once_the_driver_is_loaded(monkeypatch):
     text = str(environment_report(SimulatedGpuReader("colab-T4")))
     assert "✘ CUDA not yet started in this kernel — The CUDA driver (libcuda) is loaded" in text
     assert "fix: restart the kernel" in text
+
+
+def test_the_report_names_a_lease_of_this_process_reserved_by_this_notebook(tmp_path, monkeypatch):
+    from gpulab.placement.reservation import reserve_gpus
+
+    monkeypatch.setenv("GPULAB_RESERVATIONS_DIR", str(tmp_path))
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    mine = reserve_gpus(3, SimulatedGpuReader("workshop-8"), reservations=tmp_path)  # every free GPU: 1, 3, 5
+    try:
+        report = environment_report("workshop-8")
+    finally:
+        mine.release()
+    check = next(c for c in report.checks if c.what == "a free GPU to work on")
+    assert check.ok and "3 free now (GPU 1, 3, 5)" in check.meaning, check
+    assert "GPU 1, 3, 5 reserved by this notebook" in check.meaning and f"pid {os.getpid()}" not in str(report)

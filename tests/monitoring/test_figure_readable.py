@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from matplotlib.backends.backend_agg import RendererAgg
 
 from gpulab.monitoring.panels import (change_since_start, column_maxima, mark_labels, panels_with_data, smoothed_rate,
-                                      text_width_px)
+                                      smoothing_window, text_width_px)
 from gpulab.monitoring.sampler import GPU_FIELDS, HOST_COLUMNS, SPEED_COLUMNS
 from gpulab.monitoring.view import MonitorFigure
 
@@ -103,8 +103,40 @@ def test_forty_epochs_give_a_readable_row_of_labels_and_the_first_is_not_cut_off
     assert written[0].get_text() == "epoch 0"  # the first mark, at t = 0, is labelled in full …
     renderer = fig._canvas.get_renderer()
     assert written[0].get_window_extent(renderer).x0 >= top.bbox.x0  # … inside the panel
-    assert 5 <= len(written) <= 12 and all(w.get_text().isdigit() for w in written[1:])
+    assert 5 <= len(written) <= 21 and all(w.get_text().isdigit() for w in written[1:])  # every 2nd at most
     assert "digits MLP on the CPU" in labels and "speed (samples/s)" in labels
+
+
+def test_eight_fast_epochs_keep_epoch_2_by_writing_epoch_1_left_of_its_line():
+    """Chapter 05 in fast mode: set-up, then eight epochs 0.34 s apart; "epoch 1" written right of its line would
+    cover "2", which then disappeared."""
+    t = np.arange(0, 4.6, 0.2)
+    v = np.hstack([host(t), speed(t, 0.2, 0.02, 8)])
+    marks = [(2.0 + 0.34 * k, f"epoch {k + 1}") for k in range(8)]
+    fig = MonitorFigure(COLUMNS, title="digits MLP on the CPU")
+    fig.update(t, v, marks)
+    assert_readable(fig)
+    written = [a.get_text() for a in fig.axes["memory"].texts if a.get_text()]
+    assert written[:2] == ["epoch 1", "2"], written
+
+
+def test_the_speed_average_is_sized_to_a_short_run_and_draws_no_ramp_over_the_set_up():
+    t = np.arange(0, 1.6, 0.2)  # a 1.5 s run: nothing for 0.6 s (set-up), then a steady 100 samples/s
+    total = np.array([0, 0, 0, 0, 20, 40, 60, 80], float)
+    assert smoothing_window(1.5) == 0.4 and smoothing_window(4.5) == 0.6 and smoothing_window(60) == 1.0
+    rate = smoothed_rate(t, total, smoothing_window(1.5))
+    assert np.allclose(rate[t > 0.7], 100.0)  # full speed from the first reading with work, not a ramp up to it
+    fig = MonitorFigure(COLUMNS)
+    fig.update(t, np.hstack([host(t), speed(t, 0.2, 0.02, 1)]))
+    assert fig.lines["smoothed"].get_label() == "0.4 s average"
+
+
+def test_a_missed_reading_leaves_no_white_slice_in_a_map_but_a_long_silence_does():
+    t = np.array([0.0, 0.2, 0.4, 0.8, 1.0, 1.2, 3.0])  # one reading missed at 0.6; nothing between 1.2 and 3.0
+    block = np.arange(len(t), dtype=float)[:, None]
+    binned = column_maxima(t, block, 3.2, 16)  # 0.2 s slices
+    assert binned[3, 0] == 3.0  # the missed slice holds the next reading, which covers it
+    assert np.isnan(binned[8:15, 0]).all()
 
 
 def test_a_256_mib_step_fills_the_memory_panel():
@@ -224,3 +256,21 @@ def test_panels_with_data(gpus, expected):
     assert panels_with_data(columns, v, gpus) == expected
     v[:, COLUMNS.index("samples_total")] = 0
     assert "speed" not in panels_with_data(columns, v, gpus)
+
+
+def test_a_long_note_is_wrapped_in_full_below_the_axis_label_without_backticks():
+    t = np.arange(0, 2.4, 0.2)
+    note = ("not shown: GPU panels: N/A (no NVIDIA driver library (libnvidia-ml.so) was found: this machine has no "
+            "NVIDIA GPU driver, or this container was started without GPU access. On a laptop without an NVIDIA GPU "
+            "that is expected: the lessons run on the CPU. In a container, start it with GPU access (e.g. "
+            "`docker run --gpus all`).)")
+    fig = MonitorFigure(COLUMNS, title="live", notes=[note])
+    fig.update(t, np.hstack([host(t), speed(t, 10, 0.0125, 32)]), stepped=True)
+    fig.live_png()
+    text = fig._notes.get_text()
+    assert "[...]" not in text and "…" not in text and "`" not in text and "docker run --gpus all" in text
+    assert text.count("\n") >= 1  # wrapped, at spaces
+    renderer = fig._canvas.get_renderer()
+    label = fig.axes[fig.panels[-1]].xaxis.label.get_window_extent(renderer)
+    notes = fig._notes.get_window_extent(renderer)
+    assert notes.y1 <= label.y0 and notes.x1 <= fig.figure.bbox.width

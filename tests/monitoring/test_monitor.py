@@ -288,7 +288,7 @@ def test_live_without_ipywidgets_explains_and_leaves_no_thread(monkeypatch):
 
 def test_a_figure_that_cannot_be_shown_does_not_hide_the_loops_exception(ipython_shell, monkeypatch):
     mon = Monitor(machine=SimulatedGpuReader(None))
-    monkeypatch.setattr(mon, "figure_png", lambda: (_ for _ in ()).throw(MemoryError("no room for a PNG")))
+    monkeypatch.setattr(mon, "figure_png", lambda **_: (_ for _ in ()).throw(MemoryError("no room for a PNG")))
     with pytest.warns(RuntimeWarning, match="could not show its figure \\(MemoryError: no room for a PNG\\)"):
         with pytest.raises(ValueError, match="the learner's bug"):
             with mon:

@@ -76,7 +76,7 @@ def test_junk_options_are_refused_with_our_message(a, b, c):
 ])
 def test_wrong_arguments_to_wrap_are_refused_before_the_loop_runs(iterable, samples, kind, message):
     clock = FakeClock()
-    with gpulab.monitor("t", reader="workshop-8", show=False, live=False, clock=clock, sleep=clock.sleep) as mon:
+    with gpulab.monitor("t", machine="workshop-8", show=False, live=False, clock=clock, sleep=clock.sleep) as mon:
         with pytest.raises(kind, match=message):
             mon.wrap(iterable, samples=samples)
         assert sum(1 for _ in mon.wrap([[1, 2, 3]] * 2, samples=lambda batch: len(batch))) == 2  # still usable
@@ -85,7 +85,7 @@ def test_wrong_arguments_to_wrap_are_refused_before_the_loop_runs(iterable, samp
 
 def test_a_monitor_of_a_described_machine_says_simulated_in_its_repr():
     clock = FakeClock()
-    described = Monitor("x", reader="workshop-8", show=False, live=False, clock=clock, sleep=clock.sleep)
+    described = Monitor("x", machine="workshop-8", show=False, live=False, clock=clock, sleep=clock.sleep)
     assert repr(described) == "<Monitor 'x' new, SIMULATED GPUs, 0 readings>"
     real = Monitor("x", show=False, live=False, clock=clock, sleep=clock.sleep)  # this machine: no label
     assert repr(real) == "<Monitor 'x' new, 0 readings>"

@@ -13,8 +13,9 @@ from gpulab.machine.cuda import CudaState
 from gpulab.placement.setter import patched_environ
 from gpulab.placement.picker import GpuPicker, parse_pick
 from gpulab.placement.reservation import reserve_gpus
-from gpulab.placement.selection import NoFreeGpu
+from gpulab.placement.selection import NoFreeGpu, rank_gpus
 from gpulab.machine.simulated import SimulatedGpuReader
+from tests.placement.other_kernel import held_elsewhere
 
 
 
@@ -27,12 +28,75 @@ def test_one_row_per_gpu_with_memory_bar_utilisation_and_users(tmp_path):
     picker = GpuPicker(SimulatedGpuReader("workshop-8"), reservations=str(tmp_path))
     assert len(picker.rows_box.children) == 8
     row0 = picker.rows_box.children[0].children
-    assert row0[0].description == "GPU 0" and isinstance(row0[2], w.FloatProgress)
-    assert row0[2].value == pytest.approx(30110 / 40960) and row0[2].bar_style == "warning"
-    assert picker.rows_box.children[4].children[2].bar_style == "danger"
+    assert row0[0].description == "GPU 0" and isinstance(row0[3], w.FloatProgress)
+    assert row0[3].value == pytest.approx(30110 / 40960)
     text = _texts(picker)
     assert "NVIDIA A100-SXM4-40GB" in text and "97 %" in text and "pid 31000 python" in text and "no process" in text
     assert "SIMULATED machine" in picker.widget.children[0].value
+    assert [c.value for c in picker.header.children] == [f"<b>{h}</b>" for h in
+                                                          ("GPU", "model", "memory", "utilisation", "in use by")]
+
+
+def test_bar_colour_and_badge_follow_the_free_rule_that_pick_free_applies():
+    picker = GpuPicker(SimulatedGpuReader("workshop-8"))
+    free = {v.gpu.physical_index for v in rank_gpus(picker.gpus) if v.free}
+    assert free == {1, 3, 5}
+    for i, row in enumerate(picker.rows_box.children):
+        bar, badge = row.children[3], row.children[1].value
+        assert (bar.bar_style == "success") == (i in free) == (">free<" in badge), (i, bar.bar_style, badge)
+    # GPU 6: 2 GiB used, 3 % busy, but a process on it: not free, so not green (it was, by a memory rule of its own)
+    assert picker.rows_box.children[6].children[3].bar_style == "warning"
+    assert "at most 10 % of memory used, at most 10 % utilisation, no process on it" in picker.rule_view.value
+    assert picker.pick_free(3) == (1, 3, 5)
+
+
+def test_the_button_says_how_many_it_picks_and_the_count_can_be_set():
+    picker = GpuPicker(SimulatedGpuReader("workshop-8"), selected="free:2")
+    assert picker.free_button.description == "Pick 2 free" and picker.selected == (1, 3)
+    picker.count.value = 3
+    assert picker.free_button.description == "Pick 3 free"
+    picker.free_button.click()
+    assert picker.selected == (1, 3, 5)
+    assert GpuPicker(SimulatedGpuReader("workshop-8")).free_button.description == "Pick 1 free"
+
+
+def test_the_text_form_lists_every_gpu_under_the_same_header_with_badges():
+    picker = GpuPicker(SimulatedGpuReader("workshop-8"), selected=[5, 1])
+    lines = str(picker).splitlines()
+    assert lines[0].startswith("SIMULATED machine") and "selected: 5, 1" in lines[0]
+    assert lines[1].split() == ["GPU", "model", "memory", "utilisation", "in", "use", "by"]
+    rows = [line for line in lines if line.lstrip()[:1].isdigit() and "[" in line]
+    assert len(rows) == 8
+    assert rows[1].split()[:2] == ["1", "[free]"] and rows[6].split()[:2] == ["6", "[busy]"]
+    assert "free (green bar) = at most 10 % of memory used" in str(picker)
+    assert "cuda:0" in str(picker) and "5" in str(picker)
+
+
+def test_a_lease_of_this_kernel_reads_this_notebook_and_stays_choosable(tmp_path):
+    mine = reserve_gpus(1, SimulatedGpuReader("workshop-8"), reservations=tmp_path)  # GPU 1
+    with held_elsewhere(1, "workshop-8", tmp_path) as (pid, theirs):  # GPU 3, another learner's kernel
+        assert theirs == [3]
+        picker = GpuPicker(SimulatedGpuReader("workshop-8"), reservations=str(tmp_path), selected=[1, 3])
+        text = _texts(picker)
+        assert "reserved by this notebook" in text and f"reserved by pid {pid}" in text
+        assert f"pid {os.getpid()}" not in text
+        assert picker.state(1) == "free" and picker.state(3) == "busy"
+        assert [w.split(":")[0] for w in picker.warnings()] == ["GPU 3 is not free"]
+        assert picker.pick_free(2) == (1, 5)
+        assert "reserved by this notebook" in str(picker) and f"reserved by pid {pid}" in str(picker)
+    mine.release()
+
+
+def test_renders_without_the_widgets_own_mimebundle(monkeypatch):
+    # ipywidgets 7 (Colab) widgets have no _repr_mimebundle_; the picker must not need it
+    for cls in w.VBox.__mro__:
+        if "_repr_mimebundle_" in cls.__dict__:
+            monkeypatch.delattr(cls, "_repr_mimebundle_")
+    assert not hasattr(w.VBox(), "_repr_mimebundle_")
+    picker = GpuPicker(SimulatedGpuReader("workshop-8"))
+    bundle = picker._repr_mimebundle_()
+    assert bundle["application/vnd.jupyter.widget-view+json"]["model_id"] == picker.widget.model_id
+    assert bundle["application/vnd.jupyter.widget-view+json"]["version_major"] == 2
 
 
 def test_ticking_rows_updates_the_mapping_live():
@@ -78,20 +142,19 @@ def test_gpus_hidden_from_the_kernel_cannot_be_ticked():
 
 
 def test_pick_free_skips_reserved_gpus_and_button_reports_shortage(tmp_path):
-    held = reserve_gpus(1, SimulatedGpuReader("workshop-8"), reservations=tmp_path)
-    picker = GpuPicker(SimulatedGpuReader("workshop-8"), reservations=str(tmp_path))
-    assert f"reserved by pid {os.getpid()}" in _texts(picker)
-    picker.pick_free(2)
-    assert picker.selected == (3, 5)
-    assert not picker._checks[1].disabled  # still shown and tickable, merely reserved
-    picker.select([3, 5, 6, 7])
-    picker.free_button.click()  # asks for as many as ticked (4): only 2 are free, so it ticks those and says so
-    assert picker.selected == (3, 5)
-    assert "Asked for 4 free GPU(s) but only 2 are free, so GPU 3, 5 are ticked" in picker.status.value
-    assert f"GPU 1: reserved by pid {os.getpid()}" in picker.status.value and "color:#b00" not in picker.status.value
-    picker._checks[6].value = True  # a new selection: what Pick free said no longer applies
-    assert picker.status.value == ""
-    held.release()
+    with held_elsewhere(1, "workshop-8", tmp_path) as (pid, _):
+        picker = GpuPicker(SimulatedGpuReader("workshop-8"), reservations=str(tmp_path))
+        assert f"reserved by pid {pid}" in _texts(picker)
+        picker.pick_free(2)
+        assert picker.selected == (3, 5)
+        assert not picker._checks[1].disabled  # still shown and tickable, merely reserved
+        picker.count.value = 4
+        picker.free_button.click()  # asks for 4: only 2 are free, so it ticks those and says so
+        assert picker.selected == (3, 5)
+        assert "Asked for 4 free GPU(s) but only 2 are free, so GPU 3, 5 are ticked" in picker.status.value
+        assert f"GPU 1: reserved by pid {pid}" in picker.status.value and "color:#b00" not in picker.status.value
+        picker._checks[6].value = True  # a new selection: what Pick free said no longer applies
+        assert picker.status.value == ""
 
 
 def test_apply_on_a_simulated_machine_changes_nothing():
@@ -160,10 +223,9 @@ def test_the_mapping_shows_once_and_an_old_status_goes_when_the_selection_change
 
 
 def test_pick_free_with_none_free_says_why_each_was_passed_over(tmp_path):
-    held = reserve_gpus(3, SimulatedGpuReader("workshop-8"), reservations=tmp_path)  # every free GPU
-    picker = GpuPicker(SimulatedGpuReader("workshop-8"), reservations=str(tmp_path))
-    picker.free_button.click()
-    assert picker.selected == () and "asked for 1 free GPU(s) but only 0 of 8 qualify" in picker.status.value
-    with pytest.raises(NoFreeGpu, match="GPU 4: 38.9 GiB of 40.0 GiB used"):
-        picker.pick_free(2)
-    held.release()
+    with held_elsewhere(3, "workshop-8", tmp_path):  # every free GPU, by another kernel
+        picker = GpuPicker(SimulatedGpuReader("workshop-8"), reservations=str(tmp_path))
+        picker.free_button.click()
+        assert picker.selected == () and "asked for 1 free GPU(s) but only 0 of 8 qualify" in picker.status.value
+        with pytest.raises(NoFreeGpu, match="GPU 4: 38.9 GiB of 40.0 GiB used"):
+            picker.pick_free(2)

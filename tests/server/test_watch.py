@@ -17,6 +17,7 @@ from gpulab.machine.simulated import SimulatedGpuReader
 from gpulab.server.render import ServerView, bar, render_html, render_text
 from gpulab.server.watch import WATCH_THREAD_NAME, ServerWatch, read_server, watch_gpus, watch_terminal
 from gpulab.placement.reservation import reserve_gpus
+from tests.placement.other_kernel import held_elsewhere
 
 W8 = SimulatedGpuReader("workshop-8")
 W8_GPUS = tuple(W8.info(i) for i in range(W8.count()))
@@ -57,13 +58,15 @@ def test_views_without_gpus_say_why():
 def test_reading_a_described_server_names_the_reservation_holder(tmp_path):
     held = reserve_gpus(1, W8, reservations=tmp_path)
     try:
-        view = read_server(W8, tmp_path)
+        with held_elsewhere(1, "workshop-8", tmp_path) as (pid, theirs):
+            view = read_server(W8, tmp_path)
+            them = process_owner(pid)
     finally:
         held.release()
-    (uuid,) = view.holders
-    assert uuid == held.gpus[0].uuid
-    me = process_owner(os.getpid())
-    assert view.holders[uuid] == f"{me.user}: {me.command} (pid {os.getpid()})"
+    assert set(view.holders) == {held.gpus[0].uuid, W8.info(theirs[0]).uuid}
+    assert view.holders[held.gpus[0].uuid] == "this notebook"  # this kernel's own lease, as the picker says it
+    assert view.holders[W8.info(theirs[0]).uuid] == f"{them.user}: {them.command} (pid {pid})"
+    assert "reserved by this notebook" in render_text(view) and "reserved by this notebook" in render_html(view)
     assert view.simulated and view.owners[31000] == "pid 31000 python (described)"
     assert read_server(W8, tmp_path).holders == {}  # released: nobody
 
