@@ -276,6 +276,6 @@ def test_an_existing_lock_file_is_reopened_read_write_and_named(tmp_path):
     reserve_gpus(1, reader, reservations=tmp_path).release()
     again = reserve_gpus(1, reader, reservations=tmp_path)
     uuid = reader.info(0).uuid
-    assert current_holders([uuid], reservations=tmp_path) == {uuid: "this notebook"}
+    assert current_holders([uuid], directory=tmp_path) == {uuid: "this notebook"}
     assert json.loads((tmp_path / f"gpu-{uuid}.lock").read_text())["pid"] == os.getpid()  # named in the file
     again.release()

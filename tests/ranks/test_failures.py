@@ -196,11 +196,11 @@ def test_another_ranks_long_error_is_one_line_and_a_shared_one_is_not_repeated()
 def test_a_failed_launch_leaves_no_semaphore_for_the_tracker_to_call_leaked(no_process_left):
     # A kernel keeps the last traceback (and so the launch's context) alive; at shutdown gpulab stops multiprocessing's
     # resource tracker, which used to warn "There appear to be 9 leaked semaphore objects to clean up at shutdown".
-    from tests.parallel.processes import run_python
+    from tests.ranks.processes import run_python
 
     run = run_python("""
         import gpulab
-        from gpulab.parallel.server import stop_server
+        from gpulab.ranks.server import stop_server
 
         def fails():
             raise ValueError("x")
