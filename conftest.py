@@ -48,7 +48,7 @@ def _cell_tags(item: pytest.Item) -> set[str]:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    from gpulab.machine.cuda import gpu_requirement
+    from gpulab.machine.cuda import too_few_gpus as gpu_requirement
 
     reasons = {n: gpu_requirement(n) for n in (1, 2)}
     gpu_notebooks = set()
