@@ -1,0 +1,56 @@
+"""Run ``steps``' measurements on real ranks, and measure this machine's own limits (a probe: starts processes).
+
+``splits`` times a list of plans on 1 or more ranks with one launch; ``machine_limit`` is what 2 independent
+single-threaded processes doing the same matmuls reach against one (the most 2 ranks can reach here); ``gloo_link``
+fits the all-reduce's latency and bandwidth from two message sizes. Taught in ``notebooks/07_scaling.ipynb``.
+"""
+from __future__ import annotations
+
+from ..launch.launcher import launch
+from .cost import Link
+from .steps import StepPlan, StepSplit, allreduce_seconds, matmul_seconds, summarise, time_plans
+
+__all__ = ["splits", "machine_limit", "gloo_link"]
+
+SMALL_BYTES, LARGE_BYTES = 4 * 1024, 8 * 1024 * 1024
+
+
+def splits(plans: list[StepPlan], ranks: int, *, threads_per_rank: int = 1, ddp: bool = True,
+           device: str = "cpu") -> list[StepSplit]:
+    """Every plan measured on ``ranks`` ranks (``ddp=False``: one process, no DDP, for the threads comparison)."""
+    if not plans:
+        raise ValueError("splits needs at least one StepPlan to measure.")
+    if not ddp and ranks != 1:
+        raise ValueError(f"ddp=False measures one process without DDP; got ranks={ranks}. Use ranks=1.")
+    if device not in ("cpu", "cuda"):
+        raise ValueError(f"device is 'cpu' (gloo) or 'cuda' (NCCL, a GPU per rank); got {device!r}.")
+    per_rank = launch(_time_on_own_device if device == "cuda" else time_plans, ranks,
+                      args=(plans,) if device == "cuda" else (plans, "cpu"), all_ranks=True,
+                      threads_per_rank=threads_per_rank, init_process_group=ddp,
+                      backend="auto" if device == "cuda" else "gloo", timeout_s=120)
+    return summarise(plans, per_rank, threads_per_rank)
+
+
+def _time_on_own_device(plans: list[StepPlan]) -> list:
+    import os
+
+    return time_plans(plans, f"cuda:{os.environ['LOCAL_RANK']}")
+
+
+def machine_limit(n: int = 512, repeats: int = 20) -> float:
+    """2 independent single-threaded processes ÷ 1, in matmuls per second (each process does the same work)."""
+    one = launch(matmul_seconds, 1, args=(n, repeats), init_process_group=False, threads_per_rank=1)
+    two = launch(matmul_seconds, 2, args=(n, repeats), init_process_group=False, threads_per_rank=1, all_ranks=True)
+    return 2 * one / max(two)
+
+
+def gloo_link(ranks: int = 2) -> Link:
+    """Latency and bandwidth of a gloo all-reduce between ``ranks`` ranks here, fitted to the ring formula from a
+    4 KiB and an 8 MiB message: t = 2 (N − 1) · latency + 2 (N − 1)/N · bytes ÷ bandwidth."""
+    small, large = launch(allreduce_seconds, ranks, args=([SMALL_BYTES, LARGE_BYTES],), backend="gloo",
+                          threads_per_rank=1)
+    factor = 2 * (ranks - 1) / ranks
+    bandwidth = factor * (LARGE_BYTES - SMALL_BYTES) / max(large - small, 1e-9)
+    return Link(bandwidth, max(small, 0.0) / (2 * (ranks - 1)),
+                f"gloo on this machine, fitted from all-reduces of 4 KiB ({small * 1e3:.2f} ms) and 8 MiB "
+                f"({large * 1e3:.1f} ms)")
