@@ -1,11 +1,11 @@
 """When do 2 gloo ranks pay on this machine? The scaling sweep, the cost model's error per point, and the best 2-rank
 speed-up against the machine's own limit, all measured in one run.
 
-    .venv/bin/python benchmarks/bench_scaling.py [--rounds 3] [--widths 64 256 1024] [--batches 8 64 512]
+    .venv/bin/python benchmarks/bench_scaling.py [--rounds 3] [--widths 64 256 1024] [--batches 8 64 512 1024]
 
 Each round measures, in turn, the machine limit (2 independent single-threaded processes doing the same 512×512
 matmuls ÷ 1 process) and the whole sweep on 1 and 2 ranks, so load from other programs hits all alike. The sweep's
-heavy end (width 1024, batch 512 per rank: about 10 GFLOP per step against a 12.6 MB all-reduce) is where compute
+heavy end (width 1024, batch 1024 per rank: about 19 GFLOP per step against a 12.6 MB all-reduce) is where compute
 dominates. The last two lines are medians over the rounds, for scripts:
 
     machine limit (2 independent processes ÷ 1): 1.86×
@@ -35,7 +35,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--widths", type=int, nargs="+", default=[64, 256, 1024])
-    parser.add_argument("--batches", type=int, nargs="+", default=[8, 64, 512])
+    parser.add_argument("--batches", type=int, nargs="+", default=[8, 64, 512, 1024])
     parser.add_argument("--steps", type=int, default=6, help="timed steps per point (after 2 untimed)")
     args = parser.parse_args()
     if args.rounds < 3:
