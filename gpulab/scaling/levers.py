@@ -72,9 +72,9 @@ def levers(base: StepPlan, only: tuple[str, ...] | None = None) -> Levers:
         if unknown:
             raise ValueError(f"no lever is called {unknown[0]!r}; the levers are: {', '.join(known)}.")
         plans = [p for p in plans if p.lever in only]
-    ones, twos = splits(plans, 1), splits(plans, 2)
+    rows = tuple(LeverRow(splits([p], 1)[0], splits([p], 2)[0]) for p in plans)  # each pair side by side in time
     measured = {p.lever for p in plans}
-    return Levers(tuple(LeverRow(a, b) for a, b in zip(ones, twos)), tuple(k for k in known if k not in measured))
+    return Levers(rows, tuple(k for k in known if k not in measured))
 
 
 @dataclass(frozen=True)

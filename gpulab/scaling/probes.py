@@ -37,7 +37,7 @@ def _time_on_own_device(plans: list[StepPlan]) -> list:
     return time_plans(plans, f"cuda:{os.environ['LOCAL_RANK']}")
 
 
-def machine_limit(n: int = 512, repeats: int = 20) -> float:
+def machine_limit(n: int = 512, repeats: int = 40) -> float:
     """2 independent single-threaded processes ÷ 1, in matmuls per second (each process does the same work)."""
     one = launch(matmul_seconds, 1, args=(n, repeats), init_process_group=False, threads_per_rank=1)
     two = launch(matmul_seconds, 2, args=(n, repeats), init_process_group=False, threads_per_rank=1, all_ranks=True)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import statistics
 import time
 from contextlib import nullcontext
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 __all__ = ["StepPlan", "StepSplit", "time_plans", "allreduce_seconds", "matmul_seconds"]
@@ -198,7 +198,3 @@ def matmul_seconds(n: int = 512, repeats: int = 20) -> float:
     for _ in range(repeats):
         a @ b
     return time.perf_counter() - t0
-
-
-def plan_dict(split: StepSplit) -> dict[str, Any]:
-    return {**asdict(split.plan), **{k: v for k, v in asdict(split).items() if k != "plan"}}

@@ -81,10 +81,12 @@ class ScalingSweep(TableView):
 
 def scaling_sweep(widths: Sequence[int], batches: Sequence[int], *, depth: int = 3, steps: int = 6, limit: float,
                   link: Link) -> ScalingSweep:
-    """Measure every (width, batch per rank) on 1 and on 2 gloo ranks, one launch each, and predict each point."""
+    """Measure every (width, batch per rank) on 1 and on 2 gloo ranks, one after the other, and predict each point."""
     if not widths or not batches:
         raise ValueError("scaling_sweep needs at least one width and one batch size.")
-    plans = [StepPlan(w, b, depth=depth, steps=steps) for w in widths for b in batches]
-    ones, twos = splits(plans, 1), splits(plans, 2)
-    return ScalingSweep(tuple(ScalingPoint(a, b, predict_two_ranks(a, limit, link)) for a, b in zip(ones, twos)),
-                        limit, link, depth)
+    points = []
+    for plan in (StepPlan(w, b, depth=depth, steps=steps) for w in widths for b in batches):
+        # 1 rank, then 2, point by point: load from other programs changes over seconds, so each pair sees the same
+        one, two = splits([plan], 1)[0], splits([plan], 2)[0]
+        points.append(ScalingPoint(one, two, predict_two_ranks(one, limit, link)))
+    return ScalingSweep(tuple(points), limit, link, depth)
