@@ -4,10 +4,9 @@ speed-up against the machine's own limit, all measured in one run.
     .venv/bin/python benchmarks/bench_scaling.py [--rounds 3] [--widths 64 256 1024] [--batches 8 64 512 1024]
 
 Each round measures, in turn, the machine limit (2 independent single-threaded processes doing the same 512×512
-matmuls ÷ 1 process) and the sweep, each point on 1 rank and then at once on 2, so that load from other programs
-hits both sides of a ratio alike. The sweep's
-heavy end (width 1024, batch 1024 per rank: about 19 GFLOP per step against a 12.6 MB all-reduce) is where compute
-dominates. The last two lines are medians over the rounds, for scripts:
+matmuls ÷ 1 process) and the sweep, each point on 1 rank and right after on 2, so that load from other programs
+hits both sides of a ratio alike. The sweep's heavy end (width 1024, batch 1024 per rank: about 19 GFLOP per step
+against a 12.6 MB all-reduce) is where compute dominates. The last two lines are medians over the rounds, for scripts:
 
     machine limit (2 independent processes ÷ 1): 1.86×
     best 2 ranks ÷ 1 rank: 1.72× (91 % of the limit)
@@ -38,7 +37,7 @@ def main() -> None:
     parser.add_argument("--widths", type=int, nargs="+", default=[64, 256, 1024])
     parser.add_argument("--batches", type=int, nargs="+", default=[8, 64, 512, 1024])
     parser.add_argument("--steps", type=int, default=6, help="timed steps per point (after 2 untimed)")
-    parser.add_argument("--limit-repeats", type=int, default=100, help="512×512 matmuls per process for the limit")
+    parser.add_argument("--limit-chunks", type=int, default=20, help="chunks of 5 512×512 matmuls for the limit")
     args = parser.parse_args()
     if args.rounds < 3:
         parser.error("--rounds must be at least 3: the last two lines are medians over at least 3 rounds")
@@ -48,10 +47,10 @@ def main() -> None:
           f"message — {link.source}")
     limits, sweeps = [], []
     for r in range(args.rounds):
-        limits.append(machine_limit(repeats=args.limit_repeats))
+        limits.append(machine_limit(chunks=args.limit_chunks))
         sweeps.append(scaling_sweep(args.widths, args.batches, steps=args.steps, limit=limits[-1], link=link))
         print(f"round {r + 1}: machine limit {limits[-1]:.2f}×, load {os.getloadavg()[0]:.2f}", flush=True)
-    print(f"\nlast round's sweep (ms are medians over {args.steps} steps):\n{sweeps[-1]}\n")
+    print(f"\nlast round's sweep (ms: the fastest of {args.steps} steps):\n{sweeps[-1]}\n")
     rows, medians = [], []
     for i, p in enumerate(sweeps[0].points):
         measured = [s.points[i].measured for s in sweeps]

@@ -59,7 +59,7 @@ class Levers(TableView):
                  f"{', '.join(self.skipped)} (GPULAB_FAST=0 measures them)"] if self.skipped else []
         return Table(["lever", "samples/rank/step", "1 rank ms", "2 ranks ms", "speed-up", "all-reduce ms",
                       "waiting ms", "hidden ms"], rows,
-                     title=f"levers at width {base.width}, batch {base.batch} per rank (2-rank split: rank 0, median "
+                     title=f"levers at width {base.width}, batch {base.batch} per rank (2-rank split: rank 0, fastest "
                            "step; hidden = all-reduce that ran under the backward pass)", notes=notes)
 
 

@@ -28,7 +28,11 @@ def setup_for(gpu_name: str, gpus: int = 2) -> GpuSetup | None:
 
 @dataclass(frozen=True)
 class GpuComparison(TableView):
-    setup: GpuSetup
+    """Measured speed-ups on this machine's GPUs, and the published setup's prediction (``setup`` None: gpulab has no
+    published figures for this card, and the table shows the measurement alone)."""
+
+    gpu_name: str
+    setup: GpuSetup | None
     points: tuple[tuple[int, int], ...]
     predicted: tuple[float, ...]
     measured: tuple[float, ...]
@@ -37,10 +41,14 @@ class GpuComparison(TableView):
         return [(p - m) / m for p, m in zip(self.predicted, self.measured)]
 
     def table(self) -> Table:
-        rows = [[w, b, f"{p:.2f}×", f"{m:.2f}×", f"{e * 100:+.0f} %"]
-                for (w, b), p, m, e in zip(self.points, self.predicted, self.measured, self.errors())]
+        predicted = [f"{p:.2f}×" for p in self.predicted] or ["—"] * len(self.points)
+        errors = [f"{e * 100:+.0f} %" for e in self.errors()] or ["—"] * len(self.points)
+        rows = [[w, b, p, f"{m:.2f}×", e] for (w, b), p, m, e in zip(self.points, predicted, self.measured, errors)]
+        title = self.setup.label() if self.setup else (
+            f"2×{self.gpu_name}: measured only; gpulab has no published figures for this card (it knows "
+            f"{', '.join(s.name for s in SETUPS)})")
         return Table(["width", "batch/rank", "predicted (published figures)", "measured (NCCL)", "error"], rows,
-                     title=self.setup.label())
+                     title=title)
 
 
 def compare_on_gpus(points: Sequence[tuple[int, int]], depth: int = 3, steps: int = 10) -> GpuComparison:
@@ -53,10 +61,8 @@ def compare_on_gpus(points: Sequence[tuple[int, int]], depth: int = 3, steps: in
                            "here. Run it where 2 GPUs are visible (CUDA_VISIBLE_DEVICES).")
     name = devices(processes=False).gpus[0].name  # NVML: no CUDA context here
     setup = setup_for(name)
-    if setup is None:
-        raise RuntimeError(f"no published figures for {name!r} here: gpulab knows {', '.join(s.name for s in SETUPS)}"
-                           ". Compare by hand with that card's datasheet.")
     plans = [StepPlan(w, b, depth=depth, steps=steps) for w, b in points]
-    ones, twos = splits(plans, 1, device="cuda"), splits(plans, 2, device="cuda")
-    measured = tuple(t.samples_per_s / o.samples_per_s for o, t in zip(ones, twos))
-    return GpuComparison(setup, tuple(points), tuple(predicted_speedups(setup, points, depth)), measured)
+    pairs = [(splits([p], 1, device="cuda")[0], splits([p], 2, device="cuda")[0]) for p in plans]
+    measured = tuple(two.samples_per_s / one.samples_per_s for one, two in pairs)
+    predicted = tuple(predicted_speedups(setup, points, depth)) if setup else ()
+    return GpuComparison(name, setup, tuple(points), predicted, measured)

@@ -15,7 +15,6 @@ only the step time (synchronised) is meaningful. Taught in ``notebooks/07_scalin
 """
 from __future__ import annotations
 
-import statistics
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
@@ -53,7 +52,7 @@ class StepPlan:
 
 @dataclass(frozen=True)
 class StepSplit:
-    """Medians over the timed steps of one plan on ``ranks`` ranks (the slowest rank's step; rank 0's split)."""
+    """The fastest timed step of one plan on ``ranks`` ranks (as long as its slowest rank; rank 0's split of it)."""
 
     plan: StepPlan
     ranks: int
@@ -159,18 +158,21 @@ def time_plans(plans: list[StepPlan], device: str = "cpu") -> list[list[tuple[fl
 
 def summarise(plans: list[StepPlan], per_rank: list[list[list[tuple[float, float, float, float]]]],
               threads_per_rank: int) -> list[StepSplit]:
-    """Medians of ``time_plans``'s records from every rank: each step is as long as its slowest rank's."""
+    """The fastest timed step of each plan: a step is as long as its slowest rank's; the split is rank 0's in that
+    step. The fastest, not the median: on a shared machine other programs only ever make a step slower, so the fastest
+    step is the one they disturbed least (``timeit`` reports its minimum for the same reason)."""
     out = []
     for i, plan in enumerate(plans):
         ranks = [r[i] for r in per_rank]
         steps = [max(r[k][0] for r in ranks) for k in range(len(ranks[0]))]
-        med = [statistics.median(rec[j] for rec in ranks[0]) for j in (1, 2, 3)]
-        out.append(StepSplit(plan, len(per_rank), threads_per_rank, statistics.median(steps), *med))
+        k = min(range(len(steps)), key=steps.__getitem__)
+        _, compute, reduce, waiting = ranks[0][k]
+        out.append(StepSplit(plan, len(per_rank), threads_per_rank, steps[k], compute, reduce, waiting))
     return out
 
 
 def allreduce_seconds(sizes_bytes: list[int], repeats: int = 7) -> list[float]:
-    """In a rank: the median time of an all-reduce of float32 tensors of each size (after one untimed)."""
+    """In a rank: the fastest of ``repeats`` all-reduces of float32 tensors of each size (after one untimed)."""
     import torch
     import torch.distributed as dist
 
@@ -184,17 +186,25 @@ def allreduce_seconds(sizes_bytes: list[int], repeats: int = 7) -> list[float]:
             dist.all_reduce(t)
             if k:
                 times.append(time.perf_counter() - t0)
-        out.append(statistics.median(times))
+        out.append(min(times))
     return out
 
 
-def matmul_seconds(n: int = 512, repeats: int = 20) -> float:
-    """In a process: seconds for ``repeats`` float32 ``n``×``n`` matmuls (one untimed first) — the machine limit's work."""
+def matmul_seconds(n: int = 512, chunks: int = 8, per_chunk: int = 5) -> list[float]:
+    """In a process: seconds of each chunk of ``per_chunk`` float32 ``n``×``n`` matmuls (one untimed first) — the
+    machine limit's work. With a process group, every chunk starts after a barrier, so that the processes really
+    compute at the same time."""
     import torch
+    import torch.distributed as dist
 
     a, b = torch.randn(n, n), torch.randn(n, n)
     a @ b
-    t0 = time.perf_counter()
-    for _ in range(repeats):
-        a @ b
-    return time.perf_counter() - t0
+    out = []
+    for _ in range(chunks):
+        if dist.is_initialized():
+            dist.barrier()
+        t0 = time.perf_counter()
+        for _ in range(per_chunk):
+            a @ b
+        out.append(time.perf_counter() - t0)
+    return out

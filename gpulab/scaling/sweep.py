@@ -76,7 +76,7 @@ class ScalingSweep(TableView):
         return Table(["width", "batch/rank", "1 rank ms", "2 ranks ms", "speed-up", "compute ms", "all-reduce ms",
                       "waiting ms", "model", "error"], rows,
                      title=f"{self.depth} Linear(width, width) layers, float32, 1 thread per rank; 2-rank split "
-                           "measured (rank 0, median step)", notes=notes)
+                           "measured (rank 0, fastest step)", notes=notes)
 
 
 def scaling_sweep(widths: Sequence[int], batches: Sequence[int], *, depth: int = 3, steps: int = 6, limit: float,

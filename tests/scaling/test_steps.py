@@ -19,7 +19,8 @@ def test_on_2_ranks_the_all_reduce_is_timed_and_compute_plus_waiting_is_the_step
     assert (one.ranks, two.ranks) == (1, 2)
     for s in (one, two):
         assert s.step_s > 0 and s.compute_s > 0 and s.waiting_s >= 0
-        assert s.compute_s + s.waiting_s == pytest.approx(s.step_s, rel=0.5)  # medians of each column, not one step
+    assert one.compute_s + one.waiting_s == pytest.approx(one.step_s)  # one rank: its own step, split
+    assert two.compute_s + two.waiting_s <= two.step_s * 1.0001  # rank 0's split of a step as long as the slower rank
     assert two.allreduce_s > 0  # the hook saw the bucket go out and come back
     assert two.samples_per_s == pytest.approx(2 * 4 / two.step_s)
 
@@ -39,7 +40,7 @@ def test_one_process_without_ddp_never_all_reduces(no_process_left):
 
 
 def test_the_sweep_the_limit_and_the_link_are_measured_and_predicted(no_process_left):
-    limit = machine_limit(n=64, repeats=3)
+    limit = machine_limit(n=64, chunks=3)
     link = gloo_link()
     assert 0 < limit < 3 and link.bandwidth_bytes_per_s > 0 and link.latency_s >= 0
     assert "gloo on this machine" in link.source
