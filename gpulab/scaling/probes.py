@@ -2,7 +2,8 @@
 
 ``splits`` times a list of plans on 1 or more ranks with one launch; ``machine_limit`` is what 2 independent
 single-threaded processes doing the same matmuls reach against one (the most 2 ranks can reach here); ``gloo_link``
-fits the all-reduce's latency and bandwidth from two message sizes. Taught in ``notebooks/07_scaling.ipynb``.
+measures the all-reduce's bandwidth (two message sizes) and its latency as DDP meets it (a tiny model's step).
+Taught in ``notebooks/07_scaling.ipynb``.
 """
 from __future__ import annotations
 
@@ -47,12 +48,18 @@ def machine_limit(n: int = 512, chunks: int = 8) -> float:
 
 
 def gloo_link(ranks: int = 2) -> Link:
-    """Latency and bandwidth of a gloo all-reduce between ``ranks`` ranks here, fitted to the ring formula from a
-    4 KiB and an 8 MiB message: t = 2 (N − 1) · latency + 2 (N − 1)/N · bytes ÷ bandwidth."""
+    """Latency and bandwidth of gloo's all-reduce between ``ranks`` ranks here, as DDP meets them.
+
+    Bandwidth: the slope between a bare all-reduce of 4 KiB and one of 8 MiB. Latency: the waiting at the end of a
+    DDP step of a tiny model (one ``Linear(8, 8)``: 288 bytes of gradients), which holds what every step pays whatever
+    its size — the message's own latency and DDP's bookkeeping around it (hook, future, copies back) — spread over
+    the ring's 2 (N − 1) messages. The tiny model is not a point of the sweep."""
     small, large = launch(allreduce_seconds, ranks, args=([SMALL_BYTES, LARGE_BYTES],), backend="gloo",
                           threads_per_rank=1)
     factor = 2 * (ranks - 1) / ranks
     bandwidth = factor * (LARGE_BYTES - SMALL_BYTES) / max(large - small, 1e-9)
-    return Link(bandwidth, max(small, 0.0) / (2 * (ranks - 1)),
-                f"gloo on this machine, fitted from all-reduces of 4 KiB ({small * 1e3:.2f} ms) and 8 MiB "
-                f"({large * 1e3:.1f} ms)")
+    tiny = splits([StepPlan(8, 1, depth=1, steps=10)], ranks)[0]
+    latency = max(small, tiny.waiting_s) / (2 * (ranks - 1))
+    return Link(bandwidth, latency,
+                f"gloo on this machine: bandwidth from bare all-reduces of 4 KiB ({small * 1e3:.2f} ms) and 8 MiB "
+                f"({large * 1e3:.1f} ms), latency from a tiny DDP step's waiting ({tiny.waiting_s * 1e3:.2f} ms)")
