@@ -41,7 +41,10 @@ def test_every_point_of_the_sweep_has_its_split_and_its_prediction(outputs):
                       r"([\d.]+)×\s+([+-]\d+) %$", text, re.MULTILINE)
     assert len(rows) >= 4, text
     for width, batch, one, two, speed, compute, reduce, waiting, model, error in rows:
-        assert 0 < float(speed) < 2.2 and 0 < float(model) < 2.2
+        # the model can never promise more than 2 ranks' share of the machine (≤ 2×); a measured ratio can pass 2×
+        # on a busy machine, when other programs slowed the 1-rank run more than the 2-rank one (its own bound is the
+        # consistency with the printed steps, below)
+        assert 0 < float(model) <= 2.0 and 0 < float(speed) < 5
         assert float(reduce) > 0  # 2 ranks all-reduce at every step: the hook timed it
         # the measured speed-up is the ratio of the printed steps (rounded to 0.1 ms)
         assert float(speed) == pytest.approx(2 * float(one) / float(two), rel=0.1, abs=0.05)
