@@ -61,4 +61,5 @@ def _crossover(answer: Any) -> str:
                    "speed-up = 1.", MODEL)
     return (f"about {truth:.0f} samples per rank: there, the second rank's compute saved (b × "
             f"{COMPUTE_MS_PER_SAMPLE} ms per sample) just pays for the {ALLREDUCE_MS:g} ms all-reduce, slowed by the "
-            f"ranks sharing the machine ({SHARE:.0%} of a core's rate each). Larger batches pay more, smaller ones lose.")
+            f"ranks sharing the machine ({SHARE:.0%} of a core's rate each). Larger batches pay more, smaller ones "
+            "lose.")

@@ -67,8 +67,8 @@ def mlp_parameters(width: int, depth: int) -> int:
     """Weights and biases of ``depth`` square ``Linear(width, width)`` layers."""
     for value, name in ((width, "width"), (depth, "depth")):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} is a whole number ≥ 1 (the model's {'features' if name == 'width' else 'layers'}"
-                             f"); got {value!r}.")
+            what = "features" if name == "width" else "layers"
+            raise ValueError(f"{name} is a whole number ≥ 1 (the model's {what}); got {value!r}.")
     return depth * (width * width + width)
 
 

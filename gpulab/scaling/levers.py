@@ -85,13 +85,14 @@ class ThreadsVsRanks(TableView):
 
     def table(self) -> Table:
         p = self.single.plan
-        rows = [[label, f"{s.step_s * 1e3:.1f}", f"{s.samples_per_s:,.0f}", f"{s.samples_per_s / self.single.samples_per_s:.2f}×"]
+        base = self.single.samples_per_s
+        rows = [[label, f"{s.step_s * 1e3:.1f}", f"{s.samples_per_s:,.0f}", f"{s.samples_per_s / base:.2f}×"]
                 for label, s in (("1 process × 1 thread", self.single), ("1 process × 2 threads", self.threads),
                                  ("2 ranks × 1 thread (DDP)", self.ranks))]
         winner = "2 threads" if self.threads.samples_per_s > self.ranks.samples_per_s else "2 ranks"
         return Table(["setup", "step ms", "samples/s", "÷ 1 thread"], rows,
-                     title=f"the same 2 cores, two ways: width {p.width}, {p.batch} samples per step in all (one process), "
-                           f"{self.ranks.plan.batch} per rank",
+                     title=f"the same 2 cores, two ways: width {p.width}, {p.batch} samples per step in all (one "
+                           f"process), {self.ranks.plan.batch} per rank",
                      notes=[f"faster here: {winner}"])
 
 

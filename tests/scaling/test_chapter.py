@@ -48,7 +48,8 @@ def test_every_point_of_the_sweep_has_its_split_and_its_prediction(outputs):
         assert float(reduce) > 0  # 2 ranks all-reduce at every step: the hook timed it
         # the measured speed-up is the ratio of the printed steps, each rounded to 0.1 ms
         one_s, two_s = float(one), float(two)
-        assert 2 * (one_s - 0.05) / (two_s + 0.05) - 0.005 <= float(speed) <= 2 * (one_s + 0.05) / (two_s - 0.05) + 0.005
+        low, high = 2 * (one_s - 0.05) / (two_s + 0.05), 2 * (one_s + 0.05) / (two_s - 0.05)
+        assert low - 0.005 <= float(speed) <= high + 0.005
     assert re.search(r"width \d+: 2 ranks (pay from batch \d+ per rank|never paid in this sweep)", text)
 
 
@@ -58,7 +59,8 @@ def test_the_gpu_lines_are_labelled_predictions_with_their_sources(outputs):
     assert len(lines) == len(SETUPS)
     assert all(line.startswith("PREDICTION — ") and "datasheet" in line for line in lines)
     real_run = _of(outputs, "%%gpu 2\nfrom gpulab.scaling.on_gpus")  # the NCCL run beside it, where 2 GPUs exist
-    assert "prediction from published figures" in real_run or real_run.startswith("Skipped on this machine: this cell needs 2 CUDA GPU")
+    assert "prediction from published figures" in real_run or real_run.startswith(
+        "Skipped on this machine: this cell needs 2 CUDA GPU")
 
 
 def test_the_levers_and_the_threads_were_measured_and_fast_mode_says_what_it_left_out(outputs):
