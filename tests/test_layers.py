@@ -19,7 +19,7 @@ FLOORS = {
     "core": 1,  # units, readings, settings, CUDA_VISIBLE_DEVICES's grammar: pure
     "machine": 2, "workload": 2,  # what this machine has (NVML, described GPUs, host, CUDA state); the chapters' data
     "measure": 3, "placement": 3, "monitoring": 3, "ranks": 3,  # timing; choosing GPUs; the live monitor; ranks from a cell
-    "dataparallel": 4, "checkup": 4, "server": 4, "lightning": 4, "notebook": 4,
+    "dataparallel": 4, "checkup": 4, "server": 4, "lightning": 4, "notebook": 4, "scaling": 4,
     "exercises": 5,  # checks every chapter's answers
 }
 TOP = ["__init__", "__main__", "testing"]  # the entry points above every floor
@@ -27,7 +27,8 @@ PURE = ["core/units", "core/readings", "core/arguments", "core/tables", "core/se
         "placement/selection", "placement/explanation", "monitoring/history", "monitoring/limits", "monitoring/png",
         "monitoring/decimate", "monitoring/panels", "server/render",
         "lightning/call", "lightning/history", "lightning/draft", "lightning/devices", "lightning/strategy",
-        "lightning/flags", "lightning/translation", "exercises/feedback", "exercises/check"]
+        "lightning/flags", "lightning/translation", "exercises/feedback", "exercises/check",
+        "scaling/cost", "scaling/published"]
 VIEWS = ["__main__", "checkup/report", "placement/picker", "monitoring/view", "monitoring/monitor", "monitoring/figure",
          "monitoring/blit", "monitoring/recorded", "server/watch", "lightning/callback"]
 LIGHTNING = ["lightning/callback", "lightning/classifier", "lightning/fork_fit"]

@@ -1,4 +1,4 @@
-"""``gpulab.check("ch01-ex1", answer)``: the checker behind every chapter's exercises (notebooks/00–06).
+"""``gpulab.check("ch01-ex1", answer)``: the checker behind every chapter's exercises (notebooks/00–07).
 
 Each chapter's exercises live in a module of this package; it is imported only when one of its exercises is checked,
 so ``import gpulab`` stays light. ``check`` never raises for a wrong answer (a chapter still runs top to bottom with
@@ -18,10 +18,11 @@ __all__ = ["check", "exercise_names", "find_exercise", "CHAPTER_MODULES"]
 # chapter prefix -> module holding its exercises; names are "<prefix>-ex<k>"
 CHAPTER_MODULES: dict[str, str] = {
     "ch00": "ch00_setup", "ch01": "ch01_transfer", "ch02": "ch02_choosing", "ch03": "ch03_dataparallel",
-    "ch04": "ch04_ddp", "ch05": "ch05_monitor", "ch06": "ch06_lightning",
+    "ch04": "ch04_ddp", "ch05": "ch05_monitor", "ch06": "ch06_lightning", "ch07": "ch07_scaling",
 }
 # how many exercises each chapter has (a test holds this to the modules, so a typo is caught without importing them)
-COUNTS: dict[str, int] = {"ch00": 2, "ch01": 3, "ch02": 2, "ch03": 2, "ch04": 2, "ch05": 2, "ch06": 3}
+COUNTS: dict[str, int] = {"ch00": 2, "ch01": 3, "ch02": 2, "ch03": 2, "ch04": 2, "ch05": 2, "ch06": 3,
+                          "ch07": 1}
 
 
 def exercise_names() -> list[str]:

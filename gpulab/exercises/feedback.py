@@ -1,5 +1,5 @@
 """What a checker says about a learner's answer (pure): the verdict, the idea it confirmed or the one that is missing,
-and the chapter section to read again. Taught by the exercises at the end of every chapter (notebooks/00–06).
+and the chapter section to read again. Taught by the exercises at the end of every chapter (notebooks/00–07).
 
 A checker is a function ``answer -> str``: it returns what a right answer confirmed, or raises ``Hint`` (a wrong
 answer), ``WrongType`` (an answer of the wrong kind) or ``NotAnswered`` (the skeleton is still there). Hints name the

@@ -147,6 +147,9 @@ WRONG = [
      ["ddp_notebook"]),
     ("ch06-ex3", {"precision": "32-true"}, ["meant the CPU", "accelerator='auto'"], []),
     ("ch06-ex3", {"accelerator": "cpu", "precision": "16-mixed"}, ["never mixed precision"], []),
+    ("ch07-ex1", 30, ["2 ranks still lose", "all-reduce"], ["65"]),
+    ("ch07-ex1", 82, ["Interpolating the speed-ups linearly overshoots"], ["65"]),
+    ("ch07-ex1", 128, ["between two printed points"], ["65"]),
 ]
 
 
@@ -203,6 +206,7 @@ WRONG_TYPES = [
     ("ch05-ex2", lambda records: "300", "return a number"),
     ("ch06-ex1", 5, "as a dict"),
     ("ch06-ex1", "Trainer(", "could not be read"),
+    ("ch07-ex1", "65", "as a number"),
 ]
 
 
@@ -231,7 +235,7 @@ def test_a_function_whose_body_is_still_dots_is_not_answered_yet():
 
 
 @pytest.mark.parametrize("name, match", [
-    ("ch07-ex1", r"no exercise is called 'ch07-ex1'.*ch00-ex1, ch00-ex2"),
+    ("ch09-ex1", r"no exercise is called 'ch09-ex1'.*ch00-ex1, ch00-ex2"),
     ("ch01-ex9", r"Did you mean 'ch01-ex3' or 'ch01-ex2'\?"),
     ("ch01 ex1", r"Did you mean 'ch01-ex1'"),
     ("", r"no exercise is called ''"),

@@ -25,6 +25,7 @@ PRELUDES = {  # what the chapter defines before its exercises, and the exercise 
     "05": ("import torch\nfrom gpulab.workload import load_digits\ndata = load_digits()\n"
            "with gpulab.monitor(show=False) as mon:\n    torch.ones(1000).sum()"),
     "06": "",
+    "07": "",
 }
 
 

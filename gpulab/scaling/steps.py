@@ -1,0 +1,210 @@
+"""A DDP step taken apart on real ranks: compute, all-reduce and waiting, measured in the rank (a probe).
+
+Run inside ranks started by ``gpulab.launch`` (or torchrun), ``time_plans`` trains a stack of ``Linear(width,
+width)`` layers for a few steps under each ``StepPlan`` and times every step three ways:
+
+- **all-reduce**: a DDP communication hook starts each bucket's all-reduce and notes the time; a callback on its
+  future notes when the reduced gradients arrived (so it includes waiting for the other rank to get there). Part of
+  it may run while the backward pass still computes (overlap);
+- **waiting**: from the moment the last gradient was computed (a post-accumulate-grad hook on every parameter) until
+  ``backward()`` returned: the all-reduce that the backward pass did not hide;
+- **compute**: the rest of the step (forward, backward up to the last gradient, optimiser step).
+
+compute + waiting = the step. Nothing is estimated. On a GPU the hooks see when work was *queued*, not done, so there
+only the step time (synchronised) is meaningful. Taught in ``notebooks/07_scaling.ipynb``.
+"""
+from __future__ import annotations
+
+import time
+from contextlib import nullcontext
+from dataclasses import dataclass, replace
+from typing import Any
+
+__all__ = ["StepPlan", "StepSplit", "time_plans", "allreduce_seconds", "matmul_seconds"]
+
+
+@dataclass(frozen=True)
+class StepPlan:
+    """What one measurement trains: the model's size, the batch per rank, and the DDP settings (the levers)."""
+
+    width: int
+    batch: int
+    depth: int = 3
+    steps: int = 6
+    accumulate: int = 1  # micro-batches per step; all but the last under no_sync()
+    overlap: bool = True  # False: backward under no_sync(), then one all-reduce of all gradients after it
+    bucket_cap_mb: float = 25.0
+    gradient_as_bucket_view: bool = False
+    static_graph: bool = False
+    lever: str = "default"
+
+    def __post_init__(self) -> None:
+        for name in ("width", "batch", "depth", "steps", "accumulate"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"StepPlan.{name} is a whole number ≥ 1; got {value!r}.")
+        if not isinstance(self.bucket_cap_mb, (int, float)) or self.bucket_cap_mb <= 0:
+            raise ValueError(f"StepPlan.bucket_cap_mb is DDP's bucket size in MB, > 0; got {self.bucket_cap_mb!r}.")
+
+    def but(self, **changes: Any) -> StepPlan:
+        return replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class StepSplit:
+    """The fastest timed step of one plan on ``ranks`` ranks (as long as its slowest rank; rank 0's split of it)."""
+
+    plan: StepPlan
+    ranks: int
+    threads_per_rank: int
+    step_s: float
+    compute_s: float
+    allreduce_s: float
+    waiting_s: float
+
+    @property
+    def samples_per_s(self) -> float:
+        return self.ranks * self.plan.batch * self.plan.accumulate / self.step_s
+
+    @property
+    def hidden_s(self) -> float:
+        """All-reduce time that ran under the backward pass (all-reduce − waiting, never below 0)."""
+        return max(0.0, self.allreduce_s - self.waiting_s)
+
+
+def _union_s(spans: list[tuple[float, float]]) -> float:
+    total, end = 0.0, float("-inf")
+    for a, b in sorted(spans):
+        if b > end:
+            total += b - max(a, end)
+            end = b
+    return total
+
+
+def _model(plan: StepPlan, device: str) -> Any:
+    import torch
+
+    torch.manual_seed(0)
+    layers: list[Any] = []
+    for _ in range(plan.depth):
+        layers += [torch.nn.Linear(plan.width, plan.width), torch.nn.ReLU()]
+    return torch.nn.Sequential(*layers[:-1]).to(device)
+
+
+def _one_plan(plan: StepPlan, device: str) -> list[tuple[float, float, float, float]]:
+    """(step, compute, all-reduce, waiting) seconds of each timed step of ``plan`` in this rank."""
+    import torch
+    import torch.distributed as dist
+
+    ddp = dist.is_initialized()
+    world = dist.get_world_size() if ddp else 1
+    model = _model(plan, device)
+    last_grad = [0.0]
+    for p in model.parameters():
+        p.register_post_accumulate_grad_hook(lambda _p: last_grad.__setitem__(0, time.perf_counter()))
+    spans: list[tuple[float, float]] = []
+    if ddp:
+        ids = [torch.device(device).index or 0] if device.startswith("cuda") else None
+        model = torch.nn.parallel.DistributedDataParallel(
+            model, device_ids=ids, bucket_cap_mb=plan.bucket_cap_mb,
+            gradient_as_bucket_view=plan.gradient_as_bucket_view, static_graph=plan.static_graph)
+
+        def timed_allreduce(_state, bucket):  # no annotations: DDP checks them against its own types
+            start = time.perf_counter()
+            buffer = bucket.buffer().div_(world)
+            future = dist.all_reduce(buffer, async_op=True).get_future()
+
+            def arrived(f):
+                spans.append((start, time.perf_counter()))
+                return f.value()[0]
+            return future.then(arrived)
+        model.register_comm_hook(None, timed_allreduce)
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    x = torch.randn(plan.batch, plan.width, device=device)
+    sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
+    records = []
+    for step in range(plan.steps + 2):  # two untimed steps first
+        if step == 2 and ddp:
+            dist.barrier()
+        spans.clear()
+        sync()
+        t0, waiting = time.perf_counter(), 0.0
+        for micro in range(plan.accumulate):
+            quiet = ddp and (micro < plan.accumulate - 1 or not plan.overlap)
+            with model.no_sync() if quiet else nullcontext():
+                model(x).square().mean().backward()
+            waiting += time.perf_counter() - last_grad[0]
+        if ddp and not plan.overlap:  # the all-reduce only starts once the whole backward pass is done
+            start = time.perf_counter()
+            grads = [p.grad for p in model.parameters()]
+            flat = torch.cat([g.flatten() for g in grads]).div_(world)
+            dist.all_reduce(flat)
+            torch.nn.utils.vector_to_parameters(flat, grads)  # copies the reduced values back into each gradient
+            spans.append((start, time.perf_counter()))
+            waiting += spans[-1][1] - start
+        opt.step()
+        opt.zero_grad(set_to_none=not plan.gradient_as_bucket_view)
+        sync()
+        step_s = time.perf_counter() - t0
+        if step >= 2:
+            records.append((step_s, step_s - waiting, _union_s(spans), waiting))
+    return records
+
+
+def time_plans(plans: list[StepPlan], device: str = "cpu") -> list[list[tuple[float, float, float, float]]]:
+    """In a rank: every plan's timed steps (see the module's docstring). Without a process group: no DDP at all."""
+    return [_one_plan(p, device) for p in plans]
+
+
+def summarise(plans: list[StepPlan], per_rank: list[list[list[tuple[float, float, float, float]]]],
+              threads_per_rank: int) -> list[StepSplit]:
+    """The fastest timed step of each plan: a step is as long as its slowest rank's; the split is rank 0's in that
+    step. The fastest, not the median: on a shared machine other programs only ever make a step slower, so the fastest
+    step is the one they disturbed least (``timeit`` reports its minimum for the same reason)."""
+    out = []
+    for i, plan in enumerate(plans):
+        ranks = [r[i] for r in per_rank]
+        steps = [max(r[k][0] for r in ranks) for k in range(len(ranks[0]))]
+        k = min(range(len(steps)), key=steps.__getitem__)
+        _, compute, reduce, waiting = ranks[0][k]
+        out.append(StepSplit(plan, len(per_rank), threads_per_rank, steps[k], compute, reduce, waiting))
+    return out
+
+
+def allreduce_seconds(sizes_bytes: list[int], repeats: int = 7) -> list[float]:
+    """In a rank: the fastest of ``repeats`` all-reduces of float32 tensors of each size (after one untimed)."""
+    import torch
+    import torch.distributed as dist
+
+    out = []
+    for size in sizes_bytes:
+        t = torch.ones(max(1, size // 4))
+        times = []
+        for k in range(repeats + 1):
+            dist.barrier()
+            t0 = time.perf_counter()
+            dist.all_reduce(t)
+            if k:
+                times.append(time.perf_counter() - t0)
+        out.append(min(times))
+    return out
+
+
+def matmul_seconds(n: int = 512, chunks: int = 8, per_chunk: int = 5) -> list[float]:
+    """In a process: seconds of each chunk of ``per_chunk`` float32 ``n``×``n`` matmuls (one untimed first) — the
+    machine limit's work. With a process group, every chunk starts after a barrier, so that the processes really
+    compute at the same time."""
+    import torch
+    import torch.distributed as dist
+
+    a, b = torch.randn(n, n), torch.randn(n, n)
+    a @ b
+    out = []
+    for _ in range(chunks):
+        if dist.is_initialized():
+            dist.barrier()
+        t0 = time.perf_counter()
+        for _ in range(per_chunk):
+            a @ b
+        out.append(time.perf_counter() - t0)
+    return out

@@ -1,0 +1,92 @@
+"""The scaling sweep: work per step (width × batch per rank) on 1 and 2 ranks, split and predicted (a probe).
+
+Every point shows the step of 1 rank and of 2, the speed-up (2 × step₁ ÷ step₂: each rank keeps its batch), the
+2-rank step split into compute, all-reduce and waiting (``steps``), and what the cost model (``cost``) predicted
+for 2 ranks from three measured inputs: the FLOP rate this work size reaches on 1 rank, the share of it a rank keeps
+beside the other (machine limit ÷ 2) and gloo's link (``probes.gloo_link``). Taught in ``notebooks/07_scaling.ipynb``.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..core.tables import Table, TableView
+from .cost import Link, mlp_parameters, predict_step, speedup, train_flops
+from .probes import splits
+from .steps import StepPlan, StepSplit
+
+__all__ = ["ScalingPoint", "ScalingSweep", "scaling_sweep", "predict_two_ranks"]
+
+
+def _ms(s: float) -> str:
+    return f"{s * 1e3:.1f}"
+
+
+def predict_two_ranks(one: StepSplit, limit: float, link: Link) -> float:
+    """The cost model's 2-rank speed-up at ``one``'s work size, from its measured FLOP rate, ``limit`` and ``link``."""
+    params = mlp_parameters(one.plan.width, one.plan.depth)
+    flops = train_flops(params, one.plan.batch) * one.plan.accumulate
+    rate = flops / one.compute_s  # the FLOP rate this work size reaches on one core (measured, Python included)
+    share = min(1.0, limit / 2)
+    kw = dict(flops_per_s=rate, link=link, contention=share)
+    return speedup(predict_step(flops, 4 * params, 1, **kw), predict_step(flops, 4 * params, 2, **kw))
+
+
+@dataclass(frozen=True)
+class ScalingPoint:
+    one: StepSplit
+    two: StepSplit
+    predicted: float
+
+    @property
+    def measured(self) -> float:
+        return self.two.samples_per_s / self.one.samples_per_s
+
+    @property
+    def error(self) -> float:
+        """(predicted − measured) ÷ measured."""
+        return (self.predicted - self.measured) / self.measured
+
+
+@dataclass(frozen=True)
+class ScalingSweep(TableView):
+    points: tuple[ScalingPoint, ...]
+    limit: float
+    link: Link
+    depth: int
+
+    def best(self) -> ScalingPoint:
+        return max(self.points, key=lambda p: p.measured)
+
+    def pays_from(self, width: int) -> int | None:
+        """The smallest batch per rank in the sweep at which 2 ranks beat 1 for ``width`` (None: none did)."""
+        paying = [p.one.plan.batch for p in self.points if p.one.plan.width == width and p.measured > 1]
+        return min(paying) if paying else None
+
+    def table(self) -> Table:
+        rows = [[p.one.plan.width, p.one.plan.batch, _ms(p.one.step_s), _ms(p.two.step_s), f"{p.measured:.2f}×",
+                 _ms(p.two.compute_s), _ms(p.two.allreduce_s), _ms(p.two.waiting_s), f"{p.predicted:.2f}×",
+                 f"{p.error * 100:+.0f} %"] for p in self.points]
+        widths = sorted({p.one.plan.width for p in self.points})
+        notes = [f"width {w}: 2 ranks pay from batch {self.pays_from(w)} per rank" if self.pays_from(w) else
+                 f"width {w}: 2 ranks never paid in this sweep" for w in widths]
+        notes += [f"machine limit (2 independent processes ÷ 1): {self.limit:.2f}×; gloo link: "
+                  f"{self.link.bandwidth_bytes_per_s / 1e9:.2f} GB/s, {self.link.latency_s * 1e6:.0f} µs per message",
+                  f"worst model error: {max(abs(p.error) for p in self.points) * 100:.0f} %"]
+        return Table(["width", "batch/rank", "1 rank ms", "2 ranks ms", "speed-up", "compute ms", "all-reduce ms",
+                      "waiting ms", "model", "error"], rows,
+                     title=f"{self.depth} Linear(width, width) layers, float32, 1 thread per rank; 2-rank split "
+                           "measured (rank 0, fastest step)", notes=notes)
+
+
+def scaling_sweep(widths: Sequence[int], batches: Sequence[int], *, depth: int = 3, steps: int = 6, limit: float,
+                  link: Link) -> ScalingSweep:
+    """Measure every (width, batch per rank) on 1 and on 2 gloo ranks, one after the other, and predict each point."""
+    if not widths or not batches:
+        raise ValueError("scaling_sweep needs at least one width and one batch size.")
+    points = []
+    for plan in (StepPlan(w, b, depth=depth, steps=steps) for w in widths for b in batches):
+        # 1 rank, then 2, point by point: load from other programs changes over seconds, so each pair sees the same
+        one, two = splits([plan], 1)[0], splits([plan], 2)[0]
+        points.append(ScalingPoint(one, two, predict_two_ranks(one, limit, link)))
+    return ScalingSweep(tuple(points), limit, link, depth)

@@ -1,0 +1,98 @@
+"""The step split is measured on real gloo ranks (tiny sizes: what is checked is the bookkeeping, not the speed)."""
+from __future__ import annotations
+
+import pytest
+
+from gpulab.scaling.cost import Link
+from gpulab.scaling.levers import FAST_LEVERS, lever_plans, levers, threads_vs_ranks
+from gpulab.scaling.probes import gloo_link, machine_limit, splits
+from gpulab.scaling.steps import StepPlan, StepSplit, _union_s
+from gpulab.scaling.sweep import ScalingPoint, ScalingSweep, scaling_sweep
+
+from ..ranks.conftest import no_process_left  # noqa: F401  (the fixture)
+
+SMALL = StepPlan(width=32, batch=4, steps=3)
+
+
+def test_on_2_ranks_the_all_reduce_is_timed_and_compute_plus_waiting_is_the_step(no_process_left):
+    one, two = splits([SMALL], 1)[0], splits([SMALL], 2)[0]
+    assert (one.ranks, two.ranks) == (1, 2)
+    for s in (one, two):
+        assert s.step_s > 0 and s.compute_s > 0 and s.waiting_s >= 0
+    assert one.compute_s + one.waiting_s == pytest.approx(one.step_s)  # one rank: its own step, split
+    assert two.compute_s + two.waiting_s <= two.step_s * 1.0001  # rank 0's split of a step as long as the slower rank
+    assert two.allreduce_s > 0  # the hook saw the bucket go out and come back
+    assert two.samples_per_s == pytest.approx(2 * 4 / two.step_s)
+
+
+def test_accumulation_and_no_overlap_are_measured_for_what_they_are(no_process_left):
+    plans = [SMALL.but(accumulate=3, lever="acc"), SMALL.but(overlap=False, lever="after"),
+             SMALL.but(gradient_as_bucket_view=True, static_graph=True, bucket_cap_mb=1)]
+    acc, after, views = splits(plans, 2)
+    assert acc.plan.accumulate == 3 and acc.samples_per_s == pytest.approx(2 * 4 * 3 / acc.step_s)
+    assert after.allreduce_s > 0 and after.waiting_s >= after.allreduce_s * 0.99  # nothing hidden: all waited for
+    assert views.allreduce_s > 0
+
+
+def test_one_process_without_ddp_never_all_reduces(no_process_left):
+    alone = splits([SMALL], 1, threads_per_rank=2, ddp=False)[0]
+    assert alone.allreduce_s == 0 and alone.threads_per_rank == 2
+
+
+def test_the_sweep_the_limit_and_the_link_are_measured_and_predicted(no_process_left):
+    limit = machine_limit(n=64, chunks=3)
+    link = gloo_link()
+    assert 0 < limit < 3 and link.bandwidth_bytes_per_s > 0 and link.latency_s >= 0
+    assert "gloo on this machine" in link.source
+    sweep = scaling_sweep([16], [2, 8], steps=2, limit=limit, link=link)
+    assert [(p.one.plan.width, p.one.plan.batch) for p in sweep.points] == [(16, 2), (16, 8)]
+    assert all(p.predicted > 0 and p.measured > 0 for p in sweep.points)
+    text = str(sweep)
+    assert "compute ms" in text and "all-reduce ms" in text and "waiting ms" in text and "worst model error" in text
+    assert "<table" in sweep._repr_html_()
+
+
+def test_levers_and_threads_are_measured_on_real_ranks(no_process_left):
+    result = levers(SMALL, only=("default", "no overlap"))
+    assert [r.one.plan.lever for r in result.rows] == ["default", "no overlap"]
+    assert "fast mode: measured only default, no overlap; not measured here: larger batch ×4" in str(result)
+    assert result.speedup("default") > 0
+    both = threads_vs_ranks(SMALL)
+    assert both.threads.threads_per_rank == 2 and both.threads.plan.batch == 8 and both.ranks.plan.batch == 4
+    assert "faster here:" in str(both)
+
+
+def test_the_table_says_from_which_batch_2_ranks_paid():
+    def split(batch, ranks, step):
+        return StepSplit(StepPlan(64, batch), ranks, 1, step, step, 0.0, 0.0)
+    points = (ScalingPoint(split(8, 1, 1.0), split(8, 2, 4.0), 0.5),
+              ScalingPoint(split(64, 1, 1.0), split(64, 2, 1.5), 1.3))
+    sweep = ScalingSweep(points, 1.9, Link(1e9, 0), 3)
+    assert sweep.pays_from(64) == 64 and sweep.best() is points[1]
+    assert "width 64: 2 ranks pay from batch 64 per rank" in str(sweep)
+    assert points[1].error == pytest.approx((1.3 - 4 / 3) / (4 / 3))
+
+
+def test_overlapping_spans_count_once():
+    assert _union_s([(0, 2), (1, 3), (5, 6)]) == 4  # 0–3 and 5–6
+
+
+@pytest.mark.parametrize("call, error, words", [
+    (lambda: StepPlan(0, 4), ValueError, "StepPlan.width is a whole number ≥ 1; got 0"),
+    (lambda: StepPlan(8, 4, accumulate=0), ValueError, "StepPlan.accumulate"),
+    (lambda: StepPlan(8, 4, bucket_cap_mb=0), ValueError, "bucket_cap_mb is DDP's bucket size in MB"),
+    (lambda: splits([], 2), ValueError, "at least one StepPlan"),
+    (lambda: splits([SMALL], 2, ddp=False), ValueError, "ddp=False measures one process"),
+    (lambda: splits([SMALL], 1, device="tpu"), ValueError, "device is 'cpu'"),
+    (lambda: levers(SMALL, only=("bigger buckets",)), ValueError, "no lever is called 'bigger buckets'; the levers"),
+    (lambda: scaling_sweep([], [8], limit=1.9, link=None), ValueError, "at least one width"),
+])
+def test_wrong_settings_are_refused(call, error, words):
+    with pytest.raises(error, match=words):
+        call()
+
+
+def test_every_lever_changes_one_setting():
+    plans = lever_plans(SMALL)
+    assert [p.lever for p in plans][:1] == ["default"] and len({p.lever for p in plans}) == len(plans) == 8
+    assert set(FAST_LEVERS) <= {p.lever for p in plans}
