@@ -48,9 +48,9 @@ def _cell_tags(item: pytest.Item) -> set[str]:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    from gpulab.machine.cuda import gpu_requirement
+    from gpulab.machine.cuda import too_few_gpus
 
-    reasons = {n: gpu_requirement(n) for n in (1, 2)}
+    reasons = {n: too_few_gpus(n) for n in (1, 2)}
     gpu_notebooks = set()
     for item in items:
         if hasattr(item, "cell"):  # an nbval cell
