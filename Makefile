@@ -6,12 +6,12 @@ STAMP  := $(VENV)/.installed
 PORT   ?= 8888
 export GPULAB_FAST ?= 1
 
-.PHONY: lab test test-unit test-notebooks test-gpu install handouts clean
+.PHONY: lab test test-unit test-notebooks test-gpu test-compat wheelhouse install handouts clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -c constraints.txt -e '.[dev,lightning]'
+	$(PY) -m pip install --quiet -c constraints.txt -e '.[dev,lightning,lab]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -41,5 +41,29 @@ HANDOUT_SIZE ?= auto
 handouts: $(STAMP)
 	$(PY) tools/handouts.py --paper $(PAPER) --size $(HANDOUT_SIZE)
 
+# The oldest versions the README supports, in a second venv: the platform first as Colab holds it (torch 2.11.0,
+# torchvision 0.26.0, ipywidgets 7.7.1, the classic Notebook, no JupyterLab), pip asked whether installing gpulab would
+# change any of it (it must not), then gpulab with every direct dependency at its lower bound (constraints-lowest.txt),
+# and the platform's versions compared once more. Then the unit tests and every chapter under nbval, as make test runs
+# them; the browser tests are left out (they drive JupyterLab, which this leg has not).
+COMPAT_VENV  ?= .venv-compat
+COMPAT_PY    := $(COMPAT_VENV)/bin/python
+COMPAT_STAMP := $(COMPAT_VENV)/.installed
+PLATFORM     := torch torchvision ipywidgets matplotlib 'notebook<7'
+
+$(COMPAT_STAMP): pyproject.toml constraints-lowest.txt
+	rm -rf $(COMPAT_VENV) && $(PYTHON) -m venv $(COMPAT_VENV)
+	$(COMPAT_PY) -m pip install --quiet --upgrade pip
+	$(COMPAT_PY) -m pip install --quiet -c constraints-lowest.txt $(PLATFORM)
+	$(COMPAT_PY) -m pip freeze --exclude-editable > $(COMPAT_VENV)/platform.txt
+	$(COMPAT_PY) tools/install_check.py -e '.[lightning]'
+	$(COMPAT_PY) tools/install_check.py .
+	$(COMPAT_PY) -m pip install --quiet -c constraints-lowest.txt -e '.[dev,lightning]'
+	$(COMPAT_PY) tools/install_check.py --compare $(COMPAT_VENV)/platform.txt torch torchvision ipywidgets matplotlib numpy notebook
+	touch $(COMPAT_STAMP)
+
+test-compat: $(COMPAT_STAMP)
+	GPULAB_COMPAT=1 $(COMPAT_PY) -m pytest -m 'not browser' tests notebooks
+
 clean:
-	rm -rf $(VENV) .pytest_cache build *.egg-info
+	rm -rf $(VENV) $(COMPAT_VENV) .pytest_cache build *.egg-info

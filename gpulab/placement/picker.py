@@ -282,9 +282,9 @@ class GpuPicker:
         return "\n".join([head, str(mapping), *(f"  ⚠ {w}" for w in self.warnings())])
 
     def _repr_mimebundle_(self, **kwargs: object) -> dict:
-        bundle = self.widget._repr_mimebundle_(**kwargs)
-        bundle["text/plain"] = str(self)
-        return bundle
+        # Built from the model id: ipywidgets 7 (Colab's) widgets have no _repr_mimebundle_; the view spec is 2.0 in 7 and 8.
+        view = {"version_major": 2, "version_minor": 0, "model_id": self.widget.model_id}
+        return {"text/plain": str(self), "application/vnd.jupyter.widget-view+json": view}
 
 
 def _cell(text: str, width: int) -> w.HTML:

@@ -135,7 +135,9 @@ class ServerWatch:
         return render_text(self.view)
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
-        return self.widget._repr_mimebundle_(**kwargs)
+        # Built from the model id: ipywidgets 7 (Colab's) widgets have no _repr_mimebundle_; the view spec is 2.0 in 7 and 8.
+        view = {"version_major": 2, "version_minor": 0, "model_id": self.widget.model_id}
+        return {"text/plain": str(self), "application/vnd.jupyter.widget-view+json": view}
 
 
 def watch_gpus(reader: GpuReader | None = None, *, interval_s: float = 2.0, frames: int | None = None,
