@@ -29,9 +29,17 @@ test-unit: $(STAMP)
 test-notebooks: $(STAMP)
 	$(PY) -m pytest notebooks
 
-# Only what needs real GPUs: tests and notebook cells marked gpu / multigpu.
-test-gpu: $(STAMP)
-	GPULAB_ONLY_GPU=1 $(PY) -m pytest tests notebooks
+# Only what needs real GPUs: tests and notebook cells marked gpu / multigpu, run by the Python that holds the GPU
+# machine's torch (GPU_PYTHON), which is never changed: what it lacks goes into .gpu-deps/ (from wheelhouse/, with no
+# index, when that folder exists). Writes evidence/<date>-<gpu>.json and its summary where a GPU ran the tests.
+GPU_PYTHON         ?= python3
+GPU_PYTHON_VERSION ?= 3.12
+test-gpu:
+	$(GPU_PYTHON) tools/gpu_run.py
+
+# Where an index is reachable: the wheels test-gpu needs beyond a GPU machine's usual packages, for its Python.
+wheelhouse:
+	$(PYTHON) tools/gpukit/wheelhouse.py $(GPU_PYTHON_VERSION)
 
 # Every chapter run again with its figures (fast sizes without a GPU, full sizes with one), as HTML and PDF (PDF
 # where Chromium is installed), student and instructor editions, and the one-page cheat sheet, into handouts/.
@@ -66,4 +74,4 @@ test-compat: $(COMPAT_STAMP)
 	GPULAB_COMPAT=1 $(COMPAT_PY) -m pytest -m 'not browser' tests notebooks
 
 clean:
-	rm -rf $(VENV) $(COMPAT_VENV) .pytest_cache build *.egg-info
+	rm -rf $(VENV) $(COMPAT_VENV) .gpu-deps .pytest_cache build *.egg-info
