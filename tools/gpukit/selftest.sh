@@ -15,10 +15,12 @@ make wheelhouse GPU_PYTHON_VERSION="$version"
 rm -rf .gpu-deps
 before=$(mktemp); after=$(mktemp); trap 'rm -f "$before" "$after"' EXIT
 "$py" -m pip freeze --all > "$before"
+rc=0
 env -u PIP_FIND_LINKS -u PIP_EXTRA_INDEX_URL -u PIP_INDEX_URL PIP_NO_INDEX=1 PIP_CONFIG_FILE=/dev/null \
-  make test-gpu GPU_PYTHON="$py"
+  make test-gpu GPU_PYTHON="$py" || rc=$?
 "$py" -m pip freeze --all > "$after"
 if ! diff -u "$before" "$after"; then
   echo "make test-gpu changed $py's environment (above)"; exit 1
 fi
 echo "make test-gpu ran offline from wheelhouse/ and left $py's environment as it was ($(wc -l < "$before") packages)"
+exit $rc
