@@ -6,12 +6,12 @@ STAMP  := $(VENV)/.installed
 PORT   ?= 8888
 export GPULAB_FAST ?= 1
 
-.PHONY: lab test test-unit test-notebooks test-gpu install handouts clean
+.PHONY: lab test test-unit test-notebooks test-gpu test-compat wheelhouse install handouts clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -c constraints.txt -e '.[dev,lightning]'
+	$(PY) -m pip install --quiet -c constraints.txt -e '.[dev,lightning,lab]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -29,9 +29,17 @@ test-unit: $(STAMP)
 test-notebooks: $(STAMP)
 	$(PY) -m pytest notebooks
 
-# Only what needs real GPUs: tests and notebook cells marked gpu / multigpu.
-test-gpu: $(STAMP)
-	GPULAB_ONLY_GPU=1 $(PY) -m pytest tests notebooks
+# Only what needs real GPUs: tests and notebook cells marked gpu / multigpu, run by the Python that holds the GPU
+# machine's torch (GPU_PYTHON), which is never changed: what it lacks goes into .gpu-deps/ (from wheelhouse/, with no
+# index, when that folder exists). Writes evidence/<date>-<gpu>.json and its summary where a GPU ran the tests.
+GPU_PYTHON         ?= python3
+GPU_PYTHON_VERSION ?= 3.12
+test-gpu:
+	$(GPU_PYTHON) tools/gpu_run.py
+
+# Where an index is reachable: the wheels test-gpu needs beyond a GPU machine's usual packages, for its Python.
+wheelhouse:
+	$(PYTHON) tools/gpukit/wheelhouse.py $(GPU_PYTHON_VERSION)
 
 # Every chapter run again with its figures (fast sizes without a GPU, full sizes with one), as HTML and PDF (PDF
 # where Chromium is installed), student and instructor editions, and the one-page cheat sheet, into handouts/.
@@ -41,5 +49,29 @@ HANDOUT_SIZE ?= auto
 handouts: $(STAMP)
 	$(PY) tools/handouts.py --paper $(PAPER) --size $(HANDOUT_SIZE)
 
+# The oldest versions the README supports, in a second venv: the platform first as Colab holds it (torch 2.11.0,
+# torchvision 0.26.0, ipywidgets 7.7.1, the classic Notebook, no JupyterLab), pip asked whether installing gpulab would
+# change any of it (it must not), then gpulab with every direct dependency at its lower bound (constraints-lowest.txt),
+# and the platform's versions compared once more. Then the unit tests and every chapter under nbval, as make test runs
+# them; the browser tests are left out (they drive JupyterLab, which this leg has not).
+COMPAT_VENV  ?= .venv-compat
+COMPAT_PY    := $(COMPAT_VENV)/bin/python
+COMPAT_STAMP := $(COMPAT_VENV)/.installed
+PLATFORM     := torch torchvision ipywidgets matplotlib 'notebook<7'
+
+$(COMPAT_STAMP): pyproject.toml constraints-lowest.txt
+	rm -rf $(COMPAT_VENV) && $(PYTHON) -m venv $(COMPAT_VENV)
+	$(COMPAT_PY) -m pip install --quiet --upgrade pip
+	$(COMPAT_PY) -m pip install --quiet -c constraints-lowest.txt $(PLATFORM)
+	$(COMPAT_PY) -m pip freeze --exclude-editable > $(COMPAT_VENV)/platform.txt
+	$(COMPAT_PY) tools/install_check.py -e '.[lightning]'
+	$(COMPAT_PY) tools/install_check.py .
+	$(COMPAT_PY) -m pip install --quiet -c constraints-lowest.txt -e '.[dev,lightning]'
+	$(COMPAT_PY) tools/install_check.py --compare $(COMPAT_VENV)/platform.txt torch torchvision ipywidgets matplotlib numpy notebook
+	touch $(COMPAT_STAMP)
+
+test-compat: $(COMPAT_STAMP)
+	GPULAB_COMPAT=1 $(COMPAT_PY) -m pytest -m 'not browser' tests notebooks
+
 clean:
-	rm -rf $(VENV) .pytest_cache build *.egg-info
+	rm -rf $(VENV) $(COMPAT_VENV) .gpu-deps .pytest_cache build *.egg-info

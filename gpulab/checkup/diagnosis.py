@@ -243,9 +243,10 @@ def _use_checks(f: Facts, usable: int) -> list[Check]:
                          "--ipc=host; on Kubernetes mount an emptyDir with medium: Memory at /dev/shm), or use "
                          "num_workers=0."))
     widgets = f.packages.get("ipywidgets")
-    out.append(Check(bool(widgets and widgets.split(".")[0].isdigit() and int(widgets.split(".")[0]) >= 8),
-                     "ipywidgets ≥ 8", "the GPU picker and the live monitor are interactive" if widgets else
-                     "not installed: the picker cannot show", "pip install 'ipywidgets>=8', then reload the page."))
+    widgets_ok = (_version(widgets) or (0, 0)) >= (7, 7)  # 7.7 (Colab's) and 8 are both tested
+    out.append(Check(widgets_ok, "ipywidgets ≥ 7.7", "the GPU picker and the live monitor are interactive" if widgets_ok
+                     else f"{widgets} is too old: the picker does not show" if widgets else
+                     "not installed: the picker cannot show", "pip install 'ipywidgets>=7.7.1', then reload the page."))
     light = tuple(c for c in ch if c.uses_lightning)
     if light:
         have = f.packages.get("lightning") is not None

@@ -53,7 +53,7 @@ def short_traceback(shell: Any, etype: type[BaseException], value: BaseException
     """IPython custom-exception handler: show the short traceback (in IPython's default ``Context`` mode)."""
     sys.last_type, sys.last_value, sys.last_traceback = etype, value, tb  # what %debug and %tb read
     if sys.version_info >= (3, 12):
-        sys.last_exc = value
+        sys.last_exc = value  # novm (guarded by the version check above)
     if shell.InteractiveTB.mode != "Context" or issubclass(etype, SyntaxError):
         shell.showtraceback((etype, value, tb), tb_offset=tb_offset)  # the learner asked for IPython's own
         return None

@@ -224,3 +224,13 @@ def test_the_report_lists_the_chapters_that_exist_and_what_they_will_do(tmp_path
     assert "Chapters here, and what they will do:" in text and "00_setup" in text
     monkeypatch.setattr(report_module, "chapters", lambda: ())
     assert "(none found)" in str(environment_report(described_machine(tmp_path, a100s(2)), torch=described_torch()))
+
+
+@pytest.mark.parametrize("version, ok, says", [("7.7.1", True, "interactive"), ("8.1.5", True, "interactive"),
+                                               ("7.6.5", False, "7.6.5 is too old"), (None, False, "not installed")])
+def test_ipywidgets_7_7_and_8_both_pass_the_widgets_check(version, ok, says):
+    """Colab holds 7.7.1, Kaggle 8.1.5: both are supported (make test-compat runs the picker and monitor on 7.7.1)."""
+    facts = Facts(described_torch(), (), "N/A", "N/A", "no driver", packages={"ipywidgets": version})
+    checks, _ = diagnose(facts)
+    [check] = [c for c in checks if c.what == "ipywidgets ≥ 7.7"]
+    assert check.ok is ok and says in check.meaning and "7.7.1" in check.fix

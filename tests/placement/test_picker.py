@@ -202,6 +202,22 @@ def test_renders_as_a_widget_with_a_text_fallback():
     assert "application/vnd.jupyter.widget-view+json" in bundle and "selected: 1" in bundle["text/plain"]
 
 
+def test_the_widget_part_of_its_bundle_is_what_ipywidgets_displays_for_the_same_widget():
+    """ipywidgets 8 displays through _repr_mimebundle_, ipywidgets 7 (Colab's) through _ipython_display_; the picker's
+    own bundle must name the same view either way (captured from a real IPython shell's display)."""
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.display import display
+    from IPython.utils.capture import capture_output
+
+    InteractiveShell.instance()
+    picker = GpuPicker(SimulatedGpuReader("two-gpus-mig"), selected=[1])
+    with capture_output() as shown:
+        display(picker.widget)
+    [own] = [o.data for o in shown.outputs if "application/vnd.jupyter.widget-view+json" in o.data]
+    ours = picker._repr_mimebundle_()["application/vnd.jupyter.widget-view+json"]
+    assert ours == own["application/vnd.jupyter.widget-view+json"] and ours["model_id"] == picker.widget.model_id
+
+
 def test_ticking_a_busy_full_gpu_warns_and_a_free_one_does_not():
     picker = GpuPicker(SimulatedGpuReader("workshop-8"))
     picker._checks[1].value = True  # free

@@ -1,0 +1,139 @@
+"""The GPU evidence file ``make test-gpu`` writes: ``evidence/<date>-<gpu-name>.json`` and a Markdown summary beside it.
+
+A record holds the machine (GPUs, driver, CUDA, torch, Python), each GPU test's outcome, the explain-vs-CUDA corpus
+result and the figures the chapters quote. ``check`` is the schema: a record that misses a part, or carries a figure
+without its unit, is refused before anything is written. Chapters and the claims ledger cite a file by its name
+(``evidence/2026-11-24-h100.json``); ``tests/test_evidence_citations.py`` keeps those citations in step.
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+SCHEMA_VERSION = 1
+MACHINE_KEYS = {"gpus": list, "driver": str, "cuda": str, "torch": str, "python": str}
+GPU_KEYS = {"name": str, "memory_bytes": int}
+OUTCOMES = {"passed", "failed", "skipped", "error"}
+# The figures the chapters quote; each is {"value": number, "unit": str} plus optional "peak"/"note", or
+# {"not_measured": reason} where the machine cannot show it (NCCL with one GPU).
+FIGURES = ("h2d_pageable_gbps", "h2d_pinned_gbps", "d2h_pageable_gbps", "d2h_pinned_gbps", "non_blocking_overlap",
+           "matmul_tflops", "cuda_context_bytes", "dataparallel_samples_per_s", "ddp_samples_per_s",
+           "nccl_allreduce_busbw_gbps")
+NAME_RE = re.compile(r"^(\d{4}-\d{2}-\d{2})-([a-z0-9]+(?:-[a-z0-9]+)*)\.json$")
+
+
+class EvidenceError(ValueError):
+    """A record that does not follow the schema (what is wrong, and where)."""
+
+
+def slug(gpu_name: str) -> str:
+    """'NVIDIA H100 80GB HBM3' -> 'h100-80gb-hbm3': the GPU part of the file name."""
+    words = re.sub(r"[^a-z0-9]+", "-", gpu_name.lower()).strip("-").split("-")
+    return "-".join(w for w in words if w not in ("nvidia", "tesla", "geforce")) or "gpu"
+
+
+def file_name(date: str, gpu_name: str) -> str:
+    name = f"{date}-{slug(gpu_name)}.json"
+    if not NAME_RE.match(name):
+        raise EvidenceError(f"date {date!r} is not YYYY-MM-DD: the evidence file would be named {name!r}")
+    return name
+
+
+def _typed(where: str, obj: dict[str, Any], keys: dict[str, type]) -> None:
+    for key, kind in keys.items():
+        if not isinstance(obj.get(key), kind):
+            raise EvidenceError(f"{where}.{key} must be a {kind.__name__}, got {obj.get(key)!r}")
+
+
+def check(record: dict[str, Any]) -> None:
+    """Raise EvidenceError naming the first part of ``record`` that does not follow the schema."""
+    if record.get("schema") != SCHEMA_VERSION:
+        raise EvidenceError(f"schema must be {SCHEMA_VERSION}, got {record.get('schema')!r}")
+    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", str(record.get("date"))):
+        raise EvidenceError(f"date must be YYYY-MM-DD, got {record.get('date')!r}")
+    _typed("machine", record.get("machine") or {}, MACHINE_KEYS)
+    if not record["machine"]["gpus"]:
+        raise EvidenceError("machine.gpus is empty: evidence is recorded only where a GPU ran the tests")
+    for i, gpu in enumerate(record["machine"]["gpus"]):
+        _typed(f"machine.gpus[{i}]", gpu, GPU_KEYS)
+    tests = record.get("tests")
+    if not isinstance(tests, dict) or not tests:
+        raise EvidenceError("tests must map each GPU test's id to its outcome, and name at least one")
+    for test_id, outcome in tests.items():
+        if outcome not in OUTCOMES:
+            raise EvidenceError(f"tests[{test_id!r}] is {outcome!r}, not one of {sorted(OUTCOMES)}")
+    corpus = record.get("explain_corpus")
+    if not isinstance(corpus, dict) or not isinstance(corpus.get("snippets"), int) or \
+            not isinstance(corpus.get("disagreements"), list):
+        raise EvidenceError("explain_corpus must give snippets (int) and disagreements (list)")
+    figures = record.get("figures") or {}
+    for name in FIGURES:
+        fig = figures.get(name)
+        if not isinstance(fig, dict):
+            raise EvidenceError(f"figures.{name} is missing: give a value with its unit, or not_measured with why")
+        if "not_measured" in fig:
+            if not isinstance(fig["not_measured"], str) or not fig["not_measured"]:
+                raise EvidenceError(f"figures.{name}.not_measured must say why")
+        elif not isinstance(fig.get("value"), (int, float)) or not isinstance(fig.get("unit"), str):
+            raise EvidenceError(f"figures.{name} needs a numeric value and a unit, got {fig!r}")
+
+
+def markdown(record: dict[str, Any]) -> str:
+    """The summary beside the JSON file: the machine, the tests' outcomes, the corpus and the figures."""
+    m = record["machine"]
+    gpus = ", ".join(f"{g['name']} ({g['memory_bytes'] / 2**30:.0f} GiB)" for g in m["gpus"])
+    counts: dict[str, int] = {}
+    for outcome in record["tests"].values():
+        counts[outcome] = counts.get(outcome, 0) + 1
+    lines = [f"# GPU evidence, {record['date']}", "",
+             f"- GPUs: {gpus}", f"- driver {m['driver']}, CUDA {m['cuda']}, torch {m['torch']}, Python {m['python']}",
+             f"- GPU tests: {', '.join(f'{n} {k}' for k, n in sorted(counts.items()))}",
+             f"- explain vs CUDA: {record['explain_corpus']['snippets']} snippets, "
+             f"{len(record['explain_corpus']['disagreements'])} disagreement(s)", "",
+             "| figure | measured | peak | note |", "|---|---|---|---|"]
+    for name in FIGURES:
+        fig = record["figures"][name]
+        if "not_measured" in fig:
+            lines.append(f"| {name} | not measured | | {fig['not_measured']} |")
+        else:
+            peak = f"{fig['peak']:g} {fig['unit']}" if "peak" in fig else ""
+            lines.append(f"| {name} | {fig['value']:g} {fig['unit']} | {peak} | {fig.get('note', '')} |")
+    failed = [t for t, o in record["tests"].items() if o in ("failed", "error")]
+    if failed:
+        lines += ["", "Failed:", *(f"- `{t}`" for t in failed)]
+    return "\n".join(lines) + "\n"
+
+
+def write(record: dict[str, Any], folder: Path) -> tuple[Path, Path]:
+    """Check ``record`` and write it as JSON plus its Markdown summary into ``folder``; returns both paths."""
+    check(record)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / file_name(record["date"], record["machine"]["gpus"][0]["name"])
+    path.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
+    summary = path.with_suffix(".md")
+    summary.write_text(markdown(record))
+    return path, summary
+
+
+CITATION_RE = re.compile(r"(?<![\w/])evidence/[\w.-]*\w")
+
+
+def citation_problems(text: str, where: str, files: list[str]) -> list[str]:
+    """What is wrong with the evidence citations in ``text``: each names ``evidence/<date>-<gpu>.json``, a file that
+    exists (``files``: the names in evidence/), and the newest file for that GPU (a newer measurement replaces it)."""
+    newest: dict[str, str] = {}
+    for name in sorted(f for f in files if NAME_RE.match(f)):
+        newest[NAME_RE.match(name).group(2)] = name
+    out = []
+    for cited in CITATION_RE.findall(text):
+        name = cited.split("/", 1)[1]
+        m = NAME_RE.match(name)
+        if not m:
+            out.append(f"{where}: {cited!r} is not evidence/<YYYY-MM-DD>-<gpu>.json")
+        elif name not in files:
+            out.append(f"{where}: {cited} does not exist (make test-gpu on a GPU machine writes it)")
+        elif newest[m.group(2)] != name:
+            out.append(f"{where}: {cited} is not the newest evidence for this GPU: cite {newest[m.group(2)]}")
+    return out
