@@ -3,7 +3,6 @@ several devices) on 2 CPU processes. Three fresh interpreters import Lightning, 
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -16,6 +15,7 @@ SCRIPT = """
 import lightning as L
 from gpulab.lightning.runtime import DigitsClassifier
 from gpulab.workload import load_digits
+from tests import process_group
 
 trainer = L.Trainer(accelerator="cpu", devices=2, strategy="ddp_spawn", max_epochs=1, logger=False,
                     enable_checkpointing=False, enable_progress_bar=False)
@@ -28,7 +28,8 @@ def test_ddp_spawn_without_a_main_guard_ends_in_exit_code_1_and_lightning_names_
     (tmp_path / "t.py").write_text(SCRIPT)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
            "OMP_NUM_THREADS": "1"}
-    out = subprocess.run([sys.executable, "t.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=280)
+    out = process_group.run([sys.executable, "t.py"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                            timeout=280)
     assert out.returncode == 1 and "fit returned" not in out.stdout
     assert "ProcessExitedException: process" in out.stderr and "terminated with exit code 1" in out.stderr
     assert "requires that your script guards the main" in out.stderr

@@ -18,6 +18,7 @@ from gpulab.placement.reservation import current_holders, reservations_dir, rese
 from gpulab.placement.selection import NoFreeGpu, Policy, choose_gpus, rank_gpus
 from gpulab.machine.simulated import SimulatedGpuReader, simulated_gpu
 from gpulab.testing import FakeClock
+from tests.process_group import kill_group
 
 ROOT = Path(__file__).resolve().parents[2]
 W8 = SimulatedGpuReader("workshop-8")
@@ -143,7 +144,8 @@ def _start(k: int, tmp: Path, simulate: str, n: int = 1, python: str = sys.execu
     env = {**os.environ, "GPULAB_SIMULATE_GPUS": simulate, "PYTHONPATH": str(ROOT)}
     env.pop("CUDA_VISIBLE_DEVICES", None)
     return subprocess.Popen([python, "-c", WORKER, str(tmp / "go"), str(n), str(tmp / "locks")], env={**env, **popen.pop("env", {})},
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen)
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True, **popen)
 
 
 def _race(tmp: Path, simulate: str, count: int = 8) -> list[dict]:
@@ -154,7 +156,10 @@ def _race(tmp: Path, simulate: str, count: int = 8) -> list[dict]:
     finally:
         for p in procs:
             p.stdin.close()
-            p.wait(timeout=60)
+            try:
+                p.wait(timeout=60)
+            finally:
+                kill_group(p)  # on a hang too: the worker and anything it started
             p.stdout.close()
             p.stderr.close()
     return results
