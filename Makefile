@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 PORT   ?= 8888
 export GPULAB_FAST ?= 1
 
-.PHONY: lab test test-unit test-notebooks test-gpu install handouts clean
+.PHONY: lab test test-unit test-notebooks test-gpu install notebooks handouts clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -28,6 +28,11 @@ test-unit: $(STAMP)
 
 test-notebooks: $(STAMP)
 	$(PY) -m pytest notebooks
+
+# Every chapter run again here (fast mode) and written back normalised: text outputs only, no timestamps, widget
+# state, ANSI codes or machine paths (tools/execute_notebooks.py, tools/normalise_notebook.py).
+notebooks: $(STAMP)
+	$(PY) tools/execute_notebooks.py notebooks/[0-9][0-9]_*.ipynb
 
 # Only what needs real GPUs: tests and notebook cells marked gpu / multigpu.
 test-gpu: $(STAMP)
