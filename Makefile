@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 PORT   ?= 8888
 export GPULAB_FAST ?= 1
 
-.PHONY: lab test test-unit test-notebooks test-gpu install notebooks handouts clean
+.PHONY: lab test test-slow test-unit test-notebooks test-gpu install notebooks handouts clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -22,6 +22,10 @@ lab: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest tests notebooks
+
+# The tests marked slow (a chapter run once more, or minutes of their own); .ci/run runs them after make test.
+test-slow: $(STAMP)
+	$(PY) -m pytest -m slow tests
 
 test-unit: $(STAMP)
 	$(PY) -m pytest tests

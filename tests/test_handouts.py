@@ -219,6 +219,7 @@ def test_a_cheat_sheet_check_can_fail():
     assert missing == ["absent"] and "shown" in out
 
 
+@pytest.mark.slow  # chapter 02 runs a third time here (nbval and the simulated run are the other two)
 @pytest.mark.browser
 @needs_chromium
 @needs_pdftoppm
