@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tests import process_group
+
 pytest.importorskip("lightning")
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -15,7 +17,6 @@ SCRIPT = """
 import lightning as L
 from gpulab.lightning.runtime import DigitsClassifier
 from gpulab.workload import load_digits
-from tests import process_group
 
 trainer = L.Trainer(accelerator="cpu", devices=2, strategy="ddp_spawn", max_epochs=1, logger=False,
                     enable_checkpointing=False, enable_progress_bar=False)
