@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 PORT   ?= 8888
 export GPULAB_FAST ?= 1
 
-.PHONY: lab test test-unit test-notebooks test-gpu test-compat wheelhouse install handouts clean
+.PHONY: lab test test-slow test-unit test-notebooks test-gpu test-compat wheelhouse install notebooks handouts clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -23,11 +23,20 @@ lab: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest tests notebooks
 
+# The tests marked slow (a chapter run once more, or minutes of their own); .ci/run runs them after make test.
+test-slow: $(STAMP)
+	$(PY) -m pytest -m slow tests
+
 test-unit: $(STAMP)
 	$(PY) -m pytest tests
 
 test-notebooks: $(STAMP)
 	$(PY) -m pytest notebooks
+
+# Every chapter run again here (fast mode) and written back normalised: text outputs only, no timestamps, widget
+# state, ANSI codes or machine paths (tools/execute_notebooks.py, tools/normalise_notebook.py).
+notebooks: $(STAMP)
+	$(PY) tools/execute_notebooks.py notebooks/[0-9][0-9]_*.ipynb
 
 # Only what needs real GPUs: tests and notebook cells marked gpu / multigpu, run by the Python that holds the GPU
 # machine's torch (GPU_PYTHON), which is never changed: what it lacks goes into .gpu-deps/ (from wheelhouse/, with no
@@ -71,7 +80,7 @@ $(COMPAT_STAMP): pyproject.toml constraints-lowest.txt
 	touch $(COMPAT_STAMP)
 
 test-compat: $(COMPAT_STAMP)
-	GPULAB_COMPAT=1 $(COMPAT_PY) -m pytest -m 'not browser' tests notebooks
+	GPULAB_COMPAT=1 $(COMPAT_PY) -m pytest -m 'not browser and not slow' tests notebooks
 
 clean:
 	rm -rf $(VENV) $(COMPAT_VENV) .gpu-deps .pytest_cache build *.egg-info

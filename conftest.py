@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins = ["tests.raising_cells"]
+pytest_plugins = ["tests.raising_cells", "tests.chapter_runs"]
 
 HERE = Path(__file__).parent
 GPU_TAGS = {"gpu": 1, "multigpu": 2}

@@ -3,7 +3,6 @@ printed by Chromium, and its printed pages looked at; the two editions; the one-
 from __future__ import annotations
 
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -14,6 +13,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 import handouts  # noqa: E402
 from handoutkit import cheatsheet, editions, export, printing, run, static  # noqa: E402
+from tests import process_group
 
 CHROMIUM = printing.find_chromium()
 needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium installed (Debian: apt-get install chromium)")
@@ -149,8 +149,8 @@ def test_a_chapter_that_fails_unexpectedly_makes_no_handout(tmp_path):
 
 
 def test_a_missing_notebook_is_reported():
-    out = subprocess.run([sys.executable, str(ROOT / "tools" / "handouts.py"), "notebooks/99_nope.ipynb"],
-                         capture_output=True, text=True, cwd=ROOT, timeout=60)
+    out = process_group.run([sys.executable, str(ROOT / "tools" / "handouts.py"), "notebooks/99_nope.ipynb"],
+                            capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert out.returncode == 2 and "no such notebook: notebooks/99_nope.ipynb" in out.stderr
 
 
@@ -219,15 +219,16 @@ def test_a_cheat_sheet_check_can_fail():
     assert missing == ["absent"] and "shown" in out
 
 
+@pytest.mark.slow  # chapter 02 runs a third time here (nbval and the simulated run are the other two)
 @pytest.mark.browser
 @needs_chromium
 @needs_pdftoppm
 def test_a_real_chapter_builds_and_its_pages_pass(tmp_path):
     """Chapter 02 has the picker (a widget), long outputs and many code cells; handouts.py checks every page and
     exits 3 on a problem."""
-    out = subprocess.run([sys.executable, str(ROOT / "tools" / "handouts.py"), "notebooks/02_choosing_gpus.ipynb",
-                          "--edition", "student", "--no-cheatsheet", "--out", str(tmp_path)],
-                         capture_output=True, text=True, cwd=ROOT, timeout=600)
+    out = process_group.run([sys.executable, str(ROOT / "tools" / "handouts.py"), "notebooks/02_choosing_gpus.ipynb",
+                             "--edition", "student", "--no-cheatsheet", "--out", str(tmp_path)],
+                            capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-3000:]
     page = (tmp_path / "student" / "02_choosing_gpus.html").read_text(encoding="utf-8")
     assert "gpulab-widget" in page and "☑ GPU" in page and "CUDA_VISIBLE_DEVICES=5,1" in page

@@ -5,7 +5,6 @@ Each check runs in a fresh interpreter: what a module import or a CUDA start lea
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import textwrap
 
@@ -14,6 +13,7 @@ import pytest
 import gpulab
 
 from .cuda_tripwire import PRELUDE, REPORT
+from tests import process_group
 
 
 def _python(code: str, **env: str) -> str:
@@ -21,8 +21,8 @@ def _python(code: str, **env: str) -> str:
     # makes torch.cuda.is_available() ask NVML instead of starting the driver; once any test in this process has
     # imported it, children would inherit that. The children here start from torch's own default.
     base = {k: v for k, v in os.environ.items() if k != "PYTORCH_NVML_BASED_CUDA_CHECK"}
-    out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=180,
-                         env={**base, **env})
+    out = process_group.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=180,
+                            env={**base, **env})
     assert out.returncode == 0, out.stderr
     return out.stdout.strip().splitlines()[-1]
 

@@ -1,10 +1,14 @@
 """Every chapter is committed in a state nbval, handouts and learners can rely on (no kernel needed)."""
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import nbformat
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+from normalise_notebook import normal_text, problems  # noqa: E402
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
 KNOWN_TAGS = {"nbval-check-output", "raises-exception", "gpu", "multigpu", "nbval-ignore-output", "solution"}
@@ -69,3 +73,24 @@ def test_only_cells_tagged_raises_exception_committed_an_error(nb):
 
 def test_first_code_cell_loads_the_extension(nb):
     assert "%load_ext gpulab" in _code(nb)[0].source
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_every_chapter_is_committed_normalised(path):
+    assert problems(path) == [], "run tools/normalise_notebook.py (make notebooks does, after running the chapters)"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_every_chapter_is_at_most_100_kib(path):
+    assert path.stat().st_size <= 100 * 1024, f"{path.name} is {path.stat().st_size / 1024:.0f} KiB"
+
+
+def test_the_normaliser_removes_colours_and_the_paths_of_the_machine_that_ran_it():
+    repo = Path("/home/ada/gpulab")
+    text = ("\x1b[31mValueError\x1b[0m in /home/ada/gpulab/gpulab/core/units.py, line 3, called from "
+            "/opt/venv/lib/python3.11/site-packages/torch/nn/modules/module.py and /usr/lib/python3.11/runpy.py; "
+            "another checkout: /work/wt-7/notebooks/scripts/ddp_digits.py; reservations in /tmp/gpulab-reservations")
+    assert normal_text(text, repo) == (
+        "ValueError in <repo>/gpulab/core/units.py, line 3, called from .../site-packages/torch/nn/modules/module.py "
+        "and .../lib/python3.11/runpy.py; another checkout: <repo>/notebooks/scripts/ddp_digits.py; "
+        "reservations in /tmp/gpulab-reservations")

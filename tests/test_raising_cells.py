@@ -6,7 +6,6 @@ plugin in a separate pytest run, the way `make test` runs the chapters, and the 
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from nbformat.v4 import new_code_cell, new_notebook, new_output
 
 from tests.raising_cells import (GPU_SKIP_LINE, SANITIZE_FILE, ExpectedError, expected_error, raising_cell_problem,
                                  skipped_gpu_cell, stable_start, volatile_patterns)
+from tests import process_group
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -131,9 +131,9 @@ def test_nbval_with_the_plugin_fails_exactly_the_wrong_cells(tmp_path):
     path = tmp_path / "wrong_on_purpose.ipynb"
     nbformat.write(_wrong_on_purpose_notebook(), path)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    run = subprocess.run([sys.executable, "-m", "pytest", "-p", "tests.raising_cells", "-p", "no:cacheprovider",
-                          "--nbval-lax", "-rA", "-q", str(path)],
-                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240)
+    run = process_group.run([sys.executable, "-m", "pytest", "-p", "tests.raising_cells", "-p", "no:cacheprovider",
+                             "--nbval-lax", "-rA", "-q", str(path)],
+                            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240)
     out = run.stdout
     failed = sorted(int(line.split("::Cell ")[1].split()[0]) for line in out.splitlines() if line.startswith("FAILED"))
     passed = sorted(int(line.split("::Cell ")[1].split()[0]) for line in out.splitlines() if line.startswith("PASSED"))

@@ -3,7 +3,9 @@
     .venv/bin/python tools/execute_notebooks.py notebooks/01_cpu_gpu_transfer.ipynb [...]
 
 This is how the committed outputs are produced: by running the code, never by pasting. Images are removed (the
-repository keeps text only; a fresh run in JupyterLab draws them again). Execution counts come out in order.
+repository keeps text only; a fresh run in JupyterLab draws them again). Execution counts come out in order. The
+result is normalised (``tools/normalise_notebook.py``: no timestamps, widget state, ANSI codes or machine paths), so
+that a re-run with no code change differs only in what was measured. ``make notebooks`` runs every chapter.
 """
 from __future__ import annotations
 
@@ -14,6 +16,9 @@ from pathlib import Path
 
 import nbformat
 from nbclient import NotebookClient
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from normalise_notebook import normalise  # noqa: E402  (a script's sibling)
 
 os.environ.setdefault("GPULAB_FAST", "1")
 IMAGE_PREFIX = "image/"
@@ -45,8 +50,10 @@ def run(path: Path) -> None:
     nb = nbformat.read(path, as_version=4)
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
     t0 = time.perf_counter()
-    NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}).execute()
+    NotebookClient(nb, timeout=600, kernel_name="python3", store_widget_state=False,
+                   resources={"metadata": {"path": str(path.parent)}}).execute()
     images = strip_images(nb)
+    normalise(nb)
     nbformat.write(nb, path)
     print(f"{path}: ran in {time.perf_counter() - t0:.1f} s, {images} image(s) stripped")
 

@@ -63,14 +63,17 @@ def main() -> None:
             samples += len(xb)
     seconds = time.perf_counter() - t0
 
+    counts = torch.tensor([samples, seconds], dtype=torch.float64, device=device)
+    dist.all_reduce(counts)  # total samples, summed seconds
+
     if rank == 0:  # one writer; the others wait at the barrier until the file is complete
         torch.save(model.module.state_dict(), args.checkpoint)  # .module: without DDP's "module." prefix
+    # The barrier is also the last collective, on purpose: it carries no tensor of ours. gloo's worker thread lets
+    # go of the all_reduce's tensor while this thread waits here. Let go while Python shuts down, it aborts the
+    # process ("terminate called without an active exception"), and torchrun reports a failed rank.
     dist.barrier()
     restored = mlp()
     restored.load_state_dict(torch.load(args.checkpoint, map_location="cpu"))  # wherever it was saved from
-
-    counts = torch.tensor([samples, seconds], dtype=torch.float64, device=device)
-    dist.all_reduce(counts)  # total samples, summed seconds
     if rank == 0:
         print(json.dumps({"world_size": world_size, "backend": backend, "epochs": args.epochs,
                           "samples_per_s": counts[0].item() / (counts[1].item() / world_size),

@@ -10,11 +10,12 @@ import pytest
 import gpulab
 from gpulab.checkup.report import environment_report
 from gpulab.machine.simulated import SimulatedGpuReader
+from tests import process_group
 
 
 def _python(code: str, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, **env})
+    return process_group.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                             env={**os.environ, **env})
 
 
 def test_report_on_a_machine_without_gpus_says_so_plainly():
@@ -38,18 +39,18 @@ def test_report_maps_visible_devices_on_a_described_machine(monkeypatch):
 
 
 def test_cli_env_runs_and_bad_simulation_is_explained():
-    ok = subprocess.run([sys.executable, "-m", "gpulab", "env"], capture_output=True, text=True, timeout=120,
-                        env={**os.environ, "GPULAB_SIMULATE_GPUS": "kaggle-2xT4"})
+    ok = process_group.run([sys.executable, "-m", "gpulab", "env"], capture_output=True, text=True, timeout=120,
+                           env={**os.environ, "GPULAB_SIMULATE_GPUS": "kaggle-2xT4"})
     assert ok.returncode == 0, ok.stderr
     assert "[SIMULATED GPUs" in ok.stdout and "Tesla T4" in ok.stdout
-    bad = subprocess.run([sys.executable, "-m", "gpulab", "devices"], capture_output=True, text=True, timeout=120,
-                         env={**os.environ, "GPULAB_SIMULATE_GPUS": "eight-h100s"})
+    bad = process_group.run([sys.executable, "-m", "gpulab", "devices"], capture_output=True, text=True, timeout=120,
+                            env={**os.environ, "GPULAB_SIMULATE_GPUS": "eight-h100s"})
     assert bad.returncode == 2
     assert "unknown simulated-GPU description 'eight-h100s'" in bad.stderr and "workshop-8" in bad.stderr
 
 
 def test_cli_without_command_prints_help():
-    out = subprocess.run([sys.executable, "-m", "gpulab"], capture_output=True, text=True, timeout=60)
+    out = process_group.run([sys.executable, "-m", "gpulab"], capture_output=True, text=True, timeout=60)
     assert out.returncode == 2 and "env" in out.stdout
 
 

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 
 import pytest
@@ -15,6 +14,7 @@ from gpulab.machine.cuda import CudaState, driver_in_maps
 from gpulab.placement.setter import CudaAlreadyStarted, patched_environ, set_visible_devices
 from gpulab.machine.simulated import PRESETS, SimulatedGpuReader, simulated_gpu
 from gpulab.core.visible import _strtoul, format_visible_devices, parse_visible_devices, visible_map
+from tests import process_group
 
 W8 = SimulatedGpuReader("workshop-8")
 W8_GPUS = [W8.info(i, processes=False) for i in range(W8.count())]
@@ -198,9 +198,9 @@ print(before.variable_read, after.driver_loaded, after.variable_read, "libcuda" 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the driver probe reads /proc/self/maps (Linux)")
 def test_the_state_changes_when_a_libcuda_gets_mapped_and_the_setter_then_refuses(tmp_path):
     # a fresh process: the setter works, then refuses once a file named libcuda.so.1 is mapped in; no monkeypatching
-    out = subprocess.run([sys.executable, "-c", DRIVER_MAPPED_SCRIPT, str(tmp_path / "libcuda.so.1")],
-                         capture_output=True, text=True, timeout=120,
-                         env={k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"})
+    out = process_group.run([sys.executable, "-c", DRIVER_MAPPED_SCRIPT, str(tmp_path / "libcuda.so.1")],
+                            capture_output=True, text=True, timeout=120,
+                            env={k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"})
     assert out.stdout.splitlines() == ["refused 1", "False True True True True"], out.stderr
 
 
@@ -216,8 +216,8 @@ print("CUDA_VISIBLE_DEVICES" in os.environ, cuda_state().variable_read)
 
 
 def test_setter_writes_the_variable_in_a_fresh_process():
-    out = subprocess.run([sys.executable, "-c", SETTER_SCRIPT], capture_output=True, text=True, timeout=60,
-                         env={k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"})
+    out = process_group.run([sys.executable, "-c", SETTER_SCRIPT], capture_output=True, text=True, timeout=60,
+                            env={k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"})
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines() == ["3,1 PCI_BUS_ID (3, 1) False", "False False"]
 
@@ -268,7 +268,7 @@ except CudaAlreadyStarted as exc:
 
 @pytest.mark.gpu
 def test_setter_refuses_after_real_cuda_init():
-    out = subprocess.run([sys.executable, "-c", REAL_INIT_SCRIPT], capture_output=True, text=True, timeout=120)
+    out = process_group.run([sys.executable, "-c", REAL_INIT_SCRIPT], capture_output=True, text=True, timeout=120)
     assert out.stdout.split() == ["refused", "True"], out.stderr
 
 

@@ -2,7 +2,6 @@
 kind are refused with what to give instead, and unknown exercise names are refused with the names that exist."""
 from __future__ import annotations
 
-import subprocess
 import sys
 
 import numpy as np
@@ -17,6 +16,7 @@ from gpulab.workload import load_digits
 from gpulab.exercises.check import exercise_names, find_exercise
 from gpulab.exercises.feedback import Feedback
 from tests.junk import JUNK
+from tests import process_group
 
 
 def weighted_loss_criterion_left_behind(model, criterion, x, y, device):
@@ -268,7 +268,7 @@ def test_feedback_renders_as_text_and_html_without_the_section_once_passed():
 def test_checking_answers_leaves_cuda_alone_and_import_gpulab_light():
     code = ("import sys, gpulab; assert 'torch' not in sys.modules; "
             "print(gpulab.check('ch02-ex1', {'cuda:0': 7, 'cuda:1': 2}).passed)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    out = process_group.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.strip() == "True", out.stderr
     assert not torch.cuda.is_initialized()
 

@@ -3,11 +3,12 @@ several devices) on 2 CPU processes. Three fresh interpreters import Lightning, 
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests import process_group
 
 pytest.importorskip("lightning")
 
@@ -28,7 +29,8 @@ def test_ddp_spawn_without_a_main_guard_ends_in_exit_code_1_and_lightning_names_
     (tmp_path / "t.py").write_text(SCRIPT)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
            "OMP_NUM_THREADS": "1"}
-    out = subprocess.run([sys.executable, "t.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=280)
+    out = process_group.run([sys.executable, "t.py"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                            timeout=280)
     assert out.returncode == 1 and "fit returned" not in out.stdout
     assert "ProcessExitedException: process" in out.stderr and "terminated with exit code 1" in out.stderr
     assert "requires that your script guards the main" in out.stderr

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import inspect
 import re
-import subprocess
 import sys
 import typing
 
@@ -26,6 +25,7 @@ from gpulab.lightning.history import ACCELERATORS, PRECISIONS, STRATEGIES, TRAIN
 from gpulab.lightning.trainer_args import trainer_kwargs  # noqa: E402
 from gpulab.testing import requires_gpus  # noqa: E402
 from tests.lightning.rows import IDS, ROWS  # noqa: E402
+from tests import process_group
 
 @pytest.fixture(autouse=True)
 def _keep_cudnn_benchmark():
@@ -152,7 +152,7 @@ for strategy in ("ddp", "ddp_spawn"):
 
 
 def test_in_an_interactive_interpreter_lightning_refuses_ddp_and_the_notebook_translation_runs():
-    out = subprocess.run([sys.executable, "-c", NOTEBOOK_CHECK], capture_output=True, text=True, timeout=240)
+    out = process_group.run([sys.executable, "-c", NOTEBOOK_CHECK], capture_output=True, text=True, timeout=240)
     assert out.returncode == 0, out.stderr[-3000:]
     lines = [line for line in out.stdout.splitlines() if line.strip()]
     for strategy, (refused, predicted, accepted) in zip(("ddp", "ddp_spawn"), (lines[0:3], lines[3:6])):

@@ -5,7 +5,6 @@ from __future__ import annotations
 import copy
 import json
 import os
-import subprocess
 import sys
 
 import pytest
@@ -18,6 +17,7 @@ from gpulab.machine.simulated import PRESETS, SimulatedGpuReader, simulated_gpu
 from gpulab.placement.selection import rank_gpus
 from gpulab.core.visible import visible_map
 from tests.junk import JUNK, assert_ours
+from tests import process_group
 
 
 def _colab(**changes) -> dict:
@@ -75,8 +75,8 @@ def test_a_json_file_of_the_wrong_type_is_refused_at_load_naming_the_field(tmp_p
     path.write_text(json.dumps(_colab(memory_total_bytes="16 GB")))
     with pytest.raises(ValueError, match=rf"GPU 0 of the simulated-GPU description {path}: 'memory_total_bytes'"):
         SimulatedGpuReader(str(path))
-    out = subprocess.run([sys.executable, "-m", "gpulab", "devices"], capture_output=True, text=True, timeout=120,
-                         env={**os.environ, "GPULAB_SIMULATE_GPUS": str(path)})
+    out = process_group.run([sys.executable, "-m", "gpulab", "devices"], capture_output=True, text=True, timeout=120,
+                            env={**os.environ, "GPULAB_SIMULATE_GPUS": str(path)})
     assert out.returncode == 2 and "Traceback" not in out.stderr
     assert out.stderr.startswith("gpulab: GPU 0 of the simulated-GPU description") and "'16 GB'" in out.stderr
 
@@ -102,8 +102,8 @@ def test_described_gpus_say_simulated_in_text_and_html():
 def test_cli_labels_described_gpus_and_notes_odd_entries():
     env = {**os.environ, "GPULAB_SIMULATE_GPUS": "workshop-8", "CUDA_VISIBLE_DEVICES": "0x1,2;3"}
     env.pop("CUDA_DEVICE_ORDER", None)
-    outs = {c: subprocess.run([sys.executable, "-m", "gpulab", c], capture_output=True, text=True, timeout=120,
-                              env=env).stdout for c in ("devices", "visible")}
+    outs = {c: process_group.run([sys.executable, "-m", "gpulab", c], capture_output=True, text=True, timeout=120,
+                                 env=env).stdout for c in ("devices", "visible")}
     assert outs["devices"].startswith("SIMULATED machine")
     visible = outs["visible"]
     assert visible.startswith("SIMULATED machine") and "CUDA_DEVICE_ORDER=FASTEST_FIRST (default)" in visible

@@ -6,7 +6,6 @@ polls that only decide when to look.
 from __future__ import annotations
 
 import math
-import subprocess
 import sys
 import textwrap
 import threading
@@ -20,6 +19,7 @@ from gpulab.machine.host import host_info, host_sample
 from gpulab.monitoring.sampler import SAMPLER_THREAD_NAME, Progress, Sampler
 from gpulab.testing import FakeClock, requires_gpus
 from gpulab.machine.simulated import SimulatedGpuReader
+from tests import process_group
 
 MiB = 1024**2
 
@@ -207,7 +207,7 @@ def test_watching_a_subset_of_gpus():
 
 
 def _run(code: str) -> str:
-    out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=240)
+    out = process_group.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=240)
     assert out.returncode == 0, out.stderr
     return out.stdout.strip()
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ from typing import Any
 from gpulab.core.readings import GpuInfo
 from gpulab.placement.explain import Explanation
 from gpulab.core.visible import visible_map
+from tests import process_group
 
 RUNNER = Path(__file__).with_name("explain_runner.py")
 
@@ -125,8 +125,8 @@ def run(snippets: Iterable[Snippet], timeout_s: float = 300) -> dict[Snippet, li
     results: dict[Snippet, list[dict[str, Any]]] = {}
     for env, group in groups.items():
         environ = {k: v for k, v in os.environ.items() if k not in ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER")}
-        done = subprocess.run([sys.executable, str(RUNNER)], input=json.dumps([s.code for s in group]), text=True,
-                              capture_output=True, timeout=timeout_s, env={**environ, **dict(env)})
+        done = process_group.run([sys.executable, str(RUNNER)], input=json.dumps([s.code for s in group]), text=True,
+                                 capture_output=True, timeout=timeout_s, env={**environ, **dict(env)})
         if done.returncode != 0:
             raise RuntimeError(f"the runner failed under {dict(env)}:\n{done.stderr[-3000:]}")
         for s, records in zip(group, json.loads(done.stdout.strip().splitlines()[-1])):

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 
 import ipywidgets as w
@@ -16,6 +15,7 @@ from gpulab.placement.reservation import reserve_gpus
 from gpulab.placement.selection import NoFreeGpu, rank_gpus
 from gpulab.machine.simulated import SimulatedGpuReader
 from tests.placement.other_kernel import held_elsewhere
+from tests import process_group
 
 
 
@@ -185,7 +185,7 @@ print(os.environ["CUDA_VISIBLE_DEVICES"], os.environ["CUDA_DEVICE_ORDER"])
 
 def test_apply_sets_the_variables_in_a_fresh_kernel():
     env = {k: v for k, v in os.environ.items() if not k.startswith("CUDA_")}
-    out = subprocess.run([sys.executable, "-c", APPLY_SCRIPT], capture_output=True, text=True, timeout=60, env=env)
+    out = process_group.run([sys.executable, "-c", APPLY_SCRIPT], capture_output=True, text=True, timeout=60, env=env)
     assert out.stdout.split() == ["1,0", "PCI_BUS_ID"], out.stderr
 
 

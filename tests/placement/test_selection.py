@@ -5,7 +5,6 @@ import json
 import os
 import shutil
 import signal
-import stat
 import subprocess
 import sys
 import tempfile
@@ -18,6 +17,7 @@ from gpulab.placement.reservation import current_holders, reservations_dir, rese
 from gpulab.placement.selection import NoFreeGpu, Policy, choose_gpus, rank_gpus
 from gpulab.machine.simulated import SimulatedGpuReader, simulated_gpu
 from gpulab.testing import FakeClock
+from tests.process_group import kill_group
 
 ROOT = Path(__file__).resolve().parents[2]
 W8 = SimulatedGpuReader("workshop-8")
@@ -143,7 +143,8 @@ def _start(k: int, tmp: Path, simulate: str, n: int = 1, python: str = sys.execu
     env = {**os.environ, "GPULAB_SIMULATE_GPUS": simulate, "PYTHONPATH": str(ROOT)}
     env.pop("CUDA_VISIBLE_DEVICES", None)
     return subprocess.Popen([python, "-c", WORKER, str(tmp / "go"), str(n), str(tmp / "locks")], env={**env, **popen.pop("env", {})},
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen)
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True, **popen)
 
 
 def _race(tmp: Path, simulate: str, count: int = 8) -> list[dict]:
@@ -154,7 +155,10 @@ def _race(tmp: Path, simulate: str, count: int = 8) -> list[dict]:
     finally:
         for p in procs:
             p.stdin.close()
-            p.wait(timeout=60)
+            try:
+                p.wait(timeout=60)
+            finally:
+                kill_group(p)  # on a hang too: the worker and anything it started
             p.stdout.close()
             p.stderr.close()
     return results
@@ -186,32 +190,30 @@ def test_a_reservation_dies_with_its_process(tmp_path):
     assert reserve_gpus(3, W8, reservations=tmp_path / "locks").physical_indices == (1, 3, 5)
 
 
-def _others_can_read(path: Path) -> bool:
-    """Whether a user with no special rights can reach ``path`` (x on every parent) and read it."""
-    path = path.resolve()
-    parents_ok = all(os.stat(p).st_mode & stat.S_IXOTH for p in path.parents)
-    return parents_ok and bool(os.stat(path).st_mode & stat.S_IROTH)
-
-
 @pytest.fixture
 def as_nobody():
-    """A scratch directory, and a way to start a reserving process in it as the Unix user nobody (needs root)."""
+    """A scratch directory, and a way to start a reserving process in it as the Unix user nobody (needs root).
+
+    User nobody runs the system's Python on a copy of this checkout's ``gpulab`` in the scratch directory (the
+    reservation code needs nothing outside the standard library), so the test runs wherever the clone sits, a
+    private folder such as root's home included."""
     if os.geteuid() != 0:
         pytest.skip("needs root to start a process as another user (nobody)")
     system_python = shutil.which("python3.11", path="/usr/bin")
     if system_python is None:
         pytest.skip("no interpreter outside root's home that user nobody can run")
-    site = next(p for p in sys.path if p.endswith("site-packages"))
-    hidden = [str(p) for p in (ROOT, Path(site)) if not _others_can_read(p)]
-    if hidden:
-        pytest.skip(f"user nobody cannot read {', '.join(hidden)} (a parent directory is private), so it cannot import gpulab")
     tmp = Path(tempfile.mkdtemp(prefix="gpulab-users-"))
     os.chmod(tmp, 0o755)
+    shutil.copytree(ROOT / "gpulab", tmp / "code" / "gpulab", ignore=shutil.ignore_patterns("__pycache__"))
+    for folder, dirs, files in os.walk(tmp / "code"):
+        for name in dirs + files:
+            os.chmod(Path(folder) / name, 0o755 if name in dirs else 0o644)
+    os.chmod(tmp / "code", 0o755)
     (tmp / "go").touch()
 
     def start(n: int) -> subprocess.Popen:
         other = _start(1, tmp, "workshop-8", n=n, python=system_python, user="nobody",
-                       env={"PYTHONPATH": f"{ROOT}:{site}", "HOME": "/tmp"})
+                       env={"PYTHONPATH": str(tmp / "code"), "HOME": "/tmp"})
         started.append(other)
         return other
 

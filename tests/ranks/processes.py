@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import psutil
+from tests import process_group
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -42,5 +43,5 @@ def run_python(code: str, timeout: float = 180, **kwargs) -> subprocess.Complete
     """Run ``code`` in a fresh interpreter (this checkout first on the path); output captured as text."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     env.update(kwargs.pop("env", {}))
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                          timeout=timeout, env=env, **kwargs)
+    return process_group.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                             timeout=timeout, env=env, **kwargs)

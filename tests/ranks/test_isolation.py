@@ -16,6 +16,7 @@ import psutil
 import pytest
 
 from .processes import ROOT
+from tests import process_group
 
 PARENT_MATMUL = """
     import os, sys, time, torch
@@ -181,7 +182,7 @@ def test_a_script_that_launches_without_the_main_guard_is_told_how_to_fix_it(tmp
     script = tmp_path / "train_script.py"
     script.write_text("import gpulab.ranks.launcher as L\nL.launch(print, 2)\n")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, env=env)
+    done = process_group.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, env=env)
     assert done.returncode == 1
     assert "each rank first re-imports your script 'train_script.py'" in done.stderr
     assert 'under `if __name__ == "__main__":`' in done.stderr

@@ -7,10 +7,12 @@ import os
 import socket
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
+from ..process_group import kill_group, run
 from .processes import ROOT
 
 SCRIPTS = ROOT / "notebooks" / "scripts"
@@ -37,7 +39,7 @@ def torchrun(*args: str) -> list[str]:
 
 
 def test_the_script_trains_on_two_processes_under_torchrun(tmp_path):
-    done = subprocess.run(torchrun("--standalone", "--nproc-per-node=2", str(SCRIPTS / "ddp_digits.py"), "--epochs",
+    done = run(torchrun("--standalone", "--nproc-per-node=2", str(SCRIPTS / "ddp_digits.py"), "--epochs",
                                    "2", "--checkpoint", str(tmp_path / "c.pt")),
                           capture_output=True, text=True, timeout=300, env=env())
     assert done.returncode == 0, done.stderr[-3000:]
@@ -47,19 +49,19 @@ def test_the_script_trains_on_two_processes_under_torchrun(tmp_path):
 
 
 def _two_nodes(commands: list[list[str]], extra_envs: list[dict[str, str]], tmp_path: Path) -> list[dict]:
-    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env(**extra))
-             for cmd, extra in zip(commands, extra_envs)]
-    outs = []
-    for p in procs:
+    """Both nodes at once, each in a process group of its own; their pipes are read at the same time (one node that
+    fills its pipe must not wait for the other node to finish), and on a timeout both groups die, ranks included."""
+    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env(**extra),
+                              start_new_session=True) for cmd, extra in zip(commands, extra_envs)]
+    with ThreadPoolExecutor(len(procs)) as pool:
         try:
-            out, err = p.communicate(timeout=300)
-        except subprocess.TimeoutExpired:
-            for q in procs:
-                q.kill()
-            raise
+            outputs = list(pool.map(lambda p: p.communicate(timeout=240), procs))
+        finally:
+            for p in procs:
+                kill_group(p)  # ranks of a node that hung (its reader then ends), or left behind by one that ended
+    for p, (out, err) in zip(procs, outputs):
         assert p.returncode == 0, err[-3000:]
-        outs.append(out)
-    return results(*outs)
+    return results(*(out for out, _ in outputs))
 
 
 @pytest.mark.parametrize("attempt", [1, 2])  # twice: a second job on the same machine must not meet the first's state
@@ -85,7 +87,7 @@ def test_the_slurm_node_script_runs_as_two_nodes_with_slurms_variables(tmp_path)
 
 
 def test_the_deprecated_launcher_warns_and_the_old_argument_is_refused():
-    done = subprocess.run([sys.executable, "-m", "torch.distributed.launch", "--nproc_per_node=2",
+    done = run([sys.executable, "-m", "torch.distributed.launch", "--nproc_per_node=2",
                            str(SCRIPTS / "launch_legacy.py")], capture_output=True, text=True, timeout=300, env=env())
     assert done.returncode != 0
     assert "FutureWarning: The module torch.distributed.launch is deprecated" in done.stderr

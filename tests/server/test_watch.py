@@ -18,6 +18,8 @@ from gpulab.server.render import ServerView, bar, render_html, render_text
 from gpulab.server.watch import WATCH_THREAD_NAME, ServerWatch, read_server, watch_gpus, watch_terminal
 from gpulab.placement.reservation import reserve_gpus
 from tests.placement.other_kernel import held_elsewhere
+from tests import process_group
+from tests.process_group import kill_group
 
 W8 = SimulatedGpuReader("workshop-8")
 W8_GPUS = tuple(W8.info(i) for i in range(W8.count()))
@@ -76,7 +78,7 @@ def test_a_kernel_process_is_named_by_its_user_and_kernel_id():
         == "1a2b3c4d-55"
     assert kernel_id(["python", "train.py"]) is None
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "ipykernel_launcher", "-f",
-                              "/tmp/kernel-1a2b3c4d-9999.json"])
+                              "/tmp/kernel-1a2b3c4d-9999.json"], start_new_session=True)
     try:
         for _ in range(100):  # the new process's command line is empty for a moment while it starts
             if "-f" in psutil.Process(child.pid).cmdline():
@@ -84,8 +86,7 @@ def test_a_kernel_process_is_named_by_its_user_and_kernel_id():
             time.sleep(0.05)
         owner = process_owner(child.pid)
     finally:
-        child.kill()
-        child.wait()
+        kill_group(child)
     assert owner.kernel == "1a2b3c4d-9999" and owner.user == process_owner(os.getpid()).user
     assert str(owner) == f"{owner.user}: kernel 1a2b3c4d (pid {child.pid})"
     gone = process_owner(child.pid)
@@ -153,10 +154,10 @@ def test_the_notebook_view_is_redrawn_by_a_thread_that_ends(tmp_path):
 
 
 def test_the_command_line_watch_runs_on_a_described_server():
-    ok = subprocess.run([sys.executable, "-m", "gpulab", "watch", "--frames", "1"], capture_output=True, text=True,
-                        timeout=120, env={**os.environ, "GPULAB_SIMULATE_GPUS": "kaggle-2xT4"})
+    ok = process_group.run([sys.executable, "-m", "gpulab", "watch", "--frames", "1"], capture_output=True, text=True,
+                           timeout=120, env={**os.environ, "GPULAB_SIMULATE_GPUS": "kaggle-2xT4"})
     assert ok.returncode == 0, ok.stderr
     assert "SIMULATED" in ok.stdout and "Tesla T4" in ok.stdout
-    bad = subprocess.run([sys.executable, "-m", "gpulab", "watch", "--interval", "0.1"], capture_output=True,
-                         text=True, timeout=120)
+    bad = process_group.run([sys.executable, "-m", "gpulab", "watch", "--interval", "0.1"], capture_output=True,
+                            text=True, timeout=120)
     assert bad.returncode == 2 and "use 0.5 or more" in bad.stderr

@@ -1,12 +1,12 @@
 """The digits read from scikit-learn's file equal scikit-learn's own loader, without importing scikit-learn."""
 from __future__ import annotations
 
-import subprocess
 import sys
 
 import numpy as np
 
 from gpulab.workload.digits import _scans
+from tests import process_group
 
 
 def test_the_file_read_equals_scikit_learns_loader():
@@ -21,5 +21,5 @@ def test_the_file_read_equals_scikit_learns_loader():
 def test_loading_the_digits_does_not_import_scikit_learn():
     code = ("import sys; from gpulab.workload import load_digits; d = load_digits(); "
             "print(len(d.train) + len(d.test), 'sklearn' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    out = process_group.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["1797", "False"]
