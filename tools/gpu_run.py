@@ -93,7 +93,7 @@ def main() -> int:
           f"added to {target.name}/: {', '.join(sorted(added)) or 'nothing (already there)'}"
           f"{' from wheelhouse/ (no index)' if wheelhouse and added else ''}")
     count = torch.cuda.device_count() if torch.cuda.is_available() else 0
-    env = {**os.environ, "GPULAB_ONLY_GPU": "1",
+    env = {**os.environ, "GPULAB_ONLY_GPU": "1", "GPULAB_RECORD_EVIDENCE": "1",  # chapter 05 keeps its GPU run
            "PYTHONPATH": os.pathsep.join(filter(None, [str(target), str(ROOT), os.environ.get("PYTHONPATH")]))}
     junit = ROOT / ".gpu-deps" / "junit.xml"
     files = [str(p.relative_to(ROOT)) for p in gpu_test_files()]

@@ -211,6 +211,6 @@ def test_a_failed_launch_leaves_no_semaphore_for_the_tracker_to_call_leaked(no_p
             err = kept
         stop_server()
         print("failed as expected:", type(err).__name__)
-    """, start_new_session=True)
+    """)
     assert "failed as expected: RankFailed" in run.stdout, run.stderr[-2000:]
     assert "leaked semaphore" not in run.stderr and "FileNotFoundError" not in run.stderr, run.stderr[-2000:]

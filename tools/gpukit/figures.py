@@ -142,7 +142,7 @@ def dataparallel_samples_per_s(devices: list[str], batch: int = 64) -> dict[str,
 
 def ddp_samples_per_s(device: str, batch: int = 128, images: int | None = None) -> dict[str, Any]:
     """DDP's samples/s with 2 ranks on chapter 04's workload (one GPU per rank on CUDA), and its speedup over 1."""
-    from gpulab.launch.speed import rank_speedup
+    from gpulab.ranks.speed import rank_speedup
 
     speed = rank_speedup(batch_sizes=(batch,), epochs=1, images=images, device=device)
     ddp = max((r for r in speed.rows if r.setup == "DDP"), key=lambda r: r.ranks)
@@ -153,7 +153,7 @@ def nccl_allreduce_busbw_gbps(gpus: int, nbytes: int = 1 << 28) -> dict[str, Any
     """NCCL all-reduce bus bandwidth (nccl-tests' definition: 2(n-1)/n x bytes / time) over ``gpus`` GPUs."""
     if gpus < 2:
         return {"not_measured": f"an all-reduce between GPUs needs 2 or more; this machine has {gpus}"}
-    from gpulab.launch.launcher import launch
+    from gpulab.ranks.launcher import launch
 
     t = max(launch(_allreduce_seconds, nprocs=gpus, backend="nccl", args=(nbytes,), all_ranks=True))
     return _figure(2 * (gpus - 1) / gpus * nbytes / t / 1e9, "GB/s", note=f"{gpus} GPUs, {nbytes >> 20} MiB")
