@@ -288,7 +288,7 @@ class GpuPicker:
                 why.append("in MIG mode: CUDA uses its MIG slices, not the whole GPU")
             if why:
                 out.append(f"GPU {i} is not free: {', '.join(why)}. Work sent there shares it with others and may run "
-                           "slowly or out of memory; untick it, or press Pick free.")
+                           "slowly or out of memory; untick it, or press the 'Pick N free' button.")
         return out
 
     def _update(self) -> None:
