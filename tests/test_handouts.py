@@ -231,7 +231,8 @@ def test_a_real_chapter_builds_and_its_pages_pass(tmp_path):
                             capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-3000:]
     page = (tmp_path / "student" / "02_choosing_gpus.html").read_text(encoding="utf-8")
-    assert "gpulab-widget" in page and "☑ GPU" in page and "CUDA_VISIBLE_DEVICES=5,1" in page
+    # the pickers drawn from their saved widget state: a ticked row, and the by-hand picker's mapping (quoted value)
+    assert 'class="gpulab-widget"' in page and "☑ GPU" in page and "CUDA_VISIBLE_DEVICES='5,1'" in page
     assert "fast mode: True" not in page and "fast_mode()" not in page, "the settings line is left out"
     assert (tmp_path / "student" / "02_choosing_gpus.pdf").stat().st_size > 50_000
 
