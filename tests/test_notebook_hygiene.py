@@ -94,3 +94,9 @@ def test_the_normaliser_removes_colours_and_the_paths_of_the_machine_that_ran_it
         "ValueError in <repo>/gpulab/core/units.py, line 3, called from .../site-packages/torch/nn/modules/module.py "
         "and .../lib/python3.11/runpy.py; another checkout: <repo>/notebooks/scripts/ddp_digits.py; "
         "reservations in /tmp/gpulab-reservations")
+
+
+def test_the_normaliser_hides_the_folders_a_run_made_in_the_temporary_directory():
+    text = "No such file or directory: '/tmp/gpulab-04-3r0ii739/tmpexei_ckt/new.pt'; locks: /tmp/gpulab-reservations/a"
+    assert normal_text(text, Path("/home/ada/gpulab")) == (
+        "No such file or directory: '/tmp/…/new.pt'; locks: /tmp/gpulab-reservations/a")

@@ -10,13 +10,16 @@ anything about the code:
 * widget state (``metadata.widgets`` of the notebook: a live kernel's widget models, hundreds of KiB);
 * ANSI colour codes in outputs (IPython colours its tracebacks);
 * paths of the machine that ran the chapter: this checkout becomes ``<repo>``, an installed package's folder
-  ``.../site-packages/`` and Python's own library ``.../lib/pythonX.Y/``. The documented default
-  ``/tmp/gpulab-reservations`` is a path the reader's machine has too, and stays.
+  ``.../site-packages/`` and Python's own library ``.../lib/pythonX.Y/``, and the folders a run made in the temporary
+  directory (``/tmp/gpulab-04-3r0ii739/tmpexei_ckt/new.pt``) become ``/tmp/…/new.pt``, still a path to the
+  sanitizer that nbval and the raising-cell check apply. The documented default ``/tmp/gpulab-reservations`` is a
+  path the reader's machine has too, and stays.
 """
 from __future__ import annotations
 
 import re
 import sys
+import tempfile
 from pathlib import Path
 
 import nbformat
@@ -26,6 +29,9 @@ ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _PATH_CHARS = r"[^\s'\"(),:<>\[\]]"
 SITE_PACKAGES = re.compile(rf"/{_PATH_CHARS}*?/site-packages/")
 STDLIB = re.compile(rf"/{_PATH_CHARS}*?/lib/(python3\.\d+)/")
+# Folders a run made under the temporary directory (random names), not the documented reservations folder.
+TEMP_FOLDERS = re.compile(rf"(?<![\w.~-])({'|'.join(re.escape(t) for t in sorted({'/tmp', tempfile.gettempdir()}))})/"
+                          rf"(?!gpulab-reservations\b)(?:{_PATH_CHARS}+/)+")
 # Another checkout of this repository (a worktree, a clone elsewhere): a folder followed by one of ours.
 OTHER_CHECKOUT = re.compile(rf"/{_PATH_CHARS}*?/(?=(?:gpulab|notebooks|tools|tests|benchmarks)/{_PATH_CHARS}+\.py\b)")
 
@@ -36,6 +42,7 @@ def normal_text(text: str, repo: Path = REPO) -> str:
     text = text.replace(str(repo) + "/", "<repo>/").replace(str(repo), "<repo>")
     text = SITE_PACKAGES.sub(".../site-packages/", text)
     text = STDLIB.sub(r".../lib/\1/", text)
+    text = TEMP_FOLDERS.sub(r"\1/…/", text)
     return OTHER_CHECKOUT.sub("<repo>/", text)
 
 
