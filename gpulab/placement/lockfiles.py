@@ -12,7 +12,7 @@ import os
 import socket
 import stat
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core.arguments import path_or_none, shown
@@ -139,6 +139,9 @@ class Holder:
     host: str | None
     text: str
     mine: bool = False
+    details: dict[str, str] = field(default_factory=dict)
+    """What the holder said of the lease beyond pid, user and host (``reserve_gpus(details=...)``): for example the
+    kernel id, the notebook, the JupyterHub user a server was started for, the lease's ``MASTER_PORT`` range."""
 
     def __str__(self) -> str:
         return self.text
@@ -152,12 +155,14 @@ def read_holder(fd: int) -> Holder:
     """
     lockers = flock_pids(fd)
     if os.getpid() in lockers:
-        return Holder(os.getpid(), None, socket.gethostname(), THIS_NOTEBOOK, mine=True)
+        return Holder(os.getpid(), None, socket.gethostname(), THIS_NOTEBOOK, mine=True,
+                      details=_details(_read_json(fd)))
     try:
         data = json.loads(os.pread(fd, 4096, 0) or b"{}")
         named = f"pid {data['pid']} ({data['user']}@{data['host']})"
     except (ValueError, KeyError, TypeError, OSError):
         data, named = None, None
+    details = _details(data)
     if lockers and data is None:
         return Holder(lockers[0], None, None, f"pid {lockers[0]} (it has not written its name into the file)")
     if lockers and data.get("pid") not in lockers:  # pids of another pid namespace (container) differ too
@@ -166,8 +171,25 @@ def read_holder(fd: int) -> Holder:
     if named is None:
         return Holder(None, None, None, "another process (it has not written its name yet)")
     if not lockers and data["pid"] == os.getpid() and data["host"] == socket.gethostname():
-        return Holder(data["pid"], data["user"], data["host"], THIS_NOTEBOOK, mine=True)  # no /proc/locks here
-    return Holder(data["pid"], data["user"], data["host"], named)
+        return Holder(data["pid"], data["user"], data["host"], THIS_NOTEBOOK, mine=True,
+                      details=details)  # no /proc/locks here
+    return Holder(data["pid"], data["user"], data["host"], named, details=details)
+
+
+def _read_json(fd: int) -> dict | None:
+    try:
+        data = json.loads(os.pread(fd, 4096, 0) or b"{}")
+    except (ValueError, OSError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _details(data: object) -> dict[str, str]:
+    """The holder's ``details``, as strings; anything else in the file is ignored (the file is everyone's to write)."""
+    raw = data.get("details") if isinstance(data, dict) else None
+    if not isinstance(raw, dict):
+        return {}
+    return {str(k): str(v) for k, v in raw.items()}
 
 
 def flock_pids(fd: int) -> list[int]:
@@ -225,14 +247,17 @@ def reservation_holders(uuids: list[str], directory: str | os.PathLike[str] | No
     return out
 
 
-def write_holder(fd: int) -> bool:
-    """Write who holds the lock into the file; False on a read-only descriptor (the lock holds, the name is missing)."""
+def write_holder(fd: int, details: dict[str, str] | None = None) -> bool:
+    """Write who holds the lock into the file, with the lease's ``details``; False on a read-only descriptor (the lock
+    holds, the name is missing)."""
     import pwd  # POSIX only, like the lock itself
 
     fcntl = flock_module()
     if fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE == os.O_RDONLY:
         return False
     info = {"pid": os.getpid(), "user": pwd.getpwuid(os.geteuid()).pw_name, "host": socket.gethostname(), "since": time.time()}
+    if details:
+        info["details"] = dict(details)
     os.ftruncate(fd, 0)
     os.pwrite(fd, json.dumps(info).encode(), 0)
     return True

@@ -12,9 +12,10 @@ Never creates a CUDA context: the GPUs are read through NVML (or a described mac
 """
 from __future__ import annotations
 
+import json
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -108,17 +109,40 @@ class Reservation:
         return f"<p>{html.escape(self._head())}</p>" + self.choice._repr_html_()
 
 
+MAX_DETAILS_BYTES = 2048  # holders read the first 4096 bytes of a lock file
+
+
+def checked_details(details: Mapping[str, str] | None) -> dict[str, str]:
+    """``details`` as a plain dict of short strings, or a clear error saying what to pass instead."""
+    if details is None:
+        return {}
+    if not isinstance(details, Mapping):
+        raise TypeError(f"details={details!r}: expected a dict of short strings, for example "
+                        "details={'kernel': kernel_id, 'notebook': 'lesson.ipynb'}.")
+    bad = [k for k, v in details.items() if not isinstance(k, str) or not isinstance(v, str)]
+    if bad:
+        raise TypeError(f"details: {bad[0]!r} is not a string key with a string value; convert numbers with str() "
+                        "first, for example details={'ports': '29500-29509'}.")
+    size = len(json.dumps(dict(details)).encode())
+    if size > MAX_DETAILS_BYTES:
+        raise ValueError(f"details take {size} bytes; a lease keeps at most {MAX_DETAILS_BYTES}. Keep them to names "
+                         "and ids (a notebook path, a kernel id), not file contents.")
+    return dict(details)
+
+
 @renamed_keywords(reader="machine", directory="reservations")
 def reserve_gpus(n: int = 1, machine: GpuReader | str | None = None, policy: Policy | None = None, *,
                  reservations: str | os.PathLike[str] | None = None, wait_s: float = 0.0, poll_s: float = 1.0,
                  clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
-                 ) -> Reservation:
+                 details: Mapping[str, str] | None = None) -> Reservation:
     """Pick ``n`` free GPUs and hold them against every other process on this machine.
 
     Candidates are the GPUs this process may use (those ``CUDA_VISIBLE_DEVICES`` allows, if set), read through
     ``machine`` (default: NVML, or ``GPULAB_SIMULATE_GPUS``; or a preset name such as ``"workshop-8"``); ``policy`` says what free means. GPUs reserved by others
     are passed over. With ``wait_s`` it retries every ``poll_s`` seconds until then; otherwise, or after that,
-    ``NoFreeGpu`` says why each GPU was passed over. Nothing here creates a CUDA context.
+    ``NoFreeGpu`` says why each GPU was passed over. ``details`` (short strings: kernel id, notebook, the user a server
+    was started for) are written into the lease for ``watch`` and the picker to show. Nothing here creates a CUDA
+    context.
     """
     flock_module()  # on Windows, refuse before touching any directory
     n = whole_number(n, "n", minimum=1, example="reserve_gpus(2) for two GPUs")
@@ -131,6 +155,7 @@ def reserve_gpus(n: int = 1, machine: GpuReader | str | None = None, policy: Pol
                          "and the driver for nothing (GPUs free up in seconds, not microseconds). Use poll_s=1.0.")
     function(clock, "clock", example="time.monotonic")
     function(sleep, "sleep", example="time.sleep")
+    details = checked_details(details)
     d = reservations_dir(reservations)
     deadline = clock() + wait_s
     while True:
@@ -155,7 +180,7 @@ def reserve_gpus(n: int = 1, machine: GpuReader | str | None = None, policy: Pol
                             os.close(other)
                         raise NoFreeGpu(f"GPU {g.physical_index} was locked by a process that does not use "
                                         f"{d / 'select.lock'}; try again.")
-                    write_holder(fd)
+                    write_holder(fd, details)
                     fds[g.uuid] = fd
                 return Reservation(choice, d, fds)
         sleep(min(poll_s, max(0.0, deadline - clock())))

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from gpulab.core.readings import Unavailable
-from gpulab.placement.reservation import current_holders, reservations_dir, reserve_gpus
+from gpulab.placement.reservation import current_holders, reservation_holders, reservations_dir, reserve_gpus
 from gpulab.placement.selection import NoFreeGpu, Policy, choose_gpus, rank_gpus
 from gpulab.machine.simulated import SimulatedGpuReader, simulated_gpu
 from gpulab.testing import FakeClock
@@ -281,3 +281,27 @@ def test_an_existing_lock_file_is_reopened_read_write_and_named(tmp_path):
     assert current_holders([uuid], directory=tmp_path) == {uuid: "this notebook"}
     assert json.loads((tmp_path / f"gpu-{uuid}.lock").read_text())["pid"] == os.getpid()  # named in the file
     again.release()
+
+
+def test_a_lease_carries_its_details_to_whoever_reads_the_holders(tmp_path):
+    """What a provisioner or a JupyterHub hook says of a lease (kernel, notebook, the user it is for) is read back by
+    every view of the holders, this process's own included."""
+    details = {"kernel": "5f1c", "notebook": "lesson.ipynb", "for_user": "alice"}
+    with reserve_gpus(1, "workshop-8", reservations=tmp_path, details=details) as r:
+        held = reservation_holders([g.uuid for g in r.gpus], tmp_path)
+        (holder,) = held.values()
+        assert holder.mine and holder.details == details
+    plain = reserve_gpus(1, "workshop-8", reservations=tmp_path)
+    assert list(reservation_holders([g.uuid for g in plain.gpus], tmp_path).values())[0].details == {}
+    plain.release()
+
+
+@pytest.mark.parametrize("details, error, text", [
+    ("alice", TypeError, r"expected a dict of short strings"),
+    ({"ports": 29500}, TypeError, r"'ports' is not a string key with a string value; convert numbers with str\(\)"),
+    ({"notebook": "x" * 3000}, ValueError, r"a lease keeps at most 2048"),
+])
+def test_wrong_details_are_refused_before_any_gpu_is_locked(tmp_path, details, error, text):
+    with pytest.raises(error, match=text):
+        reserve_gpus(1, "workshop-8", reservations=tmp_path, details=details)
+    assert reservation_holders([g.uuid for g in W8_GPUS], tmp_path) == {}
