@@ -39,6 +39,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 from handoutkit.printing import find_chromium  # noqa: E402
+from tests.process_group import kill_group  # noqa: E402
 
 CHROMIUM = find_chromium()
 SHOTS = Path(os.environ.get("GPULAB_SCREENSHOTS", ROOT / "build" / "browser-screenshots"))
@@ -130,13 +131,14 @@ def lab(tmp_path_factory):
     log = open(work / "jupyterlab.log", "w")
     before = {p.pid for p in psutil.Process().children(recursive=True)}
     server = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=work,
-                              preexec_fn=_stop_with_parent)
+                              preexec_fn=_stop_with_parent, start_new_session=True)
     base = f"http://127.0.0.1:{port}"
     try:
         _wait_for_server(base, token, server, work / "jupyterlab.log")
         yield {"base": base, "token": token, "work": work}
     finally:
         _stop(server, base, token)
+        kill_group(server)  # whatever the server started in its own group (kernels lead groups of their own)
         log.close()
         time.sleep(0.5)
         left = [p for p in psutil.Process().children(recursive=True) if p.pid not in before and p.is_running()
