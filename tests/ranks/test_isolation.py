@@ -91,8 +91,12 @@ def test_ranks_never_hang_after_the_parents_matmul_at_two_threads_per_rank():
 def test_interrupting_the_launch_stops_every_rank(whole_group):
     # A notebook's stop button sends SIGINT to the kernel's process group (jupyter_client); test that and the kernel
     # alone. Either way: KeyboardInterrupt in the cell, and no rank left running.
+    # The stand-in kernel installs default_int_handler as ipykernel does around each cell (kernelbase.py,
+    # pre_handler_hook): a pytest started from a non-interactive shell's `cmd &` inherits SIGINT ignored, and a
+    # Python started with SIGINT ignored keeps ignoring it, so without this line the stop button is never heard.
     proc = start("""
-    import os, time, multiprocessing.forkserver as fs
+    import os, signal, time, multiprocessing.forkserver as fs
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     import gpulab.ranks.launcher as L
     def forever():
         print("pid", os.getpid())
