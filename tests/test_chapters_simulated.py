@@ -44,7 +44,13 @@ def test_the_chapter_runs_on_a_described_machine_and_leaves_nothing_behind(path,
         if cell.cell_type == "code":
             cell.outputs = []
     # Cells tagged raises-exception may raise (nbclient's rule, as nbval's); any other error fails here.
-    NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}).execute()
+    client = NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}})
+    client.km = client.create_kernel_manager()
+    # The chapter's own clean-up (its TemporaryDirectory, the fork server's folder) runs as the kernel exits, which
+    # with torch loaded can take longer than jupyter_client's 5 s grace on a loaded machine; killed before it ends,
+    # the kernel would leave them behind through no fault of the chapter's.
+    client.km.shutdown_wait_time = 60
+    client.execute()
     for cell in nb.cells:
         if "raises-exception" in cell.metadata.get("tags", []):
             assert any(o.output_type == "error" for o in cell.outputs), \
