@@ -101,9 +101,14 @@ def gpu_hooks(gpus: int = 1, *, policy: Policy | Mapping[str, Any] | None = None
     starts servers with no GPU at all (``CUDA_VISIBLE_DEVICES`` empty). Wrong values are refused here, when the Hub
     reads its config, not at a student's first spawn.
     """
-    gpus = whole_number(gpus, "gpus", minimum=0, example="gpu_hooks(gpus=1) for one GPU per server")
+    gpus = whole_number(gpus, "gpus", minimum=0, example="gpu_hooks(gpus=1) for one GPU per single-user server, "
+                        "gpus=0 for servers without a GPU")
     policy = hub_policy(policy)
     if machine is not None:
+        if not isinstance(machine, str):
+            raise TypeError(f"machine={shown(machine)} is a {type(machine).__name__}; the Hub passes the machine on to "
+                            "every server by name, so give a described machine's name (machine=\"idle-8\") or a JSON "
+                            "file's path, or leave it out for this machine's GPUs.")
         as_reader(machine)  # an unknown preset is refused now, with the list of presets
     directory = named_dir(reservations)
 
