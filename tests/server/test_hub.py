@@ -6,8 +6,8 @@ gpulab.server.hub's hooks), with JupyterHub's dummy authenticator and SimpleLoca
 GPUs per server, driven through the Hub's REST API with an admin token from the test's config: the first two servers
 get disjoint GPUs (read from the leases and from each server process's environment), the third would need a 9th GPU
 and gets the clear message, stopping a server frees its GPUs, and a server killed with SIGKILL frees them as soon as
-the Hub's poll notices. The Hub, the proxy and every server are found afterwards by a marker in their environment:
-none may be left.
+the Hub's poll notices. A Hub restart stops the servers with the old Hub and leases afresh in the new one. The Hub, the
+proxy and every server are found afterwards by a marker in their environment: none may be left.
 """
 from __future__ import annotations
 
@@ -161,7 +161,7 @@ def _visible(hub: Hub, user: str) -> list[str]:
     return _environ(pid)["CUDA_VISIBLE_DEVICES"].split(",")
 
 
-def test_a_real_hub_leases_disjoint_gpus_to_servers_and_frees_them_on_stop_and_kill(tmp_path):
+def test_a_real_hub_leases_disjoint_gpus_to_servers_and_frees_them_on_stop_kill_and_restart(tmp_path):
     if not CHP.exists():
         pytest.fail(f"JupyterHub's proxy is not installed at {CHP}: install Node's npm (apt-get install npm) and run "
                     "`make install` again, which installs configurable-http-proxy there.")
@@ -173,20 +173,35 @@ def test_a_real_hub_leases_disjoint_gpus_to_servers_and_frees_them_on_stop_and_k
     env = dict(os.environ, GPULAB_HUB_MODEL="server", GPULAB_SIMULATE_GPUS="idle-8",
                GPULAB_RESERVATIONS_DIR=str(leases_dir), GPULAB_HUB_TEST=marker)
     env.pop("CUDA_VISIBLE_DEVICES", None)
-    log = open(tmp_path / "hub.log", "wb")
-    hub_proc = subprocess.Popen([sys.executable, "-m", "jupyterhub", "-f", str(config)], cwd=tmp_path, env=env,
-                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    log = open(tmp_path / "hub.log", "ab")
     hub = Hub(f"http://127.0.0.1:{ports['proxy']}", token)
-    try:
+    procs: list[subprocess.Popen] = []
+
+    def launch() -> subprocess.Popen:
+        proc = subprocess.Popen([sys.executable, "-m", "jupyterhub", "-f", str(config)], cwd=tmp_path, env=env,
+                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        procs.append(proc)
+
         def up():
-            if hub_proc.poll() is not None:
-                raise AssertionError(f"the Hub exited ({hub_proc.returncode}):\n{_tail(tmp_path / 'hub.log')}")
+            if proc.poll() is not None:
+                raise AssertionError(f"the Hub exited ({proc.returncode}):\n{_tail(tmp_path / 'hub.log')}")
             try:
                 return hub.call("GET", "/")[0] == 200
             except OSError:
                 return False
 
         hub.wait("the Hub behind its proxy", up)
+        return proc
+
+    def stop(proc: subprocess.Popen) -> None:
+        """Stop the Hub as a service manager does (SIGTERM): every server and the proxy end with it, no lease left."""
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)
+        hub.wait("every Hub, proxy and server process to end", lambda: not _marked(marker), timeout_s=30)
+        assert _leases(leases_dir) == {}
+
+    try:
+        first = launch()
 
         # Two servers, three GPUs each: disjoint, in the leases and in each server's own environment.
         for user in ("alice", "bob"):
@@ -217,24 +232,28 @@ def test_a_real_hub_leases_disjoint_gpus_to_servers_and_frees_them_on_stop_and_k
         assert "bob" not in _leases(leases_dir).values()
         status, body = hub.start("carol")
         assert status in (201, 202), (status, body, _tail(tmp_path / "hub.log"))
-        leases = _leases(leases_dir)
-        carol = sorted(k for k, v in leases.items() if v == "carol")
+        carol = sorted(k for k, v in _leases(leases_dir).items() if v == "carol")
         assert len(carol) == 3 and not set(carol) & set(held["alice"]) and sorted(_visible(hub, "carol")) == carol
 
         # kill -9 of alice's server: the Hub's poll notices, runs post_stop_hook, and her GPUs are free again.
-        os.kill(hub.server("alice")["state"]["pid"], signal.SIGKILL)
+        os.kill(alice_pid, signal.SIGKILL)
         hub.wait("alice's leases to end after kill -9", lambda: "alice" not in _leases(leases_dir).values(),
                  timeout_s=30 + 10 * POLL_S)
         hub.wait("the Hub to see alice's server gone", lambda: hub.server("alice") is None)
         assert sorted(k for k, v in _leases(leases_dir).items() if v == "carol") == carol
 
-        # The Hub stops as a service manager stops it: every server and the proxy with it, no lease left.
-        hub_proc.send_signal(signal.SIGTERM)
-        hub_proc.wait(timeout=60)
-        hub.wait("every Hub, proxy and server process to end", lambda: not _marked(marker), timeout_s=30)
-        assert _leases(leases_dir) == {}
+        # A Hub restart: the old Hub stops carol's server with it (cleanup_servers); the new one leases afresh.
+        stop(first)
+        second = launch()
+        assert hub.server("carol") is None
+        status, body = hub.start("alice")
+        assert status in (201, 202), (status, body, _tail(tmp_path / "hub.log"))
+        alice = sorted(k for k, v in _leases(leases_dir).items() if v == "alice")
+        assert len(alice) == 3 and sorted(_visible(hub, "alice")) == alice
+        stop(second)
     finally:
-        kill_group(hub_proc)
+        for proc in procs:
+            kill_group(proc)
         for pid in _marked(marker):  # the proxy and servers run in sessions of their own: end them by pid
             try:
                 os.kill(pid, signal.SIGKILL)
