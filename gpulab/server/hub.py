@@ -11,7 +11,10 @@ Who holds the lock, and when it ends:
 
 * The **Hub process** holds each lease (an ``flock`` on one file per GPU, as every gpulab lease) from ``pre_spawn_hook``
   until ``post_stop_hook``. The single-user server does not hold it: with DockerSpawner it is not even a child of the
-  Hub, so only the Hub can hold a lease for every kind of spawner.
+  Hub, so only the Hub can hold a lease for every kind of spawner. (A LocalProcessSpawner's server could inherit the
+  locked descriptor and free its GPUs the instant it dies; that works for one spawner only, and every kernel the
+  server starts would have to be kept from inheriting it. The price of the Hub holding it is one poll interval.)
+  The lock files are opened close-on-exec, so no server or kernel inherits the Hub's locks.
 * A server stopped from the Hub (the user's "Stop My Server", the admin page, the REST API, an idle culler) ends in
   ``User.stop``, which runs ``post_stop_hook``: released at once. JupyterHub also runs it when a spawn fails.
 * A server that dies by itself (``kill -9``, out of memory, a crash) is noticed by the Hub's poll: every
