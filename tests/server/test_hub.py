@@ -45,14 +45,14 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _config(tmp: Path, token: str, marker: str, ports: dict[str, int]) -> str:
+def _config(tmp: Path, token: str, marker: str, ports: dict[str, int], model: str) -> str:
     root = os.geteuid() == 0
+    hooks = ("from gpulab.server.hub import gpu_hooks\n"
+             "c.Spawner.pre_spawn_hook, c.Spawner.post_stop_hook = gpu_hooks(gpus=3)") if model == "server" else ""
     return f"""
 c = get_config()
-load_subconfig({str(ROOT / 'tools' / 'jupyterhub_config.py')!r})  # GPULAB_HUB_MODEL=server: the hooks, poll, proxy
-
-from gpulab.server.hub import gpu_hooks
-c.Spawner.pre_spawn_hook, c.Spawner.post_stop_hook = gpu_hooks(gpus=3)
+load_subconfig({str(ROOT / 'tools' / 'jupyterhub_config.py')!r})  # GPULAB_HUB_MODEL: the hooks, poll, proxy
+{hooks}
 c.Spawner.poll_interval = {POLL_S}
 c.Spawner.environment = dict(c.Spawner.environment, GPULAB_HUB_TEST={marker!r})
 # Root (CI) runs the single-user servers as itself, which jupyter-server refuses without --allow-root.
@@ -161,107 +161,143 @@ def _visible(hub: Hub, user: str) -> list[str]:
     return _environ(pid)["CUDA_VISIBLE_DEVICES"].split(",")
 
 
-def test_a_real_hub_leases_disjoint_gpus_to_servers_and_frees_them_on_stop_kill_and_restart(tmp_path):
-    if not CHP.exists():
-        pytest.fail(f"JupyterHub's proxy is not installed at {CHP}: install Node's npm (apt-get install npm) and run "
-                    "`make install` again, which installs configurable-http-proxy there.")
-    token, marker = secrets.token_hex(16), secrets.token_hex(8)
-    ports = {"proxy": _free_port(), "hub": _free_port(), "proxy_api": _free_port()}
-    config = tmp_path / "jupyterhub_config.py"
-    config.write_text(_config(tmp_path, token, marker, ports))
-    leases_dir = tmp_path / "leases"
-    env = dict(os.environ, GPULAB_HUB_MODEL="server", GPULAB_SIMULATE_GPUS="idle-8",
-               GPULAB_RESERVATIONS_DIR=str(leases_dir), GPULAB_HUB_TEST=marker)
-    env.pop("CUDA_VISIBLE_DEVICES", None)
-    log = open(tmp_path / "hub.log", "ab")
-    hub = Hub(f"http://127.0.0.1:{ports['proxy']}", token)
-    procs: list[subprocess.Popen] = []
+class HubSession:
+    """A real Hub (and its proxy) run from tools/jupyterhub_config.py in ``model`` on the described idle-8 server:
+    ``launch()`` starts one and waits until it answers through the proxy, ``stop(proc)`` stops it as a service manager
+    does (SIGTERM) and checks that every process of the run ended with it and no lease is left."""
 
-    def launch() -> subprocess.Popen:
-        proc = subprocess.Popen([sys.executable, "-m", "jupyterhub", "-f", str(config)], cwd=tmp_path, env=env,
-                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        procs.append(proc)
+    def __init__(self, tmp: Path, model: str) -> None:
+        if not CHP.exists():
+            pytest.fail(f"JupyterHub's proxy is not installed at {CHP}: install Node's npm (apt-get install npm) and "
+                        "run `make install` again, which installs configurable-http-proxy there.")
+        self.tmp, self.marker = tmp, secrets.token_hex(8)
+        token = secrets.token_hex(16)
+        ports = {"proxy": _free_port(), "hub": _free_port(), "proxy_api": _free_port()}
+        self.config = tmp / "jupyterhub_config.py"
+        self.config.write_text(_config(tmp, token, self.marker, ports, model))
+        self.leases_dir = tmp / "leases"
+        self.env = dict(os.environ, GPULAB_HUB_MODEL=model, GPULAB_SIMULATE_GPUS="idle-8",
+                        GPULAB_RESERVATIONS_DIR=str(self.leases_dir), GPULAB_HUB_TEST=self.marker)
+        self.env.pop("CUDA_VISIBLE_DEVICES", None)
+        self.log = open(tmp / "hub.log", "ab")
+        self.hub = Hub(f"http://127.0.0.1:{ports['proxy']}", token)
+        self.procs: list[subprocess.Popen] = []
+
+    def log_tail(self, n: int = 40) -> str:
+        return "\n".join((self.tmp / "hub.log").read_text(errors="replace").splitlines()[-n:])
+
+    def launch(self) -> subprocess.Popen:
+        proc = subprocess.Popen([sys.executable, "-m", "jupyterhub", "-f", str(self.config)], cwd=self.tmp,
+                                env=self.env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+        self.procs.append(proc)
 
         def up():
             if proc.poll() is not None:
-                raise AssertionError(f"the Hub exited ({proc.returncode}):\n{_tail(tmp_path / 'hub.log')}")
+                raise AssertionError(f"the Hub exited ({proc.returncode}):\n{self.log_tail()}")
             try:
-                return hub.call("GET", "/")[0] == 200
+                return self.hub.call("GET", "/")[0] == 200
             except OSError:
                 return False
 
-        hub.wait("the Hub behind its proxy", up)
+        self.hub.wait("the Hub behind its proxy", up)
         return proc
 
-    def stop(proc: subprocess.Popen) -> None:
-        """Stop the Hub as a service manager does (SIGTERM): every server and the proxy end with it, no lease left."""
+    def stop(self, proc: subprocess.Popen) -> None:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=60)
-        hub.wait("every Hub, proxy and server process to end", lambda: not _marked(marker), timeout_s=30)
-        assert _leases(leases_dir) == {}
+        self.hub.wait("every Hub, proxy and server process to end", lambda: not _marked(self.marker), timeout_s=30)
+        assert _leases(self.leases_dir) == {}
 
-    try:
-        first = launch()
-
-        # Two servers, three GPUs each: disjoint, in the leases and in each server's own environment.
-        for user in ("alice", "bob"):
-            status, body = hub.start(user)
-            assert status in (201, 202), (status, body, _tail(tmp_path / "hub.log"))
-        leases = _leases(leases_dir)
-        held = {u: sorted(k for k, v in leases.items() if v == u) for u in ("alice", "bob")}
-        assert len(held["alice"]) == 3 and len(held["bob"]) == 3 and not set(held["alice"]) & set(held["bob"])
-        assert sorted(_visible(hub, "alice")) == held["alice"] and sorted(_visible(hub, "bob")) == held["bob"]
-        alice_pid = hub.server("alice")["state"]["pid"]
-        assert _environ(alice_pid)["GPULAB_RESERVATIONS_DIR"] == str(leases_dir)
-        cmdline = Path(f"/proc/{alice_pid}/cmdline").read_bytes().split(b"\0")
-        assert f"--config={ROOT / 'tools' / 'jupyter_server_config.py'}".encode() in cmdline  # the course's settings
-
-        # Carol's server would need GPUs 7, 8 and 9 of an 8-GPU machine: refused, saying who holds what and what to do.
-        status, body = hub.call("POST", "/users/carol/server")
-        assert status == 503, (status, body)
-        for message in (body["message"], hub.progress_message("carol")):
-            assert "No GPU for carol's server: it needs 3 free GPU(s), and 2 of this machine's 8 are free" in message
-            assert "reserved by alice's server" in message and "reserved by bob's server" in message
-            assert "What to do: wait until someone stops their server" in message
-        assert not any(v == "carol" for v in _leases(leases_dir).values())
-
-        # Bob stops his server: his GPUs are free again, and carol's next start gets three of them.
-        status, _ = hub.call("DELETE", "/users/bob/server")
-        assert status in (202, 204)
-        hub.wait("bob's server to stop", lambda: hub.server("bob") is None)
-        assert "bob" not in _leases(leases_dir).values()
-        status, body = hub.start("carol")
-        assert status in (201, 202), (status, body, _tail(tmp_path / "hub.log"))
-        carol = sorted(k for k, v in _leases(leases_dir).items() if v == "carol")
-        assert len(carol) == 3 and not set(carol) & set(held["alice"]) and sorted(_visible(hub, "carol")) == carol
-
-        # kill -9 of alice's server: the Hub's poll notices, runs post_stop_hook, and her GPUs are free again.
-        os.kill(alice_pid, signal.SIGKILL)
-        hub.wait("alice's leases to end after kill -9", lambda: "alice" not in _leases(leases_dir).values(),
-                 timeout_s=30 + 10 * POLL_S)
-        hub.wait("the Hub to see alice's server gone", lambda: hub.server("alice") is None)
-        assert sorted(k for k, v in _leases(leases_dir).items() if v == "carol") == carol
-
-        # A Hub restart: the old Hub stops carol's server with it (cleanup_servers); the new one leases afresh.
-        stop(first)
-        second = launch()
-        assert hub.server("carol") is None
-        status, body = hub.start("alice")
-        assert status in (201, 202), (status, body, _tail(tmp_path / "hub.log"))
-        alice = sorted(k for k, v in _leases(leases_dir).items() if v == "alice")
-        assert len(alice) == 3 and sorted(_visible(hub, "alice")) == alice
-        stop(second)
-    finally:
-        for proc in procs:
+    def close(self) -> None:
+        for proc in self.procs:
             kill_group(proc)
-        for pid in _marked(marker):  # the proxy and servers run in sessions of their own: end them by pid
+        for pid in _marked(self.marker):  # the proxy and servers run in sessions of their own: end them by pid
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-        log.close()
-    assert not _marked(marker)
+        self.log.close()
 
 
-def _tail(path: Path, n: int = 40) -> str:
-    return "\n".join(path.read_text(errors="replace").splitlines()[-n:])
+@pytest.fixture
+def session(request, tmp_path):
+    run = HubSession(tmp_path, request.param)
+    try:
+        yield run
+    finally:
+        run.close()
+    assert not _marked(run.marker), "a Hub, proxy or server process of this test was left running"
+
+
+@pytest.mark.parametrize("session", ["server"], indirect=True)
+def test_a_real_hub_leases_disjoint_gpus_to_servers_and_frees_them_on_stop_kill_and_restart(session):
+    hub, leases_dir, launch, stop = session.hub, session.leases_dir, session.launch, session.stop
+    first = launch()
+
+    # Two servers, three GPUs each: disjoint, in the leases and in each server's own environment.
+    for user in ("alice", "bob"):
+        status, body = hub.start(user)
+        assert status in (201, 202), (status, body, session.log_tail())
+    leases = _leases(leases_dir)
+    held = {u: sorted(k for k, v in leases.items() if v == u) for u in ("alice", "bob")}
+    assert len(held["alice"]) == 3 and len(held["bob"]) == 3 and not set(held["alice"]) & set(held["bob"])
+    assert sorted(_visible(hub, "alice")) == held["alice"] and sorted(_visible(hub, "bob")) == held["bob"]
+    alice_pid = hub.server("alice")["state"]["pid"]
+    assert _environ(alice_pid)["GPULAB_RESERVATIONS_DIR"] == str(leases_dir)
+    cmdline = Path(f"/proc/{alice_pid}/cmdline").read_bytes().split(b"\0")
+    assert f"--config={ROOT / 'tools' / 'jupyter_server_config.py'}".encode() in cmdline  # the course's settings
+
+    # Carol's server would need GPUs 7, 8 and 9 of an 8-GPU machine: refused, saying who holds what and what to do.
+    status, body = hub.call("POST", "/users/carol/server")
+    assert status == 503, (status, body)
+    for message in (body["message"], hub.progress_message("carol")):
+        assert "No GPU for carol's server: it needs 3 free GPU(s), and 2 of this machine's 8 are free" in message
+        assert "reserved by alice's server" in message and "reserved by bob's server" in message
+        assert "What to do: wait until someone stops their server" in message
+    assert not any(v == "carol" for v in _leases(leases_dir).values())
+
+    # Bob stops his server: his GPUs are free again, and carol's next start gets three of them.
+    status, _ = hub.call("DELETE", "/users/bob/server")
+    assert status in (202, 204)
+    hub.wait("bob's server to stop", lambda: hub.server("bob") is None)
+    assert "bob" not in _leases(leases_dir).values()
+    status, body = hub.start("carol")
+    assert status in (201, 202), (status, body, session.log_tail())
+    carol = sorted(k for k, v in _leases(leases_dir).items() if v == "carol")
+    assert len(carol) == 3 and not set(carol) & set(held["alice"]) and sorted(_visible(hub, "carol")) == carol
+
+    # kill -9 of alice's server: the Hub's poll notices, runs post_stop_hook, and her GPUs are free again.
+    os.kill(alice_pid, signal.SIGKILL)
+    hub.wait("alice's leases to end after kill -9", lambda: "alice" not in _leases(leases_dir).values(),
+             timeout_s=30 + 10 * POLL_S)
+    hub.wait("the Hub to see alice's server gone", lambda: hub.server("alice") is None)
+    assert sorted(k for k, v in _leases(leases_dir).items() if v == "carol") == carol
+
+    # A Hub restart: the old Hub stops carol's server with it (cleanup_servers); the new one leases afresh.
+    stop(first)
+    second = launch()
+    assert hub.server("carol") is None
+    status, body = hub.start("alice")
+    assert status in (201, 202), (status, body, session.log_tail())
+    alice = sorted(k for k, v in _leases(leases_dir).items() if v == "alice")
+    assert len(alice) == 3 and sorted(_visible(hub, "alice")) == alice
+    stop(second)
+
+
+
+@pytest.mark.parametrize("session", ["kernel"], indirect=True)
+def test_in_the_kernel_model_servers_start_with_every_gpu_for_their_kernels_to_lease(session):
+    """The documented default: the Hub leases nothing; a server gets the lease directory and machine the Hub has (so
+    the gpulab kernelspec's kernels lease from the same files) and the course's server settings."""
+    hub = session.hub
+    proc = session.launch()
+    status, body = hub.start("alice")
+    assert status in (201, 202), (status, body, session.log_tail())
+    assert _leases(session.leases_dir) == {}
+    pid = hub.server("alice")["state"]["pid"]
+    env = _environ(pid)
+    assert "CUDA_VISIBLE_DEVICES" not in env
+    assert env["GPULAB_RESERVATIONS_DIR"] == str(session.leases_dir) and env["GPULAB_SIMULATE_GPUS"] == "idle-8"
+    cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    assert f"--config={ROOT / 'tools' / 'jupyter_server_config.py'}".encode() in cmdline
+    session.stop(proc)
