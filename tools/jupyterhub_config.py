@@ -65,6 +65,12 @@ if MODEL == "server":
 
     c.Spawner.pre_spawn_hook, c.Spawner.post_stop_hook = gpu_hooks(gpus=GPUS_PER_SERVER)
     # Optional: what free means, e.g. gpu_hooks(gpus=1, policy={"max_memory_used_fraction": 0.05}).
+    # A server left open holds its GPUs all day. JupyterHub's idle culler (pip install jupyterhub-idle-culler) stops
+    # servers idle for an hour, which gives their GPUs back:
+    #   c.JupyterHub.load_roles = [{"name": "idle-culler", "services": ["idle-culler"],
+    #       "scopes": ["list:users", "read:users:activity", "read:servers", "delete:servers"]}]
+    #   c.JupyterHub.services = [{"name": "idle-culler",
+    #       "command": [sys.executable, "-m", "jupyterhub_idle_culler", "--timeout=3600"]}]
 elif MODEL != "kernel":
     raise ValueError(f"GPULAB_HUB_MODEL={MODEL!r} is not a model of tools/jupyterhub_config.py: use 'kernel' (every "
                      "kernel leases its GPU: the gpulab kernelspec) or 'server' (every single-user server leases "

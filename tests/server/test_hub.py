@@ -21,6 +21,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -234,10 +235,11 @@ def test_a_real_hub_leases_disjoint_gpus_to_servers_and_frees_them_on_stop_kill_
     hub, leases_dir, launch, stop = session.hub, session.leases_dir, session.launch, session.stop
     first = launch()
 
-    # Two servers, three GPUs each: disjoint, in the leases and in each server's own environment.
-    for user in ("alice", "bob"):
-        status, body = hub.start(user)
-        assert status in (201, 202), (status, body, session.log_tail())
+    # Two servers started at the same moment, three GPUs each: disjoint, in the leases and in each server's own
+    # environment.
+    with ThreadPoolExecutor(2) as pool:
+        for status, body in pool.map(hub.start, ("alice", "bob")):
+            assert status in (201, 202), (status, body, session.log_tail())
     leases = _leases(leases_dir)
     held = {u: sorted(k for k, v in leases.items() if v == u) for u in ("alice", "bob")}
     assert len(held["alice"]) == 3 and len(held["bob"]) == 3 and not set(held["alice"]) & set(held["bob"])
