@@ -8,10 +8,19 @@ export GPULAB_FAST ?= 1
 
 .PHONY: lab test test-slow test-unit test-notebooks test-gpu test-compat wheelhouse install notebooks handouts clean
 
+# JupyterHub's proxy is a Node program (npm), not on PyPI: installed beside the venv where npm exists, for the Hub
+# test (tests/server/test_hub.py) and tools/jupyterhub_config.py (c.ConfigurableHTTPProxy.command). .ci/run installs
+# npm with apt when it may.
+CHP_VERSION ?= 5.3.0
+CHP         := $(VENV)/node/node_modules/.bin/configurable-http-proxy
+
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -c constraints.txt -e '.[dev,lightning,lab]'
+	$(PY) -m pip install --quiet -c constraints.txt -e '.[dev,lightning,lab,hub]'
+	if command -v npm >/dev/null 2>&1; then \
+	  npm install --silent --no-audit --no-fund --prefix $(VENV)/node configurable-http-proxy@$(CHP_VERSION); \
+	else echo "no npm here: JupyterHub's proxy (configurable-http-proxy) is not installed, the Hub test will fail"; fi
 	touch $(STAMP)
 
 install: $(STAMP)

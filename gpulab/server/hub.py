@@ -1,0 +1,189 @@
+"""JupyterHub's "every server leases" model: a user's single-user server holds its GPUs from spawn to stop.
+
+``gpu_hooks(gpus=1)`` returns a ``pre_spawn_hook`` / ``post_stop_hook`` pair for ``c.Spawner`` (any spawner:
+LocalProcessSpawner, SystemdSpawner, DockerSpawner). Before the server starts, the Hub reserves free GPUs for it with
+``reserve_gpus(details={"for_user": ..., "server": ...})`` and puts them into the server's ``CUDA_VISIBLE_DEVICES``
+(UUIDs, so they name the same GPUs inside a container; for DockerSpawner also a ``device_requests`` entry). When the
+server stops, the lease is released. JupyterHub has no GPU allocator of its own (dockerspawner #331, TLJH #318,
+zero-to-jupyterhub #3000): these two hooks are the smallest thing its documented extension points need.
+
+Who holds the lock, and when it ends:
+
+* The **Hub process** holds each lease (an ``flock`` on one file per GPU, as every gpulab lease) from ``pre_spawn_hook``
+  until ``post_stop_hook``. The single-user server does not hold it: with DockerSpawner it is not even a child of the
+  Hub, so only the Hub can hold a lease for every kind of spawner. (A LocalProcessSpawner's server could inherit the
+  locked descriptor and free its GPUs the instant it dies; that works for one spawner only, and every kernel the
+  server starts would have to be kept from inheriting it. The price of the Hub holding it is one poll interval.)
+  The lock files are opened close-on-exec, so no server or kernel inherits the Hub's locks.
+* A server stopped from the Hub (the user's "Stop My Server", the admin page, the REST API, an idle culler) ends in
+  ``User.stop``, which runs ``post_stop_hook``: released at once. JupyterHub also runs it when a spawn fails.
+* A server that dies by itself (``kill -9``, out of memory, a crash) is noticed by the Hub's poll: every
+  ``Spawner.poll_interval`` seconds (30 by default, ±10 % jitter) ``Spawner.poll_and_notify`` finds the process gone
+  and calls the Hub's ``user_stopped``, which runs ``User.stop`` and so ``post_stop_hook``. The GPUs of a killed server
+  therefore come back within one poll interval: ``tools/jupyterhub_config.py`` sets it to 10 s.
+* A **Hub restart** ends the Hub process and with it every lock it held. By default (``JupyterHub.cleanup_servers =
+  True``) the Hub stops all single-user servers as it shuts down (running ``post_stop_hook`` for each), so nothing
+  runs on unheld GPUs and students start their servers again. With ``cleanup_servers = False``, or when the Hub
+  itself is killed, servers outlive it; the new Hub holds no lease for them, and their GPUs look free to the next
+  spawn. Keep the default, or stop the surviving servers after such a restart (admin page, "Stop All").
+
+Taught in the README's section for instructors.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import threading
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from tornado.web import HTTPError  # JupyterHub's own web framework, there wherever a Hub is
+
+from ..core.arguments import shown, whole_number
+from ..machine.resolve import as_reader
+from ..placement.lockfiles import named_dir, reservation_holders
+from ..placement.reservation import Reservation, reserve_gpus
+from ..placement.selection import NoFreeGpu, Policy, rank_gpus
+
+__all__ = ["gpu_hooks", "NoGpuForServer", "hub_policy", "hub_leases"]
+
+log = logging.getLogger("gpulab.hub")
+
+# (user, server name) -> the lease this Hub process holds for that server. Kept here, not on the spawner: JupyterHub
+# may build a new Spawner object for the same server, and a Reservation nobody refers to is let go.
+_LEASES: dict[tuple[str, str], Reservation] = {}
+_LEASES_LOCK = threading.Lock()
+
+
+class NoGpuForServer(HTTPError):
+    """No GPUs free for a single-user server: HTTP 503, and ``jupyterhub_message`` is what the Hub's spawn page and
+    REST API show. A tornado ``HTTPError``, because JupyterHub relays those to the user as they are, without logging
+    a traceback as it does for an unexpected error."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(503, message.replace("%", "%%"))
+        self.jupyterhub_message = message
+
+    def __str__(self) -> str:
+        return self.jupyterhub_message
+
+
+def hub_policy(policy: object) -> Policy | None:
+    """``policy`` as a ``Policy``: one, a dict of its fields (as a config file writes it), or None for the default."""
+    if policy is None or isinstance(policy, Policy):
+        return policy
+    if isinstance(policy, Mapping):
+        fields = list(Policy.__dataclass_fields__)
+        unknown = [k for k in policy if k not in fields]
+        if unknown:
+            raise ValueError(f"policy: {shown(unknown[0])} is not a policy setting; the settings are "
+                             f"{', '.join(fields)}, e.g. policy={{'max_memory_used_fraction': 0.1}}.")
+        return Policy(**policy)
+    raise TypeError(f"policy={shown(policy)} is a {type(policy).__name__}; give a dict of policy settings, e.g. "
+                    "policy={'max_memory_used_fraction': 0.1, 'max_utilization_percent': 10}, a "
+                    "gpulab.placement.selection.Policy, or leave it out for the default.")
+
+
+def hub_leases() -> dict[tuple[str, str], str]:
+    """The leases this Hub process holds now: ``(user, server name) -> CUDA_VISIBLE_DEVICES``."""
+    with _LEASES_LOCK:
+        return {k: r.visible_devices for k, r in _LEASES.items() if r.held}
+
+
+def gpu_hooks(gpus: int = 1, *, policy: Policy | Mapping[str, Any] | None = None,
+              reservations: str | os.PathLike[str] | None = None,
+              machine: str | None = None) -> tuple[Callable[[Any], Any], Callable[[Any], None]]:
+    """``(pre_spawn_hook, post_stop_hook)`` leasing ``gpus`` free GPUs to each single-user server while it runs.
+
+    In ``jupyterhub_config.py``: ``c.Spawner.pre_spawn_hook, c.Spawner.post_stop_hook = gpu_hooks(gpus=1)``.
+    ``policy`` says what free means (a ``Policy`` or a dict of its fields); ``reservations`` is the lock directory
+    shared with every kernel on the machine (default ``$GPULAB_RESERVATIONS_DIR`` or ``/tmp/gpulab-reservations``);
+    ``machine`` a described machine's name for rehearsals (default: NVML, or ``$GPULAB_SIMULATE_GPUS``). ``gpus=0``
+    starts servers with no GPU at all (``CUDA_VISIBLE_DEVICES`` empty). Wrong values are refused here, when the Hub
+    reads its config, not at a student's first spawn.
+    """
+    gpus = whole_number(gpus, "gpus", minimum=0, example="gpu_hooks(gpus=1) for one GPU per single-user server, "
+                        "gpus=0 for servers without a GPU")
+    policy = hub_policy(policy)
+    if machine is not None:
+        if not isinstance(machine, str):
+            raise TypeError(f"machine={shown(machine)} is a {type(machine).__name__}; the Hub passes the machine on to "
+                            "every server by name, so give a described machine's name (machine=\"idle-8\") or a JSON "
+                            "file's path, or leave it out for this machine's GPUs.")
+        as_reader(machine)  # an unknown preset is refused now, with the list of presets
+    directory = named_dir(reservations)
+
+    async def pre_spawn_hook(spawner: Any) -> None:
+        key = (spawner.user.name, spawner.name)
+        _release(key)  # a lease left from a start that failed before post_stop_hook ran
+        env = dict(spawner.environment)
+        env["GPULAB_RESERVATIONS_DIR"] = str(directory)  # the server's own views read the Hub's leases
+        simulated = machine or os.environ.get("GPULAB_SIMULATE_GPUS")
+        if simulated:
+            env["GPULAB_SIMULATE_GPUS"] = simulated
+        if gpus == 0:
+            env["CUDA_VISIBLE_DEVICES"] = ""
+            spawner.environment = env
+            return
+        details = {"for_user": spawner.user.name, "server": spawner.name or "(default)"}
+        try:
+            lease = await asyncio.to_thread(reserve_gpus, gpus, machine, policy, reservations=directory,
+                                            details=details)
+        except NoFreeGpu:
+            raise NoGpuForServer(no_gpu_message(spawner.user.name, gpus, machine, policy, directory)) from None
+        with _LEASES_LOCK:
+            _LEASES[key] = lease
+        env["CUDA_VISIBLE_DEVICES"] = lease.visible_devices
+        spawner.environment = env
+        if hasattr(spawner, "extra_host_config"):  # DockerSpawner: pass exactly these GPUs into the container
+            host = dict(spawner.extra_host_config)
+            host["device_requests"] = [{"driver": "nvidia", "device_ids": [g.uuid for g in lease.gpus],
+                                        "capabilities": [["gpu"]]}]
+            spawner.extra_host_config = host
+        log.info("gpulab: %s's server %r holds GPU(s) %s", key[0], key[1] or "(default)",
+                 ", ".join(str(i) for i in lease.physical_indices))
+
+    def post_stop_hook(spawner: Any) -> None:
+        _release((spawner.user.name, spawner.name))
+
+    return pre_spawn_hook, post_stop_hook
+
+
+def _release(key: tuple[str, str]) -> None:
+    with _LEASES_LOCK:
+        lease = _LEASES.pop(key, None)
+    if lease is not None:
+        lease.release()
+        log.info("gpulab: released GPU(s) %s of %s's server %r", ", ".join(str(i) for i in lease.physical_indices),
+                 key[0], key[1] or "(default)")
+
+
+def _holder_words(holder: Any) -> str:
+    d = holder.details
+    if "for_user" in d:
+        server = d.get("server", "(default)")
+        return f"{d['for_user']}'s server" + ("" if server == "(default)" else f" {server!r}")
+    who = holder.user or str(holder)
+    if "kernel" in d or "notebook" in d:
+        return f"a kernel of {who}" + (f" ({d['notebook']})" if d.get("notebook") else "")
+    return str(holder) if holder.mine else f"{who} (pid {holder.pid})"
+
+
+def no_gpu_message(user: str, gpus: int, machine: str | None, policy: Policy | None, directory: Path) -> str:
+    """What the Hub's spawn page says when a server cannot get its GPUs: who holds which GPU, and what to do."""
+    reader = as_reader(machine)
+    infos = [reader.info(i) for i in range(reader.count())]
+    holders = reservation_holders([g.uuid for g in infos], directory)
+    taken = {uuid: _holder_words(h) for uuid, h in holders.items()}
+    verdicts = rank_gpus(infos, policy, taken=taken)
+    free = sum(v.free for v in verdicts)
+    lines = [f"No GPU for {user}'s server: it needs {gpus} free GPU(s), and {free} of this machine's {len(infos)} "
+             f"{'is' if free == 1 else 'are'} free now."]
+    for v in sorted(verdicts, key=lambda v: v.gpu.physical_index):
+        lines.append(f"  GPU {v.gpu.physical_index}: {v.reason}")
+    lines.append("What to do: wait until someone stops their server (File > Hub Control Panel > Stop My Server) and "
+                 "start yours again, or ask the instructor to stop an idle server; a server that dies frees its "
+                 "GPUs within the Hub's poll interval.")
+    return "\n".join(lines)

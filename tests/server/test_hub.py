@@ -1,0 +1,305 @@
+"""A real JupyterHub (PyPI) behind a real configurable-http-proxy (npm) leases GPUs to its users' servers.
+
+The Hub runs tools/jupyterhub_config.py in its "server" model (every single-user server leases its GPUs through
+gpulab.server.hub's hooks), with JupyterHub's dummy authenticator and SimpleLocalProcessSpawner, on a described
+8-GPU server with all GPUs free (GPULAB_SIMULATE_GPUS=idle-8) and a lease directory of its own. Three users, three
+GPUs per server, driven through the Hub's REST API with an admin token from the test's config: the first two servers
+get disjoint GPUs (read from the leases and from each server process's environment), the third would need a 9th GPU
+and gets the clear message, stopping a server frees its GPUs, and a server killed with SIGKILL frees them as soon as
+the Hub's poll notices. A Hub restart stops the servers with the old Hub and leases afresh in the new one. The Hub, the
+proxy and every server are found afterwards by a marker in their environment: none may be left.
+"""
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from gpulab.machine.simulated import SimulatedGpuReader
+from gpulab.placement.lockfiles import reservation_holders
+from tests.process_group import kill_group
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
+CHP = ROOT / ".venv" / "node" / "node_modules" / ".bin" / "configurable-http-proxy"
+IDLE8 = SimulatedGpuReader("idle-8")
+UUIDS = [IDLE8.info(i).uuid for i in range(IDLE8.count())]
+USERS = ("alice", "bob", "carol")
+POLL_S = 1  # the Hub's poll interval here: how soon it notices a killed server
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _config(tmp: Path, token: str, marker: str, ports: dict[str, int], model: str) -> str:
+    root = os.geteuid() == 0
+    hooks = ("from gpulab.server.hub import gpu_hooks\n"
+             "c.Spawner.pre_spawn_hook, c.Spawner.post_stop_hook = gpu_hooks(gpus=3)") if model == "server" else ""
+    return f"""
+c = get_config()
+load_subconfig({str(ROOT / 'tools' / 'jupyterhub_config.py')!r})  # GPULAB_HUB_MODEL: the hooks, poll, proxy
+{hooks}
+c.Spawner.poll_interval = {POLL_S}
+c.Spawner.environment = dict(c.Spawner.environment, GPULAB_HUB_TEST={marker!r})
+# Root (CI) runs the single-user servers as itself, which jupyter-server refuses without --allow-root.
+c.Spawner.args = list(c.Spawner.args) + {["--allow-root"] if root else []!r}
+c.JupyterHub.authenticator_class = "dummy"
+c.Authenticator.allowed_users = {set(USERS)!r}
+c.JupyterHub.spawner_class = "simple"  # servers run as the Hub's own user, homes below the test's folder
+c.SimpleLocalProcessSpawner.home_dir_template = {str(tmp / 'home' / '{username}')!r}
+c.JupyterHub.ip = "127.0.0.1"
+c.JupyterHub.port = {ports['proxy']}
+c.JupyterHub.hub_ip = "127.0.0.1"
+c.JupyterHub.hub_port = {ports['hub']}
+c.ConfigurableHTTPProxy.api_url = "http://127.0.0.1:{ports['proxy_api']}"
+c.ConfigurableHTTPProxy.pid_file = {str(tmp / 'proxy.pid')!r}
+c.Spawner.ip = "127.0.0.1"
+c.JupyterHub.db_url = "sqlite:///{tmp / 'hub.sqlite'}"
+c.JupyterHub.cookie_secret_file = {str(tmp / 'cookie_secret')!r}
+c.JupyterHub.services = [{{"name": "gpulab-test", "api_token": {token!r}}}]
+c.JupyterHub.load_roles = [{{"name": "gpulab-test", "services": ["gpulab-test"],
+                            "scopes": ["admin:users", "admin:servers", "admin:server_state"]}}]
+"""
+
+
+class Hub:
+    def __init__(self, url: str, token: str) -> None:
+        self.url, self.token = url, token
+
+    def call(self, method: str, path: str) -> tuple[int, dict | None]:
+        req = urllib.request.Request(f"{self.url}/hub/api{path}", method=method,
+                                     headers={"Authorization": f"token {self.token}"})
+        try:
+            with urllib.request.urlopen(req, timeout=60) as r:
+                return r.status, _json(r.read())
+        except urllib.error.HTTPError as e:
+            return e.code, _json(e.read())
+
+    def server(self, user: str) -> dict | None:
+        status, info = self.call("GET", f"/users/{user}")
+        assert status == 200, info
+        return info["servers"].get("")
+
+    def wait(self, what: str, check, timeout_s: float = 120):
+        """Poll ``check`` until it returns something true (a guard against a hang, not a time to assert)."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            value = check()
+            if value:
+                return value
+            time.sleep(0.25)
+        raise AssertionError(f"gave up after {timeout_s} s waiting for {what}")
+
+    def start(self, user: str) -> tuple[int, dict | None]:
+        status, body = self.call("POST", f"/users/{user}/server")
+        if status in (201, 202):
+            self.wait(f"{user}'s server to be ready", lambda: (self.server(user) or {}).get("ready"))
+        return status, body
+
+    def progress_message(self, user: str) -> str:
+        """The last event of the spawn page's progress stream (what the student reads there)."""
+        req = urllib.request.Request(f"{self.url}/hub/api/users/{user}/server/progress",
+                                     headers={"Authorization": f"token {self.token}"})
+        events = []
+        with urllib.request.urlopen(req, timeout=30) as r:
+            for line in r:
+                if line.startswith(b"data:"):
+                    events.append(json.loads(line[5:]))
+                    if events[-1].get("failed") or events[-1].get("ready"):
+                        break
+        return events[-1]["message"]
+
+
+def _json(body: bytes) -> dict | None:
+    """The Hub answers JSON; the proxy, before the Hub has added its route, a plain "Not Found"."""
+    try:
+        return json.loads(body) if body else None
+    except ValueError:
+        return {"message": body.decode(errors="replace")}
+
+
+def _environ(pid: int) -> dict[str, str]:
+    raw = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    return dict(item.decode().split("=", 1) for item in raw if b"=" in item)
+
+
+def _marked(marker: str) -> list[int]:
+    """Every process whose environment carries this run's marker (the Hub, its proxy, the servers)."""
+    needle = f"GPULAB_HUB_TEST={marker}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if needle in (entry / "environ").read_bytes().split(b"\0"):
+                    found.append(int(entry.name))
+            except OSError:  # gone meanwhile, or not ours to read
+                pass
+    return found
+
+
+def _leases(directory: Path) -> dict[str, str]:
+    """GPU UUID -> the user whose server holds it, from the lease files."""
+    return {u: h.details.get("for_user", "?") for u, h in reservation_holders(UUIDS, directory).items()}
+
+
+def _visible(hub: Hub, user: str) -> list[str]:
+    pid = hub.server(user)["state"]["pid"]
+    return _environ(pid)["CUDA_VISIBLE_DEVICES"].split(",")
+
+
+class HubSession:
+    """A real Hub (and its proxy) run from tools/jupyterhub_config.py in ``model`` on the described idle-8 server:
+    ``launch()`` starts one and waits until it answers through the proxy, ``stop(proc)`` stops it as a service manager
+    does (SIGTERM) and checks that every process of the run ended with it and no lease is left."""
+
+    def __init__(self, tmp: Path, model: str) -> None:
+        if not CHP.exists():
+            pytest.fail(f"JupyterHub's proxy is not installed at {CHP}: install Node's npm (apt-get install npm) and "
+                        "run `make install` again, which installs configurable-http-proxy there.")
+        self.tmp, self.marker = tmp, secrets.token_hex(8)
+        token = secrets.token_hex(16)
+        ports = {"proxy": _free_port(), "hub": _free_port(), "proxy_api": _free_port()}
+        self.config = tmp / "jupyterhub_config.py"
+        self.config.write_text(_config(tmp, token, self.marker, ports, model))
+        self.leases_dir = tmp / "leases"
+        self.env = dict(os.environ, GPULAB_HUB_MODEL=model, GPULAB_SIMULATE_GPUS="idle-8",
+                        GPULAB_RESERVATIONS_DIR=str(self.leases_dir), GPULAB_HUB_TEST=self.marker)
+        self.env.pop("CUDA_VISIBLE_DEVICES", None)
+        self.log = open(tmp / "hub.log", "ab")
+        self.hub = Hub(f"http://127.0.0.1:{ports['proxy']}", token)
+        self.procs: list[subprocess.Popen] = []
+
+    def log_tail(self, n: int = 40) -> str:
+        return "\n".join((self.tmp / "hub.log").read_text(errors="replace").splitlines()[-n:])
+
+    def launch(self) -> subprocess.Popen:
+        proc = subprocess.Popen([sys.executable, "-m", "jupyterhub", "-f", str(self.config)], cwd=self.tmp,
+                                env=self.env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+        self.procs.append(proc)
+
+        def up():
+            if proc.poll() is not None:
+                raise AssertionError(f"the Hub exited ({proc.returncode}):\n{self.log_tail()}")
+            try:
+                return self.hub.call("GET", "/")[0] == 200
+            except OSError:
+                return False
+
+        self.hub.wait("the Hub behind its proxy", up)
+        return proc
+
+    def stop(self, proc: subprocess.Popen) -> None:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)
+        self.hub.wait("every Hub, proxy and server process to end", lambda: not _marked(self.marker), timeout_s=30)
+        assert _leases(self.leases_dir) == {}
+
+    def close(self) -> None:
+        for proc in self.procs:
+            kill_group(proc)
+        for pid in _marked(self.marker):  # the proxy and servers run in sessions of their own: end them by pid
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.log.close()
+
+
+@pytest.fixture
+def session(request, tmp_path):
+    run = HubSession(tmp_path, request.param)
+    try:
+        yield run
+    finally:
+        run.close()
+    assert not _marked(run.marker), "a Hub, proxy or server process of this test was left running"
+
+
+@pytest.mark.parametrize("session", ["server"], indirect=True)
+def test_a_real_hub_leases_disjoint_gpus_to_servers_and_frees_them_on_stop_kill_and_restart(session):
+    hub, leases_dir, launch, stop = session.hub, session.leases_dir, session.launch, session.stop
+    first = launch()
+
+    # Two servers started at the same moment, three GPUs each: disjoint, in the leases and in each server's own
+    # environment.
+    with ThreadPoolExecutor(2) as pool:
+        for status, body in pool.map(hub.start, ("alice", "bob")):
+            assert status in (201, 202), (status, body, session.log_tail())
+    leases = _leases(leases_dir)
+    held = {u: sorted(k for k, v in leases.items() if v == u) for u in ("alice", "bob")}
+    assert len(held["alice"]) == 3 and len(held["bob"]) == 3 and not set(held["alice"]) & set(held["bob"])
+    assert sorted(_visible(hub, "alice")) == held["alice"] and sorted(_visible(hub, "bob")) == held["bob"]
+    alice_pid = hub.server("alice")["state"]["pid"]
+    assert _environ(alice_pid)["GPULAB_RESERVATIONS_DIR"] == str(leases_dir)
+    cmdline = Path(f"/proc/{alice_pid}/cmdline").read_bytes().split(b"\0")
+    assert f"--config={ROOT / 'tools' / 'jupyter_server_config.py'}".encode() in cmdline  # the course's settings
+
+    # Carol's server would need GPUs 7, 8 and 9 of an 8-GPU machine: refused, saying who holds what and what to do.
+    status, body = hub.call("POST", "/users/carol/server")
+    assert status == 503, (status, body)
+    for message in (body["message"], hub.progress_message("carol")):
+        assert "No GPU for carol's server: it needs 3 free GPU(s), and 2 of this machine's 8 are free" in message
+        assert "reserved by alice's server" in message and "reserved by bob's server" in message
+        assert "What to do: wait until someone stops their server" in message
+    assert not any(v == "carol" for v in _leases(leases_dir).values())
+
+    # Bob stops his server: his GPUs are free again, and carol's next start gets three of them.
+    status, _ = hub.call("DELETE", "/users/bob/server")
+    assert status in (202, 204)
+    hub.wait("bob's server to stop", lambda: hub.server("bob") is None)
+    assert "bob" not in _leases(leases_dir).values()
+    status, body = hub.start("carol")
+    assert status in (201, 202), (status, body, session.log_tail())
+    carol = sorted(k for k, v in _leases(leases_dir).items() if v == "carol")
+    assert len(carol) == 3 and not set(carol) & set(held["alice"]) and sorted(_visible(hub, "carol")) == carol
+
+    # kill -9 of alice's server: the Hub's poll notices, runs post_stop_hook, and her GPUs are free again.
+    os.kill(alice_pid, signal.SIGKILL)
+    hub.wait("alice's leases to end after kill -9", lambda: "alice" not in _leases(leases_dir).values(),
+             timeout_s=30 + 10 * POLL_S)
+    hub.wait("the Hub to see alice's server gone", lambda: hub.server("alice") is None)
+    assert sorted(k for k, v in _leases(leases_dir).items() if v == "carol") == carol
+
+    # A Hub restart: the old Hub stops carol's server with it (cleanup_servers); the new one leases afresh.
+    stop(first)
+    second = launch()
+    assert hub.server("carol") is None
+    status, body = hub.start("alice")
+    assert status in (201, 202), (status, body, session.log_tail())
+    alice = sorted(k for k, v in _leases(leases_dir).items() if v == "alice")
+    assert len(alice) == 3 and sorted(_visible(hub, "alice")) == alice
+    stop(second)
+
+
+
+@pytest.mark.parametrize("session", ["kernel"], indirect=True)
+def test_in_the_kernel_model_servers_start_with_every_gpu_for_their_kernels_to_lease(session):
+    """The documented default: the Hub leases nothing; a server gets the lease directory and machine the Hub has (so
+    the gpulab kernelspec's kernels lease from the same files) and the course's server settings."""
+    hub = session.hub
+    proc = session.launch()
+    status, body = hub.start("alice")
+    assert status in (201, 202), (status, body, session.log_tail())
+    assert _leases(session.leases_dir) == {}
+    pid = hub.server("alice")["state"]["pid"]
+    env = _environ(pid)
+    assert "CUDA_VISIBLE_DEVICES" not in env
+    assert env["GPULAB_RESERVATIONS_DIR"] == str(session.leases_dir) and env["GPULAB_SIMULATE_GPUS"] == "idle-8"
+    cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    assert f"--config={ROOT / 'tools' / 'jupyter_server_config.py'}".encode() in cmdline
+    session.stop(proc)
