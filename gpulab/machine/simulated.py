@@ -3,7 +3,7 @@
 ``SimulatedGpuReader`` answers the ``GpuReader`` questions from a description (a preset name or a JSON file), so the
 picker, the selection policy, the monitor and the report can be tried — and tested — on a laptop. It is always
 labelled: ``reader.simulated`` is True and the report says SIMULATED. Set ``GPULAB_SIMULATE_GPUS`` to a preset name
-(``two-gpus-mig``, ``kaggle-2xT4``, ``colab-T4``, ``workshop-8``) or to a JSON file to make ``default_reader()`` use it.
+(``two-gpus-mig``, ``kaggle-2xT4``, ``colab-T4``, ``workshop-8``, ``idle-8``) or to a JSON file to make ``default_reader()`` use it.
 Real torch still sees no GPU: nothing here pretends CUDA exists.
 """
 from __future__ import annotations
@@ -82,6 +82,11 @@ PRESETS: dict[str, dict[str, Any]] = {
             for i, (used, util) in enumerate([(30110, 97), (4, 0), (12290, 45), (4, 0), (39800, 100), (4, 0),
                                               (2050, 3), (20480, 61)])
         ],
+    },
+    # The same server before the workshop starts: all 8 GPUs free (the kernel provisioner's and the Hub's tests).
+    "idle-8": {
+        "driver_version": "550.90.07", "cuda_driver_version": "12.4",
+        "gpus": [simulated_gpu(i, "NVIDIA A100-SXM4-40GB", 40960, used_mib=4) for i in range(8)],
     },
 }
 
