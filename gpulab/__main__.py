@@ -68,10 +68,11 @@ def main(argv: list[str] | None = None) -> int:
 
             watch_terminal(interval_s=args.interval, frames=args.frames)
         elif args.command == "release":
-            from .machine.inventory import devices
+            from .machine.resolve import as_reader
             from .server.leases import release_gpu
 
-            print(release_gpu(devices(processes=False).gpus, args.gpu))
+            reader = as_reader(None)  # the standard library only: a student's own Python can run it
+            print(release_gpu([reader.info(i) for i in range(reader.count())], args.gpu))
         elif args.command == "kernelspec":
             return _kernelspec(args)
     except PermissionError as exc:  # ReleaseRefused, or a kernelspec folder this user cannot write

@@ -105,7 +105,8 @@ def may_see_all_paths(uid: int | None = None) -> bool:
         me = pwd.getpwuid(uid)
     except KeyError:
         return False
-    return group.gr_gid in (os.getgroups() if uid == os.geteuid() else [me.pw_gid]) or me.pw_name in group.gr_mem
+    mine = {os.getegid(), *os.getgroups()} if uid == os.geteuid() else {me.pw_gid}
+    return group.gr_gid in mine or me.pw_name in group.gr_mem
 
 
 def lease_rows(gpus: Sequence[GpuInfo], reservations: str | os.PathLike[str] | None = None, *,
