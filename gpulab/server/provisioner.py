@@ -28,7 +28,7 @@ import sys
 from typing import Any
 
 from jupyter_client.provisioning import LocalProvisioner
-from traitlets import Dict, Float, Int, Unicode
+from traitlets import Dict, Float, Int, TraitError, Unicode
 
 from .lease_start import START_MODULE
 
@@ -130,7 +130,7 @@ class GpuKernelProvisioner(LocalProvisioner):  # type: ignore[misc]
 
     async def post_launch(self, **kwargs: Any) -> None:
         await super().post_launch(**kwargs)
-        if self.lease and hasattr(self.parent, "last_activity"):  # jupyter-server's kernel manager, not a bare one
+        if self.lease and self.parent is not None and self.parent.has_trait("last_activity"):  # jupyter-server's
             self._activity_task = asyncio.ensure_future(self._follow_activity(self.lease))
 
     async def _follow_activity(self, lease: dict[str, Any]) -> None:
@@ -141,10 +141,10 @@ class GpuKernelProvisioner(LocalProvisioner):  # type: ignore[misc]
         from ..placement.lockfiles import lock_path, named_dir
 
         paths = [lock_path(named_dir(self.reservations or None), u) for u in lease["uuids"]]
-        seen = getattr(self.parent, "last_activity", None)
+        seen = self._last_activity()
         while self.process is not None and self.process.poll() is None:
             await asyncio.sleep(ACTIVITY_EVERY_S)
-            now = getattr(self.parent, "last_activity", None)
+            now = self._last_activity()
             if now != seen:
                 seen = now
                 for path in paths:
@@ -153,6 +153,12 @@ class GpuKernelProvisioner(LocalProvisioner):  # type: ignore[misc]
                             os.utime(path, None)
                     except (OSError, ValueError):
                         pass  # the lease is gone (the kernel ended) or the file is not readable: nothing to show
+
+    def _last_activity(self) -> object:
+        try:
+            return self.parent.last_activity
+        except TraitError:  # not set yet: the server sets it right after the start
+            return None
 
     async def cleanup(self, restart: bool = False) -> None:
         if self._activity_task is not None:
