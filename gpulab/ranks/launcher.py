@@ -29,7 +29,6 @@ import time
 import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any, Callable, Iterator
 
 import psutil
@@ -37,7 +36,7 @@ import torch.distributed as dist
 
 from ..core.compat import RunProcsResult, rank_error_files, rank_waitables, ranks_running, start_processes
 from .failures import RankFailed, hint_for, read_failures
-from .ports import PORTS_VAR, store_ports
+from .ports import open_store
 from .rank_output import OutputRelay, RankLogs
 from .server import _ensure_server, choose_start_method, server_state
 from .worker import RankPlan, pack, run_rank, unpack
@@ -107,7 +106,7 @@ def launch(fn: Callable[..., Any], nprocs: int = 2, args: tuple = (), kwargs: di
     started_server = method == "forkserver" and server_state().pid is None
     if method == "forkserver":
         _ensure_server()
-    store = _open_store(nprocs, timeout_s)
+    store = open_store(nprocs, timeout_s)
     root = tempfile.mkdtemp(prefix="gpulab-launch-")
     logs = RankLogs(root)
     files = logs.files(nprocs)
@@ -247,22 +246,6 @@ def _pack_call(fn: Callable[..., Any], args: tuple, kwargs: dict[str, Any]) -> b
         raise TypeError(f"the function or its arguments cannot be copied into the ranks: {type(e).__name__}: {e}. "
                         f"Each rank gets a copy of everything it is given; open files, locks, threads, generators "
                         f"and live connections cannot be copied — create them inside the function instead.") from e
-
-
-def _open_store(nprocs: int, timeout_s: float) -> "dist.TCPStore":
-    """The rendezvous store on a port the system picks, or on the first free port of this kernel's private range
-    (``GPULAB_MASTER_PORTS``, set by the workshop server's kernel provisioner: ``ranks.ports``)."""
-    candidates = store_ports()
-    for port in candidates:
-        try:
-            return dist.TCPStore("127.0.0.1", port, world_size=nprocs, is_master=True, wait_for_workers=False,
-                                 timeout=timedelta(seconds=timeout_s))
-        except (RuntimeError, OSError):  # DistNetworkError (a RuntimeError): the port is in use; try the next one
-            if port == 0:
-                raise
-    raise RuntimeError(f"every port of this kernel's range {os.environ[PORTS_VAR]} is in use (by launches still "
-                       f"running in this kernel, or by another program). Wait for the running launches to finish, or "
-                       f"unset {PORTS_VAR} in this kernel (os.environ.pop({PORTS_VAR!r})) to let the system pick a port.")
 
 
 def _torchrun_env(rank: int, nprocs: int, port: int, threads: int, run_id: str) -> dict[str, str]:

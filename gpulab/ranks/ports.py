@@ -1,18 +1,20 @@
-"""Which port a launch's rendezvous store listens on: any free one, or one of this kernel's private range (pure).
+"""Which port a launch's rendezvous store listens on: any free one, or one of this kernel's private range (the store: torch.distributed).
 
 Alone on a machine, ``gpulab.launch`` lets the system pick a free port (``port 0``), as torchrun's agent does. On a
 workshop server each provisioned kernel gets a private range of ports with its GPUs (``GPULAB_MASTER_PORTS``, for
 example ``29510-29519``, and ``MASTER_PORT`` set to its first port), so two students' DDP runs never meet on a port
 and a student can tell which port is theirs. The launcher then tries the range's ports in order.
 Ranges are derived from the lease's lowest physical GPU index, which no other lease holds at the same time, so ranges
-of leases held together never overlap. Taught in ``notebooks/02_choosing_gpus.ipynb``.
+of leases held together never overlap. ``open_store`` opens the launcher's store on
+them. Taught in ``notebooks/02_choosing_gpus.ipynb``.
 """
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from typing import Any
 
-__all__ = ["PORTS_VAR", "BASE_PORT", "PORTS_PER_LEASE", "lease_ports", "parse_ports", "store_ports", "format_ports"]
+__all__ = ["PORTS_VAR", "BASE_PORT", "PORTS_PER_LEASE", "lease_ports", "parse_ports", "store_ports", "format_ports", "open_store"]
 
 PORTS_VAR = "GPULAB_MASTER_PORTS"
 BASE_PORT = 29500  # torchrun's default MASTER_PORT
@@ -53,3 +55,23 @@ def store_ports(env: Mapping[str, str] | None = None) -> list[int]:
     env = os.environ if env is None else env
     text = env.get(PORTS_VAR)
     return list(parse_ports(text)) if text else [0]
+
+
+def open_store(nprocs: int, timeout_s: float) -> Any:
+    """The rendezvous store on a port the system picks, or on the first free port of this kernel's private range
+    (``GPULAB_MASTER_PORTS``): torch.distributed's ``TCPStore``, hosted by the launching process."""
+    from datetime import timedelta
+
+    import torch.distributed as dist
+
+    candidates = store_ports()
+    for port in candidates:
+        try:
+            return dist.TCPStore("127.0.0.1", port, world_size=nprocs, is_master=True, wait_for_workers=False,
+                                 timeout=timedelta(seconds=timeout_s))
+        except (RuntimeError, OSError):  # DistNetworkError (a RuntimeError): the port is in use; try the next one
+            if port == 0:
+                raise
+    raise RuntimeError(f"every port of this kernel's range {os.environ[PORTS_VAR]} is in use (by launches still "
+                       f"running in this kernel, or by another program). Wait for the running launches to finish, or "
+                       f"unset {PORTS_VAR} in this kernel (os.environ.pop({PORTS_VAR!r})) to let the system pick a port.")

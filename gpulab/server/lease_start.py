@@ -8,7 +8,7 @@ policy, lock files and details as a notebook cell), puts ``CUDA_VISIBLE_DEVICES`
 
 - the kernel process itself holds the ``flock``: the lease ends exactly when the kernel ends (shutdown, restart,
   crash, ``kill -9``), with no poller, and ``/proc/locks`` names the kernel's pid;
-- inside the kernel, ``gpulab.env()`` and the picker see the lease as "reserved by this notebook" (the lock's pid is
+- inside the kernel, ``gpulab.environment_report()`` and the picker see the lease as "reserved by this notebook" (the lock's pid is
   the kernel's own), with no extra code in the kernel;
 - no user code runs before ``CUDA_VISIBLE_DEVICES`` is set.
 
