@@ -72,6 +72,9 @@ def test_a_kernel_starts_holding_a_free_gpu_and_its_lease_ends_with_it(kernels):
         assert seen["visible"] == lease["uuids"][0] and seen["ports"] == lease["ports"]
         assert seen["master_port"] == lease["ports"].split("-")[0]
         assert seen["held"][lease["uuids"][0]][:2] == ["this notebook", True]
+        picker = await _run(km, "from gpulab.placement.picker import GpuPicker; print(GpuPicker())")
+        row = next(line for line in picker.splitlines() if line.strip().startswith(f"{lease['physical'][0]} ["))
+        assert "reserved by this notebook" in row, picker  # one truth: the picker reads the same lease
         # restart: the kernel gets its GPU back (preferred when still free)
         old_pid = km.provisioner.pid
         await km.restart_kernel(now=True)
