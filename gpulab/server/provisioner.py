@@ -35,7 +35,6 @@ from .lease_start import START_MODULE
 __all__ = ["GpuKernelProvisioner", "GpuKernelStartFailed", "PROVISIONER_NAME"]
 
 PROVISIONER_NAME = "gpulab-provisioner"
-ACTIVITY_EVERY_S = 10.0
 
 
 class GpuKernelStartFailed(RuntimeError):
@@ -64,6 +63,7 @@ class GpuKernelProvisioner(LocalProvisioner):  # type: ignore[misc]
     policy = Dict({}, config=True, help="the fields of gpulab's Policy: what counts as a free GPU")
     wait_s = Float(0.0, config=True, help="how long a start waits for a GPU to come free before it fails")
     reservations = Unicode("", config=True, help="the lock directory (default: GPULAB_RESERVATIONS_DIR or /tmp/…)")
+    activity_every_s = Float(10.0, config=True, help="how often the lease files follow the server's last_activity")
 
     lease: dict[str, Any] | None = None  # what the last start got: uuids, physical, ports, pid, env
     _activity_task: asyncio.Task | None = None
@@ -137,13 +137,13 @@ class GpuKernelProvisioner(LocalProvisioner):  # type: ignore[misc]
         """Touch the lease files when the server saw the kernel active since the last look (``watch``'s idle time).
 
         Only "now" can be written (``utime(path, None)``): the lock files may belong to another user, who alone
-        could set an arbitrary time. So the idle time shown is accurate to ``ACTIVITY_EVERY_S``."""
+        could set an arbitrary time. So the idle time shown is accurate to ``activity_every_s``."""
         from ..placement.lockfiles import lock_path, named_dir
 
         paths = [lock_path(named_dir(self.reservations or None), u) for u in lease["uuids"]]
         seen = self._last_activity()
         while self.process is not None and self.process.poll() is None:
-            await asyncio.sleep(ACTIVITY_EVERY_S)
+            await asyncio.sleep(self.activity_every_s)
             now = self._last_activity()
             if now != seen:
                 seen = now
