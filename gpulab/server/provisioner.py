@@ -30,6 +30,7 @@ from typing import Any
 from jupyter_client.provisioning import LocalProvisioner
 from traitlets import Dict, Float, Int, TraitError, Unicode
 
+from ..placement.selection import Policy
 from .lease_start import START_MODULE
 
 __all__ = ["GpuKernelProvisioner", "GpuKernelStartFailed", "PROVISIONER_NAME"]
@@ -76,6 +77,12 @@ class GpuKernelProvisioner(LocalProvisioner):  # type: ignore[misc]
         if self.gpus == 0:
             kwargs["env"]["CUDA_VISIBLE_DEVICES"] = ""  # CUDA sees no GPU; nothing is held
             return kwargs
+        try:
+            Policy(**self.policy)
+        except (TypeError, ValueError) as exc:
+            raise GpuKernelStartFailed(f"this kernelspec's policy {self.policy} is not one gpulab can use ({exc}). "
+                                       "Reinstall it: python -m gpulab kernelspec install --gpus 1 --policy "
+                                       "max_memory_used_fraction=0.5 (or without --policy).") from None
         env = kwargs["env"]
         details = {"kernel": self.kernel_id or "", "user": pwd.getpwuid(os.geteuid()).pw_name,
                    "notebook": env.get("JPY_SESSION_NAME", "")}

@@ -119,6 +119,7 @@ def test_the_workshop_server_three_kernels_take_its_three_free_gpus_and_a_fourth
     asyncio.run(scenario())
 
 
+@pytest.mark.slow  # seconds of waiting by design: make test-slow runs it
 def test_a_start_waits_for_a_gpu_when_told_to(workshop):
     one = workshop.install(3, name="all-three")
     waiting = workshop.install(1, name="waits", wait_s=30)
@@ -157,5 +158,21 @@ def test_a_lease_that_cannot_be_taken_says_why(kernels):
     async def scenario():
         with pytest.raises(GpuKernelStartFailed, match="is a file, not a directory"):
             await kernels.start(name)
+
+    asyncio.run(scenario())
+
+
+def test_a_kernelspec_edited_by_hand_with_a_wrong_policy_is_refused_with_how_to_reinstall(kernels):
+    name = kernels.install(1)
+    spec = kernels.tmp / "share" / "jupyter" / "kernels" / name / "kernel.json"
+    data = json.loads(spec.read_text())
+    data["metadata"]["kernel_provisioner"]["config"]["policy"] = {"max_memory": 0.5}
+    spec.write_text(json.dumps(data))
+
+    async def scenario():
+        with pytest.raises(GpuKernelStartFailed, match=r"policy \{'max_memory': 0.5\} is not one gpulab can use .*"
+                                                       "Reinstall it: python -m gpulab kernelspec install"):
+            await kernels.start(name)
+        assert kernels.holders() == {}
 
     asyncio.run(scenario())
