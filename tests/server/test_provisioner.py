@@ -176,3 +176,18 @@ def test_a_kernelspec_edited_by_hand_with_a_wrong_policy_is_refused_with_how_to_
         assert kernels.holders() == {}
 
     asyncio.run(scenario())
+
+
+@pytest.mark.slow  # the environment report imports torch in the kernel: seconds
+def test_the_environment_report_in_a_provisioned_kernel_names_its_lease_as_this_notebooks(kernels):
+    name = kernels.install(1)
+
+    async def scenario():
+        km = await kernels.start(name)
+        report = await _run(km, "import gpulab; print(gpulab.environment_report())")
+        k = km.provisioner.lease["physical"][0]
+        assert f"a free GPU to work on — 1 free now (GPU {k}); GPU {k} reserved by this notebook" in report, report
+        assert f"cuda:0      {k}  " in report  # and CUDA_VISIBLE_DEVICES maps cuda:0 to it
+        await km.shutdown_kernel(now=True)
+
+    asyncio.run(scenario())
