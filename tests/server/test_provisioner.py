@@ -162,16 +162,20 @@ def test_a_lease_that_cannot_be_taken_says_why(kernels):
     asyncio.run(scenario())
 
 
-def test_a_kernelspec_edited_by_hand_with_a_wrong_policy_is_refused_with_how_to_reinstall(kernels):
+@pytest.mark.parametrize("config, message", [
+    ({"policy": {"max_memory": 0.5}}, r"policy \{'max_memory': 0.5\} is not one gpulab can use .*"
+                                      "Reinstall it: python -m gpulab kernelspec install"),
+    ({"gpus": -1}, r"asks for gpus=-1; reinstall it with python -m gpulab kernelspec install --gpus 1"),
+])
+def test_a_kernelspec_edited_by_hand_into_nonsense_is_refused_with_how_to_reinstall(kernels, config, message):
     name = kernels.install(1)
     spec = kernels.tmp / "share" / "jupyter" / "kernels" / name / "kernel.json"
     data = json.loads(spec.read_text())
-    data["metadata"]["kernel_provisioner"]["config"]["policy"] = {"max_memory": 0.5}
+    data["metadata"]["kernel_provisioner"]["config"].update(config)
     spec.write_text(json.dumps(data))
 
     async def scenario():
-        with pytest.raises(GpuKernelStartFailed, match=r"policy \{'max_memory': 0.5\} is not one gpulab can use .*"
-                                                       "Reinstall it: python -m gpulab kernelspec install"):
+        with pytest.raises(GpuKernelStartFailed, match=message):
             await kernels.start(name)
         assert kernels.holders() == {}
 
