@@ -9,6 +9,7 @@ on IOPub — and that request type is missing from jupyter-server's default list
 rest of a cell that is still running. Observed with JupyterLab 4.6.6, jupyter-server 2.21.1, ipykernel 7.4.0; gone
 with the subshell requests added below.
 """
+import os
 from pathlib import Path
 
 from jupyter_server.services.kernels.kernelmanager import MappingKernelManager
@@ -35,3 +36,17 @@ if COURSE_CSS.is_dir():
     c.LabApp.custom_css = True
     # ServerApp.static_custom_path is not configurable itself; the web application's settings, which it fills, are
     c.ServerApp.tornado_settings = {"static_custom_path": [str(COURSE_CSS)]}
+
+# Idle GPUs come back (the workshop server). A kernel started from a gpulab kernelspec holds its GPUs until it ends;
+# jupyter-server's own culler ends kernels nobody has used for a while, and with them their leases (gpulab adds no
+# reaper of its own). Workshop default: a kernel idle for 30 minutes is shut down, checked every minute, even while
+# its notebook is still open in a browser tab (cull_connected: a tab left open on a laptop must not keep a GPU from
+# the room), but never while a cell is running (cull_busy off: a long training run is not idle). The student's
+# notebook stays; its kernel restarts with a free GPU when they come back. GPULAB_CULL_IDLE_S changes the 30 minutes
+# (0 turns culling off, e.g. on a laptop of one's own).
+CULL_IDLE_S = int(os.environ.get("GPULAB_CULL_IDLE_S", "1800"))
+if CULL_IDLE_S > 0:
+    c.MappingKernelManager.cull_idle_timeout = CULL_IDLE_S
+    c.MappingKernelManager.cull_interval = min(60, CULL_IDLE_S)
+    c.MappingKernelManager.cull_connected = True
+    c.MappingKernelManager.cull_busy = False

@@ -83,7 +83,7 @@ PRESETS: dict[str, dict[str, Any]] = {
                                               (2050, 3), (20480, 61)])
         ],
     },
-    # The same server at the start of the day: all 8 GPUs free (for JupyterHub and kernel-lease rehearsals).
+    # The same server before the workshop starts: all 8 GPUs free (the kernel provisioner's and the Hub's tests).
     "idle-8": {
         "driver_version": "550.90.07", "cuda_driver_version": "12.4",
         "gpus": [simulated_gpu(i, "NVIDIA A100-SXM4-40GB", 40960, used_mib=4) for i in range(8)],

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,6 +71,12 @@ class Reservation:
     @property
     def held(self) -> bool:
         return bool(self._fds)
+
+    @property
+    def lock_fds(self) -> tuple[int, ...]:
+        """The descriptors of the held lock files: a process that ``exec``s another program with them left open hands
+        the lease to it (the workshop server's kernel provisioner, ``gpulab.server.lease_start``)."""
+        return tuple(self._fds.values())
 
     def env(self) -> dict[str, str]:
         """Environment for a process that should use exactly these GPUs (``cuda:0`` = the first one)."""
@@ -134,15 +140,15 @@ def checked_details(details: Mapping[str, str] | None) -> dict[str, str]:
 def reserve_gpus(n: int = 1, machine: GpuReader | str | None = None, policy: Policy | None = None, *,
                  reservations: str | os.PathLike[str] | None = None, wait_s: float = 0.0, poll_s: float = 1.0,
                  clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
-                 details: Mapping[str, str] | None = None) -> Reservation:
+                 details: Mapping[str, str] | None = None, prefer: Collection[str] = ()) -> Reservation:
     """Pick ``n`` free GPUs and hold them against every other process on this machine.
 
     Candidates are the GPUs this process may use (those ``CUDA_VISIBLE_DEVICES`` allows, if set), read through
     ``machine`` (default: NVML, or ``GPULAB_SIMULATE_GPUS``; or a preset name such as ``"workshop-8"``); ``policy`` says what free means. GPUs reserved by others
     are passed over. With ``wait_s`` it retries every ``poll_s`` seconds until then; otherwise, or after that,
     ``NoFreeGpu`` says why each GPU was passed over. ``details`` (short strings: kernel id, notebook, the user a server
-    was started for) are written into the lease for ``watch`` and the picker to show. Nothing here creates a CUDA
-    context.
+    was started for) are written into the lease for ``watch`` and the picker to show. Free GPUs whose UUID is in
+    ``prefer`` are picked first (a restarted kernel gets its GPUs back). Nothing here creates a CUDA context.
     """
     flock_module()  # on Windows, refuse before touching any directory
     n = whole_number(n, "n", minimum=1, example="reserve_gpus(2) for two GPUs")
@@ -166,7 +172,7 @@ def reserve_gpus(n: int = 1, machine: GpuReader | str | None = None, policy: Pol
         with _selection_lock(d):
             taken = current_holders([g.uuid for g in gpus], d)
             try:
-                choice = choose_gpus(n, gpus, policy, taken=taken, allowed=allowed)
+                choice = choose_gpus(n, gpus, policy, taken=taken, allowed=allowed, prefer=prefer)
             except NoFreeGpu:
                 if clock() >= deadline:
                     raise

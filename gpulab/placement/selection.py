@@ -146,9 +146,11 @@ class Choice(TableView):
 
 @renamed_keywords(gpus="machine")
 def choose_gpus(n: int, machine: Sequence[GpuInfo], policy: Policy | None = None, *,
-                taken: Mapping[str, str] | None = None, allowed: Collection[int] | None = None) -> Choice:
+                taken: Mapping[str, str] | None = None, allowed: Collection[int] | None = None,
+                prefer: Collection[str] = ()) -> Choice:
     """Pick the ``n`` best free GPUs of ``machine`` (GPUs already read: ``gpulab.devices(...)``; pure). ``allowed``
-    limits the candidates to these physical indices.
+    limits the candidates to these physical indices; free GPUs whose UUID is in ``prefer`` come first (a restarted
+    kernel gets its GPUs back when they are still free).
 
     Raises ``NoFreeGpu`` (saying why each GPU was passed over) when fewer than ``n`` are free.
     """
@@ -164,7 +166,10 @@ def choose_gpus(n: int, machine: Sequence[GpuInfo], policy: Policy | None = None
         allowed = set(index_list(list(allowed), "allowed", example="{2, 3}"))
     pool = [g for g in gpus if allowed is None or g.physical_index in allowed]
     ranking = rank_gpus(pool, policy, taken=taken)
-    free = [v.gpu for v in ranking if v.free]
+    if isinstance(prefer, (str, bytes)) or not isinstance(prefer, Collection):
+        raise TypeError(f"prefer={shown(prefer)}: prefer takes the UUIDs of GPUs to pick first when they are free, "
+                        "e.g. prefer={'GPU-5a16…'}, or () for none.")
+    free = sorted((v.gpu for v in ranking if v.free), key=lambda g: g.uuid not in prefer)  # stable: ranking kept
     if len(free) < n:
         if not gpus:
             raise NoFreeGpu(f"asked for {n} GPU(s), but this machine has no GPU that NVML can see. "

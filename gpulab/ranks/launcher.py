@@ -29,7 +29,6 @@ import time
 import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any, Callable, Iterator
 
 import psutil
@@ -37,6 +36,7 @@ import torch.distributed as dist
 
 from ..core.compat import RunProcsResult, rank_error_files, rank_waitables, ranks_running, start_processes
 from .failures import RankFailed, hint_for, read_failures
+from .ports import open_store
 from .rank_output import OutputRelay, RankLogs
 from .server import _ensure_server, choose_start_method, server_state
 from .worker import RankPlan, pack, run_rank, unpack
@@ -106,8 +106,7 @@ def launch(fn: Callable[..., Any], nprocs: int = 2, args: tuple = (), kwargs: di
     started_server = method == "forkserver" and server_state().pid is None
     if method == "forkserver":
         _ensure_server()
-    store = dist.TCPStore("127.0.0.1", 0, world_size=nprocs, is_master=True, wait_for_workers=False,
-                          timeout=timedelta(seconds=timeout_s))
+    store = open_store(nprocs, timeout_s)
     root = tempfile.mkdtemp(prefix="gpulab-launch-")
     logs = RankLogs(root)
     files = logs.files(nprocs)

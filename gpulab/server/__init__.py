@@ -1,6 +1,9 @@
-"""The whole server as the room sees it: every GPU, who holds it (their processes and reservations), redrawn live.
+"""The whole server as the room sees it: every GPU, who holds it (their processes and reservations), redrawn live;
+and the workshop server's kernels, each started holding its own free GPUs.
 
 ``watch`` reads the server and shows it (``python -m gpulab watch``, or ``watch_gpus()`` in a notebook), ``render``
-draws one reading as text and HTML, ``owners`` says whose process is which (Unix user, kernel). Taught in
-``notebooks/02_choosing_gpus.ipynb``.
+draws one reading as text and HTML, ``owners`` says whose process is which (Unix user, kernel), ``leases`` lists each
+lease's holder (user, kernel, notebook, idle time) and releases one's own. ``provisioner`` is the jupyter_client kernel
+provisioner that gives each kernel free GPUs, through ``lease_start``; ``kernelspec`` installs the kernelspecs that use
+it (``python -m gpulab kernelspec install``). Taught in ``notebooks/02_choosing_gpus.ipynb``.
 """

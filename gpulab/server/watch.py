@@ -23,6 +23,7 @@ from ..machine.nvml import GpuReader
 from ..machine.resolve import as_reader
 from ..core.renamed import renamed_keywords
 from ..core.widget_view import widget_bundle
+from .leases import lease_rows
 from .owners import process_owner
 from ..placement.lockfiles import reservation_holders
 from .render import ServerView, render_html, render_text
@@ -63,7 +64,7 @@ def read_server(machine: GpuReader | None = None, reservations: str | os.PathLik
                    if h.pid is not None and h.user is not None and not h.mine else h.text
                    for uuid, h in holders.items()}
     return ServerView(gpus, holder_text, owners, socket.gethostname(), time.time(), interval_s, simulated,
-                      reader.error)
+                      reader.error, tuple(lease_rows(gpus, reservations)))
 
 
 @renamed_keywords(reader="machine", directory="reservations")

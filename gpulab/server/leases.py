@@ -1,0 +1,187 @@
+"""Every lease on the server, as ``watch`` lists it, and ``release`` of one's own (a probe: lock files, /proc).
+
+One row per held GPU: the Unix user that holds it (the locking process's owner, read from ``/proc``, not the name
+written into the file, which anyone could write), the kernel, the notebook, the idle time and the lease's ports.
+
+- **The notebook path is private.** A student sees the paths of their own leases only; root and the members of the
+  instructor group (``GPULAB_INSTRUCTOR_GROUP``, default ``gpulab-instructors``) see every path. (The lock files are
+  world-readable so that every student can lock them; what ``watch`` shows is filtered here.)
+- **Idle time** is the time since the lease file was last touched: the kernel provisioner touches it when
+  jupyter-server saw the kernel active (its ``last_activity``, the clock the culler uses), so a student's idle
+  kernel shows what the culler will act on. A lease taken with ``reserve_gpus`` in a cell shows how long it is held.
+- **Release** stops the process that holds a lease: a lock belongs to its process, and only ending that process
+  frees it. A student may release only their own leases; root may release any. The operating system enforces the
+  same (a student cannot signal another user's process); the check here only says it clearly first.
+
+Only the standard library is used, so a student's own Python can run it. Taught in ``notebooks/02_choosing_gpus.ipynb``.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from ..core.readings import GpuInfo
+from ..placement.lockfiles import lock_path, named_dir, reservation_holders
+
+__all__ = ["LeaseRow", "lease_rows", "may_see_all_paths", "release_gpu", "ReleaseRefused", "INSTRUCTOR_GROUP_VAR",
+           "DEFAULT_INSTRUCTOR_GROUP", "HIDDEN"]
+
+INSTRUCTOR_GROUP_VAR = "GPULAB_INSTRUCTOR_GROUP"
+DEFAULT_INSTRUCTOR_GROUP = "gpulab-instructors"
+HIDDEN = "(another user's notebook)"
+
+
+class ReleaseRefused(PermissionError):
+    """A lease that is not the caller's, or nothing to release; the message says whose it is and what to do."""
+
+
+@dataclass(frozen=True)
+class LeaseRow:
+    """One held GPU as ``watch`` lists it (``notebook`` is ``HIDDEN`` when the viewer may not see it)."""
+
+    physical_index: int
+    uuid: str
+    pid: int | None
+    user: str
+    kernel: str
+    notebook: str
+    idle_s: float | None
+    ports: str
+    mine: bool = False
+
+    def __str__(self) -> str:
+        idle = "" if self.idle_s is None else f" · idle {_duration(self.idle_s)}"
+        kernel = f"kernel {self.kernel[:8]}" if self.kernel else f"pid {self.pid}"
+        where = f" · {self.notebook}" if self.notebook else ""
+        ports = f" · ports {self.ports}" if self.ports else ""
+        who = "reserved by this notebook" if self.mine else self.user
+        return f"GPU {self.physical_index}: {who} · {kernel}{where}{idle}{ports}"
+
+
+def _duration(seconds: float) -> str:
+    s = max(0, int(seconds))
+    return f"{s} s" if s < 60 else f"{s // 60} min" if s < 3600 else f"{s // 3600} h {s % 3600 // 60:02d} min"
+
+
+def _uid_of(pid: int | None) -> int | None:
+    """The real owner of a process (``/proc/<pid>``'s owner), None where it cannot be seen (another container)."""
+    if pid is None:
+        return None
+    try:
+        return os.stat(f"/proc/{pid}").st_uid
+    except OSError:
+        return None
+
+
+def _user_name(uid: int | None, fallback: str | None) -> str:
+    import pwd
+
+    if uid is None:
+        return fallback or "?"
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:  # a uid with no name here (a container's user)
+        return f"uid {uid}"
+
+
+def may_see_all_paths(uid: int | None = None) -> bool:
+    """True for root and for members of the instructor group (``GPULAB_INSTRUCTOR_GROUP``)."""
+    import grp
+
+    uid = os.geteuid() if uid is None else uid
+    if uid == 0:
+        return True
+    name = os.environ.get(INSTRUCTOR_GROUP_VAR) or DEFAULT_INSTRUCTOR_GROUP
+    try:
+        group = grp.getgrnam(name)
+    except KeyError:  # no such group on this machine: nobody is an instructor but root
+        return False
+    import pwd
+
+    try:
+        me = pwd.getpwuid(uid)
+    except KeyError:
+        return False
+    mine = {os.getegid(), *os.getgroups()} if uid == os.geteuid() else {me.pw_gid}
+    return group.gr_gid in mine or me.pw_name in group.gr_mem
+
+
+def lease_rows(gpus: Sequence[GpuInfo], reservations: str | os.PathLike[str] | None = None, *,
+               viewer_uid: int | None = None, clock: Callable[[], float] = time.time) -> list[LeaseRow]:
+    """Every held GPU of ``gpus`` with its holder, as the viewer (default: this process's user) may see it."""
+    viewer = os.geteuid() if viewer_uid is None else viewer_uid
+    see_all = may_see_all_paths(viewer)
+    holders = reservation_holders([g.uuid for g in gpus], reservations)
+    d = named_dir(reservations)
+    rows = []
+    for g in gpus:
+        h = holders.get(g.uuid)
+        if h is None:
+            continue
+        uid = _uid_of(h.pid)
+        notebook = h.details.get("notebook", "")
+        if notebook and not (see_all or (uid is not None and uid == viewer)):
+            notebook = HIDDEN
+        try:
+            idle = clock() - os.stat(lock_path(d, g.uuid)).st_mtime if h.details.get("kernel") else None
+        except OSError:
+            idle = None
+        rows.append(LeaseRow(g.physical_index, g.uuid, h.pid, _user_name(uid, h.user), h.details.get("kernel", ""),
+                             notebook, idle, h.details.get("ports", ""), h.mine))
+    return rows
+
+
+def _freed(g: GpuInfo, reservations: str | os.PathLike[str] | None, timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while any(r.uuid == g.uuid for r in lease_rows([g], reservations)):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def release_gpu(gpus: Sequence[GpuInfo], physical_index: int, reservations: str | os.PathLike[str] | None = None,
+                *, timeout_s: float = 10.0) -> str:
+    """End the process that holds GPU ``physical_index``'s lease, if it is the caller's (or the caller is root);
+    returns what was done, in words. ``ReleaseRefused`` otherwise."""
+    by_index = {g.physical_index: g for g in gpus}
+    if physical_index not in by_index:
+        raise ValueError(f"there is no GPU {physical_index} here: the GPUs are {sorted(by_index)} (physical "
+                         "numbering, as python -m gpulab watch shows them).")
+    g = by_index[physical_index]
+    row = next((r for r in lease_rows([g], reservations) if r.uuid == g.uuid), None)
+    if row is None:
+        raise ReleaseRefused(f"GPU {physical_index} is not reserved by anyone: there is nothing to release.")
+    uid = _uid_of(row.pid)
+    me = os.geteuid()
+    if row.pid is None or uid is None:
+        raise ReleaseRefused(f"GPU {physical_index} is held by a process this machine cannot see (another container, "
+                             "or one that has not written its name yet); ask the instructor.")
+    if row.pid == os.getpid():
+        raise ReleaseRefused(f"GPU {physical_index} is reserved by this very process: call .release() on its "
+                             "Reservation (or shut the kernel down) instead.")
+    if uid != me and me != 0:
+        what = f"kernel {row.kernel[:8]}" if row.kernel else f"pid {row.pid}"
+        raise ReleaseRefused(f"GPU {physical_index} is held by {row.user} ({what}), not by you: a student can "
+                             f"release only their own leases. Ask {row.user}, or the instructor (root), to free it; "
+                             "python -m gpulab watch shows when it comes free.")
+    try:
+        os.kill(row.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        pass  # it ended on its own meanwhile: the lease is gone too
+    if not _freed(g, reservations, timeout_s):
+        try:
+            os.kill(row.pid, signal.SIGKILL)  # it ignored SIGTERM; its own lock cannot outlive SIGKILL
+        except ProcessLookupError:
+            pass
+        if not _freed(g, reservations, timeout_s):
+            raise RuntimeError(f"GPU {physical_index} is still held after its holder (pid {row.pid}) was stopped: a "
+                               "process it started keeps the lock file open. python -m gpulab watch names it; stop "
+                               "that one too.")
+    what = f"the kernel {row.kernel[:8]}" if row.kernel else f"the process {row.pid}"
+    return (f"GPU {physical_index} is free: {what} ({row.user}) that held it was stopped. A notebook whose kernel "
+            "this was must restart it; Jupyter may restart it by itself, taking a free GPU again, so to keep GPUs "
+            "free shut kernels down from JupyterLab (Kernel → Shut Down Kernel).")

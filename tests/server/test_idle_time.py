@@ -1,0 +1,46 @@
+"""``watch``'s idle time follows jupyter-server's own ``last_activity`` (the culler's clock), relayed by the kernel
+provisioner into the lease file's modification time; slow (a real jupyter-server, and seconds of waiting).
+
+A kernel nobody uses grows idle; a client that runs code in it (connected to the kernel as a second client, the
+server watching its IOPub as for any kernel) makes the server's ``last_activity`` move, and the lease's idle time
+drops back."""
+from __future__ import annotations
+
+import time
+
+import pytest
+from jupyter_client import BlockingKernelClient
+
+from gpulab.machine.simulated import SimulatedGpuReader
+from gpulab.server.leases import lease_rows
+
+from .jupyter import jupyter
+
+pytestmark = pytest.mark.slow
+IDLE8 = SimulatedGpuReader("idle-8")
+GPUS = [IDLE8.info(i) for i in range(8)]
+
+
+def test_a_leases_idle_time_is_the_servers_last_activity(tmp_path):
+    quiet = "--ServerApp.jpserver_extensions=" + repr({e: False for e in ("jupyterlab", "jupyter_lsp", "notebook_shim",
+                                                                          "jupyter_server_terminals")})
+    with jupyter(tmp_path, env={"GPULAB_CULL_IDLE_S": "0"},
+                 args=(quiet, "--GpuKernelProvisioner.activity_every_s=0.5")) as server:
+        session = server.api("/api/sessions", "POST", {"path": "idle.ipynb", "type": "notebook",
+                                                         "kernel": {"name": "gpulab-1-gpu"}})
+        kernel = session["kernel"]["id"]
+        time.sleep(4)
+        [row] = lease_rows(GPUS, tmp_path / "locks")
+        assert row.kernel == kernel and row.idle_s >= 3, row
+        client = BlockingKernelClient(connection_file=str(tmp_path / "runtime" / f"kernel-{kernel}.json"))
+        client.load_connection_file()
+        client.start_channels()
+        try:
+            client.wait_for_ready(timeout=60)
+            client.execute_interactive("x = 1", timeout=60)
+        finally:
+            client.stop_channels()
+        assert server.api(f"/api/kernels/{kernel}")["last_activity"] > session["kernel"]["last_activity"]
+        time.sleep(1.5)  # three relays of the provisioner
+        [row] = lease_rows(GPUS, tmp_path / "locks")
+        assert row.idle_s < 2.5, row
