@@ -129,7 +129,10 @@ def lease_rows(gpus: Sequence[GpuInfo], reservations: str | os.PathLike[str] | N
             idle = clock() - os.stat(lock_path(d, g.uuid)).st_mtime if h.details.get("kernel") else None
         except OSError:
             idle = None
-        rows.append(LeaseRow(g.physical_index, g.uuid, h.pid, _user_name(uid, h.user), h.details.get("kernel", ""),
+        user = _user_name(uid, h.user)
+        if h.details.get("for_user"):  # a JupyterHub lease (gpulab.server.hub): the Hub's process holds it for a user
+            user = f"{h.details['for_user']} via {user}"
+        rows.append(LeaseRow(g.physical_index, g.uuid, h.pid, user, h.details.get("kernel") or h.details.get("server", ""),
                              notebook, idle, h.details.get("ports", ""), h.mine))
     return rows
 

@@ -97,3 +97,16 @@ def test_no_gpu_message_names_each_holder_and_what_to_do(tmp_path):
         assert lines[-1].startswith("What to do: wait until someone stops their server")
     error = NoGpuForServer(text)
     assert error.status_code == 503 and error.jupyterhub_message == text == str(error)
+
+
+def test_watch_names_the_user_a_hub_lease_is_for_and_the_process_that_holds_it(tmp_path):
+    import pwd, os
+
+    from gpulab.server.leases import lease_rows
+
+    w8 = SimulatedGpuReader("idle-8")
+    gpus = [w8.info(i) for i in range(w8.count())]
+    me = pwd.getpwuid(os.geteuid()).pw_name
+    with reserve_gpus(1, w8, reservations=tmp_path, details={"for_user": "alice", "server": "(default)"}):
+        (row,) = lease_rows(gpus, tmp_path)
+    assert row.user == f"alice via {me}" and row.kernel == "(default)"
