@@ -2,18 +2,21 @@
 
 ``splits`` times a list of plans on 1 or more ranks with one launch; ``machine_limit`` is what 2 independent
 single-threaded processes doing the same matmuls reach against one (the most 2 ranks can reach here); ``gloo_link``
-measures the all-reduce's bandwidth (two message sizes) and its latency as DDP meets it (a tiny model's step).
-Taught in ``notebooks/07_scaling.ipynb``.
+measures the all-reduce's latency (a 4-byte message) and bandwidth (the slope between 4 KiB and 8 MiB); ``ddp_sync_s``
+what a DDP step of 2 ranks pays beyond those (a tiny model's step). Taught in ``notebooks/07_scaling.ipynb``.
 """
 from __future__ import annotations
 
 from ..ranks.launcher import launch
-from .cost import Link
+from .cost import Link, allreduce_s, mlp_parameters
 from .steps import StepPlan, StepSplit, allreduce_seconds, matmul_seconds, summarise, time_plans
 
-__all__ = ["splits", "machine_limit", "gloo_link"]
+__all__ = ["splits", "machine_limit", "gloo_link", "ddp_sync_s", "TINY"]
 
-SMALL_BYTES, LARGE_BYTES = 4 * 1024, 8 * 1024 * 1024
+LATENCY_BYTES, SMALL_BYTES, LARGE_BYTES = 4, 4 * 1024, 8 * 1024 * 1024
+# The tiny model of ``ddp_sync_s``: one Linear(8, 8), 288 bytes of gradients; its steps take well under a millisecond,
+# so 200 of them cost little and leave enough undisturbed steps on a busy machine. Not a point of the sweep.
+TINY = StepPlan(8, 1, depth=1, steps=200)
 
 
 def splits(plans: list[StepPlan], ranks: int, *, threads_per_rank: int = 1, ddp: bool = True,
@@ -48,18 +51,27 @@ def machine_limit(n: int = 512, chunks: int = 8) -> float:
 
 
 def gloo_link(ranks: int = 2) -> Link:
-    """Latency and bandwidth of gloo's all-reduce between ``ranks`` ranks here, as DDP meets them.
+    """Latency and bandwidth of gloo's all-reduce between ``ranks`` ranks here (bare all-reduces, no DDP).
 
-    Bandwidth: the slope between a bare all-reduce of 4 KiB and one of 8 MiB. Latency: the waiting at the end of a
-    DDP step of a tiny model (one ``Linear(8, 8)``: 288 bytes of gradients), which holds what every step pays whatever
-    its size — the message's own latency and DDP's bookkeeping around it (hook, future, copies back) — spread over
-    the ring's 2 (N − 1) messages. The tiny model is not a point of the sweep."""
-    small, large = launch(allreduce_seconds, ranks, args=([SMALL_BYTES, LARGE_BYTES],), backend="gloo",
-                          threads_per_rank=1)
+    Latency: a 4-byte all-reduce, spread over the ring's 2 (N − 1) messages. Bandwidth: the slope between an
+    all-reduce of 4 KiB and one of 8 MiB, each rank sending 2 (N − 1)/N of the bytes. Each is the fastest of 15."""
+    tiny, small, large = launch(allreduce_seconds, ranks, args=([LATENCY_BYTES, SMALL_BYTES, LARGE_BYTES], 15),
+                                backend="gloo", threads_per_rank=1)
     factor = 2 * (ranks - 1) / ranks
     bandwidth = factor * (LARGE_BYTES - SMALL_BYTES) / max(large - small, 1e-9)
-    tiny = splits([StepPlan(8, 1, depth=1, steps=10)], ranks)[0]
-    latency = max(small, tiny.waiting_s) / (2 * (ranks - 1))
-    return Link(bandwidth, latency,
-                f"gloo on this machine: bandwidth from bare all-reduces of 4 KiB ({small * 1e3:.2f} ms) and 8 MiB "
-                f"({large * 1e3:.1f} ms), latency from a tiny DDP step's waiting ({tiny.waiting_s * 1e3:.2f} ms)")
+    return Link(bandwidth, tiny / (2 * (ranks - 1)),
+                f"gloo on this machine: bare all-reduces of 4 B ({tiny * 1e3:.2f} ms), 4 KiB ({small * 1e3:.2f} ms) "
+                f"and 8 MiB ({large * 1e3:.1f} ms)")
+
+
+def ddp_sync_s(limit: float, link: Link, ranks: int = 2) -> float:
+    """Seconds a DDP step of ``ranks`` ranks pays once per step beyond its messages: the ranks meeting at the
+    all-reduce (the scheduler waking gloo's threads, the slower rank's lag) and DDP's hook and future around it.
+
+    Measured on ``TINY`` (a model whose compute and bytes are next to nothing): its step on ``ranks`` ranks minus
+    its 1-rank step slowed to the share a rank keeps (``limit`` ÷ ``ranks``) minus the all-reduce of its gradients
+    on ``link``. Never below 0."""
+    one, many = splits([TINY], 1)[0], splits([TINY], ranks)[0]
+    share = min(1.0, limit / ranks)
+    gradient_bytes = 4 * mlp_parameters(TINY.width, TINY.depth)
+    return max(0.0, many.step_s - one.step_s / share - allreduce_s(gradient_bytes, ranks, link))

@@ -32,6 +32,7 @@ def test_the_machine_limit_and_the_link_were_measured(outputs):
     limit = float(re.search(r"machine limit \(2 independent processes ÷ 1\): ([\d.]+)×", text).group(1))
     assert 0.3 < limit < 2.1
     assert re.search(r"gloo all-reduce here: [\d.]+ GB/s, \d+ µs per message", text)
+    assert re.search(r"2 ranks meeting at each DDP step: [\d.]+ ms", text)
 
 
 def test_every_point_of_the_sweep_has_its_split_and_its_prediction(outputs):
