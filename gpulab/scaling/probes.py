@@ -64,14 +64,14 @@ def gloo_link(ranks: int = 2) -> Link:
                 f"and 8 MiB ({large * 1e3:.1f} ms)")
 
 
-def ddp_sync_s(limit: float, link: Link, ranks: int = 2) -> float:
+def ddp_sync_s(limit: float, link: Link, ranks: int = 2, device: str = "cpu") -> float:
     """Seconds a DDP step of ``ranks`` ranks pays once per step beyond its messages: the ranks meeting at the
     all-reduce (the scheduler waking gloo's threads, the slower rank's lag) and DDP's hook and future around it.
 
     Measured on ``TINY`` (a model whose compute and bytes are next to nothing): its step on ``ranks`` ranks minus
     its 1-rank step slowed to the share a rank keeps (``limit`` ÷ ``ranks``) minus the all-reduce of its gradients
-    on ``link``. Never below 0."""
-    one, many = splits([TINY], 1)[0], splits([TINY], ranks)[0]
+    on ``link``. Never below 0. ``device="cuda"``: one GPU per rank (pass ``limit=ranks``: no rank shares a GPU)."""
+    one, many = splits([TINY], 1, device=device)[0], splits([TINY], ranks, device=device)[0]
     share = min(1.0, limit / ranks)
     gradient_bytes = 4 * mlp_parameters(TINY.width, TINY.depth)
     return max(0.0, many.step_s - one.step_s / share - allreduce_s(gradient_bytes, ranks, link))
