@@ -3,10 +3,10 @@ speed-up against the machine's own limit, all measured in one run.
 
     .venv/bin/python benchmarks/bench_scaling.py [--rounds 3] [--widths 64 256 1024] [--batches 8 64 512 1024]
 
-Each round measures, in turn, the cost model's inputs — the machine limit (2 independent single-threaded processes
-doing the same 512×512 matmuls ÷ 1 process), gloo's link (bare all-reduces) and what 2 DDP ranks pay to meet at each
-step (a tiny model) — and then the sweep, each point on 1 rank and right after on 2, so that load from other programs
-hits both sides of a ratio alike; each point's prediction uses its own round's inputs. The sweep's heavy end (width 1024, batch 1024 per rank: about 19 GFLOP per step
+Each round measures, in turn, the machine limit (2 independent single-threaded processes doing the same 512×512
+matmuls ÷ 1 process), the cost model's inputs — gloo's link (bare all-reduces) and what 2 DDP ranks pay to meet at
+each step (a tiny model) — and then the sweep: each point on 1 rank, the limit for work as long as its step (the
+model's share), and 2 ranks, one right after the other, so that load from other programs hits all three alike. The sweep's heavy end (width 1024, batch 1024 per rank: about 19 GFLOP per step
 against a 12.6 MB all-reduce) is where compute dominates. The last two lines are medians over the rounds, for scripts:
 
     machine limit (2 independent processes ÷ 1): 1.86×
@@ -29,7 +29,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from gpulab.core.tables import text_table  # noqa: E402
-from gpulab.scaling.probes import ddp_sync_s, gloo_link, machine_limit  # noqa: E402
+from gpulab.scaling.probes import ddp_sync_s, gloo_link, machine_limit, matmul_s  # noqa: E402
 from gpulab.scaling.published import SETUPS, predicted_speedups  # noqa: E402
 from gpulab.scaling.sweep import scaling_sweep  # noqa: E402
 
@@ -50,9 +50,8 @@ def main() -> None:
     for r in range(args.rounds):
         limits.append(machine_limit(chunks=args.limit_chunks))
         link = gloo_link()
-        sync = ddp_sync_s(limits[-1], link)
-        sweeps.append(scaling_sweep(args.widths, args.batches, steps=args.steps, limit=limits[-1], link=link,
-                                    sync_s=sync))
+        sync = ddp_sync_s(link, one_matmul_s=matmul_s())
+        sweeps.append(scaling_sweep(args.widths, args.batches, steps=args.steps, link=link, sync_s=sync))
         print(f"round {r + 1}: machine limit {limits[-1]:.2f}×, gloo {link.bandwidth_bytes_per_s / 1e9:.2f} GB/s and "
               f"{link.latency_s * 1e6:.0f} µs per message, meeting {sync * 1e3:.2f} ms per step; load "
               f"{os.getloadavg()[0]:.2f}", flush=True)

@@ -11,9 +11,10 @@ from ..ranks.launcher import launch
 from .cost import Link, allreduce_s, mlp_parameters
 from .steps import StepPlan, StepSplit, allreduce_seconds, matmul_seconds, summarise, time_plans
 
-__all__ = ["splits", "machine_limit", "gloo_link", "ddp_sync_s", "TINY"]
+__all__ = ["splits", "machine_limit", "matmul_s", "limit_at", "gloo_link", "ddp_sync_s", "TINY", "LIMIT_N"]
 
 LATENCY_BYTES, SMALL_BYTES, LARGE_BYTES = 4, 4 * 1024, 8 * 1024 * 1024
+LIMIT_N = 256  # limit_at's matmuls: about 0.3 ms each on one core here, as short as the lightest steps
 # The tiny model of ``ddp_sync_s``: one Linear(8, 8), 288 bytes of gradients; its steps take well under a millisecond,
 # so 200 of them cost little and leave enough undisturbed steps on a busy machine. Not a point of the sweep.
 TINY = StepPlan(8, 1, depth=1, steps=200)
@@ -41,13 +42,33 @@ def _time_on_own_device(plans: list[StepPlan]) -> list:
     return time_plans(plans, f"cuda:{os.environ['LOCAL_RANK']}")
 
 
-def machine_limit(n: int = 512, chunks: int = 8) -> float:
+def machine_limit(n: int = 512, chunks: int = 8, per_chunk: int = 5) -> float:
     """2 independent single-threaded processes ÷ 1, in matmuls per second: each process does the same chunks of
-    matmuls, every chunk started together (a barrier; nothing else is shared); a chunk lasts as long as its slower
-    process, and the fastest chunk counts (as for the steps: other programs only slow a chunk down)."""
-    one = launch(matmul_seconds, 1, args=(n, chunks), threads_per_rank=1, backend="gloo")
-    two = launch(matmul_seconds, 2, args=(n, chunks), threads_per_rank=1, backend="gloo", all_ranks=True)
+    ``per_chunk`` ``n``×``n`` matmuls, every chunk started together (a barrier; nothing else is shared); a chunk lasts
+    as long as its slower process, and the fastest chunk counts (as for the steps: other programs only slow a chunk
+    down)."""
+    one = launch(matmul_seconds, 1, args=(n, chunks, per_chunk), threads_per_rank=1, backend="gloo")
+    two = launch(matmul_seconds, 2, args=(n, chunks, per_chunk), threads_per_rank=1, backend="gloo", all_ranks=True)
     return 2 * min(one) / min(max(pair) for pair in zip(*two))
+
+
+def matmul_s(n: int = LIMIT_N) -> float:
+    """Seconds of one single-threaded ``n``×``n`` float32 matmul here (the fastest of 20): the unit ``limit_at``
+    builds its chunks from."""
+    return min(launch(matmul_seconds, 1, args=(n, 20, 1), threads_per_rank=1, backend="gloo"))
+
+
+def limit_at(step_s: float, chunks: int, one_matmul_s: float) -> float:
+    """The machine limit for work that lasts ``step_s`` at a time, measured ``chunks`` times: chunks of ``LIMIT_N``
+    matmuls as long as the step (``one_matmul_s`` each, from ``matmul_s``).
+
+    Why not one limit for every point: on a busy machine the operating system shares the cores out in time slices of
+    a few milliseconds. A step shorter than a slice often runs whole while the other rank runs too, so its fastest
+    steps see nearly 2 cores; a step of 100 ms is always interrupted. Measured here under load: chunks of 0.3 ms
+    reached 1.95×, of 20 ms 1.62×, of 300 ms 0.87×. Each point's share is therefore measured at its own step's
+    length, with as many chunks as the point has steps, so that both sides take their fastest of as many tries."""
+    per_chunk = max(1, round(step_s / one_matmul_s))
+    return machine_limit(LIMIT_N, max(3, chunks), per_chunk)
 
 
 def gloo_link(ranks: int = 2) -> Link:
@@ -64,14 +85,19 @@ def gloo_link(ranks: int = 2) -> Link:
                 f"and 8 MiB ({large * 1e3:.1f} ms)")
 
 
-def ddp_sync_s(limit: float, link: Link, ranks: int = 2, device: str = "cpu") -> float:
+def ddp_sync_s(link: Link, ranks: int = 2, device: str = "cpu", one_matmul_s: float | None = None) -> float:
     """Seconds a DDP step of ``ranks`` ranks pays once per step beyond its messages: the ranks meeting at the
     all-reduce (the scheduler waking gloo's threads, the slower rank's lag) and DDP's hook and future around it.
 
     Measured on ``TINY`` (a model whose compute and bytes are next to nothing): its step on ``ranks`` ranks minus
-    its 1-rank step slowed to the share a rank keeps (``limit`` ÷ ``ranks``) minus the all-reduce of its gradients
-    on ``link``. Never below 0. ``device="cuda"``: one GPU per rank (pass ``limit=ranks``: no rank shares a GPU)."""
+    its 1-rank step slowed to the share a rank keeps (``limit_at`` its step's length ÷ ``ranks``; ``one_matmul_s``
+    from ``matmul_s``, measured when not given) minus the all-reduce of its gradients on ``link``. Never below 0.
+    ``device="cuda"``: one GPU per rank, which no rank shares (share 1)."""
     one, many = splits([TINY], 1, device=device)[0], splits([TINY], ranks, device=device)[0]
-    share = min(1.0, limit / ranks)
+    if device == "cuda":
+        share = 1.0
+    else:
+        limit = limit_at(one.step_s, TINY.steps, one_matmul_s or matmul_s())
+        share = min(1.0, limit / ranks)
     gradient_bytes = 4 * mlp_parameters(TINY.width, TINY.depth)
     return max(0.0, many.step_s - one.step_s / share - allreduce_s(gradient_bytes, ranks, link))
