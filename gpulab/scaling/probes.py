@@ -1,9 +1,10 @@
 """Run ``steps``' measurements on real ranks, and measure this machine's own limits (a probe: starts processes).
 
 ``splits`` times a list of plans on 1 or more ranks with one launch; ``machine_limit`` is what 2 independent
-single-threaded processes doing the same matmuls reach against one (the most 2 ranks can reach here); ``gloo_link``
-measures the all-reduce's latency (a 4-byte message) and bandwidth (the slope between 4 KiB and 8 MiB); ``ddp_sync_s``
-what a DDP step of 2 ranks pays beyond those (a tiny model's step). Taught in ``notebooks/07_scaling.ipynb``.
+single-threaded processes doing the same matmuls reach against one (the most 2 ranks can reach here), ``limit_at``
+the same for work as long as a given step; ``gloo_link`` measures the all-reduce's latency (a 4-byte message) and
+bandwidth (the slope between 4 KiB and 8 MiB); ``ddp_sync_s`` what a DDP step of 2 ranks pays beyond those (a tiny
+model's step). Taught in ``notebooks/07_scaling.ipynb``.
 """
 from __future__ import annotations
 
