@@ -4,8 +4,9 @@ speed-up against the machine's own limit, all measured in one run.
     .venv/bin/python benchmarks/bench_scaling.py [--rounds 3] [--widths 64 256 1024] [--batches 8 64 512 1024]
 
 Each round measures, in turn, the machine limit (2 independent single-threaded processes doing the same 512×512
-matmuls ÷ 1 process) and the sweep, each point on 1 rank and right after on 2, so that load from other programs
-hits both sides of a ratio alike. The sweep's heavy end (width 1024, batch 1024 per rank: about 19 GFLOP per step
+matmuls ÷ 1 process), the cost model's inputs — gloo's link (bare all-reduces) and what 2 DDP ranks pay to meet at
+each step (a tiny model) — and then the sweep: each point on 1 rank, the limit for work as long as its step (the
+model's share), and 2 ranks, one right after the other, so that load from other programs hits all three alike. The sweep's heavy end (width 1024, batch 1024 per rank: about 19 GFLOP per step
 against a 12.6 MB all-reduce) is where compute dominates. The last two lines are medians over the rounds, for scripts:
 
     machine limit (2 independent processes ÷ 1): 1.86×
@@ -28,7 +29,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from gpulab.core.tables import text_table  # noqa: E402
-from gpulab.scaling.probes import gloo_link, machine_limit  # noqa: E402
+from gpulab.scaling.probes import ddp_sync_s, gloo_link, machine_limit, matmul_s  # noqa: E402
 from gpulab.scaling.published import SETUPS, predicted_speedups  # noqa: E402
 from gpulab.scaling.sweep import scaling_sweep  # noqa: E402
 
@@ -38,21 +39,24 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--widths", type=int, nargs="+", default=[64, 256, 1024])
     parser.add_argument("--batches", type=int, nargs="+", default=[8, 64, 512, 1024])
-    parser.add_argument("--steps", type=int, default=8, help="timed steps per point (after 2 untimed)")
+    parser.add_argument("--steps", type=int, default=8,
+                        help="the fewest timed steps per point (after 2 untimed); light points get up to 200")
     parser.add_argument("--limit-chunks", type=int, default=20, help="chunks of 5 512×512 matmuls for the limit")
     args = parser.parse_args()
     if args.rounds < 3:
         parser.error("--rounds must be at least 3: the last two lines are medians over at least 3 rounds")
     t0, load_before = time.perf_counter(), os.getloadavg()
-    link = gloo_link()
-    print(f"gloo link (measured): {link.bandwidth_bytes_per_s / 1e9:.2f} GB/s, {link.latency_s * 1e6:.0f} µs per "
-          f"message — {link.source}")
     limits, sweeps = [], []
     for r in range(args.rounds):
         limits.append(machine_limit(chunks=args.limit_chunks))
-        sweeps.append(scaling_sweep(args.widths, args.batches, steps=args.steps, limit=limits[-1], link=link))
-        print(f"round {r + 1}: machine limit {limits[-1]:.2f}×, load {os.getloadavg()[0]:.2f}", flush=True)
-    print(f"\nlast round's sweep (ms: the fastest of {args.steps} steps):\n{sweeps[-1]}\n")
+        link = gloo_link()
+        sync = ddp_sync_s(link, one_matmul_s=matmul_s())
+        sweeps.append(scaling_sweep(args.widths, args.batches, steps=args.steps, link=link, sync_s=sync))
+        print(f"round {r + 1}: machine limit {limits[-1]:.2f}×, gloo {link.bandwidth_bytes_per_s / 1e9:.2f} GB/s and "
+              f"{link.latency_s * 1e6:.0f} µs per message, meeting {sync * 1e3:.2f} ms per step; load "
+              f"{os.getloadavg()[0]:.2f}", flush=True)
+    print(f"\nlast round's sweep (ms: the fastest of each point's steps, at least {args.steps}):\n{sweeps[-1]}\n")
+    points = [(p.one.plan.width, p.one.plan.batch) for p in sweeps[0].points]
     rows, medians = [], []
     for i, p in enumerate(sweeps[0].points):
         measured = [s.points[i].measured for s in sweeps]
@@ -61,7 +65,12 @@ def main() -> None:
         rows.append([p.one.plan.width, p.one.plan.batch, f"{medians[-1]:.2f}×",
                      " ".join(f"{m:.2f}" for m in measured), " ".join(f"{e:+.0f}" for e in errors)])
     print(text_table(["width", "batch/rank", "median speed-up", "each round", "model error % each round"], rows))
-    points = [(p.one.plan.width, p.one.plan.batch) for p in sweeps[0].points]
+    worst = max(abs(s.points[i].error) for s in sweeps for i in range(len(points)))
+    within = sum(abs(s.points[i].error) <= 0.15 for s in sweeps for i in range(len(points)))
+    print(f"model error: {within} of {len(points) * len(sweeps)} predictions within 15 %, worst {worst * 100:.0f} %; "
+          f"median error per point within 15 %: "
+          f"{sum(abs(statistics.median(s.points[i].error for s in sweeps)) <= 0.15 for i in range(len(points)))} "
+          f"of {len(points)}")
     print("\nthe same sweep predicted for GPU setups (predictions from published peak figures, not measurements):")
     for setup in SETUPS:
         print(f"  {setup.label()}")

@@ -40,22 +40,46 @@ def true_crossover() -> float:
     return crossover_batch(COMPUTE_MS_PER_SAMPLE, ALLREDUCE_MS, 2, SHARE)
 
 
+def _as_number(answer: Any) -> float:
+    """The answer as a float: a plain number, or a 0-d NumPy array or tensor (what a computation with them gives)."""
+    if getattr(answer, "ndim", None) == 0 and hasattr(answer, "item"):
+        answer = answer.item()
+    if isinstance(answer, bool) or not isinstance(answer, numbers.Real):
+        raise WrongType(f"give the batch per rank as a number (e.g. 100), not {kind(answer)}.")
+    try:
+        value = float(answer)
+    except OverflowError:
+        value = math.inf
+    if math.isnan(value):
+        raise WrongType("that is NaN, not a number of samples: one step of your computation divided 0 by 0 or used a "
+                        "missing value. Print the numbers you computed, then give the batch per rank (e.g. 100).")
+    return value
+
+
 @exercise(EXERCISES, "ch07-ex1", "the batch at which 2 ranks start to pay", section=CROSSOVER,
           expects="a number: the batch per rank from which 2 ranks beat 1")
 def _crossover(answer: Any) -> str:
-    if isinstance(answer, bool) or not isinstance(answer, numbers.Real) or not math.isfinite(answer):
-        raise WrongType(f"give the batch per rank as a number (e.g. 100), not {kind(answer)}.")
+    value = _as_number(answer)
     truth = true_crossover()
-    if answer <= 0:
+    paying = [b for b in BATCHES if _steps(b)[0] * 2 > _steps(b)[1]]  # printed points where 2 ranks already pay
+    losing = [b for b in BATCHES if b not in paying]
+    if value <= 0:
         raise Hint("a batch per rank is a positive number of samples.", CROSSOVER)
-    if answer in BATCHES:
+    if math.isinf(value):
+        raise Hint(f"infinity says 2 ranks never pay, but the table shows them paying from batch {paying[0]} "
+                   f"({2 * _steps(paying[0])[0] / _steps(paying[0])[1]:.2f}×): the crossover is a finite batch.",
+                   CROSSOVER)
+    if value in (losing[-1], paying[0]):
         raise Hint("the crossover lies between two printed points, not on one: find where the speed-up passes 1×, "
                    "from what each step is made of.", MODEL)
-    if answer < truth / (1 + TOLERANCE):
+    if value < truth / (1 + TOLERANCE):
         raise Hint("at that batch 2 ranks still lose: their step is longer than 2 steps of 1 rank. Read the 1-rank "
                    "column as compute per sample, and what the 2-rank column adds on top of its compute as the "
                    "all-reduce, which does not shrink with the batch.", MODEL)
-    if answer > truth * (1 + TOLERANCE):
+    if value > truth * (1 + TOLERANCE):
+        if value >= paying[0]:
+            raise Hint(f"the table already shows 2 ranks paying at batch {paying[0]}: the crossover lies below it, "
+                       f"between batch {losing[-1]} and {paying[0]}.", CROSSOVER)
         raise Hint("2 ranks already pay below that batch. Interpolating the speed-ups linearly overshoots: the "
                    "speed-up is a ratio, not a line. Fit compute per sample and the all-reduce, then solve "
                    "speed-up = 1.", MODEL)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import multiprocessing
 import multiprocessing.forkserver
 import os
+import signal
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -90,7 +91,19 @@ def server_state() -> ServerState:
 
 def stop_server() -> None:
     """Stop this kernel's fork server (it frees the memory of its torch import) and multiprocessing's resource
-    tracker that was started with it; the next launch starts both again."""
+    tracker that was started with it; the next launch starts both again.
+
+    The server is ended with SIGTERM before multiprocessing's own stop (close its pipe, wait for it): it holds nothing
+    to save — its ranks have ended, and this process removes its socket — while ending by itself it tears down an
+    interpreter that imported torch, about a second on a busy 2-core machine, which a kernel's shutdown cannot spare
+    (see ``_stop_before_kernel_shutdown``). Ranks it forked are not its to stop: each is this kernel's child.
+    """
+    pid = compat.forkserver_pid()
+    if pid is not None:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass  # already gone: multiprocessing's stop below only collects it
     compat.stop_forkserver()
     compat.stop_resource_tracker()
 
@@ -104,6 +117,12 @@ def _stop_before_kernel_shutdown() -> None:
     ``atexit`` ran (``TemporaryDirectory`` folders and multiprocessing's own ``pymp-*`` folder stayed in /tmp). Stopping
     both first, as this kernel's own children that it waits for, lets the shutdown finish at once. ipykernel has no
     public hook for this, so its shutdown coroutine is wrapped; where it is missing, nothing changes.
+
+    The grace is shorter than it looks: jupyter_client (``KernelManager.finish_shutdown``) sends SIGTERM after half of
+    ``shutdown_wait_time``, 2.5 s. The ``pymp-*`` folder is this kernel's: ``multiprocessing.forkserver`` makes it for
+    the server's socket, and only this kernel's ``atexit`` removes it. Waiting for the server to end by itself (its
+    interpreter's teardown, torch imported: about 1 s here under load) plus the kernel's own teardown (about as long)
+    passed 2.5 s on a busy machine, and the folder stayed: ``stop_server`` ends the server with a signal instead.
     """
     try:
         from IPython import get_ipython

@@ -1,16 +1,27 @@
 """A small cost model of one data-parallel step (pure): compute from a FLOP rate, all-reduce from a link.
 
-    step on N ranks = compute + all-reduce that the backward pass did not hide
-    compute         = FLOPs per rank ÷ FLOP rate per rank (+ a fixed cost per step, e.g. kernel launches)
+    step on 1 rank  = compute = FLOPs per rank ÷ FLOP rate (+ fixed, a cost per step that does not scale with work)
+    step on N ranks = compute ÷ contention + sync + all-reduce that the backward pass did not hide
     all-reduce      = 2 (N − 1) × latency + 2 (N − 1) / N × gradient bytes ÷ bandwidth      (ring all-reduce)
     speed-up        = N × step on 1 rank ÷ step on N ranks        (each rank keeps its batch: N times the samples)
 
 A ring all-reduce sends every rank's gradients round the ring twice (reduce-scatter, then all-gather), in 2 (N − 1)
 messages of 1/N of the gradients each: that is where 2 (N − 1)/N comes from, and why the bytes per rank hardly grow
-with N. ``contention`` is the share of its single-rank FLOP rate a rank keeps when all N compute at once (1 when each
-rank owns a device; on a CPU, the machine limit ÷ N, measured). ``hidden`` is the fraction of the all-reduce that
-overlaps the backward pass (0 on this CPU, where the ranks' cores are busy computing). Taught in
-``notebooks/07_scaling.ipynb``.
+with N. Each term is one physical quantity, measured once per machine (never fitted to the point it predicts):
+
+- the **FLOP rate** one rank reaches at this work size (on the CPU: the point's own 1-rank step, which holds its
+  per-step overhead — Python, the optimiser, DDP's bookkeeping — so it is the rate the work really gets);
+- ``contention``: the share of its single-rank rate a rank keeps while all N compute at once (1 when each rank owns a
+  device; on a CPU, the machine limit ÷ N, measured with independent processes);
+- the **link**: ``latency_s`` per message (a bare all-reduce of 4 bytes) and ``bandwidth_bytes_per_s`` (the slope
+  between a small and a large bare all-reduce);
+- ``sync_s``: what a DDP step on N ranks pays once per step beyond its messages — the ranks meeting at the all-reduce
+  (the scheduler waking gloo's threads, the slower rank's lag) and DDP's hook and future around it. Measured as the
+  2-rank step of a tiny model minus what the other terms give for it; it is what the light end of a sweep is made of;
+- ``hidden``: the fraction of the all-reduce that overlaps the backward pass (0 on this CPU, where the ranks' cores
+  are busy computing; a GPU's copy engines and link work beside its cores).
+
+Taught in ``notebooks/07_scaling.ipynb``.
 """
 from __future__ import annotations
 
@@ -94,12 +105,13 @@ class StepCost:
 
 
 def predict_step(flops: float, gradient_bytes: float, ranks: int, *, flops_per_s: float, link: Link | None = None,
-                 contention: float = 1.0, hidden: float = 0.0, fixed_s: float = 0.0) -> StepCost:
+                 contention: float = 1.0, hidden: float = 0.0, fixed_s: float = 0.0, sync_s: float = 0.0) -> StepCost:
     """One rank's step when ``ranks`` ranks each do ``flops`` and all-reduce ``gradient_bytes``.
 
     ``flops_per_s`` is one rank's rate when it computes alone; ``contention`` the share of it each keeps when all
     compute at once; ``hidden`` the fraction of the all-reduce the backward pass hides; ``fixed_s`` a cost per step
-    that does not scale with the work (kernel launches, Python).
+    that does not scale with the work (kernel launches, Python); ``sync_s`` a cost per step that only several ranks
+    pay (meeting at the all-reduce), counted with the all-reduce.
     """
     n = _ranks(ranks)
     rate = _positive(flops_per_s, "flops_per_s", "one rank's FLOP rate")
@@ -111,7 +123,8 @@ def predict_step(flops: float, gradient_bytes: float, ranks: int, *, flops_per_s
         raise ValueError(f"{n} ranks all-reduce their gradients: pass link=Link(bandwidth_bytes_per_s, latency_s).")
     compute = _positive(flops, "flops", "the work per rank and step") / (rate * (share if n > 1 else 1.0)) \
         + _positive(fixed_s, "fixed_s", "a cost per step", zero_ok=True)
-    reduce = allreduce_s(gradient_bytes, n, link) if n > 1 else 0.0
+    meet = _positive(sync_s, "sync_s", "a cost per step of several ranks meeting", zero_ok=True)
+    reduce = allreduce_s(gradient_bytes, n, link) + meet if n > 1 else 0.0
     exposed = reduce * (1 - hidden) if n > 1 else 0.0
     return StepCost(n, compute, reduce, exposed)
 

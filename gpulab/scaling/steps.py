@@ -171,19 +171,23 @@ def summarise(plans: list[StepPlan], per_rank: list[list[list[tuple[float, float
     return out
 
 
-def allreduce_seconds(sizes_bytes: list[int], repeats: int = 7) -> list[float]:
-    """In a rank: the fastest of ``repeats`` all-reduces of float32 tensors of each size (after one untimed)."""
+def allreduce_seconds(sizes_bytes: list[int], repeats: int = 7, device: str = "cpu") -> list[float]:
+    """In a rank: the fastest of ``repeats`` all-reduces of float32 tensors of each size (after one untimed), on
+    ``device`` (``"cuda:k"``: the GPU is synchronised before and after each, so the time is the transfer's)."""
     import torch
     import torch.distributed as dist
 
+    sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
     out = []
     for size in sizes_bytes:
-        t = torch.ones(max(1, size // 4))
+        t = torch.ones(max(1, size // 4), device=device)
         times = []
         for k in range(repeats + 1):
+            sync()
             dist.barrier()
             t0 = time.perf_counter()
             dist.all_reduce(t)
+            sync()
             if k:
                 times.append(time.perf_counter() - t0)
         out.append(min(times))

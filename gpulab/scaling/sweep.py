@@ -2,8 +2,15 @@
 
 Every point shows the step of 1 rank and of 2, the speed-up (2 × step₁ ÷ step₂: each rank keeps its batch), the
 2-rank step split into compute, all-reduce and waiting (``steps``), and what the cost model (``cost``) predicted
-for 2 ranks from three measured inputs: the FLOP rate this work size reaches on 1 rank, the share of it a rank keeps
-beside the other (machine limit ÷ 2) and gloo's link (``probes.gloo_link``). Taught in ``notebooks/07_scaling.ipynb``.
+for 2 ranks from four measured inputs: the FLOP rate this work size reaches on 1 rank (its 1-rank step), the share
+of it a rank keeps beside the other (the machine limit ÷ 2, measured with independent matmuls at the length of this
+point's step: ``probes.limit_at``), gloo's link (``probes.gloo_link``) and what a DDP step of 2 ranks pays to meet
+(``probes.ddp_sync_s``). The link and the meeting are measured once; none of the inputs comes from a 2-rank step of
+the point it predicts.
+
+Light points get more timed steps than heavy ones (up to ``MAX_STEPS``, until a point has done about ``WORK_FLOPS``):
+a step of a millisecond is easily disturbed by other programs, and the fastest of many is the undisturbed one.
+Taught in ``notebooks/07_scaling.ipynb``.
 """
 from __future__ import annotations
 
@@ -11,24 +18,36 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..core.tables import Table, TableView
+import math
+
 from .cost import Link, mlp_parameters, predict_step, speedup, train_flops
-from .probes import splits
+from .probes import limit_at, matmul_s, splits
 from .steps import StepPlan, StepSplit
 
-__all__ = ["ScalingPoint", "ScalingSweep", "scaling_sweep", "predict_two_ranks"]
+__all__ = ["ScalingPoint", "ScalingSweep", "scaling_sweep", "predict_two_ranks", "steps_for", "WORK_FLOPS",
+           "MAX_STEPS"]
+
+WORK_FLOPS, MAX_STEPS = 2e9, 200
 
 
 def _ms(s: float) -> str:
     return f"{s * 1e3:.1f}"
 
 
-def predict_two_ranks(one: StepSplit, limit: float, link: Link) -> float:
-    """The cost model's 2-rank speed-up at ``one``'s work size, from its measured FLOP rate, ``limit`` and ``link``."""
+def steps_for(width: int, batch: int, depth: int, steps: int) -> int:
+    """Timed steps for a point: at least ``steps``, more for light points (about ``WORK_FLOPS`` in all, at most
+    ``MAX_STEPS``)."""
+    flops = train_flops(mlp_parameters(width, depth), batch)
+    return max(steps, min(MAX_STEPS, math.ceil(WORK_FLOPS / flops)))
+
+
+def predict_two_ranks(one: StepSplit, limit: float, link: Link, sync_s: float) -> float:
+    """The cost model's 2-rank speed-up at ``one``'s work size, from its measured FLOP rate, ``limit``, ``link`` and
+    ``sync_s``."""
     params = mlp_parameters(one.plan.width, one.plan.depth)
     flops = train_flops(params, one.plan.batch) * one.plan.accumulate
-    rate = flops / one.compute_s  # the FLOP rate this work size reaches on one core (measured, Python included)
-    share = min(1.0, limit / 2)
-    kw = dict(flops_per_s=rate, link=link, contention=share)
+    rate = flops / one.step_s  # the FLOP rate this work size reaches on one core: measured, per-step overhead included
+    kw = dict(flops_per_s=rate, link=link, contention=min(1.0, limit / 2), sync_s=sync_s)
     return speedup(predict_step(flops, 4 * params, 1, **kw), predict_step(flops, 4 * params, 2, **kw))
 
 
@@ -37,6 +56,7 @@ class ScalingPoint:
     one: StepSplit
     two: StepSplit
     predicted: float
+    limit: float  # 2 independent processes ÷ 1 for work as long as this point's 1-rank step (``probes.limit_at``)
 
     @property
     def measured(self) -> float:
@@ -51,9 +71,9 @@ class ScalingPoint:
 @dataclass(frozen=True)
 class ScalingSweep(TableView):
     points: tuple[ScalingPoint, ...]
-    limit: float
     link: Link
     depth: int
+    sync_s: float
 
     def best(self) -> ScalingPoint:
         return max(self.points, key=lambda p: p.measured)
@@ -65,28 +85,35 @@ class ScalingSweep(TableView):
 
     def table(self) -> Table:
         rows = [[p.one.plan.width, p.one.plan.batch, _ms(p.one.step_s), _ms(p.two.step_s), f"{p.measured:.2f}×",
-                 _ms(p.two.compute_s), _ms(p.two.allreduce_s), _ms(p.two.waiting_s), f"{p.predicted:.2f}×",
-                 f"{p.error * 100:+.0f} %"] for p in self.points]
+                 _ms(p.two.compute_s), _ms(p.two.allreduce_s), _ms(p.two.waiting_s), f"{p.limit:.2f}×",
+                 f"{p.predicted:.2f}×", f"{p.error * 100:+.0f} %"] for p in self.points]
         widths = sorted({p.one.plan.width for p in self.points})
         notes = [f"width {w}: 2 ranks pay from batch {self.pays_from(w)} per rank" if self.pays_from(w) else
                  f"width {w}: 2 ranks never paid in this sweep" for w in widths]
-        notes += [f"machine limit (2 independent processes ÷ 1): {self.limit:.2f}×; gloo link: "
-                  f"{self.link.bandwidth_bytes_per_s / 1e9:.2f} GB/s, {self.link.latency_s * 1e6:.0f} µs per message",
+        notes += [f"model inputs: the 1-rank step; limit (2 independent processes ÷ 1, work as long as the step); "
+                  f"gloo link {self.link.bandwidth_bytes_per_s / 1e9:.2f} GB/s, {self.link.latency_s * 1e6:.0f} µs "
+                  f"per message; 2 ranks meeting {self.sync_s * 1e3:.2f} ms per step",
                   f"worst model error: {max(abs(p.error) for p in self.points) * 100:.0f} %"]
         return Table(["width", "batch/rank", "1 rank ms", "2 ranks ms", "speed-up", "compute ms", "all-reduce ms",
-                      "waiting ms", "model", "error"], rows,
+                      "waiting ms", "limit", "model", "error"], rows,
                      title=f"{self.depth} Linear(width, width) layers, float32, 1 thread per rank; 2-rank split "
                            "measured (rank 0, fastest step)", notes=notes)
 
 
-def scaling_sweep(widths: Sequence[int], batches: Sequence[int], *, depth: int = 3, steps: int = 6, limit: float,
-                  link: Link) -> ScalingSweep:
-    """Measure every (width, batch per rank) on 1 and on 2 gloo ranks, one after the other, and predict each point."""
+def scaling_sweep(widths: Sequence[int], batches: Sequence[int], *, depth: int = 3, steps: int = 6, link: Link,
+                  sync_s: float) -> ScalingSweep:
+    """Measure every (width, batch per rank) on 1 and on 2 gloo ranks, one after the other, with the machine limit at
+    its step's length, and predict each point (``steps``: the fewest timed steps per point; light points get more,
+    see ``steps_for``)."""
     if not widths or not batches:
         raise ValueError("scaling_sweep needs at least one width and one batch size.")
+    unit = matmul_s()
     points = []
-    for plan in (StepPlan(w, b, depth=depth, steps=steps) for w in widths for b in batches):
-        # 1 rank, then 2, point by point: load from other programs changes over seconds, so each pair sees the same
-        one, two = splits([plan], 1)[0], splits([plan], 2)[0]
-        points.append(ScalingPoint(one, two, predict_two_ranks(one, limit, link)))
-    return ScalingSweep(tuple(points), limit, link, depth)
+    for plan in (StepPlan(w, b, depth=depth, steps=steps_for(w, b, depth, steps)) for w in widths for b in batches):
+        # 1 rank, the limit, 2 ranks, point by point: load from other programs changes over seconds, so all three
+        # see the same
+        one = splits([plan], 1)[0]
+        limit = limit_at(one.step_s, plan.steps, unit)
+        two = splits([plan], 2)[0]
+        points.append(ScalingPoint(one, two, predict_two_ranks(one, limit, link, sync_s), limit))
+    return ScalingSweep(tuple(points), link, depth, sync_s)

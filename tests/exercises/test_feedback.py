@@ -150,6 +150,12 @@ WRONG = [
     ("ch07-ex1", 30, ["2 ranks still lose", "all-reduce"], ["65"]),
     ("ch07-ex1", 82, ["Interpolating the speed-ups linearly overshoots"], ["65"]),
     ("ch07-ex1", 128, ["between two printed points"], ["65"]),
+    ("ch07-ex1", 32, ["between two printed points"], ["65"]),
+    ("ch07-ex1", 512, ["already shows 2 ranks paying at batch 128", "between batch 32 and 128"], ["65"]),
+    ("ch07-ex1", 8, ["2 ranks still lose"], ["65"]),
+    ("ch07-ex1", float("inf"), ["never pay", "paying from batch 128 (1.30×)"], ["65"]),
+    ("ch07-ex1", 10**400, ["never pay"], ["65"]),  # too large for a float: taken as infinity, not an OverflowError
+    ("ch07-ex1", -5, ["a positive number of samples"], ["65"]),
 ]
 
 
@@ -207,6 +213,9 @@ WRONG_TYPES = [
     ("ch06-ex1", 5, "as a dict"),
     ("ch06-ex1", "Trainer(", "could not be read"),
     ("ch07-ex1", "65", "as a number"),
+    ("ch07-ex1", float("nan"), "that is NaN"),
+    ("ch07-ex1", [65], "as a number"),
+    ("ch07-ex1", np.array([65.0]), "as a number"),
 ]
 
 
@@ -281,3 +290,9 @@ def test_checking_answers_leaves_cuda_alone_and_import_gpulab_light():
 def test_whatever_is_given_as_an_answer_is_answered_with_feedback_and_never_raises(name, answer):
     feedback = gpulab.check(name, answer)
     assert isinstance(feedback, Feedback) and feedback.message and feedback.exercise == name
+
+
+@pytest.mark.parametrize("answer", [65, 64.9, np.float64(65.0), np.array(65.0), torch.tensor(65.0), 52, 81])
+def test_the_crossover_computed_with_numpy_or_torch_counts_as_a_number(answer):
+    # a learner who fits the printed sweep with NumPy or torch ends with a 0-d array or tensor, not a float
+    assert gpulab.check("ch07-ex1", answer).passed

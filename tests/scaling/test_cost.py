@@ -38,6 +38,9 @@ def test_a_step_is_compute_plus_the_all_reduce_not_hidden():
     half_hidden = predict_step(1e9, 4e6, 2, flops_per_s=1e10, link=LINK, hidden=0.5, fixed_s=0.01)
     assert half_hidden.step_s == pytest.approx(0.1 + 0.01 + 0.0021)
     assert speedup(one, two) == pytest.approx(2 * 0.1 / 0.2042)
+    met = predict_step(1e9, 4e6, 2, flops_per_s=1e10, link=LINK, contention=0.5, sync_s=0.003)
+    assert met.allreduce_s == pytest.approx(0.0072) and met.step_s == pytest.approx(0.2072)
+    assert predict_step(1e9, 4e6, 1, flops_per_s=1e10, sync_s=0.003).step_s == pytest.approx(0.1)  # 1 rank meets no one
 
 
 def test_the_speedup_approaches_n_when_compute_dominates_and_falls_below_1_when_it_does_not():
@@ -72,6 +75,7 @@ def test_the_crossover_batch_gives_a_speedup_of_exactly_the_target():
     (lambda: predict_step(1e9, 4e6, 2, flops_per_s=1e10, link=LINK, contention=1.5), "contention is a share in"),
     (lambda: predict_step(1e9, 4e6, 2, flops_per_s=1e10, link=LINK, hidden=2), "hidden a fraction in"),
     (lambda: crossover_batch(0, 1e-3), "seconds_per_sample is one rank's compute per sample"),
+    (lambda: predict_step(1e9, 4e6, 2, flops_per_s=1e10, link=LINK, sync_s=-1e-3), "sync_s is a cost per step"),
 ])
 def test_wrong_inputs_are_refused_with_what_to_pass(call, words):
     with pytest.raises(ValueError, match=words):

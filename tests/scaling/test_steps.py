@@ -5,9 +5,9 @@ import pytest
 
 from gpulab.scaling.cost import Link
 from gpulab.scaling.levers import FAST_LEVERS, lever_plans, levers, threads_vs_ranks
-from gpulab.scaling.probes import gloo_link, machine_limit, splits
+from gpulab.scaling.probes import TINY, ddp_sync_s, gloo_link, limit_at, machine_limit, matmul_s, splits
 from gpulab.scaling.steps import StepPlan, StepSplit, _union_s
-from gpulab.scaling.sweep import ScalingPoint, ScalingSweep, scaling_sweep
+from gpulab.scaling.sweep import MAX_STEPS, ScalingPoint, ScalingSweep, predict_two_ranks, scaling_sweep, steps_for
 
 from ..ranks.conftest import no_process_left  # noqa: F401  (the fixture)
 
@@ -43,12 +43,16 @@ def test_the_sweep_the_limit_and_the_link_are_measured_and_predicted(no_process_
     limit = machine_limit(n=64, chunks=3)
     link = gloo_link()
     assert 0 < limit < 3 and link.bandwidth_bytes_per_s > 0 and link.latency_s >= 0
-    assert "gloo on this machine" in link.source
-    sweep = scaling_sweep([16], [2, 8], steps=2, limit=limit, link=link)
+    assert "gloo on this machine: bare all-reduces of 4 B" in link.source
+    sync = ddp_sync_s(link)
+    assert 0 <= sync < 1  # seconds: a tiny model's 2-rank step is nowhere near a second
+    sweep = scaling_sweep([16], [2, 8], steps=2, link=link, sync_s=sync)
     assert [(p.one.plan.width, p.one.plan.batch) for p in sweep.points] == [(16, 2), (16, 8)]
-    assert all(p.predicted > 0 and p.measured > 0 for p in sweep.points)
+    assert [p.one.plan.steps for p in sweep.points] == [MAX_STEPS, MAX_STEPS]  # light points: many steps
+    assert all(p.predicted > 0 and p.measured > 0 and 0 < p.limit < 3 for p in sweep.points)
     text = str(sweep)
     assert "compute ms" in text and "all-reduce ms" in text and "waiting ms" in text and "worst model error" in text
+    assert f"2 ranks meeting {sync * 1e3:.2f} ms per step" in text
     assert "<table" in sweep._repr_html_()
 
 
@@ -65,9 +69,9 @@ def test_levers_and_threads_are_measured_on_real_ranks(no_process_left):
 def test_the_table_says_from_which_batch_2_ranks_paid():
     def split(batch, ranks, step):
         return StepSplit(StepPlan(64, batch), ranks, 1, step, step, 0.0, 0.0)
-    points = (ScalingPoint(split(8, 1, 1.0), split(8, 2, 4.0), 0.5),
-              ScalingPoint(split(64, 1, 1.0), split(64, 2, 1.5), 1.3))
-    sweep = ScalingSweep(points, 1.9, Link(1e9, 0), 3)
+    points = (ScalingPoint(split(8, 1, 1.0), split(8, 2, 4.0), 0.5, 1.9),
+              ScalingPoint(split(64, 1, 1.0), split(64, 2, 1.5), 1.3, 1.8))
+    sweep = ScalingSweep(points, Link(1e9, 0), 3, 0.0)
     assert sweep.pays_from(64) == 64 and sweep.best() is points[1]
     assert "width 64: 2 ranks pay from batch 64 per rank" in str(sweep)
     assert points[1].error == pytest.approx((1.3 - 4 / 3) / (4 / 3))
@@ -85,7 +89,7 @@ def test_overlapping_spans_count_once():
     (lambda: splits([SMALL], 2, ddp=False), ValueError, "ddp=False measures one process"),
     (lambda: splits([SMALL], 1, device="tpu"), ValueError, "device is 'cpu'"),
     (lambda: levers(SMALL, only=("bigger buckets",)), ValueError, "no lever is called 'bigger buckets'; the levers"),
-    (lambda: scaling_sweep([], [8], limit=1.9, link=None), ValueError, "at least one width"),
+    (lambda: scaling_sweep([], [8], link=None, sync_s=0), ValueError, "at least one width"),
 ])
 def test_wrong_settings_are_refused(call, error, words):
     with pytest.raises(error, match=words):
@@ -96,3 +100,26 @@ def test_every_lever_changes_one_setting():
     plans = lever_plans(SMALL)
     assert [p.lever for p in plans][:1] == ["default"] and len({p.lever for p in plans}) == len(plans) == 8
     assert set(FAST_LEVERS) <= {p.lever for p in plans}
+
+
+def test_the_limit_at_a_step_length_builds_chunks_as_long_as_the_step(no_process_left):
+    unit = matmul_s()
+    assert 0 < unit < 1
+    assert 0 < limit_at(3 * unit, 3, unit) < 3  # chunks of 3 matmuls, 3 of them: measured on real processes
+
+
+def test_light_points_get_more_steps_and_heavy_ones_the_fewest_asked():
+    assert steps_for(64, 8, 3, 8) == MAX_STEPS  # 0.6 MFLOP per step: 200 steps are still only a few MFLOP
+    assert steps_for(1024, 1024, 3, 8) == 8  # 19 GFLOP per step: the fewest asked for
+    assert 8 < steps_for(256, 64, 3, 8) < MAX_STEPS
+    assert TINY.steps == MAX_STEPS and TINY.width == 8
+
+
+def test_the_prediction_is_the_1_rank_step_shared_plus_meeting_plus_the_ring():
+    plan = StepPlan(64, 8)
+    one = StepSplit(plan, 1, 1, 2e-3, 1.5e-3, 0.0, 0.5e-3)
+    link = Link(1e9, 50e-6)
+    gradient_bytes = 4 * 3 * (64 * 64 + 64)
+    two_s = 2e-3 / 0.9 + 0.3e-3 + 2 * 50e-6 + gradient_bytes / 1e9  # 2 (N - 1)/N = 1 for N = 2
+    assert predict_two_ranks(one, 1.8, link, 0.3e-3) == pytest.approx(2 * 2e-3 / two_s)
+    assert predict_two_ranks(one, 2.4, link, 0) == pytest.approx(2 * 2e-3 / (2e-3 + 2 * 50e-6 + gradient_bytes / 1e9))
