@@ -28,6 +28,7 @@ import pytest
 
 from gpulab.machine.simulated import SimulatedGpuReader
 from gpulab.placement.lockfiles import reservation_holders
+from gpulab.server.kernelspec import install_kernelspec
 from tests.process_group import kill_group
 
 pytestmark = pytest.mark.slow
@@ -55,7 +56,8 @@ c = get_config()
 load_subconfig({str(ROOT / 'tools' / 'jupyterhub_config.py')!r})  # GPULAB_HUB_MODEL: the hooks, poll, proxy
 {hooks}
 c.Spawner.poll_interval = {POLL_S}
-c.Spawner.environment = dict(c.Spawner.environment, GPULAB_HUB_TEST={marker!r})
+c.Spawner.environment = dict(c.Spawner.environment, GPULAB_HUB_TEST={marker!r},
+                             JUPYTER_PATH={str(tmp / 'share' / 'jupyter')!r})  # where the test installs kernelspecs
 # Root (CI) runs the single-user servers as itself, which jupyter-server refuses without --allow-root.
 c.Spawner.args = list(c.Spawner.args) + {["--allow-root"] if root else []!r}
 c.JupyterHub.authenticator_class = "dummy"
@@ -73,7 +75,7 @@ c.JupyterHub.db_url = "sqlite:///{tmp / 'hub.sqlite'}"
 c.JupyterHub.cookie_secret_file = {str(tmp / 'cookie_secret')!r}
 c.JupyterHub.services = [{{"name": "gpulab-test", "api_token": {token!r}}}]
 c.JupyterHub.load_roles = [{{"name": "gpulab-test", "services": ["gpulab-test"],
-                            "scopes": ["admin:users", "admin:servers", "admin:server_state"]}}]
+                            "scopes": ["admin:users", "admin:servers", "admin:server_state", "access:servers"]}}]
 """
 
 
@@ -288,7 +290,7 @@ def test_a_real_hub_leases_disjoint_gpus_to_servers_and_frees_them_on_stop_kill_
 
 
 @pytest.mark.parametrize("session", ["kernel"], indirect=True)
-def test_in_the_kernel_model_servers_start_with_every_gpu_for_their_kernels_to_lease(session):
+def test_in_the_kernel_model_each_kernel_of_each_server_leases_its_own_gpu(session):
     """The documented default: the Hub leases nothing; a server gets the lease directory and machine the Hub has (so
     the gpulab kernelspec's kernels lease from the same files) and the course's server settings."""
     hub = session.hub
@@ -302,4 +304,36 @@ def test_in_the_kernel_model_servers_start_with_every_gpu_for_their_kernels_to_l
     assert env["GPULAB_RESERVATIONS_DIR"] == str(session.leases_dir) and env["GPULAB_SIMULATE_GPUS"] == "idle-8"
     cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     assert f"--config={ROOT / 'tools' / 'jupyter_server_config.py'}".encode() in cmdline
+
+    # Kernels from the gpulab kernelspec, started through the Hub's proxy in two users' servers, lease disjoint GPUs
+    # from the Hub's lease folder; shutting a kernel down frees its GPU.
+    name = os.path.basename(install_kernelspec(1, prefix=str(session.tmp))[0])
+    status, body = hub.start("bob")
+    assert status in (201, 202), (status, body, session.log_tail())
+    kernels = {}
+    for user in ("alice", "bob"):
+        status, body = _user_api(hub, user, "POST", "/api/kernels", {"name": name})
+        assert status == 201, (status, body)
+        kernels[user] = body["id"]
+    held = {h.details["kernel"]: (uuid, h.pid) for uuid, h in reservation_holders(UUIDS, session.leases_dir).items()}
+    assert set(held) == set(kernels.values()) and held[kernels["alice"]][0] != held[kernels["bob"]][0]
+    seen = {user: _environ(held[k][1])["CUDA_VISIBLE_DEVICES"] for user, k in kernels.items()}
+    assert seen["alice"] and seen["bob"] and seen["alice"] != seen["bob"]
+    status, _ = _user_api(hub, "alice", "DELETE", f"/api/kernels/{kernels['alice']}")
+    assert status == 204
+    hub.wait("alice's kernel lease to end",
+             lambda: {h.details.get("kernel") for h in reservation_holders(UUIDS, session.leases_dir).values()}
+             == {kernels["bob"]})
     session.stop(proc)
+
+
+def _user_api(hub: Hub, user: str, method: str, path: str, body: dict | None = None) -> tuple[int, dict | None]:
+    """A call to ``user``'s single-user server through the Hub's proxy, with the test service's token."""
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(f"{hub.url}/user/{user}{path}", data=data, method=method,
+                                 headers={"Authorization": f"token {hub.token}", "Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=60) as r:
+            return r.status, _json(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, _json(e.read())
