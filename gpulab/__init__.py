@@ -75,3 +75,13 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(__all__))
+
+
+def _watch_cuda_start() -> None:
+    """Record the first call that starts CUDA in this process, as the learner's line (``core.cuda_start``)."""
+    from .core.cuda_start import install
+
+    install()
+
+
+_watch_cuda_start()

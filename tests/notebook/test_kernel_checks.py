@@ -1,0 +1,24 @@
+"""In a real kernel, loaded as a learner would (``%load_ext gpulab``): the line that started CUDA is named by its cell
+and line, in ``cuda_state()`` and in the doctor."""
+from __future__ import annotations
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+
+def _run(*sources: str, raises: tuple[int, ...] = ()) -> list[str]:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(s, metadata={"tags": ["raises-exception"]} if i in raises else {})
+                for i, s in enumerate(sources)]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    NotebookClient(nb, kernel_name="python3", timeout=120).execute()
+    return ["".join(o.get("text", "") for o in c.outputs if o.output_type == "stream") for c in nb.cells]
+
+
+@pytest.mark.timeout(300)
+def test_the_cell_and_line_that_tried_torch_cuda_init_are_named():
+    out = _run("%load_ext gpulab\nimport gpulab",
+               "import torch\n\nx = 1\ntorch.cuda.init()",
+               "print(gpulab.cuda_state())", raises=(1,))
+    assert "cell [2], line 4: `torch.cuda.init()`" in out[2], out
