@@ -31,6 +31,7 @@ from typing import Any, Callable
 
 from . import compat
 from .frames import code_place, is_library_file
+from .threads import note_torch_imported
 
 __all__ = ["CodeLine", "CudaStart", "cuda_started_by", "install"]
 
@@ -199,6 +200,7 @@ class _WhenTorchCudaImported:
             def exec_module(self, module: Any) -> None:
                 module.__loader__ = spec.loader = loader  # the module keeps its own loader (source, resources)
                 exec_module(module)
+                note_torch_imported()
                 _hook(module)
 
         spec.loader = _HookAfter()

@@ -13,12 +13,16 @@ def _run(*sources: str, raises: tuple[int, ...] = ()) -> list[str]:
                 for i, s in enumerate(sources)]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     NotebookClient(nb, kernel_name="python3", timeout=120).execute()
-    return ["".join(o.get("text", "") for o in c.outputs if o.output_type == "stream") for c in nb.cells]
+    return ["".join(o.get("evalue", "") for o in c.outputs) + "".join(o.get("text", "") if o.output_type == "stream" else o.get("data", {}).get("text/plain", "")
+                    + o.get("data", {}).get("text/html", "") for o in c.outputs) for c in nb.cells]
 
 
 @pytest.mark.timeout(300)
 def test_the_cell_and_line_that_tried_torch_cuda_init_are_named():
     out = _run("%load_ext gpulab\nimport gpulab",
                "import torch\n\nx = 1\ntorch.cuda.init()",
-               "print(gpulab.cuda_state())", raises=(1,))
+               "print(gpulab.cuda_state())", "%gpulab doctor", "%gpulab nonsense", raises=(1, 4))
     assert "cell [2], line 4: `torch.cuda.init()`" in out[2], out
+    assert "✘ CUDA asked for in this kernel — CUDA was first asked for by cell [2], line 4: `torch.cuda.init()`" in out[3]
+    assert "<h4>gpulab doctor: 1 problem(s) in this kernel</h4>" in out[3]  # the HTML form too
+    assert "%gpulab does not know 'nonsense'. It knows: %gpulab doctor" in out[4]
