@@ -52,7 +52,7 @@ _EXPORTS: dict[str, str] = {
     "reserve_gpus": "placement.reservation", "GpuPicker": "placement.picker", "run_shell": "notebook.shell",
     # 04 DDP: ranks from a notebook cell
     "launch": "ranks.launcher", "warm_up_launcher": "ranks.server", "rank_speedup": "ranks.speed",
-    "doctor": "checkup.doctor",
+    "doctor": "checkup.doctor", "watchdog": "ranks.watchdog",
     # 05 live monitor
     "monitor": "monitoring.monitor",
     # 06 Lightning's device flags, then and now

@@ -14,7 +14,7 @@ import importlib
 import sys
 from typing import Any
 
-__all__ = ["KNOWN_TORCH", "torch_known", "rank_waitables", "ranks_running", "rank_error_files", "cuda_device_index",
+__all__ = ["KNOWN_TORCH", "torch_known", "rank_waitables", "ranks_running", "rank_processes", "rank_error_files", "cuda_device_index",
            "cudnn_version_int", "compiled_module_type", "forkserver_pid", "forkserver_preload", "stop_forkserver",
            "stop_resource_tracker", "start_processes", "RunProcsResult", "LogsSpecs", "LogsDest", "Std",
            "ChildFailedError", "ProcessFailure", "cuda_lazy_init", "ipython_cell_number", "jupyter_ports"]
@@ -75,6 +75,12 @@ def ranks_running(ctx: Any) -> int | None:
     """How many rank processes of elastic's context have not been joined yet (``None`` where unknown)."""
     sentinels = getattr(getattr(ctx, "_pc", None), "sentinels", None)
     return len(sentinels) if isinstance(sentinels, dict) else None
+
+
+def rank_processes(ctx: Any) -> list[Any] | None:
+    """elastic's rank processes (``multiprocessing.Process``, rank order; ``_pc.processes`` in 2.11-2.14), or ``None``."""
+    procs = getattr(getattr(ctx, "_pc", None), "processes", None)
+    return list(procs) if isinstance(procs, list) else None
 
 
 def rank_error_files(ctx: Any) -> list[str]:
