@@ -137,6 +137,8 @@ class HangReport:
             other = f" — not {awaited}" if awaited and r.collective != awaited else ""
             return f"rank {r.rank} {verb} in {r.collective}{at}{other}"
         never = f" and never called {awaited}" if awaited else ""
+        if r.how == "traceback":
+            return f"rank {r.rank} raised{at}{never}"
         if r.how == "gone":
             return f"rank {r.rank} had already ended{never}"
         if not r.in_function:

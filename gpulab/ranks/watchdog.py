@@ -22,10 +22,11 @@ import tempfile
 import time
 import traceback
 from pathlib import Path
+from types import CodeType
 from typing import Any
 
 from ..core.compat import ipython_cell_number, rank_processes
-from .stacks import HangReport, RankStack, rank_stack
+from .stacks import Frame, HangReport, RankStack, rank_stack
 
 __all__ = ["arm", "collect", "report", "watchdog", "LaunchWatch", "READY"]
 
@@ -37,10 +38,10 @@ _files: list[Any] = []  # kept open for faulthandler (it writes to the file desc
 def arm(path: str) -> None:
     """In a rank: dump every thread's stack into ``path`` on ``SIGUSR1`` (its first line says it is armed)."""
     f = open(path, "w", encoding="utf-8")  # noqa: SIM115 - faulthandler keeps writing to it until the rank ends
-    f.write(f"{READY} pid {os.getpid()}\n")
-    f.flush()
     _files.append(f)
     faulthandler.register(signal.SIGUSR1, file=f, all_threads=True, chain=False)
+    f.write(f"{READY} pid {os.getpid()}\n")  # only now may a signal come: before, SIGUSR1 would kill the rank
+    f.flush()
 
 
 def collect(paths: dict[int, str], pids: dict[int, int], wait_s: float = 1.0) -> dict[int, str]:
@@ -77,10 +78,45 @@ def collect(paths: dict[int, str], pids: dict[int, int], wait_s: float = 1.0) ->
     return out
 
 
+def _main_code() -> dict[str, list[tuple[str, int, int]]]:
+    """Where the notebook's functions were written: name -> (cell file, first line, last line), for every function
+    and method in ``__main__`` and the functions defined inside them. cloudpickle sends a notebook's functions to the
+    ranks by value and names their file ``<dynamic-code>``; this puts the cell back."""
+    out: dict[str, list[tuple[str, int, int]]] = {}
+
+    def visit(code: CodeType) -> None:
+        lines = [n for *_, n in code.co_lines() if n]
+        if lines:
+            out.setdefault(code.co_name, []).append((code.co_filename, min(lines), max(lines)))
+        for const in code.co_consts:
+            if isinstance(const, CodeType):
+                visit(const)
+
+    main = vars(sys.modules["__main__"]) if "__main__" in sys.modules else {}
+    for value in list(main.values()):
+        members = list(vars(value).values()) if isinstance(value, type) else [value]
+        for member in members:
+            code = getattr(getattr(member, "__func__", member), "__code__", None)
+            if isinstance(code, CodeType):
+                visit(code)
+    return out
+
+
+def _placed(stack: RankStack, code: dict[str, list[tuple[str, int, int]]]) -> RankStack:
+    frames = []
+    for f in stack.frames:
+        if f.filename == "<dynamic-code>":
+            found = [name for name, first, last in code.get(f.function, ()) if first <= f.lineno <= last]
+            if found:
+                f = Frame(found[-1], f.lineno, f.function)  # the latest definition: the one the launch sent
+        frames.append(f)
+    return RankStack(stack.rank, tuple(frames), stack.how)
+
+
 def report(world_size: int, stacks: dict[int, str], tracebacks: dict[int, str], why: str,
-           cells: dict[str, int]) -> HangReport:
+           cells: dict[str, int], code: dict[str, list[tuple[str, int, int]]] | None = None) -> HangReport:
     """The report from what was collected: a rank that raised is read from its traceback, the others from their
-    dumped stacks; a rank with neither had ended."""
+    dumped stacks; a rank with neither had ended. ``code`` places ``<dynamic-code>`` frames (``_main_code``)."""
     ranks: list[RankStack] = []
     for r in range(world_size):
         if tracebacks.get(r):
@@ -89,7 +125,7 @@ def report(world_size: int, stacks: dict[int, str], tracebacks: dict[int, str], 
             ranks.append(rank_stack(r, stacks[r], "stack"))
         else:
             ranks.append(RankStack(r, (), "gone"))
-    return HangReport(tuple(ranks), why, cells)
+    return HangReport(tuple(_placed(r, code or {}) for r in ranks), why, cells)
 
 
 class LaunchWatch:
@@ -101,6 +137,7 @@ class LaunchWatch:
         self.paths = {r: os.path.join(root, f"stack-{r}.txt") for r in range(nprocs)} if enabled else {}
         self.cells = {name: n for name in sources if (n := ipython_cell_number(name)) is not None}
         self.stacks: dict[int, str] | None = None
+        self.code = _main_code() if enabled else {}
 
     def path(self, rank: int) -> str:
         return self.paths.get(rank, "")
@@ -119,7 +156,7 @@ class LaunchWatch:
             self.take(ctx)
 
     def report(self, tracebacks: dict[int, str], why: str) -> HangReport:
-        return report(self.nprocs, self.stacks or {}, tracebacks, why, self.cells)
+        return report(self.nprocs, self.stacks or {}, tracebacks, why, self.cells, self.code)
 
     def hint(self, root: Any, others: list[Any], hint: str, timeout_s: float) -> str:
         """The report in place of the launcher's hint when a collective was involved (else the hint as it was)."""
@@ -129,8 +166,9 @@ class LaunchWatch:
         why = (f"the collective timeout ({timeout_s:g} s) ran out in rank {root.rank}" if timed_out
                else f"rank {root.rank} failed")
         hang = self.report({f.rank: f.traceback for f in (root, *others)}, why)
-        if hang.awaited is None:
-            return hint
+        if hang.awaited is None:  # no collective: still worth saying where the ranks that did not fail were
+            running = any(r.how == "stack" and r.in_function for r in hang.ranks)
+            return "\n\n".join(p for p in (hint, str(hang) if running else "") if p)
         return str(hang) + ("\nHint: look for a collective inside `if rank == 0:`, or a loop that runs a different "
                             "number of times per rank (uneven data). launch(..., timeout_s=...) sets the wait (here "
                             f"{timeout_s:g} s)." if timed_out else "")
