@@ -26,3 +26,14 @@ def test_the_cell_and_line_that_tried_torch_cuda_init_are_named():
     assert "✘ CUDA asked for in this kernel — CUDA was first asked for by cell [2], line 4: `torch.cuda.init()`" in out[3]
     assert "<h4>gpulab doctor: 1 problem(s) in this kernel</h4>" in out[3]  # the HTML form too
     assert "%gpulab does not know 'nonsense'. It knows: %gpulab doctor" in out[4]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_a_hang_in_a_kernel_is_reported_by_cell_and_line():
+    body = ("def evaluate():\n    time.sleep(60)\n\ndef body():\n    t = torch.ones(2)\n    if dist.get_rank() == 0:\n"
+            "        dist.all_reduce(t)\n    else:\n        evaluate()")
+    out = _run("%load_ext gpulab\nimport gpulab, time, torch\nimport torch.distributed as dist", body,
+               "gpulab.launch(body, nprocs=2, timeout_s=5)", raises=(2,))
+    assert "rank 0 was waiting in all_reduce at cell [2], line 7 (`dist.all_reduce(t)`)" in out[2], out[2]
+    assert "rank 1 is in `evaluate()` at cell [2], line 2 (`time.sleep(60)`) and never called all_reduce" in out[2]
