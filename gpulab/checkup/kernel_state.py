@@ -10,7 +10,7 @@ import multiprocessing
 import os
 import subprocess
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..core import compat
@@ -36,7 +36,6 @@ class KernelState:
     lease: tuple[tuple[int, str], ...] = ()  # (physical index, UUID) of each GPU reserved by this notebook
     accelerator_made: bool = False  # accelerate's AcceleratorState already holds state in this process
     bitsandbytes: bool = False  # imported here: accelerate's notebook_launcher refuses then
-    interactive: bool = field(default=False)  # a Jupyter kernel (ipykernel) rather than a script
 
     @property
     def cuda_started_by(self) -> CudaStart | None:
@@ -114,4 +113,4 @@ def kernel_state(machine: object = None, reservations: str | os.PathLike[str] | 
                        multiprocessing.get_start_method(allow_none=True),
                        "fork" in multiprocessing.get_all_start_methods(), threads, extra, group, listening_ports(),
                        last.master_port if last is not None else None, _lease(machine, reservations), made,
-                       "bitsandbytes" in sys.modules, "ipykernel" in sys.modules)
+                       "bitsandbytes" in sys.modules)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import textwrap
 
 from gpulab.checkup.doctor import Doctor, checks
 from gpulab.checkup.kernel_state import KernelState
