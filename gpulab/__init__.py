@@ -52,6 +52,7 @@ _EXPORTS: dict[str, str] = {
     "reserve_gpus": "placement.reservation", "GpuPicker": "placement.picker", "run_shell": "notebook.shell",
     # 04 DDP: ranks from a notebook cell
     "launch": "ranks.launcher", "warm_up_launcher": "ranks.server", "rank_speedup": "ranks.speed",
+    "doctor": "checkup.doctor", "watchdog": "ranks.watchdog",
     # 05 live monitor
     "monitor": "monitoring.monitor",
     # 06 Lightning's device flags, then and now
@@ -75,3 +76,13 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(__all__))
+
+
+def _watch_cuda_start() -> None:
+    """Record the first call that starts CUDA in this process, as the learner's line (``core.cuda_start``)."""
+    from .core.cuda_start import install
+
+    install()
+
+
+_watch_cuda_start()

@@ -30,8 +30,10 @@ REPORT = "\nprint('CUDA starts:', cuda_tripwire.STARTS)\n"
 
 
 def _first_caller_outside_torch() -> str:
+    """The innermost caller outside torch, this file and gpulab's own recorder of the first start (which wraps)."""
     for frame in reversed(traceback.extract_stack()[:-2]):
-        if "/torch/" not in frame.filename.replace("\\", "/") and frame.filename != __file__:
+        name = frame.filename.replace("\\", "/")
+        if "/torch/" not in name and frame.filename != __file__ and not name.endswith("gpulab/core/cuda_start.py"):
             return f"{Path(frame.filename).name}:{frame.lineno} {frame.name}"
     return "?"
 

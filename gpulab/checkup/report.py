@@ -18,6 +18,7 @@ from .diagnosis import Check, Facts, diagnose, headline
 from ..machine.host import shared_memory_bytes
 from ..machine.inventory import Inventory, devices
 from ..machine.cuda import cuda_state
+from ..core.cuda_start import CudaStart
 from ..placement.lockfiles import current_holders
 from ..machine.nvml import GpuReader
 from ..machine.resolve import as_reader
@@ -41,6 +42,7 @@ class EnvReport:
     usable_gpus: int = 0  # GPUs PyTorch will use here (would use, on a described machine)
     summary: str = ""  # the headline: what the lessons will do here, or the real reason they cannot use a GPU
     chapters: tuple[Chapter, ...] = ()
+    cuda_started_by: CudaStart | None = None  # the line that started CUDA here (or tried to)
 
     def _sections(self) -> list[tuple[str, list[str], list[list[str]]]]:
         t = self.torch
@@ -50,6 +52,8 @@ class EnvReport:
             ["GPUs PyTorch will use", f"{self.usable_gpus} (predicted for the described GPUs)" if self.simulated
              else f"{self.usable_gpus} (torch.cuda.device_count() says {t.cuda_device_count})"],
             ["CUDA initialised in this process", str(t.cuda_initialized)],
+            ["first CUDA call here", str(self.cuda_started_by) if self.cuda_started_by is not None
+             else "none since gpulab was imported"],
             ["driver", str(self.inventory.driver_version)], ["driver supports CUDA up to", str(self.inventory.cuda_driver_version)],
             ["distributed backends", f"gloo: {'yes' if t.gloo else 'no'}, nccl: {t.nccl or 'no'}"],
         ]
@@ -118,4 +122,4 @@ def environment_report(machine: GpuReader | str | None = None, *, torch: TorchFa
                   None if not started.variable_read else str(started), pk, chapters())
     checks, usable = diagnose(facts)
     return EnvReport(detect_platform(), simulated, t, pk, inv, visible_map(inv.gpus), checks, usable,
-                     headline(facts, checks, usable), facts.chapters)
+                     headline(facts, checks, usable), facts.chapters, started.started_by)

@@ -14,10 +14,10 @@ import importlib
 import sys
 from typing import Any
 
-__all__ = ["KNOWN_TORCH", "torch_known", "rank_waitables", "ranks_running", "rank_error_files", "cuda_device_index",
+__all__ = ["KNOWN_TORCH", "torch_known", "rank_waitables", "ranks_running", "rank_processes", "rank_error_files", "cuda_device_index",
            "cudnn_version_int", "compiled_module_type", "forkserver_pid", "forkserver_preload", "stop_forkserver",
            "stop_resource_tracker", "start_processes", "RunProcsResult", "LogsSpecs", "LogsDest", "Std",
-           "ChildFailedError", "ProcessFailure"]
+           "ChildFailedError", "ProcessFailure", "cuda_lazy_init", "ipython_cell_number", "jupyter_ports"]
 
 # torch releases (major, minor) whose private attributes below were read and tested: 2.14 is the course's,
 # 2.11 the oldest supported (make test-compat).
@@ -75,6 +75,12 @@ def ranks_running(ctx: Any) -> int | None:
     """How many rank processes of elastic's context have not been joined yet (``None`` where unknown)."""
     sentinels = getattr(getattr(ctx, "_pc", None), "sentinels", None)
     return len(sentinels) if isinstance(sentinels, dict) else None
+
+
+def rank_processes(ctx: Any) -> list[Any] | None:
+    """elastic's rank processes (``multiprocessing.Process``, rank order; ``_pc.processes`` in 2.11-2.14), or ``None``."""
+    procs = getattr(getattr(ctx, "_pc", None), "processes", None)
+    return list(procs) if isinstance(procs, list) else None
 
 
 def rank_error_files(ctx: Any) -> list[str]:
@@ -135,3 +141,52 @@ def stop_resource_tracker() -> None:
     stop = getattr(resource_tracker._resource_tracker, "_stop", None)
     if stop is not None:
         stop()
+
+
+def cuda_lazy_init(torch_cuda: Any) -> Any:
+    """``torch.cuda._lazy_init``, where every CUDA context starts (read in 2.11-2.14; ``None`` if missing).
+
+    PyTorch's C++ side reaches it by name on the module (``torch::utils::device_lazy_init``), so a replacement set
+    on ``torch.cuda`` sees ``.cuda()`` and ``torch.ones(..., device="cuda")`` too (``core.cuda_start``)."""
+    found = getattr(torch_cuda, "_lazy_init", None)
+    return found if callable(found) else None
+
+
+def ipython_cell_number(filename: str) -> int | None:
+    """The execution count of the IPython cell compiled under ``filename`` (``/tmp/ipykernel_…/123.py``), ``None``
+    for a file or outside IPython. IPython's compiler keeps the map (``format_code_name``, IPython ≥ 8, which its
+    tracebacks use to print "Cell In[7]")."""
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None and hasattr(ipython, "get_ipython") else None
+    name = getattr(getattr(shell, "compile", None), "format_code_name", None)
+    label = name(filename) if callable(name) else None
+    if not label or len(label) != 2 or not str(label[1]).startswith("In["):
+        return None
+    try:
+        return int(str(label[1])[3:-1])
+    except ValueError:
+        return None
+
+
+def jupyter_ports() -> list[int]:
+    """TCP ports this process listens on for Jupyter itself: the kernel's five sockets (its connection file, public
+    ``ipykernel.connect.get_connection_info``) and the IOPub thread's pipe for output of forked children
+    (``IOPubThread._pipe_port``, read in ipykernel 6-7). Empty outside a kernel."""
+    if "ipykernel" not in sys.modules:
+        return []
+    ports: list[int] = []
+    try:
+        from ipykernel.connect import get_connection_info
+
+        info = get_connection_info(unpack=True)
+        ports += [int(v) for k, v in info.items() if k.endswith("_port") and v]
+    except (RuntimeError, OSError, ValueError, TypeError, AttributeError):
+        pass  # a kernel without a connection file (embedded, or a test's in-process one): nothing to add
+    app = sys.modules.get("ipykernel.kernelapp")
+    instance = getattr(getattr(app, "IPKernelApp", None), "instance", None)
+    initialized = getattr(getattr(app, "IPKernelApp", None), "initialized", None)
+    if callable(instance) and callable(initialized) and initialized():
+        pipe = getattr(getattr(instance(), "iopub_thread", None), "_pipe_port", None)
+        if isinstance(pipe, int):
+            ports.append(pipe)
+    return ports

@@ -8,7 +8,7 @@ from __future__ import annotations
 import sysconfig
 from pathlib import Path
 
-__all__ = ["is_library_file", "GPULAB_ROOT"]
+__all__ = ["is_library_file", "GPULAB_ROOT", "code_place"]
 
 _LIBRARY_ROOTS = tuple({str(Path(p).resolve()) for key in ("stdlib", "platstdlib", "purelib", "platlib")
                         if (p := sysconfig.get_paths().get(key))})
@@ -24,3 +24,14 @@ def is_library_file(filename: str) -> bool:
     except (OSError, ValueError):
         return False
     return resolved.startswith(_LIBRARY_ROOTS) or resolved.startswith(GPULAB_ROOT) or "site-packages" in resolved
+
+
+
+def code_place(filename: str, lineno: int, cell: int | None = None) -> str:
+    """Where a line is, in the learner's words: ``cell [7], line 3`` for a notebook cell (``cell``: its execution
+    count, IPython's ``In [7]``, which ``compat.ipython_cell_number`` reads), ``train.py, line 3`` for a file."""
+    if cell is not None:
+        return f"cell [{cell}], line {lineno}"
+    if filename.startswith("<"):
+        return f"{filename}, line {lineno}"
+    return f"{Path(filename).name}, line {lineno}"

@@ -16,6 +16,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..core.cuda_start import CudaStart, cuda_started_by
+
 __all__ = ["cuda_gpu_count", "too_few_gpus", "best_device", "CudaState", "cuda_state", "driver_in_maps"]
 
 
@@ -75,6 +77,7 @@ class CudaState:
     torch_imported: bool
     initialized: bool  # torch.cuda.is_initialized(): a CUDA context exists in this process
     driver_loaded: bool  # libcuda is mapped: something (is_available, device_count, a library) started the driver
+    started_by: CudaStart | None = None  # the first call that started CUDA here, or tried to (gpulab imported first)
 
     @property
     def variable_read(self) -> bool:
@@ -82,6 +85,9 @@ class CudaState:
         return self.initialized or self.driver_loaded
 
     def __str__(self) -> str:
+        return self._state() + (f" {self.started_by}" if self.started_by is not None else "")
+
+    def _state(self) -> str:
         if self.initialized:
             return ("CUDA is initialised in this process (torch.cuda.is_initialized() is True): CUDA_VISIBLE_DEVICES "
                     "was read when it started, and changing it now has no effect here.")
@@ -111,4 +117,4 @@ def cuda_state() -> CudaState:
         maps = Path("/proc/self/maps").read_text()
     except OSError:  # not Linux: only torch's own flag can tell
         maps = ""
-    return CudaState(torch is not None, initialized, driver_in_maps(maps))
+    return CudaState(torch is not None, initialized, driver_in_maps(maps), cuda_started_by())

@@ -1,6 +1,6 @@
 """IPython cell magics for the chapters: ``%load_ext gpulab`` then ``%%gpu [n]`` at the top of a GPU-only cell.
 
-``%%ranks n`` runs a cell's code in n ranks (``gpulab.ranks.cells``, taught in ``notebooks/04_ddp.ipynb``).
+``%gpulab doctor`` shows ``gpulab.doctor()``. ``%%ranks n`` runs a cell's code in n ranks (``gpulab.ranks.cells``, taught in ``notebooks/04_ddp.ipynb``).
 Loading the extension also makes tracebacks short (``tracebacks``): the learner's line and the line that raised.
 
 A ``%%gpu 2`` cell runs only where two CUDA GPUs are usable; elsewhere it prints why it was skipped, so a learner on a
@@ -42,4 +42,19 @@ def load_ipython_extension(ipython: Any) -> None:
         return ranks_cell(line, cell, ipython.user_ns)
 
     ipython.register_magic_function(ranks, magic_kind="cell", magic_name="ranks")
+    ipython.register_magic_function(gpulab_line, magic_kind="line", magic_name="gpulab")
     install(ipython)
+
+
+_LINE_COMMANDS = {"doctor": "this kernel's GPU state, each problem with its fix (gpulab.doctor())"}
+
+
+def gpulab_line(line: str) -> Any:
+    """``%gpulab doctor``: the doctor's screen (the same as ``gpulab.doctor()``)."""
+    import gpulab  # the public name: the doctor sits on this floor's neighbour, checkup
+
+    command = line.strip()
+    if command not in _LINE_COMMANDS:
+        known = "; ".join(f"%gpulab {k}: {v}" for k, v in _LINE_COMMANDS.items())
+        raise ValueError(f"%gpulab does not know {command!r}. It knows: {known}.")
+    return getattr(gpulab, command)()

@@ -12,12 +12,12 @@ import os
 from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 
-from ..machine.cuda import cuda_state
+from ..machine.cuda import CudaState, cuda_state
 from ..core.arguments import shown
 from ..core.renamed import renamed_keywords
 from ..core.visible import VisibleSpec, format_visible_devices, parse_visible_devices
 
-__all__ = ["CudaAlreadyStarted", "set_visible_devices", "patched_environ", "apply_environ"]
+__all__ = ["CudaAlreadyStarted", "set_visible_devices", "refusal", "patched_environ", "apply_environ"]
 
 _ORDERS = ("PCI_BUS_ID", "FASTEST_FIRST")
 
@@ -57,13 +57,7 @@ def set_visible_devices(gpus: Sequence[int | str] | str | None, *, order: str | 
                         f"{type(gpus).__name__} {shown(gpus)}.")
     state = cuda_state()
     if state.variable_read:
-        current = os.environ.get("CUDA_VISIBLE_DEVICES")
-        raise CudaAlreadyStarted(
-            f"not setting CUDA_VISIBLE_DEVICES={value!r}: {state} This process keeps the GPUs it started with "
-            f"(CUDA_VISIBLE_DEVICES={current!r} then). Restart the kernel and run this cell first, before any cell "
-            "that imports a model or asks torch.cuda anything; or set the variable where the program is started "
-            "(`CUDA_VISIBLE_DEVICES=2,3 python train.py`)."
-        )
+        raise CudaAlreadyStarted(refusal(value, state))
     if order is not None:
         os.environ["CUDA_DEVICE_ORDER"] = order
     if value is None:
@@ -71,6 +65,16 @@ def set_visible_devices(gpus: Sequence[int | str] | str | None, *, order: str | 
     else:
         os.environ["CUDA_VISIBLE_DEVICES"] = value
     return parse_visible_devices(value)
+
+
+def refusal(value: str | None, state: CudaState) -> str:
+    """Why ``set_visible_devices`` will not write ``value`` once CUDA has started (``state`` names the line that
+    started it, when gpulab was imported first)."""
+    current = os.environ.get("CUDA_VISIBLE_DEVICES")
+    return (f"not setting CUDA_VISIBLE_DEVICES={value!r}: {state} This process keeps the GPUs it started with "
+            f"(CUDA_VISIBLE_DEVICES={current!r} then). Restart the kernel and run this cell first, before any cell "
+            "that imports a model or asks torch.cuda anything; or set the variable where the program is started "
+            "(`CUDA_VISIBLE_DEVICES=2,3 python train.py`).")
 
 
 def patched_environ(**values: str | None) -> AbstractContextManager[None]:

@@ -39,6 +39,7 @@ from .failures import RankFailed, hint_for, read_failures
 from .ports import open_store
 from .rank_output import OutputRelay, RankLogs
 from .server import _ensure_server, choose_start_method, server_state
+from .watchdog import LaunchWatch
 from .worker import RankPlan, pack, run_rank, unpack
 
 __all__ = ["launch", "LaunchStats", "last_launch", "choose_backend", "default_threads_per_rank"]
@@ -47,8 +48,7 @@ _PUMP_S = 0.1  # while the ranks run, their output reaches the cell at least thi
 _POLL_S = 0.05  # how often the wait loop looks where it cannot block (an unknown torch, ranks already gone)
 _STOP_GRACE_S = 5
 _EXIT_CODES_GRACE_S = 1.0  # after SIGTERM, how long a rank gets before SIGKILL
-_QUIET_LOGGERS = ("torch.distributed.elastic.multiprocessing.api", "torch.distributed.elastic.multiprocessing.errors",
-                  "torch.multiprocessing.spawn")
+_QUIET_LOGGERS = ("torch.distributed.elastic.multiprocessing.api", "torch.distributed.elastic.multiprocessing.errors", "torch.multiprocessing.spawn")
 _last: LaunchStats | None = None
 
 
@@ -85,7 +85,7 @@ def last_launch() -> LaunchStats | None:
 
 def launch(fn: Callable[..., Any], nprocs: int = 2, args: tuple = (), kwargs: dict[str, Any] | None = None, *,
            all_ranks: bool = False, backend: str = "auto", init_process_group: bool = True, timeout_s: float = 60.0,
-           threads_per_rank: int | None = None, start_method: str | None = None) -> Any:
+           threads_per_rank: int | None = None, start_method: str | None = None, watchdog: bool = True) -> Any:
     """Run ``fn(*args, **kwargs)`` in ``nprocs`` processes (ranks) and return rank 0's result (every rank's, in rank
     order, with ``all_ranks=True``).
 
@@ -93,7 +93,8 @@ def launch(fn: Callable[..., Any], nprocs: int = 2, args: tuple = (), kwargs: di
     ``backend="auto"`` is NCCL when every rank can have a GPU of its own, else gloo. A collective that waits longer
     than ``timeout_s`` for the other ranks fails. Threads per rank: ``OMP_NUM_THREADS`` if set, else usable cores ÷
     ranks. Raises ``RankFailed`` (elastic's ``ChildFailedError``) naming the first failing rank with its traceback;
-    the other ranks are stopped. Interrupting the cell stops every rank.
+    the other ranks are stopped. Interrupting the cell stops every rank. ``watchdog``: take every rank's stack
+    before stopping them, and say which collective each waited in and which rank never arrived (``watchdog``).
     """
     global _last
     __tracebackhide__ = True  # IPython: the learner's cell, then the message; not the launcher's insides
@@ -113,8 +114,10 @@ def launch(fn: Callable[..., Any], nprocs: int = 2, args: tuple = (), kwargs: di
     run_id = uuid.uuid4().hex[:12]
     envs = {r: _torchrun_env(r, nprocs, store.port, threads, run_id) for r in range(nprocs)}
     sources = _notebook_sources()
+    watch = LaunchWatch(root, nprocs, sources, enabled=watchdog)
     plans = {r: (payload, RankPlan({**os.environ, **envs[r]}, threads, chosen_backend, timeout_s, *files[r],
-                                   redirect_in_python=sys.platform in ("darwin", "win32"), sources=sources))
+                                   redirect_in_python=sys.platform in ("darwin", "win32"), sources=sources,
+                                   stack_path=watch.path(r)))
              for r in range(nprocs)}
     relay = OutputRelay(files)
     ready_s, ctx = None, None
@@ -124,10 +127,13 @@ def launch(fn: Callable[..., Any], nprocs: int = 2, args: tuple = (), kwargs: di
                 ctx = start_processes(name="launch", entrypoint=run_rank, args=plans, envs=envs, logs_specs=logs,
                                       start_method=method)
             try:
-                result = _wait(ctx, relay)
-            except BaseException:  # KeyboardInterrupt (the stop button) or anything else: no rank outlives the cell
+                result = _wait(ctx, relay, watch)
+            except BaseException as exc:  # KeyboardInterrupt (the stop button) or anything else: no rank outlives the cell
+                stopped = isinstance(exc, KeyboardInterrupt) and watch.take(ctx)  # the stacks, before stopping them
                 ctx.close(death_sig=signal.SIGTERM, timeout=_STOP_GRACE_S)
                 relay.finish()
+                if stopped:
+                    print(watch.report({}, "you stopped the cell"), file=sys.stderr)
                 print(f"[launch] stopped all {nprocs} ranks.", file=sys.stderr)
                 raise
         relay.finish()
@@ -135,6 +141,7 @@ def launch(fn: Callable[..., Any], nprocs: int = 2, args: tuple = (), kwargs: di
             root_cause, others = read_failures(result.failures, {r: os.path.join(root, str(r), "error.json")
                                                                   for r in range(nprocs)})
             hint = hint_for(root_cause.error + root_cause.traceback, timeout_s=timeout_s, backend=chosen_backend)
+            hint = watch.hint(root_cause, others, hint, timeout_s)
             if not root_cause.error and root_cause.exitcode == 1:
                 hint = hint or _unguarded_script_hint()
             raise RankFailed(root_cause, others, nprocs, hint, relay.recent_lines(root_cause.rank)) from None
@@ -276,13 +283,15 @@ def _notebook_sources(limit_bytes: int = 1 << 20) -> dict[str, list[str]]:
     return out
 
 
-def _wait(ctx: Any, relay: OutputRelay) -> RunProcsResult:
+def _wait(ctx: Any, relay: OutputRelay, watch: LaunchWatch | None = None) -> RunProcsResult:
     """Block until elastic has news — a rank process ended, or a rank's return value arrived — and copy the ranks'
     output into the cell every ``_PUMP_S`` meanwhile. Between those the parent sleeps in ``select``: while the ranks
     work it spends well under 1 % of a core (``benchmarks/bench_launch.py`` measures it)."""
     pids = list(ctx.pids().values())
     all_gone_at = None
     while True:
+        if watch is not None:
+            watch.before_poll(ctx)  # ctx.wait stops the other ranks as soon as it sees a failure: look first
         result = ctx.wait(0)
         relay.pump()
         if result is not None:

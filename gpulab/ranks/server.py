@@ -64,10 +64,14 @@ def choose_start_method(requested: str | None = None) -> str:
     if requested is None:
         return "forkserver" if sys.platform.startswith("linux") and "forkserver" in available else "spawn"
     if requested == "fork":
+        from ..machine.cuda import cuda_state
+
+        started = cuda_state()
+        here = (f" Here: {started}" if started.variable_read or started.started_by is not None else "")
         raise ValueError("start_method='fork' is refused: a rank forked from a notebook that already ran CPU work "
                          "inherits a broken OpenMP thread pool and hangs at its first multi-threaded op (and one "
-                         "forked after CUDA started cannot use CUDA). Use the default (forkserver on Linux) or "
-                         "'spawn'.")
+                         "forked after CUDA started cannot use CUDA)." + here + " Use the default (forkserver on "
+                         "Linux) or 'spawn'.")
     if requested not in available:
         raise ValueError(f"start_method={requested!r} is not available on {sys.platform}; this Python offers "
                          f"{available}. Leave it out to get the fastest safe one.")

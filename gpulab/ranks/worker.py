@@ -39,6 +39,7 @@ class RankPlan:
     stderr_path: str
     redirect_in_python: bool = False  # True where elastic does not redirect file descriptors (macOS, Windows)
     sources: dict[str, list[str]] = field(default_factory=dict)  # notebook cells' source, for tracebacks
+    stack_path: str = ""  # where the watchdog's faulthandler dumps this rank's stack on SIGUSR1 ("" = no watchdog)
 
 
 def pack(obj: Any) -> bytes:
@@ -56,6 +57,10 @@ def run_rank(payload: bytes, plan: RankPlan) -> bytes:
     ``ready_time`` is the wall-clock time when this rank had its process group (the launcher reports the slowest).
     """
     _take_environ(plan.environ)
+    if plan.stack_path:
+        from .watchdog import arm
+
+        arm(plan.stack_path)
     if plan.redirect_in_python:
         sys.stdout = open(plan.stdout_path, "a", buffering=1, encoding="utf-8", errors="replace")  # noqa: SIM115
         sys.stderr = open(plan.stderr_path, "a", buffering=1, encoding="utf-8", errors="replace")  # noqa: SIM115

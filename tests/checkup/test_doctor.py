@@ -1,0 +1,129 @@
+"""The doctor on real processes: each check fails in a Python that has the problem and passes in a clean one (one
+fresh interpreter per state: a started OpenMP pool or CUDA attempt cannot be undone), and the pure verdicts on states
+no CPU machine can reach (CUDA initialised, port 29500 held)."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+from gpulab.checkup.doctor import Doctor, checks
+from gpulab.checkup.kernel_state import KernelState
+from gpulab.core.cuda_start import CodeLine, CudaStart
+from gpulab.machine.cuda import CudaState
+from tests import process_group
+
+STAGES = """\
+import json, os, sys, gpulab
+
+def report(stage, **kw):
+    checks = gpulab.doctor(**kw).checks
+    print(stage, json.dumps([[c.ok, c.what, c.meaning, c.fix] for c in checks]))
+
+import torch
+x = torch.ones(3) + 1                              # one thread: OpenMP's pool stays unstarted
+report("clean")
+os.environ["CUDA_VISIBLE_DEVICES"] = "1"
+report("visible-early")
+try:
+    torch.cuda.init()
+except (RuntimeError, AssertionError):
+    pass
+os.environ["CUDA_VISIBLE_DEVICES"] = "2"
+report("cuda")
+torch.set_num_threads(2)
+a = torch.ones(400, 400)
+(a @ a).sum()
+report("openmp")
+import torch.distributed as dist
+store = dist.TCPStore("127.0.0.1", 0, 1, True, wait_for_workers=False)
+dist.init_process_group("gloo", store=store, rank=0, world_size=1)
+report("group")
+"""
+
+
+def _stages(tmp_path, script: str = STAGES, **env: str) -> dict[str, list]:
+    """Run the stages in one fresh Python (each leaves its problem behind; none can be undone) -> verdicts by stage."""
+    path = tmp_path / "learner.py"
+    path.write_text(script)
+    base = {k: v for k, v in os.environ.items() if k not in ("CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS")}
+    out = process_group.run([sys.executable, str(path)], capture_output=True, text=True, timeout=180,
+                            env={**base, **env}, cwd=str(tmp_path))
+    assert out.returncode == 0, out.stderr
+    return {line.split(" ", 1)[0]: json.loads(line.split(" ", 1)[1]) for line in out.stdout.splitlines()}
+
+
+def _by_what(checks: list, start: str) -> list:
+    found = [c for c in checks if c[1].startswith(start)]
+    assert found, (start, [c[1] for c in checks])
+    return found[0]
+
+
+def test_each_check_passes_in_a_clean_python_and_fails_once_its_problem_is_there(tmp_path):
+    stages = _stages(tmp_path, CUDA_VISIBLE_DEVICES="0")
+    assert len(stages["clean"]) == 9 and all(ok for ok, *_ in stages["clean"]), stages["clean"]
+    assert _by_what(stages["visible-early"], "CUDA_VISIBLE_DEVICES changed before CUDA started")[0]
+
+    cuda = _by_what(stages["cuda"], "CUDA asked for")
+    assert not cuda[0] and "learner.py, line 13: `torch.cuda.init()`" in cuda[2] and "Restart the kernel" in cuda[3]
+    visible = _by_what(stages["cuda"], "CUDA_VISIBLE_DEVICES changed after CUDA was asked")
+    assert not visible[0] and "at kernel start '0', now '2'" in visible[2]
+    assert _by_what(stages["cuda"], "OpenMP threads: pool not started")[0]
+
+    for check in ("OpenMP threads: pool started", "start method", "Lightning ddp_notebook would hang",
+                  "accelerate notebook_launcher may hang"):
+        assert not _by_what(stages["openmp"], check)[0], check
+    assert "OMP_NUM_THREADS=1" in _by_what(stages["openmp"], "OpenMP")[3]
+
+    group = _by_what(stages["group"], "a gloo process group is open")
+    assert not group[0] and "destroy_process_group()" in group[3]
+    ports = _by_what(stages["group"], "port(s)")
+    assert not ports[0] and "address already in use" in ports[2]
+
+
+def test_a_lease_that_cuda_visible_devices_does_not_use_fails_until_applied(tmp_path):
+    stages = _stages(tmp_path, f"""\
+import json, gpulab
+def report(stage):
+    print(stage, json.dumps([[c.ok, c.what, c.meaning, c.fix] for c in gpulab.doctor(reservations={str(tmp_path)!r}).checks]))
+r = gpulab.reserve_gpus(1, reservations={str(tmp_path)!r})
+report("held")
+r.apply()
+report("applied")
+""", GPULAB_SIMULATE_GPUS="workshop-8")
+    lease = _by_what(stages["held"], "GPU ")
+    assert not lease[0] and "reserved by this notebook, but not used" in lease[1] and "apply()" in lease[3]
+    assert _by_what(stages["applied"], "GPU ")[0]
+
+
+def _state(**changes) -> KernelState:
+    line = CodeLine("/tmp/ipykernel_1/5.py", 3, "<module>", "x = torch.ones(2).cuda()", cell=7)
+    base = dict(cuda=CudaState(True, False, False), visible_at_start=None, visible_now=None, start_method=None,
+                fork_available=True, torch_threads=2, extra_threads=0, process_group=None, ports=(), launch_port=None)
+    if changes.pop("cuda_initialized", False):
+        base["cuda"] = CudaState(True, True, True, CudaStart("torch.cuda._lazy_init", line, (line,)))
+    return KernelState(**{**base, **changes})
+
+
+def test_with_cuda_initialised_both_fork_launchers_refuse_and_the_line_is_quoted():
+    d = Doctor(checks(_state(cuda_initialized=True)))
+    assert "cell [7], line 3: `x = torch.ones(2).cuda()`" in d.check("CUDA started").meaning
+    assert not d.check("Lightning ddp_notebook would fail").ok
+    assert "cell [7], line 3" in d.check("accelerate notebook_launcher would refuse").meaning
+    assert not d.check("start method").ok
+    assert "3 problem" not in str(d) and str(d).startswith("gpulab doctor: 4 problem(s)")
+    assert "<b>CUDA started in this kernel</b>" in d._repr_html_()
+
+
+def test_port_29500_held_makes_notebook_launcher_fail_and_accelerate_state_refuses():
+    d = Doctor(checks(_state(ports=(29500,))))
+    assert "use_port" in d.check("accelerate notebook_launcher would fail").fix
+    assert not Doctor(checks(_state(accelerator_made=True))).check("accelerate notebook_launcher would refuse").ok
+    assert not Doctor(checks(_state(fork_available=False))).check("Lightning ddp_notebook would refuse").ok
+
+
+def test_an_unknown_check_name_lists_the_known_ones():
+    import pytest
+
+    with pytest.raises(KeyError, match="the checks are: CUDA not started"):
+        Doctor(checks(_state())).check("nonsense")
