@@ -78,8 +78,11 @@ def listening_ports() -> tuple[int, ...]:
     heartbeat sockets from its connection file, and the pipe that carries its subprocesses' output)."""
     import psutil
 
+    proc = psutil.Process()
+    # psutil < 6 (the lower bound is 5.9.6) has only the old name, connections()
+    read = getattr(proc, "net_connections", None) or proc.connections
     try:
-        conns = psutil.Process().net_connections(kind="tcp")
+        conns = read(kind="tcp")
     except (psutil.Error, OSError):
         return ()
     own = set(compat.jupyter_ports())
