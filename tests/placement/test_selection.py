@@ -17,6 +17,7 @@ from gpulab.placement.reservation import current_holders, reservation_holders, r
 from gpulab.placement.selection import NoFreeGpu, Policy, choose_gpus, rank_gpus
 from gpulab.machine.simulated import SimulatedGpuReader, simulated_gpu
 from gpulab.testing import FakeClock
+from tests.other_user import readable_copy, system_python_for_nobody
 from tests.process_group import kill_group
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -197,18 +198,8 @@ def as_nobody():
     User nobody runs the system's Python on a copy of this checkout's ``gpulab`` in the scratch directory (the
     reservation code needs nothing outside the standard library), so the test runs wherever the clone sits, a
     private folder such as root's home included."""
-    if os.geteuid() != 0:
-        pytest.skip("needs root to start a process as another user (nobody)")
-    system_python = shutil.which("python3.11", path="/usr/bin")
-    if system_python is None:
-        pytest.skip("no interpreter outside root's home that user nobody can run")
-    tmp = Path(tempfile.mkdtemp(prefix="gpulab-users-"))
-    os.chmod(tmp, 0o755)
-    shutil.copytree(ROOT / "gpulab", tmp / "code" / "gpulab", ignore=shutil.ignore_patterns("__pycache__"))
-    for folder, dirs, files in os.walk(tmp / "code"):
-        for name in dirs + files:
-            os.chmod(Path(folder) / name, 0o755 if name in dirs else 0o644)
-    os.chmod(tmp / "code", 0o755)
+    system_python = system_python_for_nobody()
+    tmp = readable_copy("gpulab-users-")
     (tmp / "go").touch()
 
     def start(n: int) -> subprocess.Popen:

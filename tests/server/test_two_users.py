@@ -9,7 +9,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -18,6 +17,7 @@ from gpulab.machine.simulated import SimulatedGpuReader
 from gpulab.server.leases import HIDDEN, lease_rows
 from gpulab.server.render import render_text
 from gpulab.server.watch import read_server
+from tests.other_user import readable_copy, system_python_for_nobody
 from tests.process_group import kill_group, run
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -43,17 +43,8 @@ print(json.dumps([[x.physical_index, x.user, x.notebook] for x in lease_rows([r.
 @pytest.fixture
 def server():
     """A scratch server: root's and nobody's ways to run Python there, and the holders started (killed at the end)."""
-    if os.geteuid() != 0:
-        pytest.skip("needs root to start a process as another user (nobody)")
-    system_python = shutil.which("python3.11", path="/usr/bin")
-    if system_python is None:
-        pytest.skip("no interpreter outside root's home that user nobody can run")
-    tmp = Path(tempfile.mkdtemp(prefix="gpulab-two-users-"))
-    os.chmod(tmp, 0o755)
-    shutil.copytree(ROOT / "gpulab", tmp / "code" / "gpulab", ignore=shutil.ignore_patterns("__pycache__"))
-    for folder, dirs, files in os.walk(tmp / "code"):
-        for name in dirs + files:
-            os.chmod(Path(folder) / name, 0o755 if name in dirs else 0o644)
+    system_python = system_python_for_nobody()
+    tmp = readable_copy("gpulab-two-users-")
     held: list[subprocess.Popen] = []
     base = {"GPULAB_SIMULATE_GPUS": "workshop-8", "GPULAB_RESERVATIONS_DIR": str(tmp / "locks"), "HOME": "/tmp",
             "PATH": "/usr/bin:/bin"}
