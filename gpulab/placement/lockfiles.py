@@ -154,15 +154,14 @@ def read_holder(fd: int) -> Holder:
     file may still name an earlier holder; ``/proc/locks`` says which pid really holds it.
     """
     lockers = flock_pids(fd)
-    if os.getpid() in lockers:
-        return Holder(os.getpid(), None, socket.gethostname(), THIS_NOTEBOOK, mine=True,
-                      details=_details(_read_json(fd)))
-    try:
-        data = json.loads(os.pread(fd, 4096, 0) or b"{}")
-        named = f"pid {data['pid']} ({data['user']}@{data['host']})"
-    except (ValueError, KeyError, TypeError, OSError):
-        data, named = None, None
+    data = _read_json(fd)
     details = _details(data)
+    if os.getpid() in lockers:
+        return Holder(os.getpid(), None, socket.gethostname(), THIS_NOTEBOOK, mine=True, details=details)
+    try:
+        named = f"pid {data['pid']} ({data['user']}@{data['host']})"
+    except (KeyError, TypeError):  # no file content, not JSON, or a name missing
+        data, named = None, None
     if lockers and data is None:
         return Holder(lockers[0], None, None, f"pid {lockers[0]} (it has not written its name into the file)")
     if lockers and data.get("pid") not in lockers:  # pids of another pid namespace (container) differ too
