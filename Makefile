@@ -29,8 +29,14 @@ lab: $(STAMP)
 	@echo "Starting JupyterLab on notebooks/ (localhost only, token auth on); open the URL it prints."
 	GPULAB_FAST=0 $(VENV)/bin/jupyter lab --config=tools/jupyter_server_config.py --notebook-dir=notebooks --ip=127.0.0.1 --port=$(PORT) --no-browser $(if $(filter 0,$(shell id -u)),--allow-root,)
 
+# make test and make test-compat share the work between TEST_WORKERS pytest-xdist workers (--dist loadfile): a test
+# file's tests stay on one worker (its module fixtures run once; nbval's cells share the chapter's kernel), and so do
+# the tests of one xdist_group mark. TEST_WORKERS=0 runs everything in one process.
+TEST_WORKERS ?= 2
+XDIST        := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
+
 test: $(STAMP)
-	$(PY) -m pytest tests notebooks
+	$(PY) -m pytest $(XDIST) tests notebooks
 
 # The tests marked slow (a chapter run once more, or minutes of their own); .ci/run runs them after make test.
 test-slow: $(STAMP)
@@ -89,7 +95,7 @@ $(COMPAT_STAMP): pyproject.toml constraints-lowest.txt
 	touch $(COMPAT_STAMP)
 
 test-compat: $(COMPAT_STAMP)
-	GPULAB_COMPAT=1 $(COMPAT_PY) -m pytest -m 'not browser and not slow' tests notebooks
+	GPULAB_COMPAT=1 $(COMPAT_PY) -m pytest $(XDIST) -m 'not browser and not slow' tests notebooks
 
 clean:
 	rm -rf $(VENV) $(COMPAT_VENV) .gpu-deps .pytest_cache build *.egg-info

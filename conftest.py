@@ -47,6 +47,33 @@ def _cell_tags(item: pytest.Item) -> set[str]:
     return set(cell.metadata.get("tags", [])) if cell is not None else set()
 
 
+# Under pytest-xdist (make test: -n 2 --dist loadfile) a file's tests run on one worker, in order: nbval's cells share
+# their chapter's kernel, and a module's fixtures (a JupyterLab, a built handout) are made once. The files below hold
+# long tests that share nothing, so each of their tests is dealt out on its own; and the longest files go first, so
+# that no worker starts one of them as the other runs out of work.
+SPREAD = ("tests/test_chapters_simulated.py::",)
+LONG_FIRST = ("tests/test_browser.py", "tests/test_chapters_simulated.py", "notebooks/")
+
+
+def _long_first(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if hasattr(config, "workerinput"):  # an xdist worker: the controller deals out work in the order collected here
+        items.sort(key=lambda item: not item.nodeid.startswith(LONG_FIRST))  # stable: the rest keep their order
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """xdist's own file-by-file scheduling, with the tests of the ``SPREAD`` files dealt out one by one."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class FileOrTestScheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return nodeid if nodeid.startswith(SPREAD) else super()._split_scope(nodeid)
+
+    return FileOrTestScheduling(config, log)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     from gpulab.machine.cuda import too_few_gpus
 
@@ -70,3 +97,4 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             (keep if wanted else drop).append(item)
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
+    _long_first(config, items)

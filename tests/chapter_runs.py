@@ -6,6 +6,10 @@ committed ones that nbval verifies, or a small chapter of its own; a test that m
 ``slow`` (``make test-slow``). Counted here, in this process: every nbval notebook's kernel, and every nbclient
 kernel started for a notebook whose cells are a chapter's (matched by cell ids). At the end of the session the
 counts are checked, and the run fails naming each chapter over the limit.
+
+Under pytest-xdist (``make test`` runs two workers) each worker counts its own kernels and hands the counts to the
+controller in ``workeroutput`` (xdist's channel for exactly this); the controller adds them up as each worker goes
+down and checks the sum, so a chapter run once on each worker is still two runs.
 """
 from __future__ import annotations
 
@@ -19,6 +23,7 @@ import pytest
 LIMIT = 2
 CHAPTERS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 RUNS: Counter[str] = Counter()
+OUTPUT_KEY = "gpulab_chapter_runs"
 
 
 @functools.cache
@@ -90,7 +95,20 @@ def pytest_configure(config: pytest.Config) -> None:
     _count_nbval()
 
 
+def _is_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error) -> None:
+    """In the xdist controller: one worker's counts, added to the session's."""
+    RUNS.update(getattr(node, "workeroutput", {}).get(OUTPUT_KEY, {}))
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if _is_worker(session.config):
+        session.config.workeroutput[OUTPUT_KEY] = dict(RUNS)
+        return
     problems = over_limit(RUNS)
     if problems:
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")

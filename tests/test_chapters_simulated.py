@@ -32,9 +32,9 @@ def _lightnings_empty_folder(path: Path) -> bool:
 @pytest.mark.timeout(900)
 @pytest.mark.parametrize("preset", PRESETS)
 @pytest.mark.parametrize("path", CHAPTERS, ids=[p.stem for p in CHAPTERS])
-def test_the_chapter_runs_on_a_described_machine_and_leaves_nothing_behind(path, preset, tmp_path, monkeypatch):
-    scratch = tmp_path / "tmp"
-    scratch.mkdir()
+def test_the_chapter_runs_on_a_described_machine_and_leaves_nothing_behind(path, preset, tmp_path, monkeypatch,
+                                                                          short_tmp):
+    scratch = short_tmp
     monkeypatch.setenv("GPULAB_SIMULATE_GPUS", preset)
     monkeypatch.setenv("GPULAB_FAST", "1")
     monkeypatch.setenv("TMPDIR", str(scratch))  # the kernel's tempfile.* lands here, so leftovers can be seen

@@ -24,9 +24,8 @@ CELLS = [
 
 @pytest.mark.timeout(300)
 def test_after_a_launch_the_kernel_shuts_down_by_itself_and_leaves_no_pymp_folder(tmp_path, monkeypatch,
-                                                                                    no_process_left):
-    scratch, mark = tmp_path / "tmp", tmp_path / "exit-mark"
-    scratch.mkdir()
+                                                                                    no_process_left, short_tmp):
+    scratch, mark = short_tmp, tmp_path / "exit-mark"
     monkeypatch.setenv("TMPDIR", str(scratch))  # the kernel's multiprocessing makes its pymp-* folder here
     monkeypatch.setenv("EXIT_MARK", str(mark))
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in CELLS])
