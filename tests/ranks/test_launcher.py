@@ -76,7 +76,8 @@ def test_output_of_every_rank_reaches_this_process_labelled(capsys, no_process_l
 
 def test_twenty_reruns_in_a_row_each_on_a_port_the_system_picked_leave_no_process(no_process_left):
     # The system picks each run's port (bind to port 0): any free one, so a port a finished run let go may come back
-    # (the kernel's choice: under pytest-xdist, 19 distinct ports in 20 runs were seen); what must hold is that no rerun finds its port still taken.
+    # (under pytest-xdist, 19 distinct ports in 20 runs were seen once); what must hold is that no rerun finds its
+    # port still taken.
     for _ in range(20):
         assert launch(summed_ranks, 2, args=(1,)) == 3.0
         assert 1024 <= last_launch().master_port <= 65535
