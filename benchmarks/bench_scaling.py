@@ -4,9 +4,8 @@ speed-up against the machine's own limit, all measured in one run.
     .venv/bin/python benchmarks/bench_scaling.py [--rounds 3] [--widths 64 256 1024] [--batches 8 64 512 2048]
 
 Each round measures, in turn, the machine limit (2 independent single-threaded processes doing the same 512×512
-matmuls ÷ 1 process), the cost model's inputs — gloo's link (bare all-reduces), what 2 DDP ranks pay to meet at
-each step (a tiny model) and per gradient byte beyond the bare all-reduce (a model of many bytes and little
-compute) — and then the sweep: each point on 1 rank, the limit for work as long as its step (the
+matmuls ÷ 1 process), the cost model's inputs — gloo's link (bare all-reduces) and what 2 DDP ranks pay to meet at
+each step (a tiny model) — and then the sweep: each point on 1 rank, the limit for work as long as its step (the
 model's share), and 2 ranks, one right after the other, so that load from other programs hits all three alike.
 The sweep's heavy end (width 1024, batch 2048 per rank: about 39 GFLOP per step against a 12.6 MB all-reduce) is
 where compute dominates: at batch 1024 the all-reduce and DDP's copies were still about 6 % of the 2-rank step, and
@@ -33,7 +32,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from gpulab.core.tables import text_table  # noqa: E402
-from gpulab.scaling.probes import ddp_byte_s, ddp_sync_s, gloo_link, machine_limit, matmul_s  # noqa: E402
+from gpulab.scaling.probes import ddp_sync_s, gloo_link, machine_limit, matmul_s  # noqa: E402
 from gpulab.scaling.published import SETUPS, predicted_speedups  # noqa: E402
 from gpulab.scaling.sweep import scaling_sweep  # noqa: E402
 
@@ -54,14 +53,11 @@ def main() -> None:
     for r in range(args.rounds):
         limits.append(machine_limit(chunks=args.limit_chunks))
         link = gloo_link()
-        unit = matmul_s()
-        sync = ddp_sync_s(link, one_matmul_s=unit)
-        per_byte = ddp_byte_s(link, sync, one_matmul_s=unit)
-        sweeps.append(scaling_sweep(args.widths, args.batches, steps=args.steps, link=link, sync_s=sync,
-                                    byte_s=per_byte))
+        sync = ddp_sync_s(link, one_matmul_s=matmul_s())
+        sweeps.append(scaling_sweep(args.widths, args.batches, steps=args.steps, link=link, sync_s=sync))
         print(f"round {r + 1}: machine limit {limits[-1]:.2f}×, gloo {link.bandwidth_bytes_per_s / 1e9:.2f} GB/s and "
-              f"{link.latency_s * 1e6:.0f} µs per message, meeting {sync * 1e3:.2f} ms per step, DDP beyond the bare "
-              f"all-reduce {per_byte * 1e9:.2f} ns per byte; load {os.getloadavg()[0]:.2f}", flush=True)
+              f"{link.latency_s * 1e6:.0f} µs per message, meeting {sync * 1e3:.2f} ms per step; load "
+              f"{os.getloadavg()[0]:.2f}", flush=True)
     print(f"\nlast round's sweep (ms: the fastest of each point's steps, at least {args.steps}):\n{sweeps[-1]}\n")
     points = [(p.one.plan.width, p.one.plan.batch) for p in sweeps[0].points]
     rows, medians = [], []

@@ -1,8 +1,7 @@
 """A small cost model of one data-parallel step (pure): compute from a FLOP rate, all-reduce from a link.
 
     step on 1 rank  = compute = FLOPs per rank ÷ FLOP rate (+ fixed, a cost per step that does not scale with work)
-    step on N ranks = compute ÷ contention + sync + gradient bytes × per_byte + all-reduce the backward pass did
-                      not hide
+    step on N ranks = compute ÷ contention + sync + all-reduce that the backward pass did not hide
     all-reduce      = 2 (N − 1) × latency + 2 (N − 1) / N × gradient bytes ÷ bandwidth      (ring all-reduce)
     speed-up        = N × step on 1 rank ÷ step on N ranks        (each rank keeps its batch: N times the samples)
 
@@ -19,13 +18,16 @@ with N. Each term is one physical quantity, measured once per machine (never fit
 - ``sync_s``: what a DDP step on N ranks pays once per step beyond its messages — the ranks meeting at the all-reduce
   (the scheduler waking gloo's threads, the slower rank's lag) and DDP's hook and future around it. Measured as the
   2-rank step of a tiny model minus what the other terms give for it; it is what the light end of a sweep is made of;
-- ``per_byte_s``: what a DDP step of N ranks pays per gradient byte beyond the bare all-reduce of those bytes — DDP
-  reduces a bucket its autograd hooks have just filled and copies the result back into the gradients, while the bare
-  all-reduce of the link probe sends a tensor that sat in cache between repeats. Measured as the 2-rank step of a model
-  with many bytes and almost no compute (one ``Linear(2048, 2048)``, batch 1, 16.8 MB) minus the other terms, ÷ its
-  bytes. Without it, width 1024 at batch 8 (12.6 MB) was predicted 2–4 ms too fast on 2 ranks here;
 - ``hidden``: the fraction of the all-reduce that overlaps the backward pass (0 on this CPU, where the ranks' cores
   are busy computing; a GPU's copy engines and link work beside its cores).
+
+What it leaves out, measured here: a DDP step of 2 ranks pays per gradient byte a little more than the bare
+all-reduce of the link probe (DDP reduces a bucket its hooks have just filled and copies the sums back into the
+gradients). At width 1024, batch 8 (12.6 MB) the model's 2-rank step was 2–4 ms short of the fastest measured one. A
+term for it, measured on one ``Linear(2048, 2048)`` at batch 1 (16.8 MB, almost no compute), came out at 0.32, 0.56 and
+0.22 ns per byte in three rounds of one run: as noisy as the error it was meant to remove, and too large for gradients
+of 0.8 MB (width 256), which fit in a core's cache: with it, width 256 at batch 8 and 64 was predicted 20 % and 19 %
+too slow in that run's last round. It is not in the model.
 
 Taught in ``notebooks/07_scaling.ipynb``.
 """
@@ -111,15 +113,13 @@ class StepCost:
 
 
 def predict_step(flops: float, gradient_bytes: float, ranks: int, *, flops_per_s: float, link: Link | None = None,
-                 contention: float = 1.0, hidden: float = 0.0, fixed_s: float = 0.0, sync_s: float = 0.0,
-                 per_byte_s: float = 0.0) -> StepCost:
+                 contention: float = 1.0, hidden: float = 0.0, fixed_s: float = 0.0, sync_s: float = 0.0) -> StepCost:
     """One rank's step when ``ranks`` ranks each do ``flops`` and all-reduce ``gradient_bytes``.
 
     ``flops_per_s`` is one rank's rate when it computes alone; ``contention`` the share of it each keeps when all
     compute at once; ``hidden`` the fraction of the all-reduce the backward pass hides; ``fixed_s`` a cost per step
     that does not scale with the work (kernel launches, Python); ``sync_s`` a cost per step that only several ranks
-    pay (meeting at the all-reduce), counted with the all-reduce; ``per_byte_s`` what DDP on several ranks pays per
-    gradient byte beyond the bare all-reduce, also counted with it.
+    pay (meeting at the all-reduce), counted with the all-reduce.
     """
     n = _ranks(ranks)
     rate = _positive(flops_per_s, "flops_per_s", "one rank's FLOP rate")
@@ -132,9 +132,7 @@ def predict_step(flops: float, gradient_bytes: float, ranks: int, *, flops_per_s
     compute = _positive(flops, "flops", "the work per rank and step") / (rate * (share if n > 1 else 1.0)) \
         + _positive(fixed_s, "fixed_s", "a cost per step", zero_ok=True)
     meet = _positive(sync_s, "sync_s", "a cost per step of several ranks meeting", zero_ok=True)
-    per_byte = _positive(per_byte_s, "per_byte_s", "DDP's cost per gradient byte beyond the bare all-reduce "
-                         "(seconds per byte)", zero_ok=True)
-    reduce = allreduce_s(gradient_bytes, n, link) + meet + gradient_bytes * per_byte if n > 1 else 0.0
+    reduce = allreduce_s(gradient_bytes, n, link) + meet if n > 1 else 0.0
     exposed = reduce * (1 - hidden) if n > 1 else 0.0
     return StepCost(n, compute, reduce, exposed)
 

@@ -4,8 +4,7 @@
 single-threaded processes doing the same matmuls reach against one (the most 2 ranks can reach here), ``limit_at``
 the same for work as long as a given step; ``gloo_link`` measures the all-reduce's latency (a 4-byte message) and
 bandwidth (the slope between 4 KiB and 8 MiB, after a warm-up); ``ddp_sync_s`` what a DDP step of 2 ranks pays beyond
-those (a tiny model's step), ``ddp_byte_s`` what it pays per gradient byte beyond the bare all-reduce (a model of many
-bytes and little compute). Taught in ``notebooks/07_scaling.ipynb``.
+those (a tiny model's step). Taught in ``notebooks/07_scaling.ipynb``.
 """
 from __future__ import annotations
 
@@ -13,17 +12,13 @@ from ..ranks.launcher import launch
 from .cost import Link, allreduce_s, mlp_parameters
 from .steps import StepPlan, StepSplit, allreduce_seconds, matmul_seconds, summarise, time_plans
 
-__all__ = ["splits", "machine_limit", "matmul_s", "limit_at", "gloo_link", "ddp_sync_s", "ddp_byte_s", "TINY", "BYTES",
-           "LIMIT_N"]
+__all__ = ["splits", "machine_limit", "matmul_s", "limit_at", "gloo_link", "ddp_sync_s", "TINY", "LIMIT_N"]
 
 LATENCY_BYTES, SMALL_BYTES, LARGE_BYTES = 4, 4 * 1024, 8 * 1024 * 1024
 LIMIT_N = 256  # limit_at's matmuls: about 0.3 ms each on one core here, as short as the lightest steps
 # The tiny model of ``ddp_sync_s``: one Linear(8, 8), 288 bytes of gradients; its steps take well under a millisecond,
 # so 200 of them cost little and leave enough undisturbed steps on a busy machine. Not a point of the sweep.
 TINY = StepPlan(8, 1, depth=1, steps=200)
-# The model of ``ddp_byte_s``: one Linear(2048, 2048), batch 1: 16.8 MB of gradients for 25 MFLOP of compute, so its
-# 2-rank step is mostly all-reduce and DDP's copies. Not a point of the sweep (3 layers, batches from 8).
-BYTES = StepPlan(2048, 1, depth=1, steps=40)
 
 
 def splits(plans: list[StepPlan], ranks: int, *, threads_per_rank: int = 1, ddp: bool = True,
@@ -113,18 +108,3 @@ def ddp_sync_s(link: Link, ranks: int = 2, device: str = "cpu", one_matmul_s: fl
         share = min(1.0, limit / ranks)
     gradient_bytes = 4 * mlp_parameters(TINY.width, TINY.depth)
     return max(0.0, many.step_s - one.step_s / share - allreduce_s(gradient_bytes, ranks, link))
-
-
-def ddp_byte_s(link: Link, sync_s: float, ranks: int = 2, one_matmul_s: float | None = None) -> float:
-    """Seconds a DDP step of ``ranks`` gloo ranks pays per gradient byte beyond the bare all-reduce on ``link`` (the
-    bucket it reduces was just filled by the autograd hooks, and the result is copied back into the gradients).
-
-    Measured on ``BYTES`` (16.8 MB of gradients, almost no compute): its step on ``ranks`` ranks minus its 1-rank step
-    slowed to the share a rank keeps (as in ``ddp_sync_s``), minus the all-reduce of its gradients on ``link`` and
-    ``sync_s`` (from ``ddp_sync_s``), ÷ its gradient bytes. Never below 0. The 1-rank step is DDP on one rank too, so
-    the copies into and out of the bucket that one rank also makes are not counted twice."""
-    one, many = splits([BYTES], 1)[0], splits([BYTES], ranks)[0]
-    share = min(1.0, limit_at(one.step_s, BYTES.steps, one_matmul_s or matmul_s()) / ranks)
-    gradient_bytes = 4 * mlp_parameters(BYTES.width, BYTES.depth)
-    beyond = many.step_s - one.step_s / share - allreduce_s(gradient_bytes, ranks, link) - sync_s
-    return max(0.0, beyond / gradient_bytes)

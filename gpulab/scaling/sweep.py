@@ -2,12 +2,11 @@
 
 Every point shows the step of 1 rank and of 2, the speed-up (2 × step₁ ÷ step₂: each rank keeps its batch), the
 2-rank step split into compute, all-reduce and waiting (``steps``), and what the cost model (``cost``) predicted
-for 2 ranks from five measured inputs: the FLOP rate this work size reaches on 1 rank (its 1-rank step), the share
+for 2 ranks from four measured inputs: the FLOP rate this work size reaches on 1 rank (its 1-rank step), the share
 of it a rank keeps beside the other (the machine limit ÷ 2, measured with independent matmuls at the length of this
-point's step: ``probes.limit_at``), gloo's link (``probes.gloo_link``), what a DDP step of 2 ranks pays to meet
-(``probes.ddp_sync_s``) and what it pays per gradient byte beyond the bare all-reduce (``probes.ddp_byte_s``). The
-link, the meeting and the cost per byte are measured once; none of the inputs comes from a 2-rank step of the point it
-predicts.
+point's step: ``probes.limit_at``), gloo's link (``probes.gloo_link``) and what a DDP step of 2 ranks pays to meet
+(``probes.ddp_sync_s``). The link and the meeting are measured once; none of the inputs comes from a 2-rank step of
+the point it predicts.
 
 Light points get more timed steps than heavy ones (up to ``MAX_STEPS``): on 1 rank until a point has done about
 ``WORK_FLOPS``, on 2 ranks until about ``TWO_RANK_S`` seconds of steps as long as the model predicts. A step of a few
@@ -44,22 +43,21 @@ def steps_for(width: int, batch: int, depth: int, steps: int, step_s: float | No
     ``MAX_STEPS``); with ``step_s`` (the 2-rank step the model predicts), also at least about ``TWO_RANK_S`` of
     steps."""
     flops = train_flops(mlp_parameters(width, depth), batch)
-    by_flops = math.ceil(WORK_FLOPS / flops)
+    wanted = math.ceil(WORK_FLOPS / flops)
     if step_s is not None:
         if isinstance(step_s, bool) or not isinstance(step_s, (int, float)) or not 0 < step_s < math.inf:
             raise ValueError(f"step_s is the predicted step in seconds, a finite number > 0; got {step_s!r}.")
-        by_flops = max(by_flops, math.ceil(TWO_RANK_S / step_s))
-    return max(steps, min(MAX_STEPS, by_flops))
+        wanted = max(wanted, math.ceil(TWO_RANK_S / step_s))
+    return max(steps, min(MAX_STEPS, wanted))
 
 
-def predict_two_ranks(one: StepSplit, limit: float, link: Link, sync_s: float, byte_s: float = 0.0) -> float:
-    """The cost model's 2-rank speed-up at ``one``'s work size, from its measured FLOP rate, ``limit``, ``link``,
-    ``sync_s`` and ``byte_s`` (DDP's cost per gradient byte beyond the bare all-reduce: ``probes.ddp_byte_s``)."""
+def predict_two_ranks(one: StepSplit, limit: float, link: Link, sync_s: float) -> float:
+    """The cost model's 2-rank speed-up at ``one``'s work size, from its measured FLOP rate, ``limit``, ``link`` and
+    ``sync_s``."""
     params = mlp_parameters(one.plan.width, one.plan.depth)
     flops = train_flops(params, one.plan.batch) * one.plan.accumulate
     rate = flops / one.step_s  # the FLOP rate this work size reaches on one core: measured, per-step overhead included
-    kw = dict(flops_per_s=rate, link=link, contention=min(1.0, limit / 2), sync_s=sync_s,
-              per_byte_s=byte_s)
+    kw = dict(flops_per_s=rate, link=link, contention=min(1.0, limit / 2), sync_s=sync_s)
     return speedup(predict_step(flops, 4 * params, 1, **kw), predict_step(flops, 4 * params, 2, **kw))
 
 
@@ -86,7 +84,6 @@ class ScalingSweep(TableView):
     link: Link
     depth: int
     sync_s: float
-    byte_s: float = 0.0  # DDP's cost per gradient byte beyond the bare all-reduce (``probes.ddp_byte_s``)
 
     def best(self) -> ScalingPoint:
         return max(self.points, key=lambda p: p.measured)
@@ -101,14 +98,11 @@ class ScalingSweep(TableView):
                  _ms(p.two.compute_s), _ms(p.two.allreduce_s), _ms(p.two.waiting_s), f"{p.limit:.2f}×",
                  f"{p.predicted:.2f}×", f"{p.error * 100:+.0f} %"] for p in self.points]
         widths = sorted({p.one.plan.width for p in self.points})
-        biggest = 4 * mlp_parameters(widths[-1], self.depth)
         notes = [f"width {w}: 2 ranks pay from batch {self.pays_from(w)} per rank" if self.pays_from(w) else
                  f"width {w}: 2 ranks never paid in this sweep" for w in widths]
         notes += [f"model inputs: the 1-rank step; limit (2 independent processes ÷ 1, work as long as the step); "
                   f"gloo link {self.link.bandwidth_bytes_per_s / 1e9:.2f} GB/s, {self.link.latency_s * 1e6:.0f} µs "
-                  f"per message; 2 ranks meeting {self.sync_s * 1e3:.2f} ms per step; DDP beyond the bare all-reduce "
-                  f"{self.byte_s * 1e9:.2f} ns per gradient byte ({_ms(self.byte_s * biggest)} ms at width "
-                  f"{widths[-1]})",
+                  f"per message; 2 ranks meeting {self.sync_s * 1e3:.2f} ms per step",
                   f"worst model error: {max(abs(p.error) for p in self.points) * 100:.0f} %"]
         return Table(["width", "batch/rank", "1 rank ms", "2 ranks ms", "speed-up", "compute ms", "all-reduce ms",
                       "waiting ms", "limit", "model", "error"], rows,
@@ -117,7 +111,7 @@ class ScalingSweep(TableView):
 
 
 def scaling_sweep(widths: Sequence[int], batches: Sequence[int], *, depth: int = 3, steps: int = 6, link: Link,
-                  sync_s: float, byte_s: float = 0.0) -> ScalingSweep:
+                  sync_s: float) -> ScalingSweep:
     """Measure every (width, batch per rank) on 1 and on 2 gloo ranks, one after the other, with the machine limit at
     its step's length, and predict each point (``steps``: the fewest timed steps per point; light points get more,
     see ``steps_for``)."""
@@ -130,8 +124,8 @@ def scaling_sweep(widths: Sequence[int], batches: Sequence[int], *, depth: int =
         # see the same
         one = splits([plan], 1)[0]
         limit = limit_at(one.step_s, plan.steps, unit)
-        predicted = predict_two_ranks(one, limit, link, sync_s, byte_s)
+        predicted = predict_two_ranks(one, limit, link, sync_s)
         steps_two = steps_for(plan.width, plan.batch, depth, plan.steps, 2 * one.step_s / predicted)
         two = splits([plan.but(steps=steps_two)], 2)[0]
         points.append(ScalingPoint(one, two, predicted, limit))
-    return ScalingSweep(tuple(points), link, depth, sync_s, byte_s)
+    return ScalingSweep(tuple(points), link, depth, sync_s)

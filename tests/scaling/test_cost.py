@@ -43,16 +43,6 @@ def test_a_step_is_compute_plus_the_all_reduce_not_hidden():
     assert predict_step(1e9, 4e6, 1, flops_per_s=1e10, sync_s=0.003).step_s == pytest.approx(0.1)  # 1 rank meets no one
 
 
-def test_ddps_cost_per_byte_adds_to_the_all_reduce_in_proportion_to_the_gradients():
-    bare = predict_step(1e9, 4e6, 2, flops_per_s=1e10, link=LINK)
-    copied = predict_step(1e9, 4e6, 2, flops_per_s=1e10, link=LINK, per_byte_s=0.25e-9)  # 4 GB/s
-    assert copied.allreduce_s - bare.allreduce_s == pytest.approx(4e6 * 0.25e-9)  # 1 ms for 4 MB
-    assert copied.step_s == pytest.approx(bare.step_s + 1e-3)
-    half_hidden = predict_step(1e9, 4e6, 2, flops_per_s=1e10, link=LINK, per_byte_s=0.25e-9, hidden=0.5)
-    assert half_hidden.exposed_s == pytest.approx(copied.allreduce_s / 2)
-    assert predict_step(1e9, 4e6, 1, flops_per_s=1e10, per_byte_s=1e-9).step_s == pytest.approx(0.1)  # 1 rank: none
-
-
 def test_the_speedup_approaches_n_when_compute_dominates_and_falls_below_1_when_it_does_not():
     big = [predict_step(1e12, 4e6, n, flops_per_s=1e10, link=LINK) for n in (1, 2)]
     small = [predict_step(1e6, 4e6, n, flops_per_s=1e10, link=LINK) for n in (1, 2)]
@@ -86,9 +76,6 @@ def test_the_crossover_batch_gives_a_speedup_of_exactly_the_target():
     (lambda: predict_step(1e9, 4e6, 2, flops_per_s=1e10, link=LINK, hidden=2), "hidden a fraction in"),
     (lambda: crossover_batch(0, 1e-3), "seconds_per_sample is one rank's compute per sample"),
     (lambda: predict_step(1e9, 4e6, 2, flops_per_s=1e10, link=LINK, sync_s=-1e-3), "sync_s is a cost per step"),
-    (lambda: predict_step(1e9, 4e6, 2, flops_per_s=1e10, link=LINK, per_byte_s=-1e-9),
-     r"per_byte_s is DDP's cost per gradient byte beyond the bare all-reduce \(seconds per byte\), a finite number ≥ 0"),
-    (lambda: predict_step(1e9, 4e6, 2, flops_per_s=1e10, link=LINK, per_byte_s=float("nan")), "per_byte_s is DDP's"),
 ])
 def test_wrong_inputs_are_refused_with_what_to_pass(call, words):
     with pytest.raises(ValueError, match=words):

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from gpulab.scaling.cost import Link, mlp_parameters
+from gpulab.scaling.cost import Link
 from gpulab.scaling.levers import FAST_LEVERS, lever_plans, levers, threads_vs_ranks
-from gpulab.scaling.probes import (BYTES, TINY, ddp_byte_s, ddp_sync_s, gloo_link, limit_at, machine_limit, matmul_s,
+from gpulab.scaling.probes import (TINY, ddp_sync_s, gloo_link, limit_at, machine_limit, matmul_s,
                                    splits)
 from gpulab.scaling.steps import StepPlan, StepSplit, _union_s
 from gpulab.scaling.sweep import (MAX_STEPS, TWO_RANK_S, ScalingPoint, ScalingSweep, predict_two_ranks,
@@ -48,16 +48,13 @@ def test_the_sweep_the_limit_and_the_link_are_measured_and_predicted(no_process_
     assert "gloo on this machine: bare all-reduces of 4 B" in link.source
     sync = ddp_sync_s(link)
     assert 0 <= sync < 1  # seconds: a tiny model's 2-rank step is nowhere near a second
-    per_byte = ddp_byte_s(link, sync)
-    assert 0 <= per_byte < 1e-6  # seconds per byte: DDP's copies of 16.8 MB take nowhere near 16.8 s
-    sweep = scaling_sweep([16], [2, 8], steps=2, link=link, sync_s=sync, byte_s=per_byte)
+    sweep = scaling_sweep([16], [2, 8], steps=2, link=link, sync_s=sync)
     assert [(p.one.plan.width, p.one.plan.batch) for p in sweep.points] == [(16, 2), (16, 8)]
     assert [p.one.plan.steps for p in sweep.points] == [MAX_STEPS, MAX_STEPS]  # light points: many steps
     assert all(p.predicted > 0 and p.measured > 0 and 0 < p.limit < 3 for p in sweep.points)
     text = str(sweep)
     assert "compute ms" in text and "all-reduce ms" in text and "waiting ms" in text and "worst model error" in text
     assert f"2 ranks meeting {sync * 1e3:.2f} ms per step" in text
-    assert f"DDP beyond the bare all-reduce {per_byte * 1e9:.2f} ns per gradient byte" in text
     assert all(p.two.plan.steps >= p.one.plan.steps for p in sweep.points)
     assert "<table" in sweep._repr_html_()
 
@@ -119,7 +116,6 @@ def test_light_points_get_more_steps_and_heavy_ones_the_fewest_asked():
     assert steps_for(1024, 1024, 3, 8) == 8  # 19 GFLOP per step: the fewest asked for
     assert 8 < steps_for(256, 64, 3, 8) < MAX_STEPS
     assert TINY.steps == MAX_STEPS and TINY.width == 8
-    assert 4 * mlp_parameters(BYTES.width, BYTES.depth) > 16e6 and BYTES.batch == 1  # many bytes, little compute
 
 
 def test_on_2_ranks_a_point_with_long_steps_but_little_compute_gets_about_two_rank_s_of_them():
