@@ -9,8 +9,9 @@ each step (a tiny model) — and then the sweep: each point on 1 rank, the limit
 model's share), and 2 ranks, one right after the other, so that load from other programs hits all three alike.
 The sweep's heavy end (width 1024, batch 2048 per rank: about 39 GFLOP per step against a 12.6 MB all-reduce) is
 where compute dominates: at batch 1024 the all-reduce and DDP's copies were still about 6 % of the 2-rank step, and
-the best ratio reached 86 % and 91 % of the limit in two runs; at 2048, 96 %. The last two lines are medians over
-the rounds, for scripts:
+the best ratio reached 86 % and 91 % of the limit in two runs; at 2048, 96 %, 91 %, 92 % and 95 % in four runs (a
+fifth, whose 1-rank runs other programs slowed, printed 113 %). The last two lines are medians over the rounds, for
+scripts:
 
     machine limit (2 independent processes ÷ 1): 1.86×
     best 2 ranks ÷ 1 rank: 1.72× (91 % of the limit)
