@@ -21,6 +21,14 @@ with N. Each term is one physical quantity, measured once per machine (never fit
 - ``hidden``: the fraction of the all-reduce that overlaps the backward pass (0 on this CPU, where the ranks' cores
   are busy computing; a GPU's copy engines and link work beside its cores).
 
+What it leaves out, measured here: a DDP step of 2 ranks pays per gradient byte a little more than the bare
+all-reduce of the link probe (DDP reduces a bucket its hooks have just filled and copies the sums back into the
+gradients). At width 1024, batch 8 (12.6 MB) the model's 2-rank step was 2–4 ms short of the fastest measured one. A
+term for it, measured on one ``Linear(2048, 2048)`` at batch 1 (16.8 MB, almost no compute), came out at 0.32, 0.56 and
+0.22 ns per byte in three rounds of one run: as noisy as the error it was meant to remove, and too large for gradients
+of 0.8 MB (width 256), which fit in a core's cache: with it, width 256 at batch 8 and 64 was predicted 20 % and 19 %
+too slow in that run's last round. It is not in the model.
+
 Taught in ``notebooks/07_scaling.ipynb``.
 """
 from __future__ import annotations

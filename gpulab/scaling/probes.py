@@ -3,8 +3,8 @@
 ``splits`` times a list of plans on 1 or more ranks with one launch; ``machine_limit`` is what 2 independent
 single-threaded processes doing the same matmuls reach against one (the most 2 ranks can reach here), ``limit_at``
 the same for work as long as a given step; ``gloo_link`` measures the all-reduce's latency (a 4-byte message) and
-bandwidth (the slope between 4 KiB and 8 MiB); ``ddp_sync_s`` what a DDP step of 2 ranks pays beyond those (a tiny
-model's step). Taught in ``notebooks/07_scaling.ipynb``.
+bandwidth (the slope between 4 KiB and 8 MiB, after a warm-up); ``ddp_sync_s`` what a DDP step of 2 ranks pays beyond
+those (a tiny model's step). Taught in ``notebooks/07_scaling.ipynb``.
 """
 from __future__ import annotations
 
@@ -76,9 +76,15 @@ def gloo_link(ranks: int = 2) -> Link:
     """Latency and bandwidth of gloo's all-reduce between ``ranks`` ranks here (bare all-reduces, no DDP).
 
     Latency: a 4-byte all-reduce, spread over the ring's 2 (N − 1) messages. Bandwidth: the slope between an
-    all-reduce of 4 KiB and one of 8 MiB, each rank sending 2 (N − 1)/N of the bytes. Each is the fastest of 15."""
-    tiny, small, large = launch(allreduce_seconds, ranks, args=([LATENCY_BYTES, SMALL_BYTES, LARGE_BYTES], 15),
-                                backend="gloo", threads_per_rank=1)
+    all-reduce of 4 KiB and one of 8 MiB, each rank sending 2 (N − 1)/N of the bytes. Each is the fastest of 15.
+
+    A round of 8 MiB all-reduces goes first, untimed: a fresh process group's first large messages are slower than
+    later ones (the loopback sockets' buffers grow with the traffic they carry), and a DDP step all-reduces the same
+    gradients every step, so it runs warm. Measured here, three launches: the first 8 MiB size timed took 5.6, 3.2
+    and 4.4 ms, the same size timed again later in the same launch 3.7, 3.2 and 3.1 ms."""
+    _, tiny, small, large = launch(allreduce_seconds, ranks,
+                                   args=([LARGE_BYTES, LATENCY_BYTES, SMALL_BYTES, LARGE_BYTES], 15),
+                                   backend="gloo", threads_per_rank=1)
     factor = 2 * (ranks - 1) / ranks
     bandwidth = factor * (LARGE_BYTES - SMALL_BYTES) / max(large - small, 1e-9)
     return Link(bandwidth, tiny / (2 * (ranks - 1)),

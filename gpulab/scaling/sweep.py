@@ -8,8 +8,12 @@ point's step: ``probes.limit_at``), gloo's link (``probes.gloo_link``) and what 
 (``probes.ddp_sync_s``). The link and the meeting are measured once; none of the inputs comes from a 2-rank step of
 the point it predicts.
 
-Light points get more timed steps than heavy ones (up to ``MAX_STEPS``, until a point has done about ``WORK_FLOPS``):
-a step of a millisecond is easily disturbed by other programs, and the fastest of many is the undisturbed one.
+Light points get more timed steps than heavy ones (up to ``MAX_STEPS``): on 1 rank until a point has done about
+``WORK_FLOPS``, on 2 ranks until about ``TWO_RANK_S`` seconds of steps as long as the model predicts. A step of a few
+milliseconds is easily disturbed by other programs, and the fastest of many is the undisturbed one. Counting the FLOPs
+alone is not enough on 2 ranks: a point with little compute but many gradient bytes (width 1024, batch 8: 0.15 GFLOP
+and 12.6 MB) has long 2-rank steps whose spread is wide (measured here, 100 steps: fastest 17.6 ms, a tenth of them
+under 20.3 ms, half under 25.1 ms), so the fastest of the 14 steps its FLOPs gave it landed anywhere in that spread.
 Taught in ``notebooks/07_scaling.ipynb``.
 """
 from __future__ import annotations
@@ -25,20 +29,26 @@ from .probes import limit_at, matmul_s, splits
 from .steps import StepPlan, StepSplit
 
 __all__ = ["ScalingPoint", "ScalingSweep", "scaling_sweep", "predict_two_ranks", "steps_for", "WORK_FLOPS",
-           "MAX_STEPS"]
+           "MAX_STEPS", "TWO_RANK_S"]
 
-WORK_FLOPS, MAX_STEPS = 2e9, 200
+WORK_FLOPS, MAX_STEPS, TWO_RANK_S = 2e9, 200, 1.0
 
 
 def _ms(s: float) -> str:
     return f"{s * 1e3:.1f}"
 
 
-def steps_for(width: int, batch: int, depth: int, steps: int) -> int:
+def steps_for(width: int, batch: int, depth: int, steps: int, step_s: float | None = None) -> int:
     """Timed steps for a point: at least ``steps``, more for light points (about ``WORK_FLOPS`` in all, at most
-    ``MAX_STEPS``)."""
+    ``MAX_STEPS``); with ``step_s`` (the 2-rank step the model predicts), also at least about ``TWO_RANK_S`` of
+    steps."""
     flops = train_flops(mlp_parameters(width, depth), batch)
-    return max(steps, min(MAX_STEPS, math.ceil(WORK_FLOPS / flops)))
+    wanted = math.ceil(WORK_FLOPS / flops)
+    if step_s is not None:
+        if isinstance(step_s, bool) or not isinstance(step_s, (int, float)) or not 0 < step_s < math.inf:
+            raise ValueError(f"step_s is the predicted step in seconds, a finite number > 0; got {step_s!r}.")
+        wanted = max(wanted, math.ceil(TWO_RANK_S / step_s))
+    return max(steps, min(MAX_STEPS, wanted))
 
 
 def predict_two_ranks(one: StepSplit, limit: float, link: Link, sync_s: float) -> float:
@@ -114,6 +124,8 @@ def scaling_sweep(widths: Sequence[int], batches: Sequence[int], *, depth: int =
         # see the same
         one = splits([plan], 1)[0]
         limit = limit_at(one.step_s, plan.steps, unit)
-        two = splits([plan], 2)[0]
-        points.append(ScalingPoint(one, two, predict_two_ranks(one, limit, link, sync_s), limit))
+        predicted = predict_two_ranks(one, limit, link, sync_s)
+        steps_two = steps_for(plan.width, plan.batch, depth, plan.steps, 2 * one.step_s / predicted)
+        two = splits([plan.but(steps=steps_two)], 2)[0]
+        points.append(ScalingPoint(one, two, predicted, limit))
     return ScalingSweep(tuple(points), link, depth, sync_s)

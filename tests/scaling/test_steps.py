@@ -5,9 +5,11 @@ import pytest
 
 from gpulab.scaling.cost import Link
 from gpulab.scaling.levers import FAST_LEVERS, lever_plans, levers, threads_vs_ranks
-from gpulab.scaling.probes import TINY, ddp_sync_s, gloo_link, limit_at, machine_limit, matmul_s, splits
+from gpulab.scaling.probes import (TINY, ddp_sync_s, gloo_link, limit_at, machine_limit, matmul_s,
+                                   splits)
 from gpulab.scaling.steps import StepPlan, StepSplit, _union_s
-from gpulab.scaling.sweep import MAX_STEPS, ScalingPoint, ScalingSweep, predict_two_ranks, scaling_sweep, steps_for
+from gpulab.scaling.sweep import (MAX_STEPS, TWO_RANK_S, ScalingPoint, ScalingSweep, predict_two_ranks,
+                                  scaling_sweep, steps_for)
 
 from ..ranks.conftest import no_process_left  # noqa: F401  (the fixture)
 
@@ -53,6 +55,7 @@ def test_the_sweep_the_limit_and_the_link_are_measured_and_predicted(no_process_
     text = str(sweep)
     assert "compute ms" in text and "all-reduce ms" in text and "waiting ms" in text and "worst model error" in text
     assert f"2 ranks meeting {sync * 1e3:.2f} ms per step" in text
+    assert all(p.two.plan.steps >= p.one.plan.steps for p in sweep.points)
     assert "<table" in sweep._repr_html_()
 
 
@@ -113,6 +116,21 @@ def test_light_points_get_more_steps_and_heavy_ones_the_fewest_asked():
     assert steps_for(1024, 1024, 3, 8) == 8  # 19 GFLOP per step: the fewest asked for
     assert 8 < steps_for(256, 64, 3, 8) < MAX_STEPS
     assert TINY.steps == MAX_STEPS and TINY.width == 8
+
+
+def test_on_2_ranks_a_point_with_long_steps_but_little_compute_gets_about_two_rank_s_of_them():
+    flops_only = steps_for(1024, 8, 3, 8)  # 0.15 GFLOP per step: 14 steps by FLOPs
+    assert flops_only == 14
+    assert steps_for(1024, 8, 3, 8, step_s=TWO_RANK_S / 50) == 50  # its 12.6 MB all-reduce makes the step long
+    assert steps_for(1024, 8, 3, 8, step_s=TWO_RANK_S) == flops_only  # the FLOPs asked for more: they count
+    assert steps_for(1024, 1024, 3, 8, step_s=0.2) == 8  # a heavy point keeps the fewest asked for
+    assert steps_for(64, 8, 3, 8, step_s=1e-6) == MAX_STEPS  # never more than MAX_STEPS
+
+
+@pytest.mark.parametrize("bad", [0, -1.0, float("nan"), float("inf"), True, "20 ms"])
+def test_a_predicted_step_that_is_not_a_positive_time_is_refused(bad):
+    with pytest.raises(ValueError, match="step_s is the predicted step in seconds, a finite number > 0"):
+        steps_for(64, 8, 3, 8, step_s=bad)
 
 
 def test_the_prediction_is_the_1_rank_step_shared_plus_meeting_plus_the_ring():
