@@ -48,16 +48,16 @@ def _cell_tags(item: pytest.Item) -> set[str]:
 
 
 # Under pytest-xdist (make test: -n 2 --dist loadfile) a file's tests run on one worker, in order: nbval's cells share
-# their chapter's kernel, and a module's fixtures (a JupyterLab, a built handout) are made once. The files below hold
-# long tests that share nothing, so each of their tests is dealt out on its own; and the longest files go first, so
-# that no worker starts one of them as the other runs out of work.
+# their chapter's kernel, and a module's fixtures (a JupyterLab, a built handout) are made once. The files in SPREAD
+# hold long tests that share nothing, so each of their tests is dealt out on its own. xdist deals out the files with
+# the most tests first, and files of equal count in the order collected; these one-test groups are put before the
+# other one-test files, so that none of them starts as the other worker runs out of work.
 SPREAD = ("tests/test_chapters_simulated.py::",)
-LONG_FIRST = ("tests/test_browser.py", "tests/test_chapters_simulated.py", "notebooks/")
 
 
-def _long_first(config: pytest.Config, items: list[pytest.Item]) -> None:
+def _spread_first(config: pytest.Config, items: list[pytest.Item]) -> None:
     if hasattr(config, "workerinput"):  # an xdist worker: the controller deals out work in the order collected here
-        items.sort(key=lambda item: not item.nodeid.startswith(LONG_FIRST))  # stable: the rest keep their order
+        items.sort(key=lambda item: not item.nodeid.startswith(SPREAD))  # stable: the rest keep their order
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -97,4 +97,4 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             (keep if wanted else drop).append(item)
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
-    _long_first(config, items)
+    _spread_first(config, items)
