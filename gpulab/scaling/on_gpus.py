@@ -19,10 +19,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from ..core.tables import Table, TableView
-from .cost import Link, mlp_parameters, predict_step, speedup, train_flops
+from .cost import Link
 from .probes import LATENCY_BYTES, ddp_sync_s, splits
 from .published import SETUPS, GpuSetup, predicted_speedups
-from .steps import StepPlan, StepSplit, allreduce_seconds
+from .steps import StepPlan, allreduce_seconds
+from .sweep import predict_two_ranks
 
 __all__ = ["setup_for", "nccl_link", "GpuComparison", "compare_on_gpus", "BUS_BYTES"]
 
@@ -52,13 +53,6 @@ def nccl_link(ranks: int = 2) -> Link:
     return Link(factor * BUS_BYTES / large, tiny / (2 * (ranks - 1)),
                 f"NCCL on this machine's GPUs: all-reduce of 4 B {tiny * 1e6:.0f} µs, of {BUS_BYTES >> 20} MiB "
                 f"{large * 1e3:.2f} ms")
-
-
-def _model(one: StepSplit, link: Link, sync_s: float, hidden: float) -> float:
-    params = mlp_parameters(one.plan.width, one.plan.depth)
-    flops = train_flops(params, one.plan.batch)
-    kw = dict(flops_per_s=flops / one.step_s, link=link, sync_s=sync_s, hidden=hidden)
-    return speedup(predict_step(flops, 4 * params, 1, **kw), predict_step(flops, 4 * params, 2, **kw))
 
 
 @dataclass(frozen=True)
@@ -120,5 +114,6 @@ def compare_on_gpus(points: Sequence[tuple[int, int]], depth: int = 3, steps: in
     return GpuComparison(
         name, setup, link, sync, tuple(points), tuple((one.step_s * 1e3, two.step_s * 1e3) for one, two in pairs),
         tuple(two.samples_per_s / one.samples_per_s for one, two in pairs),
-        tuple((_model(one, link, sync, 0.0), _model(one, link, sync, 1.0)) for one, _ in pairs),
+        tuple((predict_two_ranks(one, 2.0, link, sync), predict_two_ranks(one, 2.0, link, sync, hidden=1.0))
+              for one, _ in pairs),
         tuple(predicted_speedups(setup, points, depth)) if setup else ())

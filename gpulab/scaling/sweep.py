@@ -18,12 +18,11 @@ Taught in ``notebooks/07_scaling.ipynb``.
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..core.tables import Table, TableView
-import math
-
 from .cost import Link, mlp_parameters, predict_step, speedup, train_flops
 from .probes import limit_at, matmul_s, splits
 from .steps import StepPlan, StepSplit
@@ -51,13 +50,14 @@ def steps_for(width: int, batch: int, depth: int, steps: int, step_s: float | No
     return max(steps, min(MAX_STEPS, wanted))
 
 
-def predict_two_ranks(one: StepSplit, limit: float, link: Link, sync_s: float) -> float:
-    """The cost model's 2-rank speed-up at ``one``'s work size, from its measured FLOP rate, ``limit``, ``link`` and
-    ``sync_s``."""
+def predict_two_ranks(one: StepSplit, limit: float, link: Link, sync_s: float, hidden: float = 0.0) -> float:
+    """The cost model's 2-rank speed-up at ``one``'s work size, from its measured FLOP rate, ``limit`` (2.0 where each
+    rank owns its device), ``link``, ``sync_s`` and the fraction ``hidden`` of the all-reduce under the backward
+    pass."""
     params = mlp_parameters(one.plan.width, one.plan.depth)
     flops = train_flops(params, one.plan.batch) * one.plan.accumulate
     rate = flops / one.step_s  # the FLOP rate this work size reaches on one core: measured, per-step overhead included
-    kw = dict(flops_per_s=rate, link=link, contention=min(1.0, limit / 2), sync_s=sync_s)
+    kw = dict(flops_per_s=rate, link=link, contention=min(1.0, limit / 2), sync_s=sync_s, hidden=hidden)
     return speedup(predict_step(flops, 4 * params, 1, **kw), predict_step(flops, 4 * params, 2, **kw))
 
 

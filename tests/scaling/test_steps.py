@@ -141,3 +141,7 @@ def test_the_prediction_is_the_1_rank_step_shared_plus_meeting_plus_the_ring():
     two_s = 2e-3 / 0.9 + 0.3e-3 + 2 * 50e-6 + gradient_bytes / 1e9  # 2 (N - 1)/N = 1 for N = 2
     assert predict_two_ranks(one, 1.8, link, 0.3e-3) == pytest.approx(2 * 2e-3 / two_s)
     assert predict_two_ranks(one, 2.4, link, 0) == pytest.approx(2 * 2e-3 / (2e-3 + 2 * 50e-6 + gradient_bytes / 1e9))
+    # each rank on its own device (limit 2) with the whole all-reduce under the backward pass: compute alone, 2×
+    assert predict_two_ranks(one, 2.0, link, 0.3e-3, hidden=1.0) == pytest.approx(2.0)
+    assert predict_two_ranks(one, 2.0, link, 0.3e-3, hidden=0.5) == pytest.approx(
+        2 * 2e-3 / (2e-3 + (0.3e-3 + 2 * 50e-6 + gradient_bytes / 1e9) / 2))
