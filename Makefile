@@ -30,8 +30,8 @@ lab: $(STAMP)
 	GPULAB_FAST=0 $(VENV)/bin/jupyter lab --config=tools/jupyter_server_config.py --notebook-dir=notebooks --ip=127.0.0.1 --port=$(PORT) --no-browser $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 # make test and make test-compat share the work between TEST_WORKERS pytest-xdist workers (--dist loadfile): a test
-# file's tests stay on one worker (its module fixtures run once; nbval's cells share the chapter's kernel), and so do
-# the tests of one xdist_group mark. TEST_WORKERS=0 runs everything in one process.
+# file's tests stay on one worker (its module fixtures run once; nbval's cells share the chapter's kernel), except in
+# the files conftest.py names in SPREAD, whose tests are dealt out one by one. TEST_WORKERS=0 runs in one process.
 TEST_WORKERS ?= 2
 XDIST        := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
 
