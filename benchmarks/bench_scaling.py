@@ -1,12 +1,17 @@
 """When do 2 gloo ranks pay on this machine? The scaling sweep, the cost model's error per point, and the best 2-rank
 speed-up against the machine's own limit, all measured in one run.
 
-    .venv/bin/python benchmarks/bench_scaling.py [--rounds 3] [--widths 64 256 1024] [--batches 8 64 512 2048]
+    .venv/bin/python benchmarks/bench_scaling.py [--rounds 3] [--tries 2] [--widths 64 256 1024]
+                                                 [--batches 8 64 512 2048]
 
 Each round measures, in turn, the machine limit (2 independent single-threaded processes doing the same 512×512
-matmuls ÷ 1 process), the cost model's inputs — gloo's link (bare all-reduces) and what 2 DDP ranks pay to meet at
-each step (a tiny model) — and then the sweep: each point on 1 rank, the limit for work as long as its step (the
-model's share), and 2 ranks, one right after the other, so that load from other programs hits all three alike.
+matmuls ÷ 1 process), the cost model's inputs — gloo's link (bare all-reduces, the fastest of ``--tries`` + 1
+launches) and what 2 DDP ranks pay to meet at each step (a tiny model) — and then the sweep: each point on 1 rank,
+the limit for its own work without DDP (the model's share), and 2 ranks, one right after the other, so that load from
+other programs hits all three alike; ``--tries`` times, keeping the least disturbed of each (about 6 ½ minutes with
+the defaults here). On this machine whole seconds can run slow; with one try per point, its 1-rank step and its
+2-rank step could fall on either side of such a stretch.
+
 The sweep's heavy end (width 1024, batch 2048 per rank: about 39 GFLOP per step against a 12.6 MB all-reduce) is
 where compute dominates: at batch 1024 the all-reduce and DDP's copies were still about 6 % of the 2-rank step, and
 the best ratio reached 86 % and 91 % of the limit in two runs; at 2048, 96 %, 91 %, 92 % and 95 % in four runs (a
@@ -33,7 +38,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from gpulab.core.tables import text_table  # noqa: E402
-from gpulab.scaling.probes import ddp_sync_s, gloo_link, machine_limit, matmul_s  # noqa: E402
+from gpulab.scaling.probes import ddp_sync_s, gloo_link, machine_limit  # noqa: E402
 from gpulab.scaling.published import SETUPS, predicted_speedups  # noqa: E402
 from gpulab.scaling.sweep import scaling_sweep  # noqa: E402
 
@@ -45,6 +50,9 @@ def main() -> None:
     parser.add_argument("--batches", type=int, nargs="+", default=[8, 64, 512, 2048])
     parser.add_argument("--steps", type=int, default=8,
                         help="the fewest timed steps per point (after 2 untimed); light points get up to 200")
+    parser.add_argument("--tries", type=int, default=2,
+                        help="times each point's 1-rank step, limit and 2-rank step are measured in turn; the least "
+                             "disturbed of each counts")
     parser.add_argument("--limit-chunks", type=int, default=20, help="chunks of 5 512×512 matmuls for the limit")
     args = parser.parse_args()
     if args.rounds < 3:
@@ -53,9 +61,10 @@ def main() -> None:
     limits, sweeps = [], []
     for r in range(args.rounds):
         limits.append(machine_limit(chunks=args.limit_chunks))
-        link = gloo_link()
-        sync = ddp_sync_s(link, one_matmul_s=matmul_s())
-        sweeps.append(scaling_sweep(args.widths, args.batches, steps=args.steps, link=link, sync_s=sync))
+        link = gloo_link(launches=args.tries + 1)
+        sync = ddp_sync_s(link)
+        sweeps.append(scaling_sweep(args.widths, args.batches, steps=args.steps, link=link, sync_s=sync,
+                                   tries=args.tries))
         print(f"round {r + 1}: machine limit {limits[-1]:.2f}×, gloo {link.bandwidth_bytes_per_s / 1e9:.2f} GB/s and "
               f"{link.latency_s * 1e6:.0f} µs per message, meeting {sync * 1e3:.2f} ms per step; load "
               f"{os.getloadavg()[0]:.2f}", flush=True)

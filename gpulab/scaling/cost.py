@@ -12,7 +12,7 @@ with N. Each term is one physical quantity, measured once per machine (never fit
 - the **FLOP rate** one rank reaches at this work size (on the CPU: the point's own 1-rank step, which holds its
   per-step overhead — Python, the optimiser, DDP's bookkeeping — so it is the rate the work really gets);
 - ``contention``: the share of its single-rank rate a rank keeps while all N compute at once (1 when each rank owns a
-  device; on a CPU, the machine limit ÷ N, measured with independent processes);
+  device; on a CPU, the machine limit ÷ N, measured with independent processes doing the same work);
 - the **link**: ``latency_s`` per message (a bare all-reduce of 4 bytes) and ``bandwidth_bytes_per_s`` (the slope
   between a small and a large bare all-reduce);
 - ``sync_s``: what a DDP step on N ranks pays once per step beyond its messages — the ranks meeting at the all-reduce
@@ -21,13 +21,15 @@ with N. Each term is one physical quantity, measured once per machine (never fit
 - ``hidden``: the fraction of the all-reduce that overlaps the backward pass (0 on this CPU, where the ranks' cores
   are busy computing; a GPU's copy engines and link work beside its cores).
 
-What it leaves out, measured here: a DDP step of 2 ranks pays per gradient byte a little more than the bare
-all-reduce of the link probe (DDP reduces a bucket its hooks have just filled and copies the sums back into the
-gradients). At width 1024, batch 8 (12.6 MB) the model's 2-rank step was 2–4 ms short of the fastest measured one. A
-term for it, measured on one ``Linear(2048, 2048)`` at batch 1 (16.8 MB, almost no compute), came out at 0.32, 0.56 and
-0.22 ns per byte in three rounds of one run: as noisy as the error it was meant to remove, and too large for gradients
-of 0.8 MB (width 256), which fit in a core's cache: with it, width 256 at batch 8 and 64 was predicted 20 % and 19 %
-too slow in that run's last round. It is not in the model.
+Where the 2-rank step once came out short, and why. While the share came from matmuls that stay in a core's cache,
+the model's 2-rank step at width 1024, batch 8 (12.6 MB of gradients) was 2–4 ms shorter than the fastest measured
+one. Timed inside that step (fastest of 40): dividing the gradients took 0.9 ms and copying the sums back into them
+1.5 ms; on 1 rank, dividing and the 1-rank all-reduce together took 0.65 ms and the copy 0.68 ms. Two ranks
+streaming 12.6 MB at once share the memory bus. The share is now measured with each point's own work
+(``probes.limit_for``: 1.74× and 1.80× there, against 2.00× and 1.99× for matmul chunks of the same length), so that
+slowdown is in compute ÷ share. A per-byte term tried before that, measured on one ``Linear(2048, 2048)`` at batch
+1, came out at 0.22–0.56 ns per byte in three rounds: as noisy as the error it was meant to remove, and too large
+for width 256's 0.8 MB, which fits in a core's cache. It is not in the model.
 
 Taught in ``notebooks/07_scaling.ipynb``.
 """

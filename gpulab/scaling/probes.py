@@ -1,8 +1,8 @@
 """Run ``steps``' measurements on real ranks, and measure this machine's own limits (a probe: starts processes).
 
 ``splits`` times a list of plans on 1 or more ranks with one launch; ``machine_limit`` is what 2 independent
-single-threaded processes doing the same matmuls reach against one (the most 2 ranks can reach here), ``limit_at``
-the same for work as long as a given step; ``gloo_link`` measures the all-reduce's latency (a 4-byte message) and
+single-threaded processes doing the same matmuls reach against one (the most 2 ranks can reach here), ``limit_for``
+the same for one point's own work; ``gloo_link`` measures the all-reduce's latency (a 4-byte message) and
 bandwidth (the slope between 4 KiB and 8 MiB, after a warm-up); ``ddp_sync_s`` what a DDP step of 2 ranks pays beyond
 those (a tiny model's step). Taught in ``notebooks/07_scaling.ipynb``.
 """
@@ -10,12 +10,11 @@ from __future__ import annotations
 
 from ..ranks.launcher import launch
 from .cost import Link, allreduce_s, mlp_parameters
-from .steps import StepPlan, StepSplit, allreduce_seconds, matmul_seconds, summarise, time_plans
+from .steps import StepPlan, StepSplit, allreduce_seconds, matmul_seconds, own_work_seconds, summarise, time_plans
 
-__all__ = ["splits", "machine_limit", "matmul_s", "limit_at", "gloo_link", "ddp_sync_s", "TINY", "LIMIT_N"]
+__all__ = ["splits", "machine_limit", "limit_for", "gloo_link", "ddp_sync_s", "TINY"]
 
 LATENCY_BYTES, SMALL_BYTES, LARGE_BYTES = 4, 4 * 1024, 8 * 1024 * 1024
-LIMIT_N = 256  # limit_at's matmuls: about 0.3 ms each on one core here, as short as the lightest steps
 # The tiny model of ``ddp_sync_s``: one Linear(8, 8), 288 bytes of gradients; its steps take well under a millisecond,
 # so 200 of them cost little and leave enough undisturbed steps on a busy machine. Not a point of the sweep.
 TINY = StepPlan(8, 1, depth=1, steps=200)
@@ -50,61 +49,70 @@ def machine_limit(n: int = 512, chunks: int = 8, per_chunk: int = 5) -> float:
     down)."""
     one = launch(matmul_seconds, 1, args=(n, chunks, per_chunk), threads_per_rank=1, backend="gloo")
     two = launch(matmul_seconds, 2, args=(n, chunks, per_chunk), threads_per_rank=1, backend="gloo", all_ranks=True)
+    return _pair_over_one(one, two)
+
+
+def limit_for(plan: StepPlan) -> float:
+    """The machine limit for ``plan``'s own work: 2 independent single-threaded processes each training its model
+    without DDP (no all-reduce; each of the ``plan.steps`` steps started together after a barrier) ÷ 1 process.
+
+    Why each point gets its own, rather than the 512×512 matmuls of ``machine_limit``:
+
+    - **the memory bus.** Two cores share it. Matmuls that fit in a core's cache hardly touch it; a light step of a
+      wide model mostly streams weights and gradients through it (width 1024: 12.6 MB of each per step). Measured
+      here, two runs each: width 1024 at batch 8 reached 1.74× and 1.80× on its own work, while matmul chunks as
+      long as its step reached 2.00× and 1.99×; width 256 at batch 64, 1.93× and 1.95× against 1.99× and 1.98×;
+    - **the length of the work.** On a busy machine the operating system shares the cores out in time slices of a
+      few milliseconds. A step shorter than a slice often runs whole while the other process runs too; a step of
+      100 ms is always interrupted. Measured here under load with matmul chunks: 0.3 ms long, 1.95×; 20 ms, 1.62×;
+      300 ms, 0.87×.
+
+    Both sides take the fastest of as many steps as the point has, as the point's own measurements do."""
+    one = launch(own_work_seconds, 1, args=([plan],), threads_per_rank=1, backend="gloo")[0]
+    two = launch(own_work_seconds, 2, args=([plan],), threads_per_rank=1, backend="gloo", all_ranks=True)
+    return _pair_over_one(one, [rank[0] for rank in two])
+
+
+def _pair_over_one(one: list[float], two: list[list[float]]) -> float:
+    """2 × the fastest time of one process ÷ the fastest time of two processes (a pair lasts as long as its slower
+    one): how much more work 2 processes get done than 1."""
     return 2 * min(one) / min(max(pair) for pair in zip(*two))
 
 
-def matmul_s(n: int = LIMIT_N) -> float:
-    """Seconds of one single-threaded ``n``×``n`` float32 matmul here (the fastest of 20): the unit ``limit_at``
-    builds its chunks from."""
-    return min(launch(matmul_seconds, 1, args=(n, 20, 1), threads_per_rank=1, backend="gloo"))
-
-
-def limit_at(step_s: float, chunks: int, one_matmul_s: float) -> float:
-    """The machine limit for work that lasts ``step_s`` at a time, measured ``chunks`` times: chunks of ``LIMIT_N``
-    matmuls as long as the step (``one_matmul_s`` each, from ``matmul_s``).
-
-    Why not one limit for every point: on a busy machine the operating system shares the cores out in time slices of
-    a few milliseconds. A step shorter than a slice often runs whole while the other rank runs too, so its fastest
-    steps see nearly 2 cores; a step of 100 ms is always interrupted. Measured here under load: chunks of 0.3 ms
-    reached 1.95×, of 20 ms 1.62×, of 300 ms 0.87×. Each point's share is therefore measured at its own step's
-    length, with as many chunks as the point has steps, so that both sides take their fastest of as many tries."""
-    per_chunk = max(1, round(step_s / one_matmul_s))
-    return machine_limit(LIMIT_N, max(3, chunks), per_chunk)
-
-
-def gloo_link(ranks: int = 2) -> Link:
+def gloo_link(ranks: int = 2, launches: int = 1) -> Link:
     """Latency and bandwidth of gloo's all-reduce between ``ranks`` ranks here (bare all-reduces, no DDP).
 
     Latency: a 4-byte all-reduce, spread over the ring's 2 (N − 1) messages. Bandwidth: the slope between an
-    all-reduce of 4 KiB and one of 8 MiB, each rank sending 2 (N − 1)/N of the bytes. Each is the fastest of 15.
+    all-reduce of 4 KiB and one of 8 MiB, each rank sending 2 (N − 1)/N of the bytes. Each is the fastest of 15, and
+    with ``launches`` > 1 the fastest over that many fresh process groups: how fast the same all-reduce runs depends
+    on the launch. Measured here, six launches one after the other: the fastest 8 MiB all-reduce of each took 7.6,
+    3.1, 3.7, 4.2, 3.2 and 3.1 ms.
 
     A round of 8 MiB all-reduces goes first, untimed: a fresh process group's first large messages are slower than
     later ones (the loopback sockets' buffers grow with the traffic they carry), and a DDP step all-reduces the same
     gradients every step, so it runs warm. Measured here, three launches: the first 8 MiB size timed took 5.6, 3.2
     and 4.4 ms, the same size timed again later in the same launch 3.7, 3.2 and 3.1 ms."""
-    _, tiny, small, large = launch(allreduce_seconds, ranks,
-                                   args=([LARGE_BYTES, LATENCY_BYTES, SMALL_BYTES, LARGE_BYTES], 15),
-                                   backend="gloo", threads_per_rank=1)
+    if isinstance(launches, bool) or not isinstance(launches, int) or launches < 1:
+        raise ValueError(f"launches is how many process groups the link is measured in, a whole number ≥ 1; got "
+                         f"{launches!r}.")
+    runs = [launch(allreduce_seconds, ranks, args=([LARGE_BYTES, LATENCY_BYTES, SMALL_BYTES, LARGE_BYTES], 15),
+                   backend="gloo", threads_per_rank=1)[1:] for _ in range(launches)]
+    tiny, small, large = (min(sizes) for sizes in zip(*runs))
     factor = 2 * (ranks - 1) / ranks
     bandwidth = factor * (LARGE_BYTES - SMALL_BYTES) / max(large - small, 1e-9)
     return Link(bandwidth, tiny / (2 * (ranks - 1)),
                 f"gloo on this machine: bare all-reduces of 4 B ({tiny * 1e3:.2f} ms), 4 KiB ({small * 1e3:.2f} ms) "
-                f"and 8 MiB ({large * 1e3:.1f} ms)")
+                f"and 8 MiB ({large * 1e3:.1f} ms)" + (f", the fastest of {launches} launches" if launches > 1 else ""))
 
 
-def ddp_sync_s(link: Link, ranks: int = 2, device: str = "cpu", one_matmul_s: float | None = None) -> float:
+def ddp_sync_s(link: Link, ranks: int = 2, device: str = "cpu") -> float:
     """Seconds a DDP step of ``ranks`` ranks pays once per step beyond its messages: the ranks meeting at the
     all-reduce (the scheduler waking gloo's threads, the slower rank's lag) and DDP's hook and future around it.
 
     Measured on ``TINY`` (a model whose compute and bytes are next to nothing): its step on ``ranks`` ranks minus
-    its 1-rank step slowed to the share a rank keeps (``limit_at`` its step's length ÷ ``ranks``; ``one_matmul_s``
-    from ``matmul_s``, measured when not given) minus the all-reduce of its gradients on ``link``. Never below 0.
-    ``device="cuda"``: one GPU per rank, which no rank shares (share 1)."""
+    its 1-rank step slowed to the share a rank keeps (``limit_for(TINY)`` ÷ ``ranks``) minus the all-reduce of its
+    gradients on ``link``. Never below 0. ``device="cuda"``: one GPU per rank, which no rank shares (share 1)."""
     one, many = splits([TINY], 1, device=device)[0], splits([TINY], ranks, device=device)[0]
-    if device == "cuda":
-        share = 1.0
-    else:
-        limit = limit_at(one.step_s, TINY.steps, one_matmul_s or matmul_s())
-        share = min(1.0, limit / ranks)
+    share = 1.0 if device == "cuda" else min(1.0, limit_for(TINY) / ranks)
     gradient_bytes = 4 * mlp_parameters(TINY.width, TINY.depth)
     return max(0.0, many.step_s - one.step_s / share - allreduce_s(gradient_bytes, ranks, link))

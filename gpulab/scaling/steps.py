@@ -20,7 +20,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from typing import Any
 
-__all__ = ["StepPlan", "StepSplit", "time_plans", "allreduce_seconds", "matmul_seconds"]
+__all__ = ["StepPlan", "StepSplit", "time_plans", "own_work_seconds", "allreduce_seconds", "matmul_seconds"]
 
 
 @dataclass(frozen=True)
@@ -91,12 +91,14 @@ def _model(plan: StepPlan, device: str) -> Any:
     return torch.nn.Sequential(*layers[:-1]).to(device)
 
 
-def _one_plan(plan: StepPlan, device: str) -> list[tuple[float, float, float, float]]:
-    """(step, compute, all-reduce, waiting) seconds of each timed step of ``plan`` in this rank."""
+def _one_plan(plan: StepPlan, device: str, ddp: bool = True) -> list[tuple[float, float, float, float]]:
+    """(step, compute, all-reduce, waiting) seconds of each timed step of ``plan`` in this rank. ``ddp=False`` in a
+    process group: no DDP, every step started after a barrier (independent processes computing at the same time)."""
     import torch
     import torch.distributed as dist
 
-    ddp = dist.is_initialized()
+    grouped = dist.is_initialized()
+    ddp = ddp and grouped
     world = dist.get_world_size() if ddp else 1
     model = _model(plan, device)
     last_grad = [0.0]
@@ -124,7 +126,7 @@ def _one_plan(plan: StepPlan, device: str) -> list[tuple[float, float, float, fl
     sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
     records = []
     for step in range(plan.steps + 2):  # two untimed steps first
-        if step == 2 and ddp:
+        if grouped and (step == 2 or not ddp):
             dist.barrier()
         spans.clear()
         sync()
@@ -154,6 +156,13 @@ def _one_plan(plan: StepPlan, device: str) -> list[tuple[float, float, float, fl
 def time_plans(plans: list[StepPlan], device: str = "cpu") -> list[list[tuple[float, float, float, float]]]:
     """In a rank: every plan's timed steps (see the module's docstring). Without a process group: no DDP at all."""
     return [_one_plan(p, device) for p in plans]
+
+
+def own_work_seconds(plans: list[StepPlan]) -> list[list[float]]:
+    """In a process: every plan's timed steps trained on the CPU without DDP (no all-reduce). With a process group,
+    each step starts after a barrier, so that independent processes really do the same work at the same time: the
+    limit of ``probes.limit_for``."""
+    return [[r[0] for r in _one_plan(p, "cpu", ddp=False)] for p in plans]
 
 
 def summarise(plans: list[StepPlan], per_rank: list[list[list[tuple[float, float, float, float]]]],

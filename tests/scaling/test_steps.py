@@ -5,9 +5,8 @@ import pytest
 
 from gpulab.scaling.cost import Link
 from gpulab.scaling.levers import FAST_LEVERS, lever_plans, levers, threads_vs_ranks
-from gpulab.scaling.probes import (TINY, ddp_sync_s, gloo_link, limit_at, machine_limit, matmul_s,
-                                   splits)
-from gpulab.scaling.steps import StepPlan, StepSplit, _union_s
+from gpulab.scaling.probes import TINY, ddp_sync_s, gloo_link, limit_for, machine_limit, splits
+from gpulab.scaling.steps import StepPlan, StepSplit, _union_s, own_work_seconds
 from gpulab.scaling.sweep import (MAX_STEPS, TWO_RANK_S, ScalingPoint, ScalingSweep, predict_two_ranks,
                                   scaling_sweep, steps_for)
 
@@ -43,19 +42,19 @@ def test_one_process_without_ddp_never_all_reduces(no_process_left):
 
 def test_the_sweep_the_limit_and_the_link_are_measured_and_predicted(no_process_left):
     limit = machine_limit(n=64, chunks=3)
-    link = gloo_link()
+    link = gloo_link(launches=2)
     assert 0 < limit < 3 and link.bandwidth_bytes_per_s > 0 and link.latency_s >= 0
-    assert "gloo on this machine: bare all-reduces of 4 B" in link.source
+    assert "gloo on this machine: bare all-reduces of 4 B" in link.source and "the fastest of 2 launches" in link.source
     sync = ddp_sync_s(link)
     assert 0 <= sync < 1  # seconds: a tiny model's 2-rank step is nowhere near a second
-    sweep = scaling_sweep([16], [2, 8], steps=2, link=link, sync_s=sync)
+    sweep = scaling_sweep([16], [2, 8], steps=2, link=link, sync_s=sync, tries=2)
     assert [(p.one.plan.width, p.one.plan.batch) for p in sweep.points] == [(16, 2), (16, 8)]
     assert [p.one.plan.steps for p in sweep.points] == [MAX_STEPS, MAX_STEPS]  # light points: many steps
+    assert all(p.two.plan == p.one.plan for p in sweep.points)  # 1 and 2 ranks: the fastest of as many steps
     assert all(p.predicted > 0 and p.measured > 0 and 0 < p.limit < 3 for p in sweep.points)
     text = str(sweep)
     assert "compute ms" in text and "all-reduce ms" in text and "waiting ms" in text and "worst model error" in text
     assert f"2 ranks meeting {sync * 1e3:.2f} ms per step" in text
-    assert all(p.two.plan.steps >= p.one.plan.steps for p in sweep.points)
     assert "<table" in sweep._repr_html_()
 
 
@@ -93,6 +92,9 @@ def test_overlapping_spans_count_once():
     (lambda: splits([SMALL], 1, device="tpu"), ValueError, "device is 'cpu'"),
     (lambda: levers(SMALL, only=("bigger buckets",)), ValueError, "no lever is called 'bigger buckets'; the levers"),
     (lambda: scaling_sweep([], [8], link=None, sync_s=0), ValueError, "at least one width"),
+    (lambda: scaling_sweep([8], [8], link=None, sync_s=0, tries=0), ValueError,
+     "tries is how many times each point is measured, a whole number ≥ 1; got 0"),
+    (lambda: gloo_link(launches=0), ValueError, "launches is how many process groups"),
 ])
 def test_wrong_settings_are_refused(call, error, words):
     with pytest.raises(error, match=words):
@@ -105,10 +107,10 @@ def test_every_lever_changes_one_setting():
     assert set(FAST_LEVERS) <= {p.lever for p in plans}
 
 
-def test_the_limit_at_a_step_length_builds_chunks_as_long_as_the_step(no_process_left):
-    unit = matmul_s()
-    assert 0 < unit < 1
-    assert 0 < limit_at(3 * unit, 3, unit) < 3  # chunks of 3 matmuls, 3 of them: measured on real processes
+def test_a_points_limit_is_its_own_work_on_independent_processes(no_process_left):
+    assert 0 < limit_for(SMALL) < 3  # measured on real processes: 1, then 2 training SMALL's model without DDP
+    alone = own_work_seconds([SMALL, SMALL.but(steps=5)])  # here, without a process group: no barrier, no DDP
+    assert [len(steps) for steps in alone] == [3, 5] and all(0 < s < 1 for steps in alone for s in steps)
 
 
 def test_light_points_get_more_steps_and_heavy_ones_the_fewest_asked():
