@@ -5,8 +5,8 @@ speed-up against the machine's own limit, all measured in one run.
                                                  [--batches 8 64 512 2048]
 
 Each round measures, in turn, the machine limit (2 independent single-threaded processes doing the same 512×512
-matmuls ÷ 1 process), the cost model's inputs — gloo's link (bare all-reduces, the fastest of ``--tries`` + 1
-launches) and what 2 DDP ranks pay to meet at each step (a tiny model) — and then the sweep: each point on 1 rank,
+matmuls ÷ 1 process), the cost model's inputs — gloo's link (bare all-reduces, the fastest over ``--tries``
+launches: as many fresh process groups as each point's 2-rank step gets) and what 2 DDP ranks pay to meet at each step (a tiny model) — and then the sweep: each point on 1 rank,
 the limit for its own work without DDP (the model's share), and 2 ranks, one right after the other, so that load from
 other programs hits all three alike; ``--tries`` times, keeping the least disturbed of each (about 6 ½ minutes with
 the defaults here). On this machine whole seconds can run slow; with one try per point, its 1-rank step and its
@@ -61,7 +61,7 @@ def main() -> None:
     limits, sweeps = [], []
     for r in range(args.rounds):
         limits.append(machine_limit(chunks=args.limit_chunks))
-        link = gloo_link(launches=args.tries + 1)
+        link = gloo_link(launches=args.tries)
         sync = ddp_sync_s(link)
         sweeps.append(scaling_sweep(args.widths, args.batches, steps=args.steps, link=link, sync_s=sync,
                                    tries=args.tries))
@@ -70,9 +70,10 @@ def main() -> None:
               f"{os.getloadavg()[0]:.2f}", flush=True)
     print(f"\nlast round's sweep (ms: the fastest of each point's steps, at least {args.steps}):\n{sweeps[-1]}\n")
     points = [(p.one.plan.width, p.one.plan.batch) for p in sweeps[0].points]
-    rows, medians = [], []
+    rows, medians, unsteady = [], [], 0
     for i, p in enumerate(sweeps[0].points):
         measured = [s.points[i].measured for s in sweeps]
+        unsteady += any(abs(m / statistics.median(measured) - 1) > 0.15 for m in measured)
         errors = [s.points[i].error * 100 for s in sweeps]
         medians.append(statistics.median(measured))
         rows.append([p.one.plan.width, p.one.plan.batch, f"{medians[-1]:.2f}×",
@@ -84,6 +85,8 @@ def main() -> None:
           f"median error per point within 15 %: "
           f"{sum(abs(statistics.median(s.points[i].error for s in sweeps)) <= 0.15 for i in range(len(points)))} "
           f"of {len(points)}")
+    print(f"the measurement itself: at {unsteady} of {len(points)} points a round's measured speed-up is more than 15 % "
+          f"from the point's median")
     print("\nthe same sweep predicted for GPU setups (predictions from published peak figures, not measurements):")
     for setup in SETUPS:
         print(f"  {setup.label()}")
