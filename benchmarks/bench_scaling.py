@@ -5,18 +5,18 @@ speed-up against the machine's own limit, all measured in one run.
                                                  [--batches 8 64 512 2048]
 
 Each round measures, in turn, the machine limit (2 independent single-threaded processes doing the same 512×512
-matmuls ÷ 1 process), the cost model's inputs — gloo's link (bare all-reduces, the fastest over ``--tries``
-launches: as many fresh process groups as each point's 2-rank step gets) and what 2 DDP ranks pay to meet at each step (a tiny model) — and then the sweep: each point on 1 rank,
-the limit for its own work without DDP (the model's share), and 2 ranks, one right after the other, so that load from
-other programs hits all three alike; ``--tries`` times, keeping the least disturbed of each (about 6 ½ minutes with
-the defaults here). On this machine whole seconds can run slow; with one try per point, its 1-rank step and its
-2-rank step could fall on either side of such a stretch.
+matmuls ÷ 1 process), the cost model's inputs — gloo's link (bare all-reduces, the fastest over ``--tries`` launches:
+as many fresh process groups as each point's 2-rank step gets) and what 2 DDP ranks pay to meet at each step (a tiny
+model) — and then the sweep: each point on 1 rank, the limit for its own work without DDP (the model's share), and 2
+ranks, one right after the other, so that load from other programs hits all three alike; ``--tries`` times, keeping
+the least disturbed of each (about 6 ½ minutes with the defaults here). On this machine whole seconds can run slow;
+with one try per point, its 1-rank step and its 2-rank step could fall on either side of such a stretch.
 
-The sweep's heavy end (width 1024, batch 2048 per rank: about 39 GFLOP per step against a 12.6 MB all-reduce) is
-where compute dominates: at batch 1024 the all-reduce and DDP's copies were still about 6 % of the 2-rank step, and
-the best ratio reached 86 % and 91 % of the limit in two runs; at 2048, 96 %, 91 %, 92 % and 95 % in four runs (a
-fifth, whose 1-rank runs other programs slowed, printed 113 %). The last two lines are medians over the rounds, for
-scripts:
+The sweep's heavy end (width 1024, batch 2048 per rank: about 39 GFLOP per step against a 12.6 MB all-reduce) is where
+compute dominates: at batch 1024 the all-reduce and DDP's copies were still about 6 % of the 2-rank step, and the best
+ratio reached 86 % and 91 % of the limit in two runs; at 2048, 96 %, 91 %, 92 % and 95 % in four runs (a fifth, whose
+1-rank runs other programs slowed, printed 113 %); with each point's own limit and two tries, 100 %, 96 % and 94 % in
+three more. The last two lines are medians over the rounds, for scripts:
 
     machine limit (2 independent processes ÷ 1): 1.86×
     best 2 ranks ÷ 1 rank: 1.72× (91 % of the limit)
@@ -85,8 +85,8 @@ def main() -> None:
           f"median error per point within 15 %: "
           f"{sum(abs(statistics.median(s.points[i].error for s in sweeps)) <= 0.15 for i in range(len(points)))} "
           f"of {len(points)}")
-    print(f"the measurement itself: at {unsteady} of {len(points)} points a round's measured speed-up is more than 15 % "
-          f"from the point's median")
+    print(f"the measurement itself: at {unsteady} of {len(points)} points a round's measured speed-up is more than "
+          f"15 % from the point's median")
     print("\nthe same sweep predicted for GPU setups (predictions from published peak figures, not measurements):")
     for setup in SETUPS:
         print(f"  {setup.label()}")
