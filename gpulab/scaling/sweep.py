@@ -132,15 +132,19 @@ def scaling_sweep(widths: Sequence[int], batches: Sequence[int], *, depth: int =
     points = []
     for plan in (StepPlan(w, b, depth=depth, steps=steps_for(w, b, depth, steps)) for w in widths for b in batches):
         # a first 1-rank run sizes the point: as many steps as about TWO_RANK_S of the 2-rank step the model
-        # predicts, for all three measurements alike (the fastest of 200 steps is faster than the fastest of 13)
+        # predicts, for all three measurements alike (the fastest of 200 steps is faster than the fastest of 13);
+        # it is the first 1-rank measurement when it already took that many
         sizing = splits([plan], 1)[0]
         guess = 2 * sizing.step_s / predict_two_ranks(sizing, 2.0, link, sync_s)  # the shortest it can be
-        plan = plan.but(steps=steps_for(plan.width, plan.batch, depth, plan.steps, guess))
-        ones, limits, twos = [], [], []
-        for _ in range(tries):
+        steps_all = steps_for(plan.width, plan.batch, depth, plan.steps, guess)
+        ones = [sizing] if steps_all == plan.steps else []
+        plan = plan.but(steps=steps_all)
+        limits, twos = [], []
+        for k in range(tries):
             # 1 rank, the limit, 2 ranks, one right after the other: load from other programs changes over
             # seconds, so all three see about the same
-            ones.append(splits([plan], 1)[0])
+            if len(ones) <= k:
+                ones.append(splits([plan], 1)[0])
             limits.append(limit_for(plan))
             twos.append(splits([plan], 2)[0])
         one, limit = min(ones, key=lambda s: s.step_s), max(limits)
