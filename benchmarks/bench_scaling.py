@@ -73,9 +73,9 @@ def main() -> None:
     rows, medians, unsteady = [], [], 0
     for i, p in enumerate(sweeps[0].points):
         measured = [s.points[i].measured for s in sweeps]
-        unsteady += any(abs(m / statistics.median(measured) - 1) > 0.15 for m in measured)
-        errors = [s.points[i].error * 100 for s in sweeps]
         medians.append(statistics.median(measured))
+        unsteady += any(abs(m / medians[-1] - 1) > 0.15 for m in measured)
+        errors = [s.points[i].error * 100 for s in sweeps]
         rows.append([p.one.plan.width, p.one.plan.batch, f"{medians[-1]:.2f}×",
                      " ".join(f"{m:.2f}" for m in measured), " ".join(f"{e:+.0f}" for e in errors)])
     print(text_table(["width", "batch/rank", "median speed-up", "each round", "model error % each round"], rows))
