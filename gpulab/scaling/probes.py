@@ -25,6 +25,7 @@ def splits(plans: list[StepPlan], ranks: int, *, threads_per_rank: int = 1, ddp:
     """Every plan measured on ``ranks`` ranks (``ddp=False``: one process, no DDP, for the threads comparison)."""
     if not plans:
         raise ValueError("splits needs at least one StepPlan to measure.")
+    _refuse_other_than_plans("splits", plans)
     if not ddp and ranks != 1:
         raise ValueError(f"ddp=False measures one process without DDP; got ranks={ranks}. Use ranks=1.")
     if device not in ("cpu", "cuda"):
@@ -68,9 +69,18 @@ def limit_for(plan: StepPlan) -> float:
       300 ms, 0.87×.
 
     Both sides take the fastest of as many steps as the point has, as the point's own measurements do."""
+    _refuse_other_than_plans("limit_for", [plan])
     one = launch(own_work_seconds, 1, args=([plan],), threads_per_rank=1, backend="gloo")[0]
     two = launch(own_work_seconds, 2, args=([plan],), threads_per_rank=1, backend="gloo", all_ranks=True)
     return _pair_over_one(one, [rank[0] for rank in two])
+
+
+def _refuse_other_than_plans(caller: str, plans: list[object]) -> None:
+    """Before any process starts: a rank given something else would only fail inside, after importing torch."""
+    for plan in plans:
+        if not isinstance(plan, StepPlan):
+            raise TypeError(f"{caller} measures StepPlans, such as StepPlan(width=64, batch=8); got {plan!r}. Build "
+                            "one with gpulab.scaling.steps.StepPlan.")
 
 
 def _pair_over_one(one: list[float], two: list[list[float]]) -> float:

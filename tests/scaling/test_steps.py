@@ -95,6 +95,9 @@ def test_overlapping_spans_count_once():
     (lambda: scaling_sweep([8], [8], link=None, sync_s=0, tries=0), ValueError,
      "tries is how many times each point is measured, a whole number ≥ 1; got 0"),
     (lambda: gloo_link(launches=0), ValueError, "launches is how many process groups"),
+    (lambda: limit_for((64, 8)), TypeError, r"limit_for measures StepPlans, such as StepPlan\(width=64, batch=8\); "
+                                            r"got \(64, 8\)"),
+    (lambda: splits([SMALL, (64, 8)], 1), TypeError, "splits measures StepPlans"),
 ])
 def test_wrong_settings_are_refused(call, error, words):
     with pytest.raises(error, match=words):
