@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from ..core.tables import Table, TableView
 from .cost import Link, mlp_parameters, predict_step, speedup, train_flops
-from .probes import limit_for, splits
+from .probes import limit_of, limit_times, splits
 from .steps import StepPlan, StepSplit
 
 __all__ = ["ScalingPoint", "ScalingSweep", "scaling_sweep", "predict_two_ranks", "steps_for", "WORK_FLOPS",
@@ -121,10 +121,11 @@ def scaling_sweep(widths: Sequence[int], batches: Sequence[int], *, depth: int =
     see ``steps_for``).
 
     ``tries``: how many times each point's three measurements are taken in turn (1 rank, its limit, 2 ranks; again);
-    each keeps its least disturbed try (the fastest step, the highest limit). On a shared machine whole seconds can
-    run slow: measured here, 200 single-threaded 256×256 matmuls pinned to one core had a median of 0.33 ms in most
-    windows of 66 ms and 0.39–0.44 ms in some, on either core. A point measured once can have its 1-rank step in
-    such a window and its 2-rank step outside it, and its speed-up is then off by as much."""
+    each keeps its least disturbed try (the fastest step; for the limit, the fastest process alone and the fastest
+    pair, which may come from different tries). On a shared machine whole seconds can run slow: measured here, 200
+    single-threaded 256×256 matmuls pinned to one core had a median of 0.33 ms in most windows of 66 ms and
+    0.39–0.44 ms in some, on either core. A point measured once can have its 1-rank step in such a window and its
+    2-rank step outside it, and its speed-up is then off by as much."""
     if not widths or not batches:
         raise ValueError("scaling_sweep needs at least one width and one batch size.")
     if isinstance(tries, bool) or not isinstance(tries, int) or tries < 1:
@@ -139,15 +140,17 @@ def scaling_sweep(widths: Sequence[int], batches: Sequence[int], *, depth: int =
         steps_all = steps_for(plan.width, plan.batch, depth, plan.steps, guess)
         ones = [sizing] if steps_all == plan.steps else []
         plan = plan.but(steps=steps_all)
-        limits, twos = [], []
+        alone, pairs, twos = [], [], []
         for k in range(tries):
             # 1 rank, the limit, 2 ranks, one right after the other: load from other programs changes over
             # seconds, so all three see about the same
             if len(ones) <= k:
                 ones.append(splits([plan], 1)[0])
-            limits.append(limit_for(plan))
+            one_s, pair_s = limit_times(plan)
+            alone.append(one_s)
+            pairs.append(pair_s)
             twos.append(splits([plan], 2)[0])
-        one, limit = min(ones, key=lambda s: s.step_s), max(limits)
+        one, limit = min(ones, key=lambda s: s.step_s), limit_of(min(alone), min(pairs))
         two = min(twos, key=lambda s: s.step_s)
         points.append(ScalingPoint(one, two, predict_two_ranks(one, limit, link, sync_s), limit))
     return ScalingSweep(tuple(points), link, depth, sync_s)
