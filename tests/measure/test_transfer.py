@@ -44,10 +44,12 @@ def test_bandwidth_sweep_refuses_bad_arguments(kwargs: dict, match: str) -> None
 
 def test_cpu_crossover_sweep_with_and_without_copies() -> None:
     for include in (False, True):
-        sweep = crossover_sweep([4, 64], devices=("cpu",), op="matmul", include_transfer=include, warmup=1,
+        # 256 against 4: 260 000 times the multiply-adds, so that a burst of load during the small size's few
+        # blocks cannot turn the order round (with 64 against 4 the two were only a few times apart)
+        sweep = crossover_sweep([4, 256], devices=("cpu",), op="matmul", include_transfer=include, warmup=1,
                                 repeats=3, min_block_s=1e-4)
-        assert sweep.devices == ("cpu",) and sweep.sizes == (4, 64)
-        assert sweep.median_s("cpu", 64) > sweep.median_s("cpu", 4) > 0
+        assert sweep.devices == ("cpu",) and sweep.sizes == (4, 256)
+        assert sweep.median_s("cpu", 256) > sweep.median_s("cpu", 4) > 0
         assert sweep.crossover_size("cuda") is None
         assert "Only cpu measured" in str(sweep)
     assert "copies in and out included" in str(sweep)

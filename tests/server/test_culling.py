@@ -20,7 +20,9 @@ def test_an_idle_kernel_is_culled_by_the_server_and_its_gpu_is_free_again(tmp_pa
     # only the server itself: the Lab, LSP and terminal extensions take seconds to load and play no part here
     quiet = "--ServerApp.jpserver_extensions=" + repr({e: False for e in ("jupyterlab", "jupyter_lsp", "notebook_shim",
                                                                           "jupyter_server_terminals")})
-    with jupyter(tmp_path, env={"GPULAB_CULL_IDLE_S": "1"}, args=(quiet,)) as server:
+    # 2 s, not 1: the lease is read right after the kernel started, and a 1 s stall of this process on a loaded
+    # machine would let the culler end the kernel first
+    with jupyter(tmp_path, env={"GPULAB_CULL_IDLE_S": "2"}, args=(quiet,)) as server:
         session = server.api("/api/sessions", "POST", {"path": "week1/idle.ipynb", "type": "notebook",
                                                          "kernel": {"name": "gpulab-1-gpu"}})
         kernel = session["kernel"]["id"]
