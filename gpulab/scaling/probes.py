@@ -71,13 +71,18 @@ def limit_for(plan: StepPlan) -> float:
     Both sides take the fastest of as many steps as the point has, as the point's own measurements do. Two processes
     cannot do more than twice the work of one, so a limit above 2 means the 1-process run was disturbed (measured
     here while the test suite ran beside it: 3.3× for a 3-step point of width 32)."""
-    return limit_of(*limit_times(plan))
+    _refuse_other_than_plans("limit_for", [plan])
+    return limit_of(*_limit_times(plan))
 
 
 def limit_times(plan: StepPlan) -> tuple[float, float]:
     """``limit_for``'s two measurements, for a caller that keeps the fastest of several tries of each: the fastest
     step of 1 process alone, and the fastest step of 2 (as long as the slower of the pair)."""
-    _refuse_other_than_plans("limit_for", [plan])
+    _refuse_other_than_plans("limit_times", [plan])
+    return _limit_times(plan)
+
+
+def _limit_times(plan: StepPlan) -> tuple[float, float]:
     one = launch(own_work_seconds, 1, args=([plan],), threads_per_rank=1, backend="gloo")[0]
     two = launch(own_work_seconds, 2, args=([plan],), threads_per_rank=1, backend="gloo", all_ranks=True)
     return min(one), _fastest_pair([rank[0] for rank in two])

@@ -140,16 +140,15 @@ def scaling_sweep(widths: Sequence[int], batches: Sequence[int], *, depth: int =
         steps_all = steps_for(plan.width, plan.batch, depth, plan.steps, guess)
         ones = [sizing] if steps_all == plan.steps else []
         plan = plan.but(steps=steps_all)
-        alone, pairs, twos = [], [], []
+        limits, twos = [], []
         for k in range(tries):
             # 1 rank, the limit, 2 ranks, one right after the other: load from other programs changes over
             # seconds, so all three see about the same
             if len(ones) <= k:
                 ones.append(splits([plan], 1)[0])
-            one_s, pair_s = limit_times(plan)
-            alone.append(one_s)
-            pairs.append(pair_s)
+            limits.append(limit_times(plan))
             twos.append(splits([plan], 2)[0])
+        alone, pairs = zip(*limits)
         one, limit = min(ones, key=lambda s: s.step_s), limit_of(min(alone), min(pairs))
         two = min(twos, key=lambda s: s.step_s)
         points.append(ScalingPoint(one, two, predict_two_ranks(one, limit, link, sync_s), limit))

@@ -7,7 +7,8 @@ import pytest
 
 from gpulab.scaling.cost import Link
 from gpulab.scaling.levers import FAST_LEVERS, lever_plans, levers, threads_vs_ranks
-from gpulab.scaling.probes import TINY, ddp_sync_s, gloo_link, limit_for, limit_of, machine_limit, splits
+from gpulab.scaling.probes import (TINY, ddp_sync_s, gloo_link, limit_for, limit_of, limit_times, machine_limit,
+                                   splits)
 from gpulab.scaling.steps import StepPlan, StepSplit, _union_s, own_work_seconds
 from gpulab.scaling.sweep import (MAX_STEPS, TWO_RANK_S, ScalingPoint, ScalingSweep, predict_two_ranks,
                                   scaling_sweep, steps_for)
@@ -102,6 +103,7 @@ def test_overlapping_spans_count_once():
     (lambda: limit_for((64, 8)), TypeError, r"limit_for measures StepPlans, such as StepPlan\(width=64, batch=8\); "
                                             r"got \(64, 8\)"),
     (lambda: splits([SMALL, (64, 8)], 1), TypeError, "splits measures StepPlans"),
+    (lambda: limit_times("64x8"), TypeError, "limit_times measures StepPlans"),
 ])
 def test_wrong_settings_are_refused(call, error, words):
     with pytest.raises(error, match=words):
