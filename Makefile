@@ -35,18 +35,26 @@ lab: $(STAMP)
 TEST_WORKERS ?= 2
 XDIST        := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
 
+# The tests' kernels and ranks each run torch's OpenMP threads, more of them than the machine has cores. libgomp's
+# threads spin while they wait for each other, so one whose core another process holds costs its team whole time
+# slices; passive waiting (they sleep) suits a shared machine. Measured on 2 cores with one busy loop beside it:
+# chapter 00's MLP (3 epochs, without its monitor) took 3.6 s spinning, 1.4 s passive, 1.2 s with the cores free.
+# Not for make lab or make notebooks: alone on a machine, spinning is the faster default. OMP_WAIT_POLICY=ACTIVE
+# make test to compare.
+TEST_ENV     := OMP_WAIT_POLICY=$(or $(OMP_WAIT_POLICY),PASSIVE)
+
 test: $(STAMP)
-	$(PY) -m pytest $(XDIST) tests notebooks
+	$(TEST_ENV) $(PY) -m pytest $(XDIST) tests notebooks
 
 # The tests marked slow (a chapter run once more, or minutes of their own); .ci/run runs them after make test.
 test-slow: $(STAMP)
-	$(PY) -m pytest -m slow tests
+	$(TEST_ENV) $(PY) -m pytest -m slow tests
 
 test-unit: $(STAMP)
-	$(PY) -m pytest tests
+	$(TEST_ENV) $(PY) -m pytest tests
 
 test-notebooks: $(STAMP)
-	$(PY) -m pytest notebooks
+	$(TEST_ENV) $(PY) -m pytest notebooks
 
 # Every chapter run again here (fast mode) and written back normalised: text outputs only, no timestamps, widget
 # state, ANSI codes or machine paths (tools/execute_notebooks.py, tools/normalise_notebook.py).
@@ -95,7 +103,7 @@ $(COMPAT_STAMP): pyproject.toml constraints-lowest.txt
 	touch $(COMPAT_STAMP)
 
 test-compat: $(COMPAT_STAMP)
-	GPULAB_COMPAT=1 $(COMPAT_PY) -m pytest $(XDIST) -m 'not browser and not slow' tests notebooks
+	$(TEST_ENV) GPULAB_COMPAT=1 $(COMPAT_PY) -m pytest $(XDIST) -m 'not browser and not slow' tests notebooks
 
 clean:
 	rm -rf $(VENV) $(COMPAT_VENV) .gpu-deps .pytest_cache build *.egg-info
