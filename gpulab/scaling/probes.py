@@ -90,6 +90,10 @@ def _limit_times(plan: StepPlan) -> tuple[float, float]:
 
 def limit_of(one_s: float, pair_s: float) -> float:
     """How much more work 2 processes get done than 1: 2 × one process's step ÷ the pair's step."""
+    for name, value in (("one_s", one_s), ("pair_s", pair_s)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf"):
+            raise ValueError(f"limit_of takes two step times in seconds, each > 0 (as limit_times returns them); got "
+                             f"{name}={value!r}.")
     return 2 * one_s / pair_s
 
 
