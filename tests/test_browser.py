@@ -77,23 +77,22 @@ CELLS_JS = """() => {
     running: c.model.type === 'code' && (c.promptNode ? c.promptNode.textContent.includes('*') : false),
     outputs: c.model.type === 'code' ? c.model.outputs.toJSON() : []}))};
 }"""
-# The src of the live monitor's <img> (a widget view) in cell i, or null.
-LIVE_IMG = "'.jp-OutputArea .jupyter-widgets img, .jp-OutputArea .widget-image'"
-# Every source the live image of cell i takes, recorded in the page as it changes (a MutationObserver), so that a
-# frame shown between two of the test's polls still counts: on a loaded machine a poll can take longer than a frame.
+# Every source the live monitor's <img> (a widget view) in each watched cell takes, recorded in the page as it changes
+# (a MutationObserver), so that a frame shown between two of the test's polls still counts: on a loaded machine a poll
+# can take longer than a frame.
 WATCH_FRAMES_JS = """(watched) => {
   window.gpulabFrames = {};
   for (const i of watched) {
     const node = window.jupyterapp.shell.currentWidget.content.widgets[i].node;
     const seen = window.gpulabFrames[i] = [];
     const note = () => {
-      const img = node.querySelector(%s);
+      const img = node.querySelector('.jp-OutputArea .jupyter-widgets img, .jp-OutputArea .widget-image');
       if (img && img.src && !seen.includes(img.src)) seen.push(img.src);
     };
     new MutationObserver(note).observe(node, {subtree: true, childList: true, attributes: true,
                                               attributeFilter: ['src']});
   }
-}""" % LIVE_IMG
+}"""
 FRAMES_JS = "() => window.gpulabFrames"
 
 
@@ -244,16 +243,14 @@ def _monitor_cells(state: dict) -> list[int]:
 def _run_all(page, name: str) -> tuple[dict, dict[int, set[str]]]:
     """Run All, and while it runs record each monitor cell's live image sources; return the end state."""
     watched = _monitor_cells(page.evaluate(CELLS_JS))
-    frames: dict[int, set[str]] = {i: set() for i in watched}
     page.evaluate(WATCH_FRAMES_JS, watched)
     # Not awaited: the command's promise waits for every cell, and never settles when an error stops the run.
     page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
     deadline, started, shot, quiet_since = time.monotonic() + CHAPTER_TIMEOUT_S, False, False, None
     while time.monotonic() < deadline:
         state = page.evaluate(CELLS_JS)
-        for i, sources in page.evaluate(FRAMES_JS).items():
-            i = int(i)
-            frames[i].update(sources)
+        frames = {int(i): set(sources) for i, sources in page.evaluate(FRAMES_JS).items()}
+        for i in frames:
             if len(frames[i]) >= 2 and not shot:
                 page.evaluate("(i) => window.jupyterapp.shell.currentWidget.content.widgets[i].node"
                               ".scrollIntoView()", i)

@@ -9,7 +9,7 @@ those (a tiny model's step). Taught in ``notebooks/07_scaling.ipynb``.
 from __future__ import annotations
 
 from ..ranks.launcher import launch
-from .cost import Link, allreduce_s, mlp_parameters
+from .cost import Link, _positive, allreduce_s, mlp_parameters
 from .steps import StepPlan, StepSplit, allreduce_seconds, matmul_seconds, own_work_seconds, summarise, time_plans
 
 __all__ = ["splits", "machine_limit", "limit_for", "limit_times", "limit_of", "gloo_link", "ddp_sync_s", "TINY"]
@@ -90,11 +90,8 @@ def _limit_times(plan: StepPlan) -> tuple[float, float]:
 
 def limit_of(one_s: float, pair_s: float) -> float:
     """How much more work 2 processes get done than 1: 2 × one process's step ÷ the pair's step."""
-    for name, value in (("one_s", one_s), ("pair_s", pair_s)):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf"):
-            raise ValueError(f"limit_of takes two step times in seconds, each > 0 (as limit_times returns them); got "
-                             f"{name}={value!r}.")
-    return 2 * one_s / pair_s
+    return 2 * _positive(one_s, "one_s", "the fastest step of one process alone, in seconds") \
+        / _positive(pair_s, "pair_s", "the fastest step of the pair, in seconds")
 
 
 def _refuse_other_than_plans(caller: str, plans: list[object]) -> None:

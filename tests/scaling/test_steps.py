@@ -104,8 +104,10 @@ def test_overlapping_spans_count_once():
                                             r"got \(64, 8\)"),
     (lambda: splits([SMALL, (64, 8)], 1), TypeError, "splits measures StepPlans"),
     (lambda: limit_times("64x8"), TypeError, "limit_times measures StepPlans"),
-    (lambda: limit_of(0.01, 0), ValueError, r"limit_of takes two step times in seconds, each > 0 .*got pair_s=0\."),
-    (lambda: limit_of("12 ms", 0.01), ValueError, "got one_s='12 ms'"),
+    (lambda: limit_of(0.01, 0), ValueError, r"pair_s is the fastest step of the pair, in seconds, a finite number "
+                                            r"> 0; got 0\."),
+    (lambda: limit_of("12 ms", 0.01), ValueError, r"one_s is the fastest step of one process alone, in seconds, .*"
+                                                  r"got '12 ms'"),
 ])
 def test_wrong_settings_are_refused(call, error, words):
     with pytest.raises(error, match=words):
