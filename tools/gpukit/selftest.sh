@@ -16,9 +16,10 @@ if [ "${1:-}" = --clone ]; then
   tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
   git clone --quiet --no-checkout . "$tmp/gpulab"
   git -C "$tmp/gpulab" checkout --quiet --detach "$(git rev-parse HEAD)"
-  # what is not committed yet: changed and new files (not the ignored ones nor a linked .venv: no venv, egg-info, .gpu-deps, wheelhouse)
-  git ls-files -z --modified --others --exclude-standard -- . ':!.venv*' | tar --null --files-from=- --ignore-failed-read -cf - \
-    | tar -xf - -C "$tmp/gpulab"
+  # what is not committed yet: changed and new files, not the ignored ones (venvs, egg-info, .gpu-deps, wheelhouse)
+  # nor a linked .venv
+  git ls-files -z --modified --others --exclude-standard -- . ':!.venv*' \
+    | tar --null --files-from=- --ignore-failed-read -cf - | tar -xf - -C "$tmp/gpulab"
   git ls-files -z --deleted | (cd "$tmp/gpulab" && xargs -0 -r rm -f --)
   echo "selftest in a clone never installed into: $tmp/gpulab ($(git rev-parse --short HEAD) plus uncommitted changes)"
   rc=0; "$tmp/gpulab/tools/gpukit/selftest.sh" "$py" || rc=$?
