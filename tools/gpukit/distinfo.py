@@ -25,12 +25,12 @@ class MetadataError(ValueError):
 
 
 def _toml(path: Path, target: Path) -> dict[str, Any]:
-    try:
-        import tomllib  # Python 3.11+
-    except ImportError:  # 3.10: tomli, which tools/gpukit/requirements.txt adds into target/ there
+    if sys.version_info >= (3, 11):
+        import tomllib  # novm (guarded by the version check)
+    else:  # 3.10: tomli, which tools/gpukit/requirements.txt adds into target/ there
         sys.path.insert(0, str(target))
         try:
-            import tomli as tomllib  # type: ignore[no-redef]
+            import tomli as tomllib
         finally:
             sys.path.remove(str(target))
     with path.open("rb") as f:
