@@ -34,13 +34,13 @@ SEEN = ("import importlib.metadata as md, importlib.util as u, json, sys; sys.pa
 
 
 @pytest.fixture
-def fresh_clone(tmp_path, monkeypatch):
-    """A checkout never installed into: no egg-info, gpulab's code the real one (linked), nothing else on the path."""
+def fresh_clone(tmp_path):
+    """A checkout never installed into: no egg-info, gpulab's code the real one (linked). The PYTHONPATH this test
+    runs with stays for pip's look at what is missing (under the kit: .gpu-deps/, so that no index is needed)."""
     clone = tmp_path / "clone"
     clone.mkdir()
     (clone / "pyproject.toml").write_bytes((ROOT / "pyproject.toml").read_bytes())
     (clone / "gpulab").symlink_to(ROOT / "gpulab", target_is_directory=True)
-    monkeypatch.delenv("PYTHONPATH", raising=False)
     return clone
 
 
@@ -58,10 +58,10 @@ def test_after_the_install_step_a_fresh_clone_s_provisioner_is_registered_and_gp
     assert PROVISIONER not in before["eps"] and "is not registered" in before["problems"][0]  # as on the H100
 
     added, env = gpu_run.kit_env(fresh_clone, target, None)
-    seen = _seen_by_a_bare_python({"PYTHONPATH": env["PYTHONPATH"]}, fresh_clone.parent)
+    assert env["PYTHONPATH"].split(os.pathsep)[:2] == [str(target), str(fresh_clone)]  # then what this test had
+    seen = _seen_by_a_bare_python({"PYTHONPATH": os.pathsep.join([str(target), str(fresh_clone)])}, fresh_clone.parent)
     assert PROVISIONER in seen["eps"] and seen["problems"] == []
     assert Path(seen["gpulab"]) == fresh_clone / "gpulab" / "__init__.py"  # the checkout, not .gpu-deps/
-    assert env["PYTHONPATH"].split(":")[:2] == [str(target), str(fresh_clone)]
     assert sorted(p.name for p in target.iterdir() if "gpulab" in p.name) == ["gpulab-0.1.0.dist-info"]
 
 
@@ -104,9 +104,8 @@ def test_the_preflight_refuses_a_gpulab_that_shadows_the_checkout(tmp_path, monk
     assert len(found) == 1 and "gpulab imports from" in found[0] and "shadows the checkout" in found[0]
 
 
-def test_the_preflight_passes_in_the_kit_s_environment_here(tmp_path, monkeypatch):
+def test_the_preflight_passes_in_the_kit_s_environment_here(tmp_path):
     """The full check, loading the provisioner through jupyter_client and reading gpulab's folders."""
-    monkeypatch.delenv("PYTHONPATH", raising=False)
     _, env = gpu_run.kit_env(ROOT, tmp_path / ".gpu-deps", None)
     assert gpu_run.preflight(ROOT, env) == []
 
