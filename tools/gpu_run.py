@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import datetime
+import json
 import os
 import platform
 import re
@@ -151,7 +152,14 @@ def main() -> int:
               "mode": mode,
               "tests": {t: o for t, o in tests.items() if not t.startswith("tests.evidence")},
               "explain_corpus": explain_corpus(tests), "figures": measure(machine), "pytest_exit": done.returncode}
-    path, summary = evidence.write(evidence.redact(record, ROOT), ROOT / "evidence")
+    record = evidence.redact(record, ROOT)
+    try:
+        path, summary = evidence.write(record, ROOT / "evidence")
+    except evidence.EvidenceError as exc:  # the measurements stay, outside evidence/, for a second look
+        kept = target / "evidence-not-written.json"
+        kept.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
+        print(f"make test-gpu: {exc}\nThe record is kept in {kept.relative_to(ROOT)} (not committed).")
+        return 1
     print(summary.read_text())
     print(f"evidence written: {path.relative_to(ROOT)} and {summary.relative_to(ROOT)}")
     return done.returncode
