@@ -77,17 +77,17 @@ wheelhouse:
 # (KIT_VENV) that holds torch and a GPU machine's usual packages (tools/gpukit/requirements.txt names them) and none of
 # the Jupyter stack, in a copy of this checkout that was never installed into (git clone, plus uncommitted changes: no
 # gpulab.egg-info registers gpulab's entry points there, as none does on a fresh clone). Building wheelhouse/ there
-# needs an index; test-gpu then runs with none. torch comes from pip's usual sources (the local disk, where pip's
-# configuration finds it there). Takes minutes: the chapters' CPU cells run, as on a GPU machine.
+# needs an index; test-gpu then runs with none. torch is the build constraints.txt pins (pip takes it from the local
+# disk where its configuration finds it there, as make install does). Takes minutes: the chapters' CPU cells run.
 KIT_VENV     ?= .venv-kit
 KIT_PY       := $(KIT_VENV)/bin/python
 KIT_STAMP    := $(KIT_VENV)/.installed
 KIT_PLATFORM := torch torchvision lightning numpy matplotlib scikit-learn pytest pytest-timeout hypothesis \
                 nvidia-ml-py cloudpickle tqdm psutil
 
-$(KIT_STAMP): tools/gpukit/requirements.txt
+$(KIT_STAMP): tools/gpukit/requirements.txt constraints.txt
 	rm -rf $(KIT_VENV) && $(PYTHON) -m venv $(KIT_VENV)
-	$(KIT_PY) -m pip install --quiet $(KIT_PLATFORM)
+	$(KIT_PY) -m pip install --quiet -c constraints.txt $(KIT_PLATFORM)
 	touch $(KIT_STAMP)
 
 test-kit: $(KIT_STAMP)
