@@ -108,6 +108,18 @@ def preflight(root: Path, env: dict, python: str = sys.executable) -> list[str]:
     return done.stdout.splitlines() if done.returncode else []
 
 
+def record_of(machine: dict, mode: str, tests: dict[str, str], figures: dict, pytest_exit: int) -> dict:
+    """The evidence record of this run (schema 2), its paths rewritten as the log shows them: the checkout as
+    ``<repo>``, site-packages as ``.../site-packages`` (a figure's note may hold a traceback)."""
+    from gpukit import evidence
+
+    record = {"schema": evidence.SCHEMA_VERSION, "date": datetime.date.today().isoformat(), "machine": machine,
+              "mode": mode,
+              "tests": {t: o for t, o in tests.items() if not t.startswith("tests.evidence")},
+              "explain_corpus": explain_corpus(tests), "figures": figures, "pytest_exit": pytest_exit}
+    return evidence.redact(record, ROOT)
+
+
 def main() -> int:
     try:
         import torch
@@ -148,11 +160,7 @@ def main() -> int:
     from gpukit import evidence
 
     machine = _machine()
-    record = {"schema": evidence.SCHEMA_VERSION, "date": datetime.date.today().isoformat(), "machine": machine,
-              "mode": mode,
-              "tests": {t: o for t, o in tests.items() if not t.startswith("tests.evidence")},
-              "explain_corpus": explain_corpus(tests), "figures": measure(machine), "pytest_exit": done.returncode}
-    record = evidence.redact(record, ROOT)
+    record = record_of(machine, mode, tests, measure(machine), done.returncode)
     try:
         path, summary = evidence.write(record, ROOT / "evidence")
     except evidence.EvidenceError as exc:  # the measurements stay, outside evidence/, for a second look

@@ -86,3 +86,25 @@ def test_a_schema_1_file_as_committed_still_passes_the_schema_but_is_never_writt
     assert "chapters ran in" not in evidence.markdown(old)
     with pytest.raises(evidence.EvidenceError, match="schema 1 files are kept as they were written"):
         evidence.write(old, tmp_path)
+
+
+def test_the_kit_s_record_of_a_run_is_schema_2_with_its_mode_and_this_machine_s_paths_rewritten(tmp_path):
+    """What gpu_run writes after a GPU run, from this checkout and this Python's real site-packages folder."""
+    import sysconfig
+
+    import gpu_run
+
+    site = sysconfig.get_paths()["purelib"]
+    note = (f'Traceback:\n  File "{site}/torch/distributed/utils.py", line 286\n'
+            f'  File "{ROOT}/gpulab/ranks/launcher.py", line 147, in launch\nRuntimeError: No backend type')
+    figures = {**FIXTURE["figures"], "ddp_samples_per_s": {"not_measured": note}}
+    tests = {"tests.machine.test_cuda::test_context": "passed", "tests.evidence.test_privacy::x": "passed"}
+    record = gpu_run.record_of(FIXTURE["machine"], "full", tests, figures, 0)
+    assert (record["schema"], record["mode"]) == (2, "full") and list(record["tests"]) == [next(iter(tests))]
+    path, summary = evidence.write(record, tmp_path)
+    text = path.read_text() + summary.read_text()
+    assert str(ROOT) not in text and site not in text
+    written = json.loads(path.read_text())["figures"]["ddp_samples_per_s"]["not_measured"]
+    assert '".../site-packages/torch/distributed/utils.py"' in written
+    assert '"<repo>/gpulab/ranks/launcher.py", line 147' in written
+    assert "- chapters ran in full mode (GPULAB_FAST=0)" in summary.read_text()

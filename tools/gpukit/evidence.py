@@ -178,10 +178,9 @@ def redact(obj: Any, repo: Path, facts: dict[str, str] | None = None) -> Any:
         return [redact(v, repo, facts) for v in obj]
     if not isinstance(obj, str):
         return obj
-    text = obj
+    text = _SITE.sub(r".../\1", obj)  # first: a venv inside the checkout is site-packages, not <repo>/...
     for form in sorted({str(repo), str(Path(repo).resolve())}, key=len, reverse=True):
         text = text.replace(form, "<repo>")
-    text = _SITE.sub(r".../\1", text)
     if facts["home"] not in ("", "/"):
         text = re.sub(re.escape(facts["home"]) + r"(?=/|\b)", "~", text)
     text = _HOME.sub("~", text)
