@@ -95,8 +95,8 @@ def launch(fn: Callable[..., Any], nprocs: int = 2, args: tuple = (), kwargs: di
     ``backend="auto"`` is NCCL when every rank can have a GPU of its own (rank k on ``cuda:k``, its current
     device), else gloo with every rank on the CPU; ``last_launch()`` says why (``plan_ranks``). A collective that
     waits longer than ``timeout_s`` for the other ranks fails. Threads per rank: ``OMP_NUM_THREADS`` if set, else
-    usable cores ÷ ranks. Raises ``RankFailed`` (elastic's ``ChildFailedError``) naming the first failing rank with its traceback;
-    the other ranks are stopped. Interrupting the cell stops every rank. ``watchdog``: take every rank's stack
+    usable cores ÷ ranks. Raises ``RankFailed`` (elastic's ``ChildFailedError``) naming the first failing rank with
+    its traceback; the other ranks are stopped. Interrupting the cell stops every rank. ``watchdog``: take every rank's stack
     before stopping them, and say which collective each waited in and which rank never arrived (``watchdog``).
     """
     global _last
