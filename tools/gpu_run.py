@@ -67,7 +67,7 @@ def measure(machine: dict) -> dict:
     figs["matmul_tflops"] = f.guarded(lambda: f.matmul_tflops("cuda:0", gpu_name=machine["gpus"][0]["name"]))
     figs["cuda_context_bytes"] = f.guarded(lambda: f.cuda_context_bytes("cuda:0"))
     figs["dataparallel_samples_per_s"] = f.guarded(lambda: f.dataparallel_samples_per_s([f"cuda:{i}" for i in range(n)]))
-    figs["ddp_samples_per_s"] = f.guarded(lambda: f.ddp_samples_per_s("cuda" if n >= 2 else "cpu"))
+    figs["ddp_samples_per_s"] = f.guarded(lambda: f.ddp_samples_per_s("auto"))  # where the launcher puts 2 ranks
     figs["nccl_allreduce_busbw_gbps"] = f.guarded(lambda: f.nccl_allreduce_busbw_gbps(n))
     return figs
 
