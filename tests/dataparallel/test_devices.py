@@ -77,9 +77,13 @@ def test_the_table_says_which_rows_a_machine_has_shown():
     table = dataparallel_table()
     seen = {row[0]: row[-1] for row in table.rows}
     assert list(seen) == [0, 1, 2, 8]
-    assert seen[0].startswith("yes") and seen[1].startswith("yes: one H100")
+    assert seen[0].startswith("yes") and seen[1].startswith("partly: one H100")
     assert seen[2] == seen[8] == "no: decided, tested"
     assert "only on machines with no GPU or one" in str(table)
+    assert "64 → each of cuda:0…cuda:7" in str(table) and "64 → cuda:0, 64 → cuda:1" in str(table)
+    six = dataparallel_table((0, 1, 2, 8), batch=6, at_most=2)
+    assert [row[3] for row in six.rows] == ["6 → cpu", "6 → cuda:0"] + ["3 → cuda:0, 3 → cuda:1"] * 2
+    assert "a batch of 6" in str(six)
     one = str(dataparallel_devices(1))
     assert "[0]" in one and "no split" in one and "<table" in dataparallel_devices(1)._repr_html_()
 
