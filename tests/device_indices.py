@@ -77,7 +77,9 @@ def _dotted(node: ast.AST) -> str:
 
 
 def _name(call: ast.Call) -> str:
-    return _dotted(call.func).rsplit(".", 1)[-1]
+    """The called name: ``cuda`` for ``cnn().cuda(1)``, ``set_device`` for ``torch.cuda.set_device(1)``."""
+    func = call.func
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
 
 
 def _int(node: ast.AST) -> int | None:
@@ -128,7 +130,8 @@ def _raw_findings(tree: ast.AST, source: str) -> list[tuple[ast.AST, Finding]]:
         if isinstance(node, ast.Call):
             name, dotted = _name(node), _dotted(node.func)
             if name not in TEXT_CALLS:
-                for arg in [*node.args, *(kw.value for kw in node.keywords if kw.arg not in LIST_KEYWORDS)]:
+                listed = [kw.value for kw in node.keywords if kw.arg in LIST_KEYWORDS and _literal_ids(kw.value)]
+                for arg in [a for a in [*node.args, *(kw.value for kw in node.keywords)] if a not in listed]:
                     for e in _elements(arg):
                         index(e, _device_string(e), node)
             first = _int(node.args[0]) if node.args else None

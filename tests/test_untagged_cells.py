@@ -46,6 +46,8 @@ def test_it_catches_the_chapter_03_cell_that_failed_on_one_gpu():
 FAILS = [  # (cell, tags, line, what): one finding each
     ("model.cuda(1)", [], 1, "device index 1"),
     ("import torch\nx = torch.ones(2)\ny = x.to(1)", [], 3, "device index 1"),
+    ("out = cnn((8, 16), 64).eval().cuda(1)", [], 1, "device index 1"),  # a call chain
+    ("y = data.train.tensors[0][:6].to('cuda:1')", [], 1, "device index 1"),
     ("y = x.to('cuda:1')", [], 1, "device index 1"),
     ("d = torch.device('cuda', 1)", [], 1, "device index 1"),
     ("d = torch.device('cuda:2')", [], 1, "device index 2"),
@@ -62,6 +64,8 @@ FAILS = [  # (cell, tags, line, what): one finding each
      "device_ids of 2 GPU(s) [0, 1]"),
     ("dp = torch.nn.DataParallel(model, device_ids=[1])", [], 1, "device_ids of 1 GPU(s) [1]"),
     ("trainer = L.Trainer(accelerator='gpu', devices=[0, 1])", [], 1, "devices of 2 GPU(s) [0, 1]"),
+    ("step = data_parallel_step(m, x, y, devices=['cuda:0', 'cuda:1'])", [], 1, "devices of 2 GPU(s) [0, 1]"),
+    ("step = data_parallel_step(m, x, y, devices=['cpu', 'cuda:1'])", [], 1, "device index 1"),
     ("%load_ext gpulab\n!nvidia-smi\nmodel.cuda(1)", [], 3, "device index 1"),
     ("%%gpu\nmodel.cuda(1)", ["gpu"], 2, "device index 1"),  # one GPU is enough to run it, not for cuda:1
     ("%%gpu 2\nmodel.cuda(2)", ["multigpu"], 2, "device index 2"),
@@ -96,6 +100,7 @@ PASSES = [  # (cell, tags)
     ("%%gpu 2\ndp = torch.nn.DataParallel(m, device_ids=[0, 1])\nwith torch.cuda.device(1):\n    pass", ["multigpu"]),
     ("model.cuda(0)\ndp = torch.nn.DataParallel(m, device_ids=[0])\nx = torch.zeros(1, device='cuda:0')", []),
     ("dp = torch.nn.DataParallel(m, device_ids=plan.device_ids)\nx.to(plan.model_device)", []),  # decided
+    ("step = data_parallel_step(m, x, y, devices=['cpu'] * 4)", []),
     ("torch.cuda.manual_seed(1)\nt = torch.cuda.FloatTensor(2, 3)", []),  # a seed and a shape, not devices
     ("%%bash\npython train.py --device cuda:1", []),  # not Python run in the kernel
     ("%time y = f(1)\nz = !ls\nprint(z)", []),
