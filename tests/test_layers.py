@@ -29,7 +29,7 @@ PURE = ["core/units", "core/readings", "core/arguments", "core/tables", "core/se
         "monitoring/decimate", "monitoring/panels", "server/render",
         "lightning/call", "lightning/history", "lightning/draft", "lightning/devices", "lightning/strategy",
         "lightning/flags", "lightning/translation", "exercises/feedback", "exercises/check",
-        "scaling/cost", "scaling/published"]
+        "scaling/cost", "scaling/published", "dataparallel/devices"]
 VIEWS = ["__main__", "checkup/report", "placement/picker", "monitoring/view", "monitoring/monitor", "monitoring/figure",
          "monitoring/blit", "monitoring/recorded", "server/watch", "lightning/callback"]
 LIGHTNING = ["lightning/callback", "lightning/classifier", "lightning/fork_fit"]
