@@ -144,6 +144,8 @@ def _fork_unsafe(s: KernelState) -> list[str]:
     why = []
     if s.cuda.initialized:
         why.append("CUDA is initialised here (a forked child cannot use it)")
+    elif s.cuda.variable_read is True:  # cuInit ran (is_available() is enough): CUDA does not survive a fork after it
+        why.append("the CUDA driver has started here (a forked child cannot use CUDA)")
     if s.extra_threads:
         why.append(f"OpenMP's thread pool is running ({s.extra_threads} thread(s) beyond torch's own): a forked "
                    "child's first multi-threaded op waits for threads that were not copied")

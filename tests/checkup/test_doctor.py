@@ -138,15 +138,16 @@ def test_the_doctor_says_what_the_driver_says_and_no_more(driver, ok, what, says
     d = Doctor(checks(_state(cuda=CudaState(True, False, driver))))
     check = d.checks[0]
     assert (check.ok, check.what) == (ok, what) and says in check.meaning, check
-    assert d.check("start method").ok and d.check("Lightning ddp_notebook would start").ok  # torch made no context
+    assert d.check("start method").ok is (ok is not False)  # CUDA does not survive a fork after cuInit
+    assert d.check("Lightning ddp_notebook would start").ok  # torch made no context: Lightning's own check passes
     head = str(d).splitlines()[0]
     if ok is None:
         assert head == "gpulab doctor: no problem in this kernel, 1 thing(s) it cannot tell"
         assert "  ? CUDA started in this kernel? cannot tell" in str(d) and "      to be sure: if a cell" in str(d)
         assert "<b>to be sure:</b>" in d._repr_html_()
     else:
-        assert head == ("gpulab doctor: no problem in this kernel" if ok else "gpulab doctor: 1 problem(s) in this "
-                        "kernel")
+        assert head == ("gpulab doctor: no problem in this kernel" if ok else "gpulab doctor: 2 problem(s) in this "
+                        "kernel")  # started, and so a fork is not safe
 
 
 def test_a_failed_call_recorded_with_the_driver_loaded_is_a_start():
