@@ -66,7 +66,9 @@ class DriverAnswer:
 
     @classmethod
     def unlisted(cls, platform: str) -> DriverAnswer:
-        return cls(None, None, f"not asked: gpulab finds the driver through /proc/self/maps, which {platform} lacks")
+        """``platform`` is ``sys.platform``: no ``/proc/self/maps`` there to find a loaded driver in."""
+        name = {"win32": "Windows", "darwin": "macOS"}.get(platform, platform)
+        return cls(None, None, f"not asked: gpulab finds the driver through /proc/self/maps, which {name} lacks")
 
     @classmethod
     def answered(cls, path: str, code: int, count: int | None = None) -> DriverAnswer:

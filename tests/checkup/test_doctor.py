@@ -131,7 +131,7 @@ LOADED = DriverAnswer.answered("/usr/lib/libcuda.so.580.159.04", 3)  # after `im
     (DriverAnswer.unanswered("/usr/lib/libcuda.so.1", "OSError: gone"), None, "CUDA started in this kernel? cannot "
      "tell", "the driver gave no clear answer (libcuda.so.1 is loaded but could not be asked (OSError: gone))"),
     (DriverAnswer.unlisted("darwin"), None, "CUDA started in this kernel? cannot tell",
-     "it cannot ask the CUDA driver itself (not asked: gpulab finds the driver through /proc/self/maps, which darwin "
+     "it cannot ask the CUDA driver itself (not asked: gpulab finds the driver through /proc/self/maps, which macOS "
      "lacks)"),
 ], ids=["not loaded", "loaded, not initialised", "initialised", "no clear answer", "off Linux"])
 def test_the_doctor_says_what_the_driver_says_and_no_more(driver, ok, what, says):

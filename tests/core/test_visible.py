@@ -270,7 +270,7 @@ def test_setter_sets_and_warns_where_it_cannot_tell(monkeypatch):
     monkeypatch.setattr(setter, "cuda_state", lambda: off_linux)
     with patched_environ(CUDA_VISIBLE_DEVICES=None, CUDA_DEVICE_ORDER=None):
         with pytest.warns(CudaStartUnverified, match=r"set CUDA_VISIBLE_DEVICES='2', but could not verify .* /proc/self"
-                                                     r"/maps, which win32 lacks.*restart the kernel and run this cell"):
+                                                     r"/maps, which Windows lacks.*restart the kernel and run this cell"):
             set_visible_devices([2])
         assert os.environ["CUDA_VISIBLE_DEVICES"] == "2"
 
