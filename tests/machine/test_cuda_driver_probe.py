@@ -23,9 +23,6 @@ import pytest
 
 from tests import process_group
 
-pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler (cc) to build the stand-in "
-                                "libcuda.so.1; without one the driver's answers cannot be tried here")
-
 STUB_C = r"""
 static int started = 0, inits = 0;
 int cuInit(unsigned int flags) { (void)flags; started = 1; inits++; return 0; }
@@ -99,6 +96,9 @@ for step in sys.argv[1:]:
 def stubs(tmp_path_factory) -> dict[str, Path]:
     """``libcuda.so.1`` stand-ins: ``driver`` answers as the real driver does, ``unclear`` answers 34
     (CUDA_ERROR_STUB_LIBRARY, what the CUDA toolkit's link-time stub says), ``mute`` has no cuDeviceGetCount."""
+    if shutil.which("cc") is None:
+        pytest.skip("needs a C compiler (cc) to build the stand-in libcuda.so.1; without one the driver's answers "
+                    "cannot be tried here")
     root = tmp_path_factory.mktemp("libcuda")
     src = root / "stub.c"
     src.write_text(STUB_C)
@@ -217,3 +217,22 @@ def test_asking_never_loads_a_driver(stubs):
     env["LD_LIBRARY_PATH"] = f"{stubs['driver'].parent}:{env.get('LD_LIBRARY_PATH', '')}"
     out = process_group.run([sys.executable, "-c", check], capture_output=True, text=True, timeout=120, env=env)
     assert out.stdout.splitlines() == ["False ()", "1"], out.stderr  # the path finds it: only the probe did not
+
+
+REAL_DRIVER = r"""
+import os, sys, gpulab, torch
+state = gpulab.cuda_state()  # after import torch: the driver is loaded (diag.txt, line B), not initialised
+gpulab.set_visible_devices("")
+print(state.driver.loaded, state.driver.initialised, state.variable_read, torch.cuda.is_available())
+after = gpulab.cuda_state()  # is_available() ran cuInit, which read the empty variable
+print(after.driver.loaded, after.variable_read, "refused" if after.variable_read else "")
+"""
+
+
+@pytest.mark.gpu
+def test_the_real_driver_answers_as_the_stand_in_does():
+    """On a GPU machine, the checks above against the real libcuda: not initialised after import torch, so the
+    empty variable set then hides the GPU from is_available(); started after that call."""
+    env = {k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"}
+    out = process_group.run([sys.executable, "-c", REAL_DRIVER], capture_output=True, text=True, timeout=300, env=env)
+    assert out.stdout.splitlines() == ["True False False False", "True True refused"], out.stdout + out.stderr
