@@ -65,7 +65,7 @@ NO_CUDA_SCRIPT = """
     with gpulab.monitor(show=False) as mon:
         mon.step(samples=1)
     state = gpulab.cuda_state()
-    assert s.history.appended > 0 and not torch.cuda.is_initialized() and not state.driver_loaded
+    assert s.history.appended > 0 and not torch.cuda.is_initialized() and not state.driver.loaded
 """
 
 

@@ -23,8 +23,8 @@ FLOORS = {
     "exercises": 5,  # checks every chapter's answers
 }
 TOP = ["__init__", "__main__", "testing"]  # the entry points above every floor
-PURE = ["core/units", "core/readings", "core/arguments", "core/tables", "core/settings", "core/frames", "core/widget_view", "core/renamed", "core/visible",
-        "core/rank_devices",
+PURE = ["core/units", "core/readings", "core/cuda_evidence", "core/arguments", "core/tables", "core/settings",
+        "core/frames", "core/widget_view", "core/renamed", "core/visible", "core/rank_devices",
         "placement/selection", "placement/explanation", "monitoring/history", "monitoring/limits", "monitoring/png",
         "monitoring/decimate", "monitoring/panels", "server/render",
         "lightning/call", "lightning/history", "lightning/draft", "lightning/devices", "lightning/strategy",

@@ -41,9 +41,10 @@ SHM_ENOUGH_BYTES = 1 << 30
 class Check:
     """One checklist row: is ``what`` true here, what that means, and (when not) ``fix``: what to do about it.
 
-    ``blocks_gpus``: when this fails, PyTorch will use no GPU at all, whatever else is true."""
+    ``ok`` is ``None`` where gpulab cannot tell (marked ``?``; its ``fix`` says how to be sure). ``blocks_gpus``: when
+    this fails, PyTorch will use no GPU at all, whatever else is true."""
 
-    ok: bool
+    ok: bool | None
     what: str
     meaning: str
     fix: str = ""
@@ -51,10 +52,16 @@ class Check:
 
     @property
     def mark(self) -> str:
-        return "✔" if self.ok else "✘"
+        return {True: "✔", False: "✘", None: "?"}[self.ok]
+
+    @property
+    def fix_label(self) -> str:
+        """How the fix is introduced: ``fix`` for a failure, ``to be sure`` where gpulab cannot tell."""
+        return "to be sure" if self.ok is None else "fix"
 
     def __str__(self) -> str:
-        return f"{self.mark} {self.what} — {self.meaning}" + (f" Fix: {self.fix}" if self.fix and not self.ok else "")
+        return f"{self.mark} {self.what} — {self.meaning}" + (
+            f" {self.fix_label.capitalize()}: {self.fix}" if self.fix and self.ok is not True else "")
 
 
 @dataclass(frozen=True)
@@ -71,7 +78,8 @@ class Facts:
     holders: Mapping[str, str] = field(default_factory=dict)  # uuid -> who holds a gpulab reservation on it
     shm_bytes: int | None = None
     fork: bool = True
-    cuda_started: str | None = None  # None: CUDA has not started in this process; else why it has
+    cuda_read: bool | None = False  # has CUDA read CUDA_VISIBLE_DEVICES here (None: cannot tell; CudaState)
+    cuda_said: str = ""  # why: the whole state when read or unknown, the evidence when not
     packages: Mapping[str, str | None] = field(default_factory=dict)
     chapters: tuple[Chapter, ...] = ()
 
@@ -230,9 +238,7 @@ def _use_checks(f: Facts, usable: int) -> list[Check]:
                          "no NCCL, and not needed with fewer than two GPUs"))
     out.append(Check(f.fork, "fork start method", "notebook launchers can start worker processes" if f.fork else
                      "no fork on this OS: multi-process cells start fresh interpreters instead"))
-    out.append(Check(f.cuda_started is None, "CUDA not yet started in this kernel",
-                     "CUDA_VISIBLE_DEVICES can still be changed and workers forked" if f.cuda_started is None else
-                     f.cuda_started, "restart the kernel before changing it or forking workers."))
+    out.append(_cuda_check(f))
     if f.shm_bytes is not None:
         enough = f.shm_bytes >= SHM_ENOUGH_BYTES
         out.append(Check(enough, "shared memory for DataLoader workers",
@@ -253,6 +259,19 @@ def _use_checks(f: Facts, usable: int) -> list[Check]:
         out.append(Check(have, "lightning", f"{_names(light)} can run" if have else f"{_names(light)} need it",
                          "pip install 'gpulab[lightning]'."))
     return out
+
+
+def _cuda_check(f: Facts) -> Check:
+    if f.cuda_read is None:
+        return Check(None, "CUDA not yet started in this kernel: cannot tell", f.cuda_said,
+                     "restart the kernel and change CUDA_VISIBLE_DEVICES or fork workers before any cell that uses "
+                     "CUDA.")
+    if f.cuda_read:
+        return Check(False, "CUDA not yet started in this kernel", f.cuda_said,
+                     "restart the kernel before changing it or forking workers.")
+    said = f"{f.cuda_said}: " if f.cuda_said else ""
+    return Check(True, "CUDA not yet started in this kernel",
+                 f"{said}CUDA_VISIBLE_DEVICES can still be changed and workers forked")
 
 
 def diagnose(f: Facts) -> tuple[tuple[Check, ...], int]:

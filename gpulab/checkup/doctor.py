@@ -31,7 +31,17 @@ class Doctor:
 
     @property
     def problems(self) -> tuple[Check, ...]:
-        return tuple(c for c in self.checks if not c.ok)
+        return tuple(c for c in self.checks if c.ok is False)
+
+    @property
+    def unknowns(self) -> tuple[Check, ...]:
+        """The verdicts gpulab cannot give here (``?``): not problems, but said, with how to be sure."""
+        return tuple(c for c in self.checks if c.ok is None)
+
+    def _head(self) -> str:
+        n, unknown = len(self.problems), len(self.unknowns)
+        head = f"{n} problem(s) in this kernel" if n else "no problem in this kernel"
+        return head + (f", {unknown} thing(s) it cannot tell" if unknown else "")
 
     def check(self, what: str) -> Check:
         """The verdict whose ``what`` starts with ``what`` (``doctor().check("OpenMP")``)."""
@@ -41,12 +51,11 @@ class Doctor:
         raise KeyError(f"no check named {what!r}; the checks are: {', '.join(c.what for c in self.checks)}")
 
     def __str__(self) -> str:
-        n = len(self.problems)
-        out = [f"gpulab doctor: {n} problem(s) in this kernel" if n else "gpulab doctor: no problem in this kernel"]
+        out = [f"gpulab doctor: {self._head()}"]
         for c in self.checks:
             out.append(f"  {c.mark} {c.what} — {c.meaning}")
-            if c.fix and not c.ok:
-                out.append(f"      fix: {c.fix}")
+            if c.fix and c.ok is not True:
+                out.append(f"      {c.fix_label}: {c.fix}")
         return "\n".join(out)
 
     def _repr_pretty_(self, p, cycle: bool) -> None:
@@ -54,12 +63,13 @@ class Doctor:
 
     def _repr_html_(self) -> str:
         e = html.escape
-        n = len(self.problems)
+        colour = {True: "#080", False: "#b00", None: "#a60"}
         rows = "".join(
-            f"<li><span style='color:{'#080' if c.ok else '#b00'}'>{c.mark}</span> <b>{e(c.what)}</b> — {e(c.meaning)}"
-            + (f"<br><b>fix:</b> {e(c.fix)}" if c.fix and not c.ok else "") + "</li>" for c in self.checks)
-        head = f"{n} problem(s) in this kernel" if n else "no problem in this kernel"
-        return f"<div class='gpulab-doctor'><h4>gpulab doctor: {e(head)}</h4><ul style='list-style:none'>{rows}</ul></div>"
+            f"<li><span style='color:{colour[c.ok]}'>{c.mark}</span> <b>{e(c.what)}</b> — {e(c.meaning)}"
+            + (f"<br><b>{c.fix_label}:</b> {e(c.fix)}" if c.fix and c.ok is not True else "") + "</li>"
+            for c in self.checks)
+        return (f"<div class='gpulab-doctor'><h4>gpulab doctor: {e(self._head())}</h4>"
+                f"<ul style='list-style:none'>{rows}</ul></div>")
 
 
 def doctor(machine: GpuReader | str | None = None, *, reservations: str | os.PathLike[str] | None = None) -> Doctor:
@@ -77,8 +87,9 @@ def checks(s: KernelState) -> tuple[Check, ...]:
 
 def _cuda(s: KernelState) -> Check:
     rec = s.cuda_started_by
-    if s.cuda.variable_read:
-        by = f" {rec}" if rec else " (before gpulab was imported, so the line is unknown)"
+    read = s.cuda.variable_read
+    if read is True:
+        by = f" {rec}" if rec else " (before gpulab was imported, or not through torch, so the line is unknown)"
         return Check(False, "CUDA started in this kernel", f"{s.cuda._state()}{by}",
                      f"{_RESTART}; move it into the function you launch. gpulab.launch still works (its ranks come "
                      "from a fork server that never touched CUDA); fork-based launchers do not.")
@@ -86,8 +97,12 @@ def _cuda(s: KernelState) -> Check:
         return Check(False, "CUDA asked for in this kernel",
                      f"{rec} On a GPU machine that line starts CUDA, and fork-based launchers then refuse.",
                      f"{_RESTART}; move it into the function you launch, or after the launch.")
-    return Check(True, "CUDA not started", "no CUDA call since gpulab was imported: CUDA_VISIBLE_DEVICES can still be "
-                 "changed and any launcher may fork this kernel")
+    if read is None:
+        return Check(None, "CUDA started in this kernel? cannot tell", s.cuda._state(),
+                     "if a cell before this one used CUDA (torch.cuda.is_available(), a tensor on a GPU), restart the "
+                     "kernel (Kernel → Restart) and run that line after the launch, or inside the launched function.")
+    return Check(True, "CUDA not started", f"no CUDA call since gpulab was imported, and {s.cuda.evidence}: "
+                 "CUDA_VISIBLE_DEVICES can still be changed and any launcher may fork this kernel")
 
 
 def _visible(s: KernelState) -> Check:
@@ -95,6 +110,11 @@ def _visible(s: KernelState) -> Check:
     said = f"at kernel start {_shown(start)}, now {_shown(now)}"
     if start == now:
         return Check(True, "CUDA_VISIBLE_DEVICES unchanged", said)
+    if s.cuda.variable_read is None and s.cuda_started_by is None:
+        return Check(None, "CUDA_VISIBLE_DEVICES changed; whether CUDA had read it first cannot be told",
+                     f"{said}; {s.cuda.evidence}",
+                     "if a cell before the change used CUDA, restart the kernel (Kernel → Restart) with "
+                     "gpulab.set_visible_devices(...) or reservation.apply() as the first cell.")
     if s.cuda.variable_read or s.cuda_started_by is not None:
         return Check(False, "CUDA_VISIBLE_DEVICES changed after CUDA was asked",
                      f"{said}; CUDA reads it once, when it starts, so this kernel keeps the GPUs of that moment "
@@ -124,6 +144,8 @@ def _fork_unsafe(s: KernelState) -> list[str]:
     why = []
     if s.cuda.initialized:
         why.append("CUDA is initialised here (a forked child cannot use it)")
+    elif s.cuda.variable_read is True:  # cuInit ran (is_available() is enough): CUDA does not survive a fork after it
+        why.append("the CUDA driver has started here (a forked child cannot use CUDA)")
     if s.extra_threads:
         why.append(f"OpenMP's thread pool is running ({s.extra_threads} thread(s) beyond torch's own): a forked "
                    "child's first multi-threaded op waits for threads that were not copied")

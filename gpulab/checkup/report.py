@@ -17,7 +17,7 @@ from .chapters import Chapter, chapters
 from .diagnosis import Check, Facts, diagnose, headline
 from ..machine.host import shared_memory_bytes
 from ..machine.inventory import Inventory, devices
-from ..machine.cuda import cuda_state
+from ..machine.cuda import CudaState, cuda_state
 from ..core.cuda_start import CudaStart
 from ..placement.lockfiles import current_holders
 from ..machine.nvml import GpuReader
@@ -43,6 +43,7 @@ class EnvReport:
     summary: str = ""  # the headline: what the lessons will do here, or the real reason they cannot use a GPU
     chapters: tuple[Chapter, ...] = ()
     cuda_started_by: CudaStart | None = None  # the line that started CUDA here (or tried to)
+    cuda: CudaState | None = None  # whether CUDA has read CUDA_VISIBLE_DEVICES here, and the driver's own answer
 
     def _sections(self) -> list[tuple[str, list[str], list[list[str]]]]:
         t = self.torch
@@ -52,6 +53,7 @@ class EnvReport:
             ["GPUs PyTorch will use", f"{self.usable_gpus} (predicted for the described GPUs)" if self.simulated
              else f"{self.usable_gpus} (torch.cuda.device_count() says {t.cuda_device_count})"],
             ["CUDA initialised in this process", str(t.cuda_initialized)],
+            ["CUDA driver in this process", self.cuda.driver.summary if self.cuda is not None else "not asked"],
             ["first CUDA call here", str(self.cuda_started_by) if self.cuda_started_by is not None
              else "none since gpulab was imported"],
             ["driver", str(self.inventory.driver_version)], ["driver supports CUDA up to", str(self.inventory.cuda_driver_version)],
@@ -82,8 +84,8 @@ class EnvReport:
         out += ["Checklist:"]
         for c in self.checks:
             out.append(f"  {c.mark} {c.what} — {c.meaning}")
-            if c.fix and not c.ok:
-                out.append(f"      fix: {c.fix}")
+            if c.fix and c.ok is not True:
+                out.append(f"      {c.fix_label}: {c.fix}")
         return "\n".join(out)
 
     def _repr_html_(self) -> str:
@@ -96,9 +98,13 @@ class EnvReport:
         parts.append("<h4>GPUs (physical numbering, as nvidia-smi)</h4>" + self.inventory.html(brief=True))
         parts.append("<h4>What torch will call each GPU</h4>" + self.visible._repr_html_())
         checks = "".join(
-            f"<li><span style='color:{'#080' if c.ok else '#b00'}'>{c.mark}</span> {e(c.what)} — {e(c.meaning)}"
-            + (f"<br><b>fix:</b> {e(c.fix)}" if c.fix and not c.ok else "") + "</li>" for c in self.checks)
+            f"<li><span style='color:{_COLOURS[c.ok]}'>{c.mark}</span> {e(c.what)} — {e(c.meaning)}"
+            + (f"<br><b>{c.fix_label}:</b> {e(c.fix)}" if c.fix and c.ok is not True else "") + "</li>"
+            for c in self.checks)
         return "".join(parts) + f"<h4>Checklist</h4><ul style='list-style:none'>{checks}</ul></div>"
+
+
+_COLOURS = {True: "#080", False: "#b00", None: "#a60"}
 
 
 def _indent(text: str) -> str:
@@ -115,11 +121,12 @@ def environment_report(machine: GpuReader | str | None = None, *, torch: TorchFa
     t = torch if torch is not None else torch_facts()
     pk = {name: package_version(name) for name in PACKAGES}
     simulated = bool(getattr(reader, "simulated", False))
-    started = cuda_state()  # torch's flag and whether the driver (libcuda) is already loaded
+    started = cuda_state()  # torch's flag, gpulab's record of the first CUDA call, the loaded driver's own answer
+    read = started.variable_read
     facts = Facts(t, inv.gpus, inv.driver_version, inv.cuda_driver_version, inv.nvml_error, simulated,
                   dict(os.environ), current_holders([g.uuid for g in inv.gpus]), shared_memory_bytes(),
                   "fork" in multiprocessing.get_all_start_methods(),
-                  None if not started.variable_read else str(started), pk, chapters())
+                  read, started.evidence if read is False else str(started), pk, chapters())
     checks, usable = diagnose(facts)
     return EnvReport(detect_platform(), simulated, t, pk, inv, visible_map(inv.gpus), checks, usable,
-                     headline(facts, checks, usable), facts.chapters, started.started_by)
+                     headline(facts, checks, usable), facts.chapters, started.started_by, started)

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 
 import ipywidgets as w
 
-from .setter import CudaAlreadyStarted, set_visible_devices
+from .setter import CudaAlreadyStarted, write_visible_devices
 from ..core.arguments import environment, index_list, path_or_none, shown, whole_number
 from ..machine.host import host_info
 from ..machine.nvml import GpuReader
@@ -244,7 +244,7 @@ class GpuPicker:
         return self.selected
 
     def apply(self) -> VisibleSpec:
-        """Set ``CUDA_VISIBLE_DEVICES`` in this kernel to the selection (refused once CUDA has started here).
+        """Set ``CUDA_VISIBLE_DEVICES`` here to the selection (refused once CUDA read it; said where that is unknown).
 
         On a simulated machine (unless ``this_kernel=True``) nothing is set: the value is only shown.
         """
@@ -254,9 +254,9 @@ class GpuPicker:
             self._say(f"Simulated machine: a real one would now set CUDA_VISIBLE_DEVICES={self.value} "
                       "CUDA_DEVICE_ORDER=PCI_BUS_ID. Nothing was changed in this kernel.", ok=True)
             return parse_visible_devices(self.value)
-        spec = set_visible_devices(self._order, order="PCI_BUS_ID")
-        self._say(f"Set CUDA_VISIBLE_DEVICES={self.value}, CUDA_DEVICE_ORDER=PCI_BUS_ID in this kernel; processes it "
-                  "starts inherit them.", ok=True)
+        spec, unsure = write_visible_devices(self.value, "PCI_BUS_ID")  # unsure: could not verify, and why
+        done = f"Set CUDA_VISIBLE_DEVICES={self.value}, CUDA_DEVICE_ORDER=PCI_BUS_ID here; processes it starts inherit them."
+        self._say(unsure[:1].upper() + unsure[1:] if unsure else done, ok=not unsure or None)
         return spec
 
     # -- plumbing ----------------------------------------------------------------------------------------------------

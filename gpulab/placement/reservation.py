@@ -83,7 +83,7 @@ class Reservation:
         return {"CUDA_VISIBLE_DEVICES": self.visible_devices}
 
     def apply(self) -> None:
-        """Make this process use these GPUs (``set_visible_devices``: refused once CUDA has started here)."""
+        """Make this process use these GPUs (``set_visible_devices``: refused once CUDA has read the variable here)."""
         set_visible_devices(self.visible_devices, order=None)
 
     def release(self) -> None:

@@ -1,14 +1,17 @@
 """Setting ``CUDA_VISIBLE_DEVICES`` from Python only while it still matters, and putting the environment back.
 
-CUDA reads the variable once, when its driver starts in the process: the first tensor on a GPU, but also
+CUDA reads the variable once, when its driver starts in the process (``cuInit``): the first tensor on a GPU, but also
 ``torch.cuda.is_available()`` (it asks the CUDA runtime for a device count). After that, writing ``os.environ`` changes
-nothing for this process (PyTorch issues 9158, 23544, 40618, 80876). ``set_visible_devices`` therefore refuses, with
-the way out, once CUDA has started here; ``patched_environ`` sets and restores variables exactly (tests, demos).
+nothing for this process (PyTorch issues 9158, 23544, 40618, 80876); ``import torch`` alone, which loads the driver
+library on a GPU machine, does not start it. ``set_visible_devices`` therefore refuses, with the way out, where
+``cuda_state()`` has evidence that CUDA read the variable; where it cannot tell, it sets the variable and warns
+(``CudaStartUnverified``) instead of refusing. ``patched_environ`` sets and restores variables exactly (tests, demos).
 Taught in ``notebooks/02_choosing_gpus.ipynb``.
 """
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 
@@ -17,13 +20,19 @@ from ..core.arguments import shown
 from ..core.renamed import renamed_keywords
 from ..core.visible import VisibleSpec, format_visible_devices, parse_visible_devices
 
-__all__ = ["CudaAlreadyStarted", "set_visible_devices", "refusal", "patched_environ", "apply_environ"]
+__all__ = ["CudaAlreadyStarted", "CudaStartUnverified", "set_visible_devices", "write_visible_devices", "refusal",
+           "unverified",
+           "patched_environ", "apply_environ"]
 
 _ORDERS = ("PCI_BUS_ID", "FASTEST_FIRST")
 
 
 class CudaAlreadyStarted(RuntimeError):
     """Raised instead of writing a ``CUDA_VISIBLE_DEVICES`` that CUDA would never read."""
+
+
+class CudaStartUnverified(UserWarning):
+    """Warned after writing ``CUDA_VISIBLE_DEVICES`` where gpulab could not tell whether CUDA had already read it."""
 
 
 @renamed_keywords(devices="gpus")
@@ -33,8 +42,9 @@ def set_visible_devices(gpus: Sequence[int | str] | str | None, *, order: str | 
     ``gpus``: physical indices or UUIDs in the order ``cuda:0, cuda:1, …`` should get them (``[2, 3]``), the raw
     string, ``[]``/``""`` to hide every GPU, or ``None`` to unset the variable (every GPU visible). ``order`` defaults
     to ``PCI_BUS_ID`` so that indices mean what nvidia-smi shows; ``None`` leaves ``CUDA_DEVICE_ORDER`` alone.
-    Raises ``CudaAlreadyStarted`` (nothing changed) once CUDA has started here, ``ValueError`` for a list CUDA would
-    cut short. Returns the parsed value. Processes started afterwards inherit it.
+    Raises ``CudaAlreadyStarted`` (nothing changed) once CUDA has read the variable here, ``ValueError`` for a list CUDA
+    would cut short; warns ``CudaStartUnverified`` (and sets it) where that cannot be told. Returns the parsed value.
+    Processes started afterwards inherit it.
     """
     if order is not None and order not in _ORDERS:
         raise ValueError(f"CUDA_DEVICE_ORDER must be one of {', '.join(_ORDERS)}, not {shown(order)}; PCI_BUS_ID "
@@ -55,8 +65,20 @@ def set_visible_devices(gpus: Sequence[int | str] | str | None, *, order: str | 
         raise TypeError(f"set_visible_devices takes a list of GPUs in the order cuda:0, cuda:1, … should get them"
                         f"{unordered}, e.g. [2, 3]; or the variable's text '2,3'; or None to unset it. Got a "
                         f"{type(gpus).__name__} {shown(gpus)}.")
+    spec, unsure = write_visible_devices(value, order)
+    if unsure is not None:
+        warnings.warn(unsure, CudaStartUnverified, stacklevel=3)  # the caller of the wrapper
+    return spec
+
+
+def write_visible_devices(value: str | None, order: str | None) -> tuple[VisibleSpec, str | None]:
+    """Write a checked ``value`` (``None``: unset) unless CUDA has read the variable here (``CudaAlreadyStarted``).
+
+    Returns the parsed value and, where gpulab cannot tell whether CUDA read it, what to say about that (``None``
+    otherwise): the picker shows it, ``set_visible_devices`` warns it."""
     state = cuda_state()
-    if state.variable_read:
+    read = state.variable_read
+    if read is True:
         raise CudaAlreadyStarted(refusal(value, state))
     if order is not None:
         os.environ["CUDA_DEVICE_ORDER"] = order
@@ -64,7 +86,7 @@ def set_visible_devices(gpus: Sequence[int | str] | str | None, *, order: str | 
         os.environ.pop("CUDA_VISIBLE_DEVICES", None)
     else:
         os.environ["CUDA_VISIBLE_DEVICES"] = value
-    return parse_visible_devices(value)
+    return parse_visible_devices(value), (unverified(value, state) if read is None else None)
 
 
 def refusal(value: str | None, state: CudaState) -> str:
@@ -75,6 +97,13 @@ def refusal(value: str | None, state: CudaState) -> str:
             f"(CUDA_VISIBLE_DEVICES={current!r} then). Restart the kernel and run this cell first, before any cell "
             "that imports a model or asks torch.cuda anything; or set the variable where the program is started "
             "(`CUDA_VISIBLE_DEVICES=2,3 python train.py`).")
+
+
+def unverified(value: str | None, state: CudaState) -> str:
+    """What ``set_visible_devices`` says after setting ``value`` where it could not tell whether CUDA had read it."""
+    return (f"set CUDA_VISIBLE_DEVICES={value!r}, but could not verify that CUDA had not read it already: {state} "
+            "If a line before this one started CUDA, this process keeps the GPUs it started with; to be sure, "
+            "restart the kernel and run this cell first. Processes started from here get the new value either way.")
 
 
 def patched_environ(**values: str | None) -> AbstractContextManager[None]:

@@ -67,7 +67,7 @@ def choose_start_method(requested: str | None = None) -> str:
         from ..machine.cuda import cuda_state
 
         started = cuda_state()
-        here = (f" Here: {started}" if started.variable_read or started.started_by is not None else "")
+        here = (f" Here: {started}" if started.variable_read is True or started.started_by is not None else "")
         raise ValueError("start_method='fork' is refused: a rank forked from a notebook that already ran CPU work "
                          "inherits a broken OpenMP thread pool and hangs at its first multi-threaded op (and one "
                          "forked after CUDA started cannot use CUDA)." + here + " Use the default (forkserver on "

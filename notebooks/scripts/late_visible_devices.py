@@ -20,7 +20,7 @@ except (RuntimeError, AssertionError) as exc:  # no GPU (or no CUDA build): the 
 state = gpulab.cuda_state()
 print("cuda_state():", state)
 if not state.variable_read and state.started_by is not None:
-    gpu = replace(state, initialized=True, driver_loaded=True, started_by=replace(state.started_by, error=None))
+    gpu = replace(state, initialized=True, started_by=replace(state.started_by, error=None))
     print("\nOn a GPU machine that line starts CUDA, and the next line raises CudaAlreadyStarted (this message is "
           "built from the same record, as a GPU machine words it):")
     print("  Refused:", refusal("1", gpu), "\n")

@@ -234,3 +234,35 @@ def test_ipywidgets_7_7_and_8_both_pass_the_widgets_check(version, ok, says):
     checks, _ = diagnose(facts)
     [check] = [c for c in checks if c.what == "ipywidgets ≥ 7.7"]
     assert check.ok is ok and says in check.meaning and "7.7.1" in check.fix
+
+
+@pytest.mark.parametrize("nccl", ["2.21.5", None], ids=["nccl", "no nccl"])
+@pytest.mark.parametrize("n", [0, 1, 2, 8])
+def test_what_the_report_says_follows_the_gpu_count(tmp_path, n, nccl):
+    """Each decision the report makes from the count, for 0, 1, 2 and 8 described GPUs, with NCCL or without."""
+    r = environment_report(described_machine(tmp_path, a100s(n)), torch=described_torch(nccl=nccl))
+    assert r.usable_gpus == n
+    assert row(r, "at least one CUDA GPU usable by PyTorch").ok is (n >= 1)
+    assert row(r, "two or more CUDA GPUs").ok is (n >= 2)
+    assert ("worker processes run on the CPU with gloo" in row(r, "two or more CUDA GPUs").meaning) is (n < 2)
+    assert row(r, "NCCL backend (DDP across GPUs)").ok is (nccl is not None or n < 2)
+    free = [c for c in r.checks if c.what == "a free GPU to work on"]
+    assert (free[0].ok and free[0].meaning.startswith(f"{n} free now")) if n else not free
+    expected = {0: "No GPU found (NVML lists no GPU). CPU fallback mode",
+                1: "On this described machine (SIMULATED), this PyTorch would use 1 CUDA GPU: GPU cells would run; "
+                   "multi-GPU cells would skip.",
+                2: "On this described machine (SIMULATED), this PyTorch would use 2 CUDA GPUs: every chapter would "
+                   "run its GPU and multi-GPU cells.",
+                8: "On this described machine (SIMULATED), this PyTorch would use 8 CUDA GPUs: every chapter would "
+                   "run its GPU and multi-GPU cells."}[n]
+    assert r.summary.startswith(expected), r.summary
+    text = str(r)
+    assert r.chapters and any(c.multigpu_cells for c in r.chapters)
+    for c in r.chapters:  # which cells run, chapter by chapter, as the report's table says
+        plan = c.plan(r.usable_gpus)
+        assert plan in text
+        if c.gpu_cells:
+            assert f"{c.gpu_cells} GPU cell(s) {'run' if n >= 1 else 'skip, saying why'}" in plan
+        if c.multigpu_cells:
+            assert f"{c.multigpu_cells} multi-GPU cell(s) {'run' if n >= 2 else 'skip, saying why'}" in plan
+    assert row(r, "CUDA not yet started in this kernel").ok  # the count does not touch this process's CUDA

@@ -7,9 +7,12 @@ import json
 import os
 import sys
 
+import pytest
+
 from gpulab.checkup.doctor import Doctor, checks
 from gpulab.checkup.kernel_state import KernelState
 from gpulab.core.cuda_start import CodeLine, CudaStart
+from gpulab.core.cuda_evidence import DriverAnswer
 from gpulab.machine.cuda import CudaState
 from tests import process_group
 
@@ -98,10 +101,11 @@ report("applied")
 
 def _state(**changes) -> KernelState:
     line = CodeLine("/tmp/ipykernel_1/5.py", 3, "<module>", "x = torch.ones(2).cuda()", cell=7)
-    base = dict(cuda=CudaState(True, False, False), visible_at_start=None, visible_now=None, start_method=None,
+    base = dict(cuda=CudaState(True, False), visible_at_start=None, visible_now=None, start_method=None,
                 fork_available=True, torch_threads=2, extra_threads=0, process_group=None, ports=(), launch_port=None)
     if changes.pop("cuda_initialized", False):
-        base["cuda"] = CudaState(True, True, True, CudaStart("torch.cuda._lazy_init", line, (line,)))
+        base["cuda"] = CudaState(True, True, DriverAnswer.answered("/lib/libcuda.so.1", 0, 1),
+                                 CudaStart("torch.cuda._lazy_init", line, (line,)))
     return KernelState(**{**base, **changes})
 
 
@@ -113,6 +117,63 @@ def test_with_cuda_initialised_both_fork_launchers_refuse_and_the_line_is_quoted
     assert not d.check("start method").ok
     assert "3 problem" not in str(d) and str(d).startswith("gpulab doctor: 4 problem(s)")
     assert "<b>CUDA started in this kernel</b>" in d._repr_html_()
+
+
+LOADED = DriverAnswer.answered("/usr/lib/libcuda.so.580.159.04", 3)  # after `import torch` on a GPU machine
+
+
+@pytest.mark.parametrize("driver, ok, what, says", [
+    (DriverAnswer.not_loaded(), True, "CUDA not started", "the CUDA driver (libcuda) is not loaded in this process"),
+    (LOADED, True, "CUDA not started", "loaded but not initialised (libcuda.so.580.159.04 answers "
+                                       "CUDA_ERROR_NOT_INITIALIZED (3)"),
+    (DriverAnswer.answered("/usr/lib/libcuda.so.1", 0, 1), False, "CUDA started in this kernel",
+     "The CUDA driver in this process says it has started"),
+    (DriverAnswer.unanswered("/usr/lib/libcuda.so.1", "OSError: gone"), None, "CUDA started in this kernel? cannot "
+     "tell", "the driver gave no clear answer (libcuda.so.1 is loaded but could not be asked (OSError: gone))"),
+    (DriverAnswer.unlisted("darwin"), None, "CUDA started in this kernel? cannot tell",
+     "it cannot ask the CUDA driver itself (not asked: gpulab finds the driver through /proc/self/maps, which macOS "
+     "lacks)"),
+], ids=["not loaded", "loaded, not initialised", "initialised", "no clear answer", "off Linux"])
+def test_the_doctor_says_what_the_driver_says_and_no_more(driver, ok, what, says):
+    d = Doctor(checks(_state(cuda=CudaState(True, False, driver))))
+    check = d.checks[0]
+    assert (check.ok, check.what) == (ok, what) and says in check.meaning, check
+    assert d.check("start method").ok is (ok is not False)  # CUDA does not survive a fork after cuInit
+    assert d.check("Lightning ddp_notebook would start").ok  # torch made no context: Lightning's own check passes
+    head = str(d).splitlines()[0]
+    if ok is None:
+        assert head == "gpulab doctor: no problem in this kernel, 1 thing(s) it cannot tell"
+        assert "  ? CUDA started in this kernel? cannot tell" in str(d) and "      to be sure: if a cell" in str(d)
+        assert "<b>to be sure:</b>" in d._repr_html_()
+    else:
+        assert head == ("gpulab doctor: no problem in this kernel" if ok else "gpulab doctor: 2 problem(s) in this "
+                        "kernel")  # started, and so a fork is not safe
+
+
+def test_a_failed_call_recorded_with_the_driver_loaded_is_a_start():
+    """is_available() that returned False on a machine whose driver is loaded went through cuInit; PyTorch keeps the
+    answer. On a CPU-only build the same call reached no driver, and the driver's own answer stands."""
+    line = CodeLine("/tmp/ipykernel_1/5.py", 1, "<module>", "torch.cuda.is_available()", cell=2)
+    asked = CudaStart("torch.cuda.is_available()", line, (line,), "torch.cuda.is_available() returned False")
+    d = Doctor(checks(_state(cuda=CudaState(True, False, LOADED, asked))))
+    assert not d.checks[0].ok and d.checks[0].what == "CUDA started in this kernel"
+    assert d.checks[0].meaning.startswith("A CUDA call has already reached the CUDA driver in this process and failed")
+    assert "cell [2], line 1: `torch.cuda.is_available()`" in d.checks[0].meaning
+    cpu_build = Doctor(checks(_state(cuda=CudaState(True, False, LOADED, asked, torch_has_cuda=False))))
+    assert cpu_build.checks[0].what == "CUDA asked for in this kernel"
+    assert CudaState(True, False, LOADED, asked, torch_has_cuda=False).variable_read is False
+
+
+def test_a_changed_variable_is_judged_by_the_same_evidence():
+    moved = dict(visible_at_start=None, visible_now="1")
+    assert Doctor(checks(_state(cuda=CudaState(True, False, LOADED), **moved))).check("CUDA_VISIBLE_DEVICES").what \
+        == "CUDA_VISIBLE_DEVICES changed before CUDA started"
+    unsure = Doctor(checks(_state(cuda=CudaState(True, False, DriverAnswer.unlisted("win32")), **moved)))
+    check = unsure.check("CUDA_VISIBLE_DEVICES")
+    assert check.ok is None
+    assert check.what == "CUDA_VISIBLE_DEVICES changed; whether CUDA had read it first cannot be told"
+    read = Doctor(checks(_state(cuda=CudaState(True, True), **moved)))
+    assert read.check("CUDA_VISIBLE_DEVICES").what == "CUDA_VISIBLE_DEVICES changed after CUDA was asked"
 
 
 def test_port_29500_held_makes_notebook_launcher_fail_and_accelerate_state_refuses():

@@ -9,6 +9,8 @@ import pytest
 
 import gpulab
 from gpulab.checkup.report import environment_report
+from gpulab.core.cuda_evidence import DriverAnswer
+from gpulab.machine.cuda import CudaState
 from gpulab.machine.simulated import SimulatedGpuReader
 from tests import process_group
 
@@ -83,15 +85,24 @@ def test_the_report_calls_nothing_that_starts_cuda(simulate):
         assert cudnn[0].isdigit(), "the cuDNN version is still reported"
 
 
-def test_report_says_cuda_has_started_once_the_driver_is_loaded(monkeypatch):
-    """is_available() loads libcuda without creating a context: the checklist must not say the variable can change."""
+@pytest.mark.parametrize("driver, mark, says", [
+    (DriverAnswer.answered("/usr/lib/libcuda.so.1", 3), "✔", "the CUDA driver (libcuda) is loaded but not initialised"),
+    (DriverAnswer.answered("/usr/lib/libcuda.so.1", 0, 1), "✘", "The CUDA driver in this process says it has started"),
+    (DriverAnswer.unlisted("win32"), "?", "gpulab cannot tell whether CUDA has read CUDA_VISIBLE_DEVICES"),
+], ids=["loaded, not initialised", "initialised", "cannot tell"])
+def test_report_says_what_the_driver_says_about_cuda_starting(monkeypatch, driver, mark, says):
+    """A loaded libcuda is not a started CUDA (import torch loads it on a GPU machine); is_available() starts it."""
     from gpulab.checkup import report
-    from gpulab.machine import cuda
 
-    monkeypatch.setattr(report, "cuda_state", lambda: cuda.CudaState(True, False, True))
-    text = str(environment_report(SimulatedGpuReader("colab-T4")))
-    assert "✘ CUDA not yet started in this kernel — The CUDA driver (libcuda) is loaded" in text
-    assert "fix: restart the kernel" in text
+    monkeypatch.setattr(report, "cuda_state", lambda: CudaState(True, False, driver))
+    r = environment_report(SimulatedGpuReader("colab-T4"))
+    text = str(r)
+    row = next(line for line in text.splitlines() if "CUDA not yet started in this kernel" in line)
+    assert row.lstrip().startswith(mark) and says in row, row
+    assert f"CUDA driver in this process       {driver.summary}" in text
+    fix = {"✔": None, "✘": "      fix: restart the kernel", "?": "      to be sure: restart the kernel"}[mark]
+    assert fix is None or fix in text
+    assert {"✔": "#080", "✘": "#b00", "?": "#a60"}[mark] in r._repr_html_()
 
 
 def test_the_report_names_a_lease_of_this_process_reserved_by_this_notebook(tmp_path, monkeypatch):

@@ -78,7 +78,7 @@ def test_without_a_learners_frame_the_innermost_outside_torch_is_named():
 
 def test_the_guarded_setters_reason_quotes_the_line():
     line = CodeLine("/tmp/ipykernel_1/123.py", 3, "<module>", "x = torch.ones(2).cuda()")
-    state = CudaState(True, True, True, CudaStart("torch.cuda._lazy_init", line, (line,)))
+    state = CudaState(True, True, started_by=CudaStart("torch.cuda._lazy_init", line, (line,)))
     assert str(state).startswith("CUDA is initialised in this process")
     assert str(state).endswith("CUDA was started by 123.py, line 3: `x = torch.ones(2).cuda()` "
                                "(through torch.cuda._lazy_init).")

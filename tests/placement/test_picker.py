@@ -167,9 +167,21 @@ def test_apply_on_a_simulated_machine_changes_nothing():
 
 def test_apply_button_shows_the_refusal_once_cuda_started(monkeypatch):
     picker = GpuPicker(SimulatedGpuReader("kaggle-2xT4"), selected=[1], this_kernel=True)  # reach the real setter
-    monkeypatch.setattr(setter, "cuda_state", lambda: CudaState(True, True, True))  # see test_visible for why
+    monkeypatch.setattr(setter, "cuda_state", lambda: CudaState(True, True))  # see test_visible for why
     picker.apply_button.click()
     assert "Restart the kernel and run this cell first" in picker.status.value
+
+
+def test_apply_button_sets_and_says_so_where_cuda_start_cannot_be_told(monkeypatch):
+    from gpulab.core.cuda_evidence import DriverAnswer
+
+    picker = GpuPicker(SimulatedGpuReader("kaggle-2xT4"), selected=[1], this_kernel=True)
+    monkeypatch.setattr(setter, "cuda_state", lambda: CudaState(True, False, DriverAnswer.unlisted("win32")))
+    with patched_environ(CUDA_VISIBLE_DEVICES=None, CUDA_DEVICE_ORDER=None):
+        picker.apply_button.click()
+        assert os.environ["CUDA_VISIBLE_DEVICES"] == "1"
+    status = picker.status.value
+    assert "Set CUDA_VISIBLE_DEVICES=&#x27;1&#x27;, but could not verify" in status and "color:#a60" in status, status
 
 
 APPLY_SCRIPT = """
