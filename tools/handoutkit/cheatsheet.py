@@ -79,9 +79,11 @@ SECTIONS: list[tuple[str, list[tuple[str, Check | None]]]] = [
         ("CUDA reads the list left to right and stops at the first bad entry: <code>0,2,-1,1</code> → GPUs 0, 2.",
          Check("[0, 2]", "import os, torch\nos.environ['CUDA_VISIBLE_DEVICES'] = '0,2,-1,1'\n"
                          "print(torch.cuda._parse_visible_devices())\ndel os.environ['CUDA_VISIBLE_DEVICES']")),
-        ("Set it before CUDA starts (<code>torch.cuda.is_initialized()</code> is <code>False</code>); later, "
-         "restart the kernel. Lessons: <code>gpulab.GpuPicker()</code>, <code>gpulab.reserve_gpus(n)</code>, "
-         "<code>python -m gpulab env</code>.", None),
+        ("Set it before the first CUDA call: <code>import torch</code> is fine, but <code>is_available()</code> "
+         "or a tensor on the GPU reads it (<code>torch.cuda.is_initialized()</code> stays <code>False</code> after "
+         "<code>is_available()</code>: ask <code>gpulab.cuda_state()</code>); later, restart the kernel. Lessons: "
+         "<code>gpulab.GpuPicker()</code>, <code>gpulab.reserve_gpus(n)</code>, <code>python -m gpulab env</code>.",
+         None),
     ]),
     ("Moving data", [
         ("<code>t.to(dev)</code> returns a new tensor, <code>t</code> stays: write <code>t = t.to(dev)</code>. "
