@@ -28,7 +28,12 @@ __all__ = ["Step", "Explanation", "explain", "CannotExplain"]
 
 _FACTORIES = {"ones", "zeros", "empty", "full", "rand", "randn", "randint", "arange", "tensor", "eye", "linspace"}
 _LEGACY = {"FloatTensor", "DoubleTensor", "HalfTensor", "LongTensor", "IntTensor", "BoolTensor", "ByteTensor"}
-_INVALID_ORDINAL = "RuntimeError: CUDA error: invalid device ordinal"
+_INVALID_ORDINAL = "CUDA error: invalid device ordinal"  # after the class, which follows the torch release
+# What torch says when CUDA_VISIBLE_DEVICES names a GPU twice: torch.cuda.device_count() reads 0 through NVML, then the
+# first CUDA call asks the driver, whose count fails with error 101 (seen with torch 2.11 and driver 580 on an H100,
+# evidence/2026-11-26-h100-80gb-hbm3.json; torch checks the count itself, so it is a RuntimeError in every release).
+_REPEATED = ("RuntimeError: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before calling "
+             "NumCudaDevices() that might have already set an error? Error 101: invalid device ordinal")
 
 
 class CannotExplain(ValueError):
@@ -39,8 +44,9 @@ class CannotExplain(ValueError):
 class _Walker:
     """Follows current device / default device through the statements, like PyTorch's state would change."""
 
-    def __init__(self, vmap: VisibleMap, has_gpus: bool) -> None:
+    def __init__(self, vmap: VisibleMap, has_gpus: bool, cuda_error: str = "RuntimeError") -> None:
         self.vmap, self.has_gpus = vmap, has_gpus
+        self.invalid_ordinal = f"{cuda_error}: {_INVALID_ORDINAL}"  # the class this torch raises for it
         self.current = 0  # torch.cuda.current_device(): 0 until set_device / torch.cuda.device changes it
         self.default: Any = None  # torch.set_default_device / with torch.device(...): None means CPU
         self.names: dict[str, Any] = {}  # dev = torch.device("cuda:1"), ids = [0, 1]: values later lines may use
@@ -50,6 +56,8 @@ class _Walker:
     def _no_gpu_error(self) -> str | None:
         if not self.has_gpus:
             return "RuntimeError: Found no NVIDIA driver on your system. (This machine has no GPU.)"
+        if self.vmap.repeated:
+            return _REPEATED
         if not self.vmap.devices:
             return "RuntimeError: No CUDA GPUs are available"
         return None
@@ -61,7 +69,7 @@ class _Walker:
         bad = [k for k in ks if not 0 <= k < len(self.vmap.devices)]
         if bad:
             return Step(code, f"{why}; but cuda:{bad[0]} does not exist: this process sees {len(self.vmap.devices)} "
-                        f"GPU(s), cuda:0..cuda:{len(self.vmap.devices) - 1}.", error=_INVALID_ORDINAL)
+                        f"GPU(s), cuda:0..cuda:{len(self.vmap.devices) - 1}.", error=self.invalid_ordinal)
         phys = tuple(self.vmap.devices[k] for k in ks)
         where = "; ".join(_describe(self.vmap, d) for d in phys)
         return Step(code, f"{why}: {where}.", tuple(ks), phys)
@@ -233,7 +241,7 @@ class _Walker:
         out = ids[0] if out is None else _cuda_index(out)
         step = self._on(code, ids, f"{why}; the model must already be on cuda:{ids[0]} (device_ids[0]), is copied to "
                                    f"the others every forward, and outputs are gathered on cuda:{out}")
-        if step.error == _INVALID_ORDINAL:  # DataParallel checks the ids itself first
+        if step.error == self.invalid_ordinal:  # DataParallel checks the ids itself first
             step = Step(step.code, step.sentence, error="AssertionError: Invalid device id")
         return step
 
@@ -314,18 +322,23 @@ def _cuda_index(dev: Any) -> int:
 
 @renamed_keywords(gpus="machine")
 def explain(code: str, machine: Sequence[GpuInfo] | GpuReader | str | None = None,
-            env: Mapping[str, str] | None = None) -> Explanation:
+            env: Mapping[str, str] | None = None, *, torch_version: str | None = None) -> Explanation:
     """Say where each statement of ``code`` would put its work on this (or a described) machine, and why.
 
     ``machine``: a preset name (``"workshop-8"``), a ``GpuReader`` (e.g. ``SimulatedGpuReader("workshop-8")``), or GPUs
     already read (``gpulab.devices()``); default: this machine, read through NVML (no CUDA context). ``env``: the
     environment of the process that would run the code (default: this one), e.g. ``{"CUDA_VISIBLE_DEVICES":
-    "2,3,4,5"}``. Execution stops at the first statement that raises. The answer is a prediction from PyTorch's
-    rules, and says so (and SIMULATED, on a described machine). ``ValueError`` for code it cannot read.
+    "2,3,4,5"}``. ``torch_version``: the torch release that would run it (default: this one), which decides the class
+    of a CUDA error (``AcceleratorError`` from 2.8 on, ``RuntimeError`` before). Execution stops at the first statement
+    that raises. The answer is a prediction from PyTorch's rules, and says so (and SIMULATED, on a described machine).
+    ``ValueError`` for code it cannot read.
     """
     if not isinstance(code, str):
         raise TypeError(f"explain() reads PyTorch code given as text, e.g. explain(\"model.cuda(1)\"); got a "
                         f"{type(code).__name__} {shown(code)}.")
+    from ..core.compat import cuda_error_class
+
+    cuda_error = cuda_error_class(torch_version)  # refuses a version it cannot read before anything else
     gpus = machine_gpus(machine)
     vmap = visible_map(gpus, env)
     source = textwrap.dedent(code).strip()
@@ -341,7 +354,7 @@ def explain(code: str, machine: Sequence[GpuInfo] | GpuReader | str | None = Non
         raise ValueError("explain() was given no statement to read (the code is empty or only comments). Give it the "
                          "lines to follow, e.g. explain(\"torch.cuda.set_device(1)\\nmodel.cuda()\", \"workshop-8\", "
                          "env={\"CUDA_VISIBLE_DEVICES\": \"2,3\"}).")
-    walker = _Walker(vmap, bool(gpus))
+    walker = _Walker(vmap, bool(gpus), cuda_error)
     try:
         walker.run(tree.body)
     except RecursionError:
