@@ -14,7 +14,8 @@ from gpulab.machine.simulated import SimulatedGpuReader
 from gpulab.placement.explain import explain
 from gpulab.testing import requires_gpus
 
-from .explain_evidence import CHAPTER_02, KINDS, corpus, disagreements, run, statements
+from .explain_evidence import (CHAPTER_02, COUNTS_PROPERTY, KINDS, corpus, corpus_counts, disagreements, run,
+                               statements)
 
 
 def _gpus(preset: str):
@@ -131,23 +132,27 @@ def _this_machine():
     return gpus
 
 
-def _check(gpus, snippets) -> None:
+def _check(gpus, snippets, record_property) -> None:
+    """Run the snippets, record the counts for make test-gpu's evidence (a JUnit property, ``corpus_counts``), and
+    fail naming every snippet that disagrees."""
     outcomes = run(snippets)
-    problems = [f"{s}: {p}" for s in snippets for p in disagreements(explain(s.code, gpus, s.environ), outcomes[s])]
-    assert not problems, f"{len(problems)} disagreement(s) in {len(snippets)} snippets:\n" + "\n".join(problems)
+    per_snippet = {s: disagreements(explain(s.code, gpus, s.environ), outcomes[s]) for s in snippets}
+    disagreeing = [f"{s}: {'; '.join(found)}" for s, found in per_snippet.items() if found]
+    record_property(COUNTS_PROPERTY, corpus_counts(len(snippets), disagreeing))
+    assert not disagreeing, f"{len(disagreeing)} of {len(snippets)} snippets disagree:\n" + "\n".join(disagreeing)
 
 
 @pytest.mark.gpu
 @requires_gpus(1)
-def test_explain_agrees_with_pytorch_on_this_machine_s_gpus():
+def test_explain_agrees_with_pytorch_on_this_machine_s_gpus(record_property):
     gpus = _this_machine()
     snippets = [s for s in corpus(gpus) if s.needs <= 1]
     assert len(snippets) >= 30
-    _check(gpus, snippets)
+    _check(gpus, snippets, record_property)
 
 
 @pytest.mark.multigpu
 @requires_gpus(2)
-def test_explain_agrees_with_pytorch_across_several_gpus():
+def test_explain_agrees_with_pytorch_across_several_gpus(record_property):
     gpus = _this_machine()
-    _check(gpus, [s for s in corpus(gpus) if s.needs >= 2])
+    _check(gpus, [s for s in corpus(gpus) if s.needs >= 2], record_property)
