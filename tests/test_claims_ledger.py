@@ -34,7 +34,8 @@ SKIP_MARK = "Skipped in fast mode"
 # `evidence/<date>-<gpu>.json`)" once a run's record (make test-gpu) holds its chapter on a machine with the GPUs it
 # needs, else, for a cell that needs two, "(needs two GPUs; not yet run on two)".
 GPU_LINK = re.compile(r"\]\((\d{2}_[a-z0-9_]+\.ipynb)#cell-id=([A-Za-z0-9_-]+)\) runs where GPUs exist"
-                      r"(?: \((?:ran on (\w+) [^:()]+: `evidence/([\w.-]+\.json)`|(needs two GPUs; not yet run on two))\))?")
+                      r"(?: \((?:ran on (\w+) [^:()]+: `evidence/([\w.-]+\.json)`"
+                      r"|(needs two GPUs; not yet run on two))\))?")
 COUNTS = {"one": 1, "two": 2, "four": 4, "eight": 8}
 EVIDENCE = ROOT / "evidence"
 

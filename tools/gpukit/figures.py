@@ -77,8 +77,8 @@ def matmul_plan(gpu_name: str, capability: tuple[int, int] | None, memory_bytes:
 
     bf16 where the card has bf16 matrix units (compute capability >= 8.0: A100, H100, L4, ...), fp16 on tensor cores
     before that (7.x: V100, T4), fp32 on older cards; the largest size of ``MATMUL_SIZES`` whose three n x n matrices
-    take at most a quarter of the card's memory; and the data sheet's dense peak for that dtype, where the model is known
-    (``peak`` None otherwise). ``capability`` None: read from the name where it is known.
+    take at most a quarter of the card's memory; and the data sheet's dense peak for that dtype, where the model is
+    known (``peak`` None otherwise). ``capability`` None: read from the name where it is known.
     """
     model = _model(gpu_name, CAPABILITY)
     if capability is None:
