@@ -148,6 +148,20 @@ def test_the_monitor_recording_is_evidence_beside_the_records():
     assert citation_problems("evidence/ch05-monitor-gpu.json", "ch", FILES)  # not a record: only as a recording
 
 
+@pytest.mark.skipif(not RECORDINGS, reason="no recorded monitor run committed yet")
+def test_chapter_05_shows_the_recorded_gpu_run_as_text_labelled_as_recorded():
+    from gpulab.monitoring.recorded import latest_recorded_run
+
+    run = latest_recorded_run(EVIDENCE)
+    cells = json.loads((ROOT / "notebooks" / "05_live_monitor.ipynb").read_text())["cells"]
+    shown = [c for c in cells if c["cell_type"] == "code" and "latest_recorded_run()" in "".join(c["source"])]
+    assert len(shown) == 1, "chapter 05 draws the recorded run in one cell"
+    text = "".join("".join(o.get("text", "")) + "".join(o.get("data", {}).get("text/plain", ""))
+                   for o in shown[0]["outputs"])
+    assert run.label in text and "Monitor summary: " + run.title in text
+    assert all(not k.startswith("image/") and k != "text/html" for o in shown[0]["outputs"] for k in o.get("data", {}))
+
+
 H100 = {"figures": {"h2d_pinned_gbps": {"value": 51.76, "unit": "GB/s", "peak": 63.008},
                     "cuda_context_bytes": {"value": 648000000.0, "unit": "bytes"},
                     "non_blocking_overlap": {"value": 1.0, "unit": "fraction", "note": "copy 1.40 ms, work 21.15 ms"},
