@@ -21,6 +21,7 @@ from ..core.readings import GpuInfo
 from ..machine.nvml import GpuReader
 from ..machine.resolve import machine_gpus
 from ..core.renamed import renamed_keywords
+from .cuda_errors import invalid_ordinal, no_gpu_error
 from .explanation import Explanation, Step
 from ..core.visible import LogicalDevice, VisibleMap, visible_map
 
@@ -28,12 +29,6 @@ __all__ = ["Step", "Explanation", "explain", "CannotExplain"]
 
 _FACTORIES = {"ones", "zeros", "empty", "full", "rand", "randn", "randint", "arange", "tensor", "eye", "linspace"}
 _LEGACY = {"FloatTensor", "DoubleTensor", "HalfTensor", "LongTensor", "IntTensor", "BoolTensor", "ByteTensor"}
-_INVALID_ORDINAL = "CUDA error: invalid device ordinal"  # after the class, which follows the torch release
-# What torch says when CUDA_VISIBLE_DEVICES names a GPU twice: torch.cuda.device_count() reads 0 through NVML, then the
-# first CUDA call asks the driver, whose count fails with error 101 (seen with torch 2.11 and driver 580 on an H100,
-# evidence/2026-11-26-h100-80gb-hbm3.json; torch checks the count itself, so it is a RuntimeError in every release).
-_REPEATED = ("RuntimeError: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before calling "
-             "NumCudaDevices() that might have already set an error? Error 101: invalid device ordinal")
 
 
 class CannotExplain(ValueError):
@@ -46,24 +41,15 @@ class _Walker:
 
     def __init__(self, vmap: VisibleMap, has_gpus: bool, cuda_error: str = "RuntimeError") -> None:
         self.vmap, self.has_gpus = vmap, has_gpus
-        self.invalid_ordinal = f"{cuda_error}: {_INVALID_ORDINAL}"  # the class this torch raises for it
+        self.invalid_ordinal = invalid_ordinal(cuda_error)  # the class this torch raises for it
         self.current = 0  # torch.cuda.current_device(): 0 until set_device / torch.cuda.device changes it
         self.default: Any = None  # torch.set_default_device / with torch.device(...): None means CPU
         self.names: dict[str, Any] = {}  # dev = torch.device("cuda:1"), ids = [0, 1]: values later lines may use
         self.steps: list[Step] = []
 
     # -- outcomes ------------------------------------------------------------------------------------------------
-    def _no_gpu_error(self) -> str | None:
-        if not self.has_gpus:
-            return "RuntimeError: Found no NVIDIA driver on your system. (This machine has no GPU.)"
-        if self.vmap.repeated:
-            return _REPEATED
-        if not self.vmap.devices:
-            return "RuntimeError: No CUDA GPUs are available"
-        return None
-
     def _on(self, code: str, ks: Sequence[int], why: str) -> Step:
-        err = self._no_gpu_error()
+        err = no_gpu_error(self.vmap, self.has_gpus)
         if err:
             return Step(code, f"{why}; but this process would see no GPU ({_why_none(self.vmap)}).", error=err)
         bad = [k for k in ks if not 0 <= k < len(self.vmap.devices)]
@@ -221,7 +207,7 @@ class _Walker:
 
     def _dataparallel(self, code: str, args: list[Any], kw: dict[str, Any]) -> Step:
         ids = kw.get("device_ids", args[1] if len(args) > 1 else None)
-        if self._no_gpu_error():
+        if no_gpu_error(self.vmap, self.has_gpus):
             empty = ids is not None and not list(ids)
             return self._cpu(code, "with no usable GPU, DataParallel silently wraps nothing: the model stays where it "
                                    "is and runs on one device (PyTorch gives no warning)."
