@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 PORT   ?= 8888
 export GPULAB_FAST ?= 1
 
-.PHONY: lab test test-slow test-unit test-notebooks test-gpu test-compat wheelhouse install notebooks handouts clean
+.PHONY: lab test test-slow test-unit test-notebooks test-gpu test-kit test-compat wheelhouse install notebooks handouts clean
 
 # JupyterHub's proxy is a Node program (npm), not on PyPI: installed beside the venv where npm exists, for the Hub
 # test (tests/server/test_hub.py) and tools/jupyterhub_config.py (c.ConfigurableHTTPProxy.command). .ci/run installs
@@ -73,6 +73,26 @@ test-gpu:
 wheelhouse:
 	$(PYTHON) tools/gpukit/wheelhouse.py $(GPU_PYTHON_VERSION)
 
+# test-gpu as a GPU machine without internet meets it, on this CPU: tools/gpukit/selftest.sh in a venv of its own
+# (KIT_VENV) that holds torch and a GPU machine's usual packages (tools/gpukit/requirements.txt names them) and none of
+# the Jupyter stack, in a copy of this checkout that was never installed into (git clone, plus uncommitted changes: no
+# gpulab.egg-info registers gpulab's entry points there, as none does on a fresh clone). Building wheelhouse/ there
+# needs an index; test-gpu then runs with none. torch is the build constraints.txt pins (pip takes it from the local
+# disk where its configuration finds it there, as make install does). Takes minutes: the chapters' CPU cells run.
+KIT_VENV     ?= .venv-kit
+KIT_PY       := $(KIT_VENV)/bin/python
+KIT_STAMP    := $(KIT_VENV)/.installed
+KIT_PLATFORM := torch torchvision lightning numpy matplotlib scikit-learn pytest pytest-timeout hypothesis \
+                nvidia-ml-py cloudpickle tqdm psutil
+
+$(KIT_STAMP): tools/gpukit/requirements.txt constraints.txt
+	rm -rf $(KIT_VENV) && $(PYTHON) -m venv $(KIT_VENV)
+	$(KIT_PY) -m pip install --quiet -c constraints.txt $(KIT_PLATFORM)
+	touch $(KIT_STAMP)
+
+test-kit: $(KIT_STAMP)
+	tools/gpukit/selftest.sh --clone $(abspath $(KIT_PY))
+
 # Every chapter run again with its figures (fast sizes without a GPU, full sizes with one), as HTML and PDF (PDF
 # where Chromium is installed), student and instructor editions, and the one-page cheat sheet, into handouts/.
 # PAPER=letter for US Letter; HANDOUT_SIZE=fast|full to choose the sizes yourself.
@@ -106,4 +126,4 @@ test-compat: $(COMPAT_STAMP)
 	$(TEST_ENV) GPULAB_COMPAT=1 $(COMPAT_PY) -m pytest $(XDIST) -m 'not browser and not slow' tests notebooks
 
 clean:
-	rm -rf $(VENV) $(COMPAT_VENV) .gpu-deps .pytest_cache build *.egg-info
+	rm -rf $(VENV) $(COMPAT_VENV) $(KIT_VENV) .gpu-deps .pytest_cache build *.egg-info

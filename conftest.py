@@ -2,6 +2,7 @@
 
 - Tests marked ``gpu`` / ``multigpu`` are skipped, with the reason, where the GPUs are missing.
 - Notebook cells tagged ``gpu`` / ``multigpu`` get the same markers (their ``%%gpu`` magic prints why they skip).
+  Which of them run for a GPU count is decided by ``tests/which_cells_run.py``; this file acts on it.
 - ``GPULAB_ONLY_GPU=1`` (``make test-gpu``) keeps only the GPU tests and the notebooks that have GPU cells.
 - nbval waits 5 s for a cell's output by default; chapters train for longer than that without printing, so the wait
   is raised here, and the sanitizer file for timings, addresses, PIDs, ports and paths is applied by default.
@@ -16,10 +17,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.which_cells_run import GPU_TAGS, gpus_needed, runs_with
+
 pytest_plugins = ["tests.raising_cells", "tests.chapter_runs"]
 
 HERE = Path(__file__).parent
-GPU_TAGS = {"gpu": 1, "multigpu": 2}
 OUTPUT_WAIT_S = 300
 
 
@@ -75,25 +77,26 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    from gpulab.machine.cuda import too_few_gpus
+    from gpulab.machine.cuda import cuda_gpu_count, too_few_gpus
 
-    reasons = {n: too_few_gpus(n) for n in (1, 2)}
+    gpu_count = cuda_gpu_count()
     gpu_notebooks = set()
     for item in items:
         if hasattr(item, "cell"):  # an nbval cell
             item.output_timeout = OUTPUT_WAIT_S
             for tag in _cell_tags(item) & GPU_TAGS.keys():
                 item.add_marker(getattr(pytest.mark, tag))
+            if gpus_needed(_cell_tags(item)):
                 gpu_notebooks.add(item.parent)
             continue
-        for name, n in GPU_TAGS.items():
-            if item.get_closest_marker(name) and reasons[n]:
-                item.add_marker(pytest.mark.skip(reason=f"this test {reasons[n]}"))
+        markers = [name for name in GPU_TAGS if item.get_closest_marker(name)]
+        if not runs_with(markers, gpu_count):
+            item.add_marker(pytest.mark.skip(reason=f"this test {too_few_gpus(gpus_needed(markers))}"))
     if os.environ.get("GPULAB_ONLY_GPU") == "1":
         keep, drop = [], []
         for item in items:
-            wanted = (item.parent in gpu_notebooks) if hasattr(item, "cell") else any(
-                item.get_closest_marker(m) for m in GPU_TAGS)
+            wanted = (item.parent in gpu_notebooks) if hasattr(item, "cell") else gpus_needed(
+                name for name in GPU_TAGS if item.get_closest_marker(name)) > 0
             (keep if wanted else drop).append(item)
         config.hook.pytest_deselected(items=drop)
         items[:] = keep

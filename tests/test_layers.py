@@ -24,11 +24,12 @@ FLOORS = {
 }
 TOP = ["__init__", "__main__", "testing"]  # the entry points above every floor
 PURE = ["core/units", "core/readings", "core/arguments", "core/tables", "core/settings", "core/frames", "core/widget_view", "core/renamed", "core/visible",
+        "core/rank_devices",
         "placement/selection", "placement/explanation", "monitoring/history", "monitoring/limits", "monitoring/png",
         "monitoring/decimate", "monitoring/panels", "server/render",
         "lightning/call", "lightning/history", "lightning/draft", "lightning/devices", "lightning/strategy",
         "lightning/flags", "lightning/translation", "exercises/feedback", "exercises/check",
-        "scaling/cost", "scaling/published"]
+        "scaling/cost", "scaling/published", "dataparallel/devices"]
 VIEWS = ["__main__", "checkup/report", "placement/picker", "monitoring/view", "monitoring/monitor", "monitoring/figure",
          "monitoring/blit", "monitoring/recorded", "server/watch", "lightning/callback"]
 LIGHTNING = ["lightning/callback", "lightning/classifier", "lightning/fork_fit"]

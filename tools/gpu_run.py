@@ -4,6 +4,9 @@
 
 1. What the run lacks (the notebook stack, nbval, ipywidgets) goes into .gpu-deps/ in this checkout, from wheelhouse/
    with no index when that folder exists (tools/gpukit/deps.py); torch and CUDA are never installed or upgraded.
+   gpulab's own entry points (its kernel provisioner) are registered there as metadata only (tools/gpukit/distinfo.py),
+   and a check in the run's own environment makes sure that Python finds them and imports gpulab from this checkout
+   (tools/gpukit/preflight.py). The chapters run fast unless GPULAB_FAST=0 says full; the record says which.
 2. pytest runs the test files that hold gpu/multigpu tests, with GPULAB_ONLY_GPU=1 (only their GPU tests, and the
    chapters that have GPU cells, whose CPU cells run everywhere), plus the evidence writer's own tests.
 3. Where a GPU ran them, the figures the chapters quote are measured and evidence/<date>-<gpu>.json is written with
@@ -12,6 +15,7 @@
 from __future__ import annotations
 
 import datetime
+import json
 import os
 import platform
 import re
@@ -63,7 +67,7 @@ def measure(machine: dict) -> dict:
     figs["matmul_tflops"] = f.guarded(lambda: f.matmul_tflops("cuda:0", gpu_name=machine["gpus"][0]["name"]))
     figs["cuda_context_bytes"] = f.guarded(lambda: f.cuda_context_bytes("cuda:0"))
     figs["dataparallel_samples_per_s"] = f.guarded(lambda: f.dataparallel_samples_per_s([f"cuda:{i}" for i in range(n)]))
-    figs["ddp_samples_per_s"] = f.guarded(lambda: f.ddp_samples_per_s("cuda" if n >= 2 else "cpu"))
+    figs["ddp_samples_per_s"] = f.guarded(lambda: f.ddp_samples_per_s("auto"))  # where the launcher puts 2 ranks
     figs["nccl_allreduce_busbw_gbps"] = f.guarded(lambda: f.nccl_allreduce_busbw_gbps(n))
     return figs
 
@@ -72,8 +76,6 @@ def explain_corpus(junit_xml: Path) -> dict:
     """explain() against CUDA, in snippets: the counts each corpus test of tests/placement/test_explain_on_gpus.py
     recorded in the JUnit XML (property ``explain_corpus``: snippets run, one line per snippet that disagreed), added
     up; a corpus test that failed before it could count is named in ``uncounted``."""
-    import json
-
     out: dict = {"snippets": 0, "disagreements": [], "uncounted": []}
     for case in ET.parse(junit_xml).iter("testcase") if junit_xml.exists() else ():
         if not (case.get("classname") or "").endswith("test_explain_on_gpus"):
@@ -88,6 +90,52 @@ def explain_corpus(junit_xml: Path) -> dict:
     return out
 
 
+def chapter_mode() -> str:
+    """'fast' or 'full': the sizes the chapters run at. Unset GPULAB_FAST means fast, as under make test (conftest.py
+    sets it there); GPULAB_FAST=0 runs the full sizes. Set here, so that the record states what the kernels read."""
+    from gpulab.core.settings import fast_mode
+
+    os.environ.setdefault("GPULAB_FAST", "1")
+    return "fast" if fast_mode() else "full"
+
+
+def kit_env(root: Path, target: Path, wheelhouse: Path | None, python: str = sys.executable) -> tuple[dict, dict]:
+    """The install step and the environment the tests run in: what ``python`` lacks goes into ``target`` (returned,
+    name -> version), gpulab's metadata is registered there, and ``target`` then the checkout lead PYTHONPATH."""
+    from gpukit import distinfo
+    from gpukit.deps import add_missing
+
+    added = add_missing(python, target, wheelhouse)
+    distinfo.register(root, target)
+    env = {**os.environ, "GPULAB_ONLY_GPU": "1", "GPULAB_RECORD_EVIDENCE": "1",  # chapter 05 keeps its GPU run
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(target), str(root), os.environ.get("PYTHONPATH")]))}
+    return added, env
+
+
+def preflight(root: Path, env: dict, python: str = sys.executable) -> list[str]:
+    """What is wrong with the run's environment, seen by a fresh ``python`` in it (tools/gpukit/preflight.py)."""
+    done = subprocess.run([python, str(root / "tools" / "gpukit" / "preflight.py"), str(root)], env=env,
+                          capture_output=True, text=True, timeout=600)
+    if done.returncode not in (0, 1):
+        return [f"the check of the run's environment itself failed:\n{(done.stdout + done.stderr).strip()[-2000:]}"]
+    return done.stdout.splitlines() if done.returncode else []
+
+
+def record_of(machine: dict, mode: str, tests: dict[str, str], figures: dict, pytest_exit: int, *,
+              corpus: dict | None = None) -> dict:
+    """The evidence record of this run (schema 2), its paths rewritten as the log shows them: the checkout as
+    ``<repo>``, site-packages as ``.../site-packages`` (a figure's note may hold a traceback). ``corpus``: what
+    ``explain_corpus`` read from the run's JUnit XML (none counted when not given)."""
+    from gpukit import evidence
+
+    record = {"schema": evidence.SCHEMA_VERSION, "date": datetime.date.today().isoformat(), "machine": machine,
+              "mode": mode,
+              "tests": {t: o for t, o in tests.items() if not t.startswith("tests.evidence")},
+              "explain_corpus": corpus or {"snippets": 0, "disagreements": [], "uncounted": []}, "figures": figures,
+              "pytest_exit": pytest_exit}
+    return evidence.redact(record, ROOT)
+
+
 def main() -> int:
     try:
         import torch
@@ -95,21 +143,26 @@ def main() -> int:
         print(f"{sys.executable} has no torch: point GPU_PYTHON at the Python that holds this machine's torch build "
               "(make test-gpu GPU_PYTHON=/path/to/python).")
         return 2
-    from gpukit.deps import add_missing
+    from gpukit.distinfo import MetadataError
 
     wheelhouse = ROOT / "wheelhouse" if (ROOT / "wheelhouse").is_dir() else None
     target = ROOT / ".gpu-deps"
     try:
-        added = add_missing(sys.executable, target, wheelhouse)
-    except RuntimeError as exc:
+        mode = chapter_mode()
+        added, env = kit_env(ROOT, target, wheelhouse)
+    except (RuntimeError, MetadataError, ValueError) as exc:
         print(f"make test-gpu: {exc}")
         return 2
     print(f"GPU run: {sys.executable} (Python {platform.python_version()}, torch {torch.__version__}); "
           f"added to {target.name}/: {', '.join(sorted(added)) or 'nothing (already there)'}"
-          f"{' from wheelhouse/ (no index)' if wheelhouse and added else ''}")
+          f"{' from wheelhouse/ (no index)' if wheelhouse and added else ''}; gpulab's entry points registered "
+          f"there (metadata only); chapters in {mode} mode (GPULAB_FAST={os.environ['GPULAB_FAST']})")
+    problems = preflight(ROOT, env)
+    if problems:
+        print("make test-gpu: the run's environment is not right, so nothing ran:\n" +
+              "\n".join(f"- {p}" for p in problems))
+        return 2
     count = torch.cuda.device_count() if torch.cuda.is_available() else 0
-    env = {**os.environ, "GPULAB_ONLY_GPU": "1", "GPULAB_RECORD_EVIDENCE": "1",  # chapter 05 keeps its GPU run
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(target), str(ROOT), os.environ.get("PYTHONPATH")]))}
     junit = ROOT / ".gpu-deps" / "junit.xml"
     files = [str(p.relative_to(ROOT)) for p in gpu_test_files()]
     cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", f"--junitxml={junit}", *files, "notebooks",
@@ -123,10 +176,14 @@ def main() -> int:
     from gpukit import evidence
 
     machine = _machine()
-    record = {"schema": evidence.SCHEMA_VERSION, "date": datetime.date.today().isoformat(), "machine": machine,
-              "tests": {t: o for t, o in tests.items() if not t.startswith("tests.evidence")},
-              "explain_corpus": explain_corpus(junit), "figures": measure(machine), "pytest_exit": done.returncode}
-    path, summary = evidence.write(record, ROOT / "evidence")
+    record = record_of(machine, mode, tests, measure(machine), done.returncode, corpus=explain_corpus(junit))
+    try:
+        path, summary = evidence.write(record, ROOT / "evidence")
+    except evidence.EvidenceError as exc:  # the measurements stay, outside evidence/, for a second look
+        kept = target / "evidence-not-written.json"
+        kept.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
+        print(f"make test-gpu: {exc}\nThe record is kept in {kept.relative_to(ROOT)} (not committed).")
+        return 1
     print(summary.read_text())
     print(f"evidence written: {path.relative_to(ROOT)} and {summary.relative_to(ROOT)}")
     return done.returncode

@@ -10,6 +10,7 @@ import torch
 from torch import nn
 
 from .feedback import Exercise, Hint, WrongType, call_learner, exercise, first_line, kind
+from .tensors import close_tensor
 
 EXERCISES: dict[str, Exercise] = {}
 
@@ -85,7 +86,7 @@ def _weighted_loss(answer: Any) -> str:
         if loss.device.type != device:
             raise Hint(f"with device={device!r} the loss came back on {loss.device.type}: compute it from the model, "
                        "the criterion and the batch on that device.", TO_AND_CUDA)
-        if reference is not None and (loss.shape != () or not torch.allclose(loss.detach(), reference)):
+        if reference is not None and (loss.shape != () or not close_tensor(loss, reference)):
             raise Hint("the loss differs from the weighted cross-entropy of the model's output: compute it with the "
                        "criterion you were given (its class weights are part of the loss).", BUFFERS)
     return ("on cpu and on meta (the stand-in for a GPU) the model, the criterion's class weights (a buffer) and the "

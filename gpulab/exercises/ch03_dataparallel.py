@@ -8,6 +8,7 @@ import torch
 from torch import nn
 
 from .feedback import Exercise, Hint, WrongType, call_learner, exercise, kind
+from .tensors import same_weights
 
 EXERCISES: dict[str, Exercise] = {}
 
@@ -28,10 +29,6 @@ class Encoder(nn.Module):
         return self.head(torch.relu(self.submodule(x)))
 
 
-def _same_weights(a: nn.Module, b: nn.Module) -> bool:
-    return all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), b.state_dict().values()))
-
-
 def _explain(exc: Exception) -> Hint | None:
     text = str(exc)
     if "Missing key(s)" in text or "Unexpected key(s)" in text:
@@ -46,17 +43,17 @@ def _explain(exc: Exception) -> Hint | None:
 @exercise(EXERCISES, "ch03-ex1", "load a DataParallel checkpoint into a plain model", section=PREFIX,
           expects="a function load_plain(model, state_dict) that loads the saved weights into model")
 def _load_plain(answer: Any) -> str:
-    wrapped = nn.DataParallel(Encoder(seed=1))
+    wrapped = nn.DataParallel(Encoder(seed=1))  # on one GPU this moves it to cuda:0, and so the saved weights
     saved = wrapped.state_dict()
     plain = Encoder(seed=2)
     result = call_learner(answer, plain, saved, name="load_plain", none_ok=True,
                           expects="a function load_plain(model, state_dict)", explain=_explain)
     if result is not None and not isinstance(result, nn.Module) and not hasattr(result, "missing_keys"):
         raise WrongType(f"load_plain returned {kind(result)}: load into the model you are given and return it.")
-    if _same_weights(plain, wrapped.module):
+    if same_weights(plain, wrapped.module):
         return ("every weight of the wrapped model arrived in the plain one, and a layer named 'submodule' kept its "
                 "name: only the leading 'module.' was removed.")
-    if _same_weights(plain, Encoder(seed=2)):
+    if same_weights(plain, Encoder(seed=2)):
         raise Hint("nothing was loaded into the model. If you passed strict=False, that is why: it skips every key that "
                    "does not match, silently, so it hides the prefix instead of removing it.", PREFIX)
     raise Hint("the model's weights are not the saved ones: load the saved state dict into the model you are given "

@@ -4,7 +4,8 @@ The cell's code is sent to each rank with copies of the notebook variables it re
 a function's arguments); in each rank ``rank``, ``local_rank`` and ``world_size`` are defined and the process group
 is started. Output streams into the cell labelled ``[rank k]``; the value of the cell's last line in rank 0 (every
 rank's with ``--all``) is the cell's result. Variables the cell assigns stay in the ranks: the notebook's own
-variables are not changed. Options: ``--timeout S`` (collective wait), ``--threads N`` (per rank), ``--all``.
+variables are not changed. Options: ``--timeout S`` (collective wait), ``--threads N`` (per rank), ``--all``,
+``--backend gloo`` (as ``launch``'s ``backend``; ``auto`` by default: NCCL only with a GPU of its own per rank).
 Taught in ``notebooks/04_ddp.ipynb``.
 """
 from __future__ import annotations
@@ -35,6 +36,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=60.0)
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--all", action="store_true")
+    p.add_argument("--backend", default="auto")
     return p
 
 
@@ -42,7 +44,8 @@ def ranks_cell(line: str, cell: str, user_ns: dict[str, Any]) -> Any:
     """The ``%%ranks`` magic: run ``cell`` in the ranks ``line`` asks for, with the variables it reads from ``user_ns``."""
     global _cells_run
     __tracebackhide__ = True  # IPython shows the cell and the message, not this function
-    usage = "use it as `%%ranks 2` (optionally `--timeout 30 --threads 1 --all`) on the first line of a cell"
+    usage = ("use it as `%%ranks 2` (optionally `--timeout 30 --threads 1 --all --backend gloo`) on the first line "
+             "of a cell")
     try:
         opts, extra = _parser().parse_known_args(shlex.split(line))
     except (argparse.ArgumentError, ValueError) as e:
@@ -60,7 +63,7 @@ def ranks_cell(line: str, cell: str, user_ns: dict[str, Any]) -> Any:
     from .launcher import launch
 
     return launch(run_cell, opts.nprocs, args=("\n" + cell, filename, shipped), all_ranks=opts.all, timeout_s=opts.timeout,
-                  threads_per_rank=opts.threads)
+                  threads_per_rank=opts.threads, backend=opts.backend)
 
 
 def run_cell(source: str, filename: str, namespace: dict[str, Any]) -> Any:

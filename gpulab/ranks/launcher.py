@@ -36,13 +36,14 @@ import torch.distributed as dist
 
 from ..core.compat import RunProcsResult, rank_error_files, rank_waitables, ranks_running, start_processes
 from .failures import RankFailed, hint_for, read_failures
+from .plan import choose_backend, plan_ranks
 from .ports import open_store
 from .rank_output import OutputRelay, RankLogs
 from .server import _ensure_server, choose_start_method, server_state
 from .watchdog import LaunchWatch
 from .worker import RankPlan, pack, run_rank, unpack
 
-__all__ = ["launch", "LaunchStats", "last_launch", "choose_backend", "default_threads_per_rank"]
+__all__ = ["launch", "LaunchStats", "last_launch", "plan_ranks", "choose_backend", "default_threads_per_rank"]
 
 _PUMP_S = 0.1  # while the ranks run, their output reaches the cell at least this often
 _POLL_S = 0.05  # how often the wait loop looks where it cannot block (an unknown torch, ranks already gone)
@@ -64,13 +65,14 @@ class LaunchStats:
     started_server: bool  # this launch started the fork server (its torch import is in ready_s)
     ready_s: float | None  # call -> every rank inside the function, process group up (None if a rank failed first)
     total_s: float  # call -> results back (or failure reported)
+    why: str = ""  # why this backend and these devices (``plan_ranks``), in one sentence
 
     def __str__(self) -> str:
         ready = "n/a" if self.ready_s is None else f"{self.ready_s:.3f} s"
         server = ", fork server started by this launch" if self.started_server else ""
         return (f"{self.nprocs} ranks ({self.backend or 'no process group'}, {self.start_method}{server}, "
                 f"{self.threads_per_rank} thread(s) each, port {self.master_port}): all ready after {ready}, "
-                f"done after {self.total_s:.3f} s")
+                f"done after {self.total_s:.3f} s" + (f"\n{self.why}" if self.why else ""))
 
     def _repr_html_(self) -> str:
         from html import escape
@@ -90,17 +92,19 @@ def launch(fn: Callable[..., Any], nprocs: int = 2, args: tuple = (), kwargs: di
     order, with ``all_ranks=True``).
 
     Each rank has torchrun's variables and, unless ``init_process_group=False``, its process group already started:
-    ``backend="auto"`` is NCCL when every rank can have a GPU of its own, else gloo. A collective that waits longer
-    than ``timeout_s`` for the other ranks fails. Threads per rank: ``OMP_NUM_THREADS`` if set, else usable cores ÷
-    ranks. Raises ``RankFailed`` (elastic's ``ChildFailedError``) naming the first failing rank with its traceback;
-    the other ranks are stopped. Interrupting the cell stops every rank. ``watchdog``: take every rank's stack
+    ``backend="auto"`` is NCCL when every rank can have a GPU of its own (rank k on ``cuda:k``, its current
+    device), else gloo with every rank on the CPU; ``last_launch()`` says why (``plan_ranks``). A collective that
+    waits longer than ``timeout_s`` for the other ranks fails. Threads per rank: ``OMP_NUM_THREADS`` if set, else
+    usable cores ÷ ranks. Raises ``RankFailed`` (elastic's ``ChildFailedError``) naming the first failing rank with
+    its traceback; the other ranks are stopped. Interrupting the cell stops every rank. ``watchdog``: take every rank's stack
     before stopping them, and say which collective each waited in and which rank never arrived (``watchdog``).
     """
     global _last
     __tracebackhide__ = True  # IPython: the learner's cell, then the message; not the launcher's insides
     _check(fn, nprocs, args, kwargs, timeout_s, threads_per_rank)
     method = choose_start_method(start_method)
-    chosen_backend = choose_backend(backend, nprocs) if init_process_group else None
+    plan = plan_ranks(backend, nprocs) if init_process_group else None
+    chosen_backend = plan.backend if plan else None
     threads = threads_per_rank or default_threads_per_rank(nprocs)
     payload = _pack_call(fn, tuple(args), dict(kwargs or {}))
     t0, wall0 = time.perf_counter(), time.time()
@@ -117,7 +121,7 @@ def launch(fn: Callable[..., Any], nprocs: int = 2, args: tuple = (), kwargs: di
     watch = LaunchWatch(root, nprocs, sources, enabled=watchdog)
     plans = {r: (payload, RankPlan({**os.environ, **envs[r]}, threads, chosen_backend, timeout_s, *files[r],
                                    redirect_in_python=sys.platform in ("darwin", "win32"), sources=sources,
-                                   stack_path=watch.path(r)))
+                                   stack_path=watch.path(r), device=plan.devices[r] if plan else "cpu"))
              for r in range(nprocs)}
     relay = OutputRelay(files)
     ready_s, ctx = None, None
@@ -161,7 +165,7 @@ def launch(fn: Callable[..., Any], nprocs: int = 2, args: tuple = (), kwargs: di
         _release_semaphores(ctx)
         ctx = None  # a failed launch's traceback keeps this frame, and so the context, alive
         _last = LaunchStats(nprocs, chosen_backend, method, threads, int(envs[0]["MASTER_PORT"]), started_server,
-                            ready_s, time.perf_counter() - t0)
+                            ready_s, time.perf_counter() - t0, plan.reason if plan else "")
 
 
 def _release_semaphores(ctx: object) -> None:
@@ -188,21 +192,6 @@ def _remove_error_files(ctx: object) -> None:
             os.unlink(path)
         except OSError:
             pass  # never written: the rank did not fail
-
-
-def choose_backend(requested: str, nprocs: int) -> str:
-    """``auto``: NCCL when ``nprocs`` CUDA GPUs are usable (one per rank) and NCCL is built in, else gloo."""
-    from ..machine.cuda import cuda_gpu_count  # asks NVML: no CUDA context in the notebook
-
-    if requested == "auto":
-        return "nccl" if dist.is_nccl_available() and cuda_gpu_count() >= nprocs else "gloo"
-    if requested == "nccl" and cuda_gpu_count() < nprocs:
-        raise ValueError(f"backend='nccl' needs one CUDA GPU per rank: {nprocs} ranks, but this process sees "
-                         f"{cuda_gpu_count()} GPU(s). Use backend='gloo' (CPU tensors) or fewer ranks.")
-    if requested not in ("gloo", "nccl", "mpi", "ucc", "xccl") or not dist.is_backend_available(requested):
-        raise ValueError(f"backend={requested!r} is not available in this PyTorch build; use 'auto', 'gloo' or, "
-                         f"with GPUs, 'nccl'.")
-    return requested
 
 
 def default_threads_per_rank(nprocs: int) -> int:

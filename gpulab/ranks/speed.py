@@ -2,9 +2,11 @@
 
 Each setup trains in processes started by ``launch``: one process uses every usable core as a thread (which is
 also what ``DataParallel`` does without GPUs: it runs the module as it is); a DDP rank gets one core (one thread),
-as it would get one GPU, so 2 ranks use 2 cores. The first epoch warms up and is not timed; then every rank counts its samples and time,
-and the setup's speed is all samples ÷ the slowest rank's time. On GPUs (``device="cuda"``) each rank has its own
-GPU and the one-process row uses ``DataParallel`` over the same GPUs. Taught in ``notebooks/04_ddp.ipynb``.
+as it would get one GPU, so 2 ranks use 2 cores; the ranks talk through gloo and keep the model on the CPU. The
+first epoch warms up and is not timed; then every rank counts its samples and time, and the setup's speed is all
+samples ÷ the slowest rank's time. On GPUs (``device="cuda"``) each rank has a GPU of its own and NCCL, as the
+launcher's decision gives them (``plan_ranks``; refused on fewer than 2 GPUs), and the one-process row uses
+``DataParallel``. Taught in ``notebooks/04_ddp.ipynb``.
 """
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from dataclasses import dataclass
 from ..core.tables import Table, TableView
 from ..core.units import format_rate
 
-__all__ = ["SpeedRow", "RankSpeedup", "rank_speedup", "train_rate"]
+__all__ = ["SpeedRow", "RankSpeedup", "rank_speedup", "train_rate", "train_rate_as_planned"]
 
 
 @dataclass(frozen=True)
@@ -112,25 +114,42 @@ def rank_speedup(batch_sizes: Sequence[int] = (32, 128), *, epochs: int = 2, ima
     if not isinstance(epochs, int) or epochs < 1:
         raise ValueError(f"epochs is how many timed passes over the data (after one untimed), ≥ 1; got {epochs!r}.")
     cores = cores or host_info().usable_cores
+    backend = _ddp_backend(device)
     rows = []
     for batch in batch_sizes:
         for setup, ranks in (("1 process", 1), ("DDP", 1), ("DDP", 2)):
             threads = cores if setup == "1 process" else 1  # a DDP rank gets one core, as it would get one GPU
-            rank_device = "cuda" if device == "cuda" else "cpu"
-            fn_args = (batch, epochs, setup == "DDP", rank_device, images)
-            if device == "cuda" and setup == "DDP":
-                out = launch(_train_rate_on_own_gpu, ranks, args=(batch, epochs, True, images), all_ranks=True,
-                             threads_per_rank=threads)
+            if setup == "DDP":  # each rank trains where the launcher's decision put it (train_rate_as_planned)
+                out = launch(train_rate_as_planned, ranks, args=(batch, epochs, images), all_ranks=True,
+                             threads_per_rank=threads, backend=backend)
             else:
-                out = launch(train_rate, ranks, args=fn_args, all_ranks=True, threads_per_rank=threads,
-                             init_process_group=setup == "DDP")
+                out = launch(train_rate, 1, args=(batch, epochs, False, device, images), all_ranks=True,
+                             threads_per_rank=threads, init_process_group=False)
             rate = sum(n for n, _ in out) / max(s for _, s in out)
             rows.append(SpeedRow(setup if device == "cpu" or setup == "DDP" else "DataParallel", ranks, threads, batch,
                                  rate))
     return RankSpeedup(tuple(rows), cores, device)
 
 
-def _train_rate_on_own_gpu(batch_size: int, epochs: int, ddp: bool, images: int | None) -> tuple[int, float]:
-    import os
+def _ddp_backend(device: str) -> str:
+    """gloo for ranks on the CPU (the model stays there); NCCL for ``device="cuda"``, where the decision gives every
+    rank of the 2 a GPU of its own — refused, with the decision's reason, where it does not."""
+    from .plan import plan_ranks
 
-    return train_rate(batch_size, epochs, ddp, f"cuda:{os.environ['LOCAL_RANK']}", images)
+    if device == "cpu":
+        return "gloo"
+    plan = plan_ranks("auto", 2)
+    if plan.backend != "nccl":
+        raise ValueError(f"device='cuda' gives each of 2 DDP ranks a GPU of its own, which this machine cannot: "
+                         f"{plan.reason} Use device='cpu' (one core per rank), or a machine with 2 GPUs.")
+    return plan.backend
+
+
+def train_rate_as_planned(batch_size: int, epochs: int, images: int | None) -> tuple[int, float]:
+    """In a rank that ``launch`` started: ``train_rate`` with DDP on this rank's decided device — its own GPU
+    (set current by the launcher) under NCCL, the CPU under gloo."""
+    import torch
+    import torch.distributed as dist
+
+    device = f"cuda:{torch.cuda.current_device()}" if dist.get_backend() == "nccl" else "cpu"
+    return train_rate(batch_size, epochs, True, device, images)

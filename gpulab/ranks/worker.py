@@ -40,6 +40,7 @@ class RankPlan:
     redirect_in_python: bool = False  # True where elastic does not redirect file descriptors (macOS, Windows)
     sources: dict[str, list[str]] = field(default_factory=dict)  # notebook cells' source, for tracebacks
     stack_path: str = ""  # where the watchdog's faulthandler dumps this rank's stack on SIGUSR1 ("" = no watchdog)
+    device: str = "cpu"  # this rank's device as the launcher decided it ("cuda:k" only with NCCL, ``plan_ranks``)
 
 
 def pack(obj: Any) -> bytes:
@@ -71,7 +72,7 @@ def run_rank(payload: bytes, plan: RankPlan) -> bytes:
         linecache.cache[filename] = (sum(map(len, lines)), None, lines, filename)
     torch.set_num_threads(plan.threads)
     if plan.backend is not None:
-        _start_process_group(plan.backend, plan.timeout_s)
+        _start_process_group(plan.backend, plan.device, plan.timeout_s)
     ready = time.time()
     fn, args, kwargs = unpack(payload)
     result = fn(*args, **kwargs)
@@ -94,8 +95,9 @@ def _take_environ(environ: dict[str, str]) -> None:
     os.environ.update(environ)
 
 
-def _start_process_group(backend: str, timeout_s: float) -> None:
-    """What a DDP script's first lines do: pick this rank's GPU (NCCL) before ``init_process_group``."""
-    if backend == "nccl":
-        torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
+def _start_process_group(backend: str, device: str, timeout_s: float) -> None:
+    """What a DDP script's first lines do: pick this rank's GPU, where the launcher gave it one (NCCL), before
+    ``init_process_group``; a rank on the CPU never touches CUDA."""
+    if device.startswith("cuda"):
+        torch.cuda.set_device(torch.device(device))
     dist.init_process_group(backend, timeout=timedelta(seconds=timeout_s))

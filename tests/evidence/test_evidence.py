@@ -24,12 +24,16 @@ def test_a_record_is_written_as_json_and_a_markdown_summary(tmp_path):
     assert json.loads(path.read_text()) == FIXTURE
     text = summary.read_text()
     assert "NVIDIA H100 80GB HBM3 (80 GiB)" in text and "driver 580.95.05, CUDA 13.0, torch 2.11.0+cu130" in text
+    assert "- chapters ran in fast mode (GPULAB_FAST=1)" in text
     assert "1 failed, 2 passed, 1 skipped" in text and "| h2d_pinned_gbps | 53.1 GB/s | 63 GB/s |" in text
     assert "| nccl_allreduce_busbw_gbps | not measured |" in text and "`tests.machine.test_cuda::test_context`" in text
 
 
 @pytest.mark.parametrize("break_it, message", [
-    (lambda r: r.update(schema=2), "schema must be 1"),
+    (lambda r: r.update(schema=3), r"schema must be one of \(1, 2\)"),
+    (lambda r: r.pop("mode"), r"mode must be one of \('fast', 'full'\)"),
+    (lambda r: r.update(mode="quick"), "mode must be one of"),
+    (lambda r: r.update(schema=1), "schema 1 files are kept as they were written"),
     (lambda r: r.update(date="24.11.2026"), "date must be YYYY-MM-DD"),
     (lambda r: r["machine"].pop("driver"), r"machine\.driver must be a str"),
     (lambda r: r["machine"].update(gpus=[]), "machine.gpus is empty"),

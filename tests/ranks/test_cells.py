@@ -19,6 +19,16 @@ def test_all_returns_every_ranks_last_value_and_options_are_read(shell, no_proce
     assert result.result == [(0, 1), (1, 1), (2, 1)]
 
 
+def test_the_backend_is_asked_for_on_the_first_line_as_launch_takes_it(shell, monkeypatch, no_process_left):
+    import gpulab.machine.cuda
+
+    monkeypatch.setattr(gpulab.machine.cuda, "cuda_gpu_count", lambda: 2)  # our seam: what NVML would say
+    code = "import torch.distributed as dist\ndist.get_backend()"
+    assert shell.run_cell(f"%%ranks 2 --backend gloo\n{code}").result == "gloo"  # CPU tensors: gloo on any machine
+    refused = shell.run_cell("%%ranks 2 --backend carrier-pigeon\nx = 1").error_in_exec
+    assert isinstance(refused, ValueError) and "backend='carrier-pigeon' is not available" in str(refused)
+
+
 def test_an_error_in_a_rank_shows_the_cells_line(shell, no_process_left):
     result = shell.run_cell("%%ranks 2\nx = 1\nif rank == 1:\n    raise KeyError('only in rank one')\n")
     text = str(result.error_in_exec)

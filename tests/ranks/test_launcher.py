@@ -131,7 +131,7 @@ def test_launching_from_a_thread_works_and_keeps_the_main_threads_signal_handler
     assert signal.getsignal(signal.SIGINT) is before  # elastic's start() replaced it; the launcher put it back
 
 
-def test_auto_backend_is_gloo_without_a_gpu_per_rank():
+def test_auto_backend_is_gloo_without_a_gpu_per_rank():  # on this machine, whatever it has
     from gpulab.machine.cuda import cuda_gpu_count
 
     assert choose_backend("auto", cuda_gpu_count() + 1) == "gloo"
@@ -155,11 +155,52 @@ def test_wrong_calls_are_refused_before_any_process_starts(call, error, words, n
         call()
 
 
-def test_nccl_without_a_gpu_per_rank_is_refused_with_the_count():
+def test_nccl_without_a_gpu_per_rank_is_refused_with_the_count(monkeypatch, no_process_left):
     from gpulab.machine.cuda import cuda_gpu_count
 
-    with pytest.raises(ValueError, match=rf"{cuda_gpu_count() + 1} ranks, but this process sees"):
+    with pytest.raises(ValueError, match=r"backend='nccl' cannot work here: "):
         launch(summed_ranks, cuda_gpu_count() + 1, backend="nccl")
+    _pretend_gpus(monkeypatch, 1)  # the H100's case: 2 ranks asked for NCCL on one GPU
+    why = r"2 ranks but only 1 GPU\(s\), so rank 1 would have none" if torch.distributed.is_nccl_available() \
+        else r"this PyTorch has no NCCL"
+    with pytest.raises(ValueError, match=why + r".* Use backend='gloo'"):
+        launch(summed_ranks, 2, backend="nccl")
+
+
+def _pretend_gpus(monkeypatch, count: int) -> None:
+    """Our own seam: the GPU count the launcher's decision reads (NVML on a GPU machine). The ranks themselves run
+    for real on this CPU, so only plans that keep them on the CPU can run here."""
+    import gpulab.machine.cuda
+
+    monkeypatch.setattr(gpulab.machine.cuda, "cuda_gpu_count", lambda: count)
+
+
+@pytest.mark.parametrize("gpus, ranks, backend, devices", [
+    (0, 2, "gloo", ("cpu", "cpu")), (1, 1, "nccl", ("cuda:0",)), (1, 2, "gloo", ("cpu", "cpu")),
+    (2, 2, "nccl", ("cuda:0", "cuda:1")), (8, 2, "nccl", ("cuda:0", "cuda:1"))])
+def test_the_launchers_plan_reads_the_gpu_count_and_never_gives_a_rank_a_gpu_past_it(monkeypatch, gpus, ranks,
+                                                                                       backend, devices):
+    from gpulab.ranks.launcher import plan_ranks
+
+    _pretend_gpus(monkeypatch, gpus)
+    plan = plan_ranks("auto", ranks)
+    nccl = torch.distributed.is_nccl_available()
+    assert (plan.backend, plan.devices) == ((backend, devices) if nccl else ("gloo", ("cpu",) * ranks))
+    assert plan_ranks("gloo", ranks).devices == ("cpu",) * ranks
+
+
+def test_two_ranks_where_one_gpu_is_seen_run_on_gloo_on_the_cpu_and_the_launch_says_why(monkeypatch,
+                                                                                       no_process_left):
+    def where():
+        import torch.distributed as dist
+
+        return dist.get_backend(), torch.cuda.is_initialized()
+
+    _pretend_gpus(monkeypatch, 1)
+    assert launch(where, 2, all_ranks=True) == [("gloo", False), ("gloo", False)]  # no rank touched CUDA
+    stats = last_launch()
+    assert stats.backend == "gloo" and "2 ranks but only 1 GPU(s), so rank 1 would have none" in stats.why
+    assert str(stats).endswith(stats.why)
 
 
 def test_a_function_that_calls_sys_exit_has_no_result_and_says_so(no_process_left):

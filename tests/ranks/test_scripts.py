@@ -45,6 +45,7 @@ def test_the_script_trains_on_two_processes_under_torchrun(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     [result] = results(done.stdout)  # rank 0 only
     assert (result["world_size"], result["backend"], result["epochs"]) == (2, "gloo", 2)
+    assert "gloo on the CPU for 2 ranks: no rank has a CUDA GPU." in done.stdout.splitlines()  # rank 0 says why
     assert result["test_accuracy"] > 0.5 and (tmp_path / "c.pt").is_file()
 
 
@@ -61,6 +62,8 @@ def _two_nodes(commands: list[list[str]], extra_envs: list[dict[str, str]], tmp_
                 kill_group(p)  # ranks of a node that hung (its reader then ends), or left behind by one that ended
     for p, (out, err) in zip(procs, outputs):
         assert p.returncode == 0, err[-3000:]
+    why = [line for out, _ in outputs for line in out.splitlines() if line.startswith(("gloo on the CPU", "NCCL:"))]
+    assert len(why) == 1, "rank 0, on one of the nodes, says why it chose its backend"
     return results(*(out for out, _ in outputs))
 
 
@@ -72,6 +75,7 @@ def test_two_torchruns_meet_as_two_nodes_on_loopback(tmp_path, attempt):
                     "--checkpoint", str(tmp_path / "c.pt"))
     [result] = _two_nodes([node, node], [{}, {}], tmp_path)  # one rank 0 among the two nodes
     assert result["world_size"] == 2 and result["backend"] == "gloo"
+    # Where both nodes see the same one GPU, the ranks find it out across nodes (tests/ranks/test_agree.py)
 
 
 def test_the_slurm_node_script_runs_as_two_nodes_with_slurms_variables(tmp_path):

@@ -35,3 +35,26 @@ def test_the_table_leaves_out_a_ratio_it_cannot_form():
 def test_wrong_settings_are_refused(kwargs, words):
     with pytest.raises(ValueError, match=words):
         rank_speedup(**kwargs)
+
+
+def test_ranks_whose_model_stays_on_the_cpu_use_gloo_even_where_a_gpu_is_seen(monkeypatch, no_process_left):
+    """On one H100 ``backend="auto"`` gave the 1-rank DDP row NCCL while its model stayed on the CPU: "No backend
+    type associated with device type cpu" (``evidence/``, 2026-11-26). The GPU count is our seam (NVML there); the
+    ranks run for real here, so NCCL chosen would fail here too."""
+    import gpulab.machine.cuda
+    from gpulab.ranks.launcher import last_launch
+
+    monkeypatch.setattr(gpulab.machine.cuda, "cuda_gpu_count", lambda: 1)
+    result = rank_speedup((32,), epochs=1, images=64, cores=2)
+    assert [(r.setup, r.ranks) for r in result.rows] == [("1 process", 1), ("DDP", 1), ("DDP", 2)]
+    assert last_launch().backend == "gloo"
+
+
+@pytest.mark.parametrize("gpus", [0, 1])
+def test_ranks_on_gpus_are_refused_with_the_decisions_reason_below_two_gpus(monkeypatch, gpus):
+    import gpulab.machine.cuda
+
+    monkeypatch.setattr(gpulab.machine.cuda, "cuda_gpu_count", lambda: gpus)
+    with pytest.raises(ValueError, match=r"device='cuda' gives each of 2 DDP ranks a GPU of its own, which this "
+                                         r"machine cannot: gloo on the CPU for 2 ranks: .* Use device='cpu'"):
+        rank_speedup((32,), epochs=1, images=64, device="cuda")

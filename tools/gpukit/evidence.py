@@ -4,15 +4,25 @@ A record holds the machine (GPUs, driver, CUDA, torch, Python), each GPU test's 
 result and the figures the chapters quote. ``check`` is the schema: a record that misses a part, or carries a figure
 without its unit, is refused before anything is written. Chapters and the claims ledger cite a file by its name
 (``evidence/2026-11-24-h100.json``); ``tests/test_evidence_citations.py`` keeps those citations in step.
+
+Schema 2 (what the kit writes from now on) adds the mode the chapters ran in (``fast`` or ``full``: GPULAB_FAST), and
+is private: ``redact`` rewrites paths as the run's log shows them (the checkout as ``<repo>``, a site-packages folder
+as ``.../site-packages``, a home folder as ``~``) everywhere in the record, tracebacks in figures' notes included, and
+``write`` refuses a file that still names a home folder, the user or the machine (``privacy_problems``). Schema 1 files
+(the H100 run of 2026-11-26, committed as it was written) still pass ``check``; nothing writes them any more.
 """
 from __future__ import annotations
 
+import getpass
 import json
 import re
+import socket
 from pathlib import Path
 from typing import Any
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+SCHEMAS = (1, SCHEMA_VERSION)  # what check accepts: files already committed keep the schema they were written with
+MODES = ("fast", "full")
 MACHINE_KEYS = {"gpus": list, "driver": str, "cuda": str, "torch": str, "python": str}
 GPU_KEYS = {"name": str, "memory_bytes": int}
 OUTCOMES = {"passed", "failed", "skipped", "error"}
@@ -49,8 +59,10 @@ def _typed(where: str, obj: dict[str, Any], keys: dict[str, type]) -> None:
 
 def check(record: dict[str, Any]) -> None:
     """Raise EvidenceError naming the first part of ``record`` that does not follow the schema."""
-    if record.get("schema") != SCHEMA_VERSION:
-        raise EvidenceError(f"schema must be {SCHEMA_VERSION}, got {record.get('schema')!r}")
+    if record.get("schema") not in SCHEMAS:
+        raise EvidenceError(f"schema must be one of {SCHEMAS}, got {record.get('schema')!r}")
+    if record["schema"] >= 2 and record.get("mode") not in MODES:
+        raise EvidenceError(f"mode must be one of {MODES} (the chapters' GPULAB_FAST), got {record.get('mode')!r}")
     if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", str(record.get("date"))):
         raise EvidenceError(f"date must be YYYY-MM-DD, got {record.get('date')!r}")
     _typed("machine", record.get("machine") or {}, MACHINE_KEYS)
@@ -89,6 +101,8 @@ def markdown(record: dict[str, Any]) -> str:
         counts[outcome] = counts.get(outcome, 0) + 1
     lines = [f"# GPU evidence, {record['date']}", "",
              f"- GPUs: {gpus}", f"- driver {m['driver']}, CUDA {m['cuda']}, torch {m['torch']}, Python {m['python']}",
+             *([f"- chapters ran in {record['mode']} mode (GPULAB_FAST={int(record['mode'] == 'fast')})"]
+               if "mode" in record else []),
              f"- GPU tests: {', '.join(f'{n} {k}' for k, n in sorted(counts.items()))}",
              _explain_line(record["explain_corpus"]), "",
              "| figure | measured | peak | note |", "|---|---|---|---|"]
@@ -115,14 +129,87 @@ def _explain_line(corpus: dict[str, Any]) -> str:
 
 
 def write(record: dict[str, Any], folder: Path) -> tuple[Path, Path]:
-    """Check ``record`` and write it as JSON plus its Markdown summary into ``folder``; returns both paths."""
+    """Check ``record`` and write it as JSON plus its Markdown summary into ``folder``; returns both paths.
+
+    Only the current schema is written, and only when neither file names a home folder, the user or this machine
+    (``redact`` first)."""
     check(record)
+    if record["schema"] != SCHEMA_VERSION:
+        raise EvidenceError(f"schema {record['schema']} files are kept as they were written; the kit writes schema "
+                            f"{SCHEMA_VERSION} (with the mode, and paths rewritten)")
+    texts = {".json": json.dumps(record, indent=2, sort_keys=True) + "\n", ".md": markdown(record)}
+    found = [f"the {suffix} file: {p}" for suffix, text in texts.items() for p in privacy_problems(text)]
+    if found:
+        raise EvidenceError("the evidence would not be private, so nothing was written (evidence.redact rewrites "
+                            "paths; name what else it must rewrite):\n" + "\n".join(found))
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / file_name(record["date"], record["machine"]["gpus"][0]["name"])
-    path.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
+    path.write_text(texts[".json"])
     summary = path.with_suffix(".md")
-    summary.write_text(markdown(record))
+    summary.write_text(texts[".md"])
     return path, summary
+
+
+# A folder ending in site-packages (or Debian's dist-packages) given by its absolute path; the lookbehind leaves a
+# rewritten ".../site-packages" alone, so that redact can run twice.
+_SITE = re.compile(r"(?<![\w.])/[^\s\"'<>()\[\],;:]*?/((?:site|dist)-packages)(?=[/\s\"'),;:]|$)")
+_HOME = re.compile(r"(?<![\w.])/(?:home|Users)/[^/\s\"'<>()\[\],;:]+|(?<![\w.~])/root(?=/|\b)")
+# Accounts that name no person (a CI runner, a container's default): checking these would flag ordinary words.
+_ACCOUNTS = {"root", "runner", "user", "admin", "ubuntu", "jovyan", "nobody", "ec2-user", "colab", "kaggle"}
+
+
+def _machine_facts() -> dict[str, str]:
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):  # no name for this uid (a container): nothing of it to find
+        user = ""
+    return {"home": str(Path.home()), "user": user, "host": socket.gethostname()}
+
+
+def _names_someone(word: str, accounts: set[str] = _ACCOUNTS) -> bool:
+    return len(word) >= 3 and word.lower() not in accounts
+
+
+def _names_a_machine(host: str) -> bool:
+    """A host name worth hiding: one with a digit, a dash or a dot, or a long one. A short plain word ("vm", "gpu")
+    names no machine, and hiding it would rewrite that word wherever the record uses it."""
+    return host not in ("", "localhost") and (bool(re.search(r"[\d.-]", host)) or len(host) >= 10)
+
+
+def redact(obj: Any, repo: Path, facts: dict[str, str] | None = None) -> Any:
+    """``obj`` with every string's paths rewritten as the run's log shows them: ``repo`` as ``<repo>``, a site-packages
+    folder as ``.../site-packages``, a home folder as ``~``, this machine's name as ``<host>``. Keys too; a copy."""
+    facts = facts or _machine_facts()
+    if isinstance(obj, dict):
+        return {redact(k, repo, facts): redact(v, repo, facts) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [redact(v, repo, facts) for v in obj]
+    if not isinstance(obj, str):
+        return obj
+    text = _SITE.sub(r".../\1", obj)  # first: a venv inside the checkout is site-packages, not <repo>/...
+    for form in sorted({str(repo), str(Path(repo).resolve())}, key=len, reverse=True):
+        text = text.replace(form, "<repo>")
+    if facts["home"] not in ("", "/"):
+        text = re.sub(re.escape(facts["home"]) + r"(?=/|\b)", "~", text)
+    text = _HOME.sub("~", text)
+    if _names_a_machine(facts["host"]):
+        text = re.sub(rf"\b{re.escape(facts['host'])}\b", "<host>", text)
+    return text
+
+
+def privacy_problems(text: str, facts: dict[str, str] | None = None) -> list[str]:
+    """What in ``text`` names a person or a machine: a home folder, the user's name, the host's name, or a
+    site-packages path not rewritten (it holds the Python's folder, often under a home). One line each."""
+    facts = facts or _machine_facts()
+    out = [f"a home folder ({m.group(0)})" for m in _HOME.finditer(text)]
+    if facts["home"] not in ("", "/") and facts["home"] in text:
+        out.append(f"this user's home folder ({facts['home']})")
+    out += [f"a site-packages path not rewritten ({m.group(0)})" for m in _SITE.finditer(text)]
+    if _names_someone(facts["user"]) and re.search(rf"\b{re.escape(facts['user'])}\b", text):
+        out.append(f"the user's name ({facts['user']})")
+    if _names_a_machine(facts["host"]) and re.search(rf"\b{re.escape(facts['host'])}\b", text):
+        out.append(f"this machine's name ({facts['host']})")
+    return sorted(set(out))
 
 
 CITATION_RE = re.compile(r"(?<![\w/])evidence/[\w.-]*\w")

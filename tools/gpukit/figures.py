@@ -179,13 +179,20 @@ def dataparallel_samples_per_s(devices: list[str], batch: int = 64) -> dict[str,
                    f"{speed.speedup('DataParallel', batch):.2f}x one device")
 
 
-def ddp_samples_per_s(device: str, batch: int = 128, images: int | None = None) -> dict[str, Any]:
-    """DDP's samples/s with 2 ranks on chapter 04's workload (one GPU per rank on CUDA), and its speedup over 1."""
+def ddp_samples_per_s(device: str = "auto", batch: int = 128, images: int | None = None) -> dict[str, Any]:
+    """DDP's samples/s with 2 ranks on chapter 04's workload, and its speedup over 1. ``device="auto"``: where the
+    launcher's decision puts 2 ranks (``gpulab.ranks.plan``): each on a GPU of its own with NCCL, else the CPU with
+    gloo (the reason goes into the note)."""
+    from gpulab.ranks.plan import plan_ranks
     from gpulab.ranks.speed import rank_speedup
 
+    why = ""
+    if device == "auto":
+        plan = plan_ranks("auto", 2)
+        device, why = ("cuda" if plan.backend == "nccl" else "cpu"), f"; {plan.reason}"
     speed = rank_speedup(batch_sizes=(batch,), epochs=1, images=images, device=device)
     ddp = max((r for r in speed.rows if r.setup == "DDP"), key=lambda r: r.ranks)
-    return _figure(ddp.samples_per_s, "samples/s", note=f"{ddp.ranks} ranks, batch {batch} per rank, on {device}")
+    return _figure(ddp.samples_per_s, "samples/s", note=f"{ddp.ranks} ranks, batch {batch} per rank, on {device}{why}")
 
 
 def nccl_allreduce_busbw_gbps(gpus: int, nbytes: int = 1 << 28) -> dict[str, Any]:
