@@ -9,6 +9,7 @@ cell whose output is a prediction on a described machine is not passed off as an
 """
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +30,16 @@ SECTION = re.compile(r"^## (\d{3}) · ")
 PREDICTION_MARKS = ("Predicted by gpulab.explain", "SIMULATED", "Predicted by gpulab.translate_trainer")  # in an output: not an observation of this machine
 PREDICTORS = ("explain(", "SimulatedGpuReader(", "translate_trainer(", "flag_history_table(")  # in a cell's code
 SKIP_MARK = "Skipped in fast mode"
+# A cell that runs where GPUs exist says where the course's GPU runs executed it: "(ran on one H100:
+# `evidence/<date>-<gpu>.json`)" once a run's record (make test-gpu) holds its chapter on a machine with the GPUs it
+# needs, else, for a cell that needs two, "(needs two GPUs; not yet run on two)"; a cell rewritten since that run
+# says "(changed since the last GPU run; not yet run on one)" (a record names cells by position, not by version).
+GPU_LINK = re.compile(r"\]\((\d{2}_[a-z0-9_]+\.ipynb)#cell-id=([A-Za-z0-9_-]+)\) runs where GPUs exist"
+                      r"(?: \((?:ran on (\w+) [^:()]+: `evidence/([\w.-]+\.json)`"
+                      r"|(needs two GPUs; not yet run on two)"
+                      r"|(changed since the last GPU run; not yet run on one))\))?")
+COUNTS = {"one": 1, "two": 2, "four": 4, "eight": 8}
+EVIDENCE = ROOT / "evidence"
 
 # A *ran here* row's evidence is the claim's observable, something the cell would print differently had the claim
 # failed: a number (a measured one, which moves from run to run, as a bound: {≤ 3}, {< 3}, {≥ 0.5}, {0.5–3}), an
@@ -222,6 +233,47 @@ def check_entry(e: Entry, cache: dict) -> list[str]:
     return problems
 
 
+def gpu_records() -> dict[str, dict]:
+    """The newest evidence record of each GPU model in evidence/ (file name -> record)."""
+    newest: dict[str, str] = {}
+    for p in sorted(EVIDENCE.glob("*.json")) if EVIDENCE.is_dir() else ():
+        m = re.match(r"^\d{4}-\d{2}-\d{2}-([a-z0-9-]+)\.json$", p.name)
+        if m:
+            newest[m.group(1)] = p.name
+    return {name: json.loads((EVIDENCE / name).read_text()) for name in newest.values()}
+
+
+def gpu_run_problems(e: Entry, cache: dict, records: dict[str, dict]) -> list[str]:
+    """Each GPU cell of a row names the record of the run that executed it, when one did, and only such a run."""
+    problems = []
+    for m in GPU_LINK.finditer(e.shown_in):
+        notebook, cell_id, count, cited, not_yet, changed = m.groups()
+        cell = _find(notebook, cell_id, cache)
+        if cell is None:
+            continue
+        need = 2 if "multigpu" in cell.metadata.get("tags", []) else 1
+        ran = [n for n, r in records.items() if len(r["machine"]["gpus"]) >= need and
+               any(t.startswith(f"notebooks.{notebook}::") for t in r["tests"])]
+        if cited:
+            r = records.get(cited)
+            if r is None:
+                problems.append(f"{e.number}: cites evidence/{cited}, which is not the newest record of a GPU here")
+            elif len(r["machine"]["gpus"]) < need:
+                problems.append(f"{e.number}: {cell_id} needs {need} GPUs, and the machine of {cited} had "
+                                f"{len(r['machine']['gpus'])}: it cannot have run there")
+            elif COUNTS.get(count) != len(r["machine"]["gpus"]):
+                problems.append(f"{e.number}: says it ran on {count} GPU(s); {cited} had {len(r['machine']['gpus'])}")
+            elif not any(t.startswith(f"notebooks.{notebook}::") for t in r["tests"]):
+                problems.append(f"{e.number}: {cited} did not run {notebook}")
+        elif ran and not changed:
+            problems.append(f"{e.number}: {cell_id} ran on a GPU machine in evidence/{ran[-1]}: say so, "
+                            f"'(ran on one …: `evidence/{ran[-1]}`)'")
+        elif records and need > 1 and not (not_yet or changed):
+            problems.append(f"{e.number}: {cell_id} needs two GPUs and no run had them: say "
+                            "'(needs two GPUs; not yet run on two)'")
+    return problems
+
+
 def check_ledger(text: str) -> list[str]:
     entries, problems = parse_ledger(text)
     cache: dict = {}
@@ -230,8 +282,9 @@ def check_ledger(text: str) -> list[str]:
     for article in ARTICLES:
         if not any(e.article == article for e in entries):
             problems.append(f"article {article} has no entries")
+    records = gpu_records()
     for e in entries:
-        problems += check_entry(e, cache)
+        problems += check_entry(e, cache) + gpu_run_problems(e, cache, records)
     for notebook, cell_id in {(nb, cell) for _, nb, cell in LINK.findall(text)}:
         if _load(notebook, cache) is not None and _find(notebook, cell_id, cache) is None and \
                 not any((notebook, cell_id) in e.links for e in entries):
@@ -305,6 +358,19 @@ def _row(ledger: str, number: str) -> str:
      "004-04: its evidence 'backend gloo, device' would print whether or not the claim held"),
     ("002-06", lambda r: r.replace("`TypeError: 'bool' object is not callable`", "`object is not callable`"),
      "002-06: its evidence 'object is not callable' would print whether or not the claim held"),
+    # where the course's GPU run executed a GPU cell (one H100, 2026-11-26)
+    ("002-05", lambda r: r.replace(" (ran on one H100: `evidence/2026-11-26-h100-80gb-hbm3.json`)", ""),
+     "002-05: d812900a ran on a GPU machine in evidence/2026-11-26-h100-80gb-hbm3.json: say so"),
+    ("000-11", lambda r: r.replace("(needs two GPUs; not yet run on two)",
+                                   "(ran on one H100: `evidence/2026-11-26-h100-80gb-hbm3.json`)"),
+     "000-11: 88fc538e needs 2 GPUs, and the machine of 2026-11-26-h100-80gb-hbm3.json had 1"),
+    ("000-11", lambda r: r.replace(" (needs two GPUs; not yet run on two)", ""),
+     "000-11: 88fc538e needs two GPUs and no run had them"),
+    ("000-13", lambda r: r.replace(" (changed since the last GPU run; not yet run on one)", ""),
+     "000-13: 456e378f ran on a GPU machine in evidence/2026-11-26-h100-80gb-hbm3.json: say so"),
+    ("002-05", lambda r: r.replace("ran on one H100", "ran on two H100"), "002-05: says it ran on two GPU(s)"),
+    ("002-05", lambda r: r.replace("2026-11-26-h100", "2026-11-01-h100"),
+     "002-05: cites evidence/2026-11-01-h100-80gb-hbm3.json, which is not the newest record"),
     # a measured number outside its bound
     ("001-10", lambda r: r.replace("{≤ 3}", "{≤ 0.5}"), "001-10: the outputs of a928a6ce in 05_live_monitor.ipynb hold"),
     ("001-10", lambda r: r.replace("{≤ 3}", "{2–5}"), "outside the bound of 'of watched training = {2–5} % of one core'"),

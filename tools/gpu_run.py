@@ -72,9 +72,22 @@ def measure(machine: dict) -> dict:
     return figs
 
 
-def explain_corpus(tests: dict[str, str]) -> dict:
-    ran = {t: o for t, o in tests.items() if "test_explain_on_gpus" in t}
-    return {"snippets": len(ran), "disagreements": sorted(t for t, o in ran.items() if o in ("failed", "error"))}
+def explain_corpus(junit_xml: Path) -> dict:
+    """explain() against CUDA, in snippets: the counts each corpus test of tests/placement/test_explain_on_gpus.py
+    recorded in the JUnit XML (property ``explain_corpus``: snippets run, one line per snippet that disagreed), added
+    up; a corpus test that failed before it could count is named in ``uncounted``."""
+    out: dict = {"snippets": 0, "disagreements": [], "uncounted": []}
+    for case in ET.parse(junit_xml).iter("testcase") if junit_xml.exists() else ():
+        if not (case.get("classname") or "").endswith("test_explain_on_gpus"):
+            continue
+        props = {p.get("name"): p.get("value") for p in case.iter("property")}
+        if "explain_corpus" in props:
+            counts = json.loads(props["explain_corpus"])
+            out["snippets"] += counts["snippets"]
+            out["disagreements"] += counts["disagreements"]
+        elif {child.tag for child in case} & {"failure", "error"}:
+            out["uncounted"].append(f"{case.get('classname')}::{case.get('name')}")
+    return out
 
 
 def chapter_mode() -> str:
@@ -108,15 +121,18 @@ def preflight(root: Path, env: dict, python: str = sys.executable) -> list[str]:
     return done.stdout.splitlines() if done.returncode else []
 
 
-def record_of(machine: dict, mode: str, tests: dict[str, str], figures: dict, pytest_exit: int) -> dict:
+def record_of(machine: dict, mode: str, tests: dict[str, str], figures: dict, pytest_exit: int, *,
+              corpus: dict | None = None) -> dict:
     """The evidence record of this run (schema 2), its paths rewritten as the log shows them: the checkout as
-    ``<repo>``, site-packages as ``.../site-packages`` (a figure's note may hold a traceback)."""
+    ``<repo>``, site-packages as ``.../site-packages`` (a figure's note may hold a traceback). ``corpus``: what
+    ``explain_corpus`` read from the run's JUnit XML (none counted when not given)."""
     from gpukit import evidence
 
     record = {"schema": evidence.SCHEMA_VERSION, "date": datetime.date.today().isoformat(), "machine": machine,
               "mode": mode,
               "tests": {t: o for t, o in tests.items() if not t.startswith("tests.evidence")},
-              "explain_corpus": explain_corpus(tests), "figures": figures, "pytest_exit": pytest_exit}
+              "explain_corpus": corpus or {"snippets": 0, "disagreements": [], "uncounted": []}, "figures": figures,
+              "pytest_exit": pytest_exit}
     return evidence.redact(record, ROOT)
 
 
@@ -160,7 +176,7 @@ def main() -> int:
     from gpukit import evidence
 
     machine = _machine()
-    record = record_of(machine, mode, tests, measure(machine), done.returncode)
+    record = record_of(machine, mode, tests, measure(machine), done.returncode, corpus=explain_corpus(junit))
     try:
         path, summary = evidence.write(record, ROOT / "evidence")
     except evidence.EvidenceError as exc:  # the measurements stay, outside evidence/, for a second look

@@ -15,6 +15,7 @@ import sys
 from typing import Any
 
 __all__ = ["KNOWN_TORCH", "torch_known", "rank_waitables", "ranks_running", "rank_processes", "rank_error_files", "cuda_device_index",
+           "cuda_error_class", "ACCELERATOR_ERROR_SINCE",
            "cudnn_version_int", "compiled_module_type", "forkserver_pid", "forkserver_preload", "stop_forkserver",
            "stop_resource_tracker", "start_processes", "RunProcsResult", "LogsSpecs", "LogsDest", "Std",
            "ChildFailedError", "ProcessFailure", "cuda_lazy_init", "ipython_cell_number", "jupyter_ports"]
@@ -45,11 +46,7 @@ def torch_known(version: str | None = None) -> bool:
         import torch
 
         version = torch.__version__
-    try:
-        major, minor = (int(p) for p in version.split("+")[0].split(".")[:2])
-    except ValueError:
-        return False
-    return (major, minor) in KNOWN_TORCH
+    return _release(version) in KNOWN_TORCH
 
 
 def rank_waitables(ctx: Any) -> list[Any] | None:
@@ -93,6 +90,36 @@ def cuda_device_index(device: Any) -> int:
     from torch.cuda._utils import _get_device_index
 
     return _get_device_index(device)
+
+
+# torch.AcceleratorError, a RuntimeError subclass that carries the CUDA error code, came with torch 2.8.0
+# (pytorch/pytorch#152023). From then on a failed CUDA runtime call ("CUDA error: invalid device ordinal") raises it
+# (seen with 2.11 on an H100, evidence/2026-11-26-h100-80gb-hbm3.json); before, a plain RuntimeError. Errors that torch
+# checks itself ("No CUDA GPUs are available", "Unexpected error from cudaGetDeviceCount()") stay RuntimeError.
+ACCELERATOR_ERROR_SINCE = (2, 8)
+
+
+def _release(version: str) -> tuple[int, int] | None:
+    try:
+        major, minor = (int(p) for p in version.split("+")[0].split(".")[:2])
+    except ValueError:
+        return None
+    return major, minor
+
+
+def cuda_error_class(version: str | None = None) -> str:
+    """The class PyTorch raises for a failed CUDA runtime call: ``"AcceleratorError"`` from torch 2.8 on, else
+    ``"RuntimeError"``. ``version`` is a torch release such as ``"2.11.0+cu130"``; default: the installed torch, asked
+    whether it has ``torch.AcceleratorError`` (a CPU build has the class too, though it never reaches CUDA)."""
+    if version is None:
+        import torch
+
+        return "AcceleratorError" if isinstance(getattr(torch, "AcceleratorError", None), type) else "RuntimeError"
+    release = _release(version) if isinstance(version, str) else None
+    if release is None:
+        raise ValueError(f"torch_version={version!r} is not a torch release: give it as torch.__version__ prints it, "
+                         "e.g. '2.11.0' or '2.11.0+cu130'.")
+    return "AcceleratorError" if release >= ACCELERATOR_ERROR_SINCE else "RuntimeError"
 
 
 def cudnn_version_int() -> int | None:

@@ -216,6 +216,7 @@ class VisibleMap(TableView):
     notes: tuple[str, ...] = field(default=())
     simulated: bool = False  # the GPUs are described ones (SimulatedGpuReader), not this computer's
     order_is_default: bool = False  # CUDA_DEVICE_ORDER was unset (or not a value CUDA knows)
+    repeated: bool = False  # a GPU named twice emptied the list (the driver then refuses to count its GPUs)
 
     def physical(self, cuda_index: int) -> LogicalDevice:
         """The physical GPU that ``cuda:<cuda_index>`` is (``IndexError`` naming the range if there is none)."""
@@ -283,6 +284,7 @@ def visible_map(machine: Sequence[GpuInfo], env: Mapping[str, str] | None = None
     notes.extend(n for n in spec.notes if not spec.unset)
     cuda_order = _cuda_order(gpus, order, notes)
     out: list[LogicalDevice] = []
+    repeated = spec.repeated
     if spec.unset:
         out = [LogicalDevice(k, g.physical_index, g.uuid, g.name) for k, g in enumerate(cuda_order)]
     else:
@@ -293,7 +295,7 @@ def visible_map(machine: Sequence[GpuInfo], env: Mapping[str, str] | None = None
             if any((d.physical_index, d.mig_uuid) == (found.physical_index, found.mig_uuid) for d in out):
                 notes.append(f"{shown(entry, 40)} names a GPU already in the list: the whole list is invalid, no GPU is "
                              "visible.")
-                out = []
+                out, repeated = [], True
                 break
             out.append(LogicalDevice(len(out), found.physical_index, found.uuid, found.name, found.mig_uuid))
     for d in out:
@@ -304,7 +306,7 @@ def visible_map(machine: Sequence[GpuInfo], env: Mapping[str, str] | None = None
     if not gpus:
         notes.append("No GPU was found on this machine, so no cuda:k exists whatever the variable says.")
     return VisibleMap(raw, order, tuple(out), tuple(notes), simulated=any(g.simulated for g in gpus),
-                      order_is_default=default_order)
+                      order_is_default=default_order, repeated=repeated and bool(gpus))
 
 
 def _resolve(entry: Entry, cuda_order: list[GpuInfo], notes: list[str]) -> LogicalDevice | None:

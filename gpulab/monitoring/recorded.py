@@ -73,7 +73,10 @@ class RecordedRun:
 
     @property
     def label(self) -> str:
-        return f"Recorded GPU run: {self.title} — on {self.machine}, {self.date}"
+        """What ran it and when, and that it is a recording (drawn again from its file, not measured here now)."""
+        source = f"evidence/{self.path.name}" if self.path is not None else "its file"
+        return (f"Recorded GPU run: {self.title} — on {self.machine}, {self.date}. A recording, drawn again from "
+                f"{source}: not a reading of this computer.")
 
     def figure_png(self) -> bytes:
         """The monitor's figure drawn again from the recorded readings."""

@@ -21,6 +21,7 @@ from ..core.readings import GpuInfo
 from ..machine.nvml import GpuReader
 from ..machine.resolve import machine_gpus
 from ..core.renamed import renamed_keywords
+from .cuda_errors import invalid_ordinal, no_gpu_error
 from .explanation import Explanation, Step
 from ..core.visible import LogicalDevice, VisibleMap, visible_map
 
@@ -28,7 +29,6 @@ __all__ = ["Step", "Explanation", "explain", "CannotExplain"]
 
 _FACTORIES = {"ones", "zeros", "empty", "full", "rand", "randn", "randint", "arange", "tensor", "eye", "linspace"}
 _LEGACY = {"FloatTensor", "DoubleTensor", "HalfTensor", "LongTensor", "IntTensor", "BoolTensor", "ByteTensor"}
-_INVALID_ORDINAL = "RuntimeError: CUDA error: invalid device ordinal"
 
 
 class CannotExplain(ValueError):
@@ -39,29 +39,23 @@ class CannotExplain(ValueError):
 class _Walker:
     """Follows current device / default device through the statements, like PyTorch's state would change."""
 
-    def __init__(self, vmap: VisibleMap, has_gpus: bool) -> None:
+    def __init__(self, vmap: VisibleMap, has_gpus: bool, cuda_error: str = "RuntimeError") -> None:
         self.vmap, self.has_gpus = vmap, has_gpus
+        self.invalid_ordinal = invalid_ordinal(cuda_error)  # the class this torch raises for it
         self.current = 0  # torch.cuda.current_device(): 0 until set_device / torch.cuda.device changes it
         self.default: Any = None  # torch.set_default_device / with torch.device(...): None means CPU
         self.names: dict[str, Any] = {}  # dev = torch.device("cuda:1"), ids = [0, 1]: values later lines may use
         self.steps: list[Step] = []
 
     # -- outcomes ------------------------------------------------------------------------------------------------
-    def _no_gpu_error(self) -> str | None:
-        if not self.has_gpus:
-            return "RuntimeError: Found no NVIDIA driver on your system. (This machine has no GPU.)"
-        if not self.vmap.devices:
-            return "RuntimeError: No CUDA GPUs are available"
-        return None
-
     def _on(self, code: str, ks: Sequence[int], why: str) -> Step:
-        err = self._no_gpu_error()
+        err = no_gpu_error(self.vmap, self.has_gpus)
         if err:
             return Step(code, f"{why}; but this process would see no GPU ({_why_none(self.vmap)}).", error=err)
         bad = [k for k in ks if not 0 <= k < len(self.vmap.devices)]
         if bad:
             return Step(code, f"{why}; but cuda:{bad[0]} does not exist: this process sees {len(self.vmap.devices)} "
-                        f"GPU(s), cuda:0..cuda:{len(self.vmap.devices) - 1}.", error=_INVALID_ORDINAL)
+                        f"GPU(s), cuda:0..cuda:{len(self.vmap.devices) - 1}.", error=self.invalid_ordinal)
         phys = tuple(self.vmap.devices[k] for k in ks)
         where = "; ".join(_describe(self.vmap, d) for d in phys)
         return Step(code, f"{why}: {where}.", tuple(ks), phys)
@@ -213,7 +207,7 @@ class _Walker:
 
     def _dataparallel(self, code: str, args: list[Any], kw: dict[str, Any]) -> Step:
         ids = kw.get("device_ids", args[1] if len(args) > 1 else None)
-        if self._no_gpu_error():
+        if no_gpu_error(self.vmap, self.has_gpus):
             empty = ids is not None and not list(ids)
             return self._cpu(code, "with no usable GPU, DataParallel silently wraps nothing: the model stays where it "
                                    "is and runs on one device (PyTorch gives no warning)."
@@ -233,7 +227,7 @@ class _Walker:
         out = ids[0] if out is None else _cuda_index(out)
         step = self._on(code, ids, f"{why}; the model must already be on cuda:{ids[0]} (device_ids[0]), is copied to "
                                    f"the others every forward, and outputs are gathered on cuda:{out}")
-        if step.error == _INVALID_ORDINAL:  # DataParallel checks the ids itself first
+        if step.error == self.invalid_ordinal:  # DataParallel checks the ids itself first
             step = Step(step.code, step.sentence, error="AssertionError: Invalid device id")
         return step
 
@@ -314,18 +308,23 @@ def _cuda_index(dev: Any) -> int:
 
 @renamed_keywords(gpus="machine")
 def explain(code: str, machine: Sequence[GpuInfo] | GpuReader | str | None = None,
-            env: Mapping[str, str] | None = None) -> Explanation:
+            env: Mapping[str, str] | None = None, *, torch_version: str | None = None) -> Explanation:
     """Say where each statement of ``code`` would put its work on this (or a described) machine, and why.
 
     ``machine``: a preset name (``"workshop-8"``), a ``GpuReader`` (e.g. ``SimulatedGpuReader("workshop-8")``), or GPUs
     already read (``gpulab.devices()``); default: this machine, read through NVML (no CUDA context). ``env``: the
     environment of the process that would run the code (default: this one), e.g. ``{"CUDA_VISIBLE_DEVICES":
-    "2,3,4,5"}``. Execution stops at the first statement that raises. The answer is a prediction from PyTorch's
-    rules, and says so (and SIMULATED, on a described machine). ``ValueError`` for code it cannot read.
+    "2,3,4,5"}``. ``torch_version``: the torch release that would run it (default: this one), which decides the class
+    of a CUDA error (``AcceleratorError`` from 2.8 on, ``RuntimeError`` before). Execution stops at the first statement
+    that raises. The answer is a prediction from PyTorch's rules, and says so (and SIMULATED, on a described machine).
+    ``ValueError`` for code it cannot read.
     """
     if not isinstance(code, str):
         raise TypeError(f"explain() reads PyTorch code given as text, e.g. explain(\"model.cuda(1)\"); got a "
                         f"{type(code).__name__} {shown(code)}.")
+    from ..core.compat import cuda_error_class
+
+    cuda_error = cuda_error_class(torch_version)  # refuses a version it cannot read before anything else
     gpus = machine_gpus(machine)
     vmap = visible_map(gpus, env)
     source = textwrap.dedent(code).strip()
@@ -341,7 +340,7 @@ def explain(code: str, machine: Sequence[GpuInfo] | GpuReader | str | None = Non
         raise ValueError("explain() was given no statement to read (the code is empty or only comments). Give it the "
                          "lines to follow, e.g. explain(\"torch.cuda.set_device(1)\\nmodel.cuda()\", \"workshop-8\", "
                          "env={\"CUDA_VISIBLE_DEVICES\": \"2,3\"}).")
-    walker = _Walker(vmap, bool(gpus))
+    walker = _Walker(vmap, bool(gpus), cuda_error)
     try:
         walker.run(tree.body)
     except RecursionError:

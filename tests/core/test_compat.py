@@ -90,3 +90,15 @@ def test_the_fork_server_state_is_read_and_it_can_be_stopped():
                          start_new_session=True, env={**os.environ, "PYTHONPATH": root})
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "stopped"
+
+
+def test_the_class_of_a_cuda_error_follows_the_torch_release():
+    """torch.AcceleratorError arrived in 2.8.0; torch 2.11 raised it for "invalid device ordinal" on an H100."""
+    assert compat.ACCELERATOR_ERROR_SINCE == (2, 8)
+    assert [compat.cuda_error_class(v) for v in ("2.7.1+cu126", "2.8.0", "2.11.0+cu130", "2.14.1", "3.0.0")] == \
+        ["RuntimeError", "AcceleratorError", "AcceleratorError", "AcceleratorError", "AcceleratorError"]
+    here = compat.cuda_error_class()
+    assert here == ("AcceleratorError" if hasattr(torch, "AcceleratorError") else "RuntimeError")
+    assert here == compat.cuda_error_class(torch.__version__)  # what the installed torch has agrees with its release
+    with pytest.raises(ValueError, match="torch_version='nightly' is not a torch release"):
+        compat.cuda_error_class("nightly")

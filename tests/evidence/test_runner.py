@@ -28,9 +28,6 @@ def test_junit_outcomes_are_read_per_test(tmp_path):
                    '<testcase classname="tests.a" name="err"><error message="x"/></testcase></testsuite></testsuites>')
     assert gpu_run.outcomes(xml) == {"tests.a::ok": "passed", "tests.a::bad": "failed", "tests.a::gpu": "skipped",
                                      "tests.a::err": "error"}
-    corpus = gpu_run.explain_corpus({"tests.placement.test_explain_on_gpus::t[0]": "passed",
-                                     "tests.placement.test_explain_on_gpus::t[1]": "failed", "tests.a::ok": "passed"})
-    assert corpus == {"snippets": 2, "disagreements": ["tests.placement.test_explain_on_gpus::t[1]"]}
 
 
 def test_transfer_figures_on_the_cpu_measure_pageable_copies_and_say_why_pinned_is_missing():

@@ -36,6 +36,8 @@ def test_a_run_is_recorded_read_back_and_drawn_with_its_machine_and_date(tmp_pat
     run = RecordedRun.load(path)
     assert run.machine == "1× Tesla T4 (test file), torch 2.14.1" and run.date == data["date"]
     assert run.label.startswith("Recorded GPU run: digits MLP on cuda:0 — on 1× Tesla T4 (test file)")
+    assert run.label.endswith("A recording, drawn again from evidence/ch05-monitor-gpu.json: not a reading of this "
+                              "computer.")  # DESIGN.md, Labels: recorded elsewhere says so where it is shown
     assert data["date"] in str(run) and "Monitor summary" in str(run)
     assert [label for _, label in run.marks] == ["epoch 1", "epoch 2"] and len(run.rows) == len(mon.history)
     assert run.figure_png()[:8] == b"\x89PNG\r\n\x1a\n"

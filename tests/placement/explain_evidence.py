@@ -162,3 +162,13 @@ def disagreements(predicted: Explanation, records: Sequence[Mapping[str, Any]]) 
     if len(records) != len(predicted.steps):
         problems.append(f"PyTorch ran {len(records)} statement(s) where {len(predicted.steps)} were predicted")
     return problems
+
+
+# make test-gpu's evidence counts snippets, not tests: each corpus test records its counts as this JUnit property
+# (pytest's record_property), and tools/gpu_run.py::explain_corpus reads and adds them up.
+COUNTS_PROPERTY = "explain_corpus"
+
+
+def corpus_counts(snippets: int, disagreeing: Sequence[str]) -> str:
+    """The property's value: ``{"snippets": n, "disagreements": [one line per snippet that disagreed]}`` as JSON."""
+    return json.dumps({"snippets": snippets, "disagreements": list(disagreeing)})

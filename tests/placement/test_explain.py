@@ -104,7 +104,7 @@ def test_refusals_before_any_gpu_is_touched_are_pytorch_s_own(code):
 
 
 @pytest.mark.parametrize("code, env, error_class", [
-    ("x.cuda(4)", SEED_ENV, "RuntimeError"),  # 4 visible GPUs: cuda:4 does not exist
+    ("x.cuda(4)", SEED_ENV, "AcceleratorError"),  # 4 visible GPUs: cuda:4 does not exist (torch >= 2.8's class)
     ("x.cuda()", {"CUDA_VISIBLE_DEVICES": ""}, "RuntimeError"),  # every GPU hidden
 ])
 def test_errors_that_need_the_described_gpus(code, env, error_class):
@@ -171,3 +171,63 @@ def test_naming_a_gpu_for_later_raises_nothing_even_without_one(naming, first_te
     assert e.steps[0].error is None, str(e)
     # the first tensor made there is the step that raises, with the message this machine really gives
     assert e.steps[1].error.split(".")[0] == _real_error(f"{naming}\n{first_tensor}").split(".")[0]
+
+
+# -- what a one-GPU machine raises, by torch release (seen on one H100 with torch 2.11: evidence/, 2026-11-26) ---------
+T4 = SimulatedGpuReader("colab-T4")  # one GPU, as most learners have it
+PAST_THE_ONE_GPU = ["y = x.cuda(1)", "model.cuda(1)", "y = x.to('cuda:1')", "torch.cuda.set_device(1)",
+                    "torch.accelerator.set_device_index(1)", "with torch.cuda.device(1):\n    y = x.cuda()",
+                    "torch.set_default_device('cuda:1')\ny = torch.ones(2)"]
+
+
+@pytest.mark.parametrize("code", PAST_THE_ONE_GPU)
+@pytest.mark.parametrize("version, error_class", [("2.11.0+cu130", "AcceleratorError"), ("2.8.0", "AcceleratorError"),
+                                                  ("2.14.1", "AcceleratorError"), ("2.7.1+cu126", "RuntimeError"),
+                                                  ("2.5.1", "RuntimeError")])
+def test_cuda_1_on_one_gpu_raises_the_class_of_the_torch_release(code, version, error_class):
+    """torch 2.11 raised torch.AcceleratorError (a RuntimeError subclass, new in 2.8) for all of these on an H100."""
+    e = explain(code, T4, {}, torch_version=version)
+    assert e.error == f"{error_class}: CUDA error: invalid device ordinal" and e.physical_indices == ()
+
+
+def test_without_a_version_the_class_is_the_installed_torch_s():
+    expected = "AcceleratorError" if hasattr(torch, "AcceleratorError") else "RuntimeError"
+    assert explain("x.cuda(1)", T4, {}).error == f"{expected}: CUDA error: invalid device ordinal"
+    assert issubclass(torch.AcceleratorError, RuntimeError)  # torch 2.14 here has it, even without a driver
+
+
+def test_dataparallel_checks_the_ids_itself_whatever_the_release():
+    for version in ("2.7.1", "2.11.0"):
+        bad = explain("nn.DataParallel(model, device_ids=[0, 1])", T4, {}, torch_version=version)
+        assert bad.error == "AssertionError: Invalid device id"
+
+
+@pytest.mark.parametrize("code", ["y = x.cuda(0)", "model.cuda(0)", "y = x.to('cuda:0')", "torch.cuda.set_device(0)",
+                                  "torch.accelerator.set_device_index(0)", "with torch.device('cuda:0'):\n    "
+                                  "y = torch.zeros(2)"])
+@pytest.mark.parametrize("twice", ["0,0", "{uuid},{uuid}"])
+def test_a_gpu_named_twice_gets_the_driver_s_error(code, twice):
+    """The H100's driver (580) refused to count its GPUs under CUDA_VISIBLE_DEVICES='0,0': error 101, which torch
+    reports as a RuntimeError whatever its release (make-test-gpu.log of the 2026-11-26 run)."""
+    env = {"CUDA_VISIBLE_DEVICES": twice.format(uuid=T4.info(0, processes=False).uuid[:12])}
+    for version in ("2.7.1", "2.11.0+cu130"):
+        e = explain(code, T4, env, torch_version=version)
+        assert e.error == ("RuntimeError: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions "
+                           "before calling NumCudaDevices() that might have already set an error? Error 101: invalid "
+                           "device ordinal"), e
+        assert e.physical_indices == ()
+    wraps = explain("nn.DataParallel(model, device_ids=[0])", T4, env)  # device_count() is 0: it wraps nothing
+    assert wraps.error is None and wraps.steps[0].on_cpu
+
+
+def test_every_gpu_hidden_is_still_no_cuda_gpus():
+    assert explain("x.cuda(0)", T4, {"CUDA_VISIBLE_DEVICES": ""}).error == "RuntimeError: No CUDA GPUs are available"
+    hidden = explain("x.cuda(0)", T4, {"CUDA_VISIBLE_DEVICES": "-1,0"})
+    assert hidden.error == "RuntimeError: No CUDA GPUs are available"
+
+
+@pytest.mark.parametrize("version", ["nightly", "", "2"])
+def test_a_torch_version_it_cannot_read_is_refused(version):
+    with pytest.raises(ValueError, match=rf"torch_version={version!r} is not a torch release: give it as "
+                                         r"torch.__version__ prints it"):
+        explain("x.cuda(1)", T4, {}, torch_version=version)

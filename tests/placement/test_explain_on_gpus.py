@@ -14,7 +14,8 @@ from gpulab.machine.simulated import SimulatedGpuReader
 from gpulab.placement.explain import explain
 from gpulab.testing import requires_gpus
 
-from .explain_evidence import CHAPTER_02, KINDS, corpus, disagreements, run, statements
+from .explain_evidence import (CHAPTER_02, COUNTS_PROPERTY, KINDS, corpus, corpus_counts, disagreements, run,
+                               statements)
 
 
 def _gpus(preset: str):
@@ -67,7 +68,7 @@ def test_agreement_and_each_kind_of_disagreement_are_told_apart():
     e = explain("torch.cuda.set_device(1)\ny = x.cuda()\nz = x.cuda(0)\nw = x.cuda(5)", gpus, {})
     u0, u1 = gpus[0].uuid, gpus[1].uuid
     real = [{"state": True, "devices": [u1]}, {"devices": [u1]}, {"devices": [u0]},
-            {"error": "RuntimeError: CUDA error: invalid device ordinal"}]
+            {"error": "AcceleratorError: CUDA error: invalid device ordinal"}]
     assert disagreements(e, real) == []
     wrong_gpu = [real[0], {"devices": [u0]}, *real[2:]]
     assert disagreements(e, wrong_gpu) == [f"statement 2 `{e.steps[1].code}`: predicted ['{u1}'], PyTorch used ['{u0}']"]
@@ -85,6 +86,31 @@ def test_a_prediction_s_message_must_start_pytorch_s_first_line():
     real = "RuntimeError: Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU and ..."
     assert disagreements(nothing, [{"error": real}]) == []
     assert disagreements(nothing, [{"error": "RuntimeError: No CUDA GPUs are available"}])
+
+
+# What torch 2.11 did on one H100 (driver 580) where explain() disagreed before (make-test-gpu.log of the 2026-11-26
+# run; evidence/2026-11-26-h100-80gb-hbm3.json): 45 snippets raised AcceleratorError, 9 under '0,0' the driver's 101.
+H100_RAISED = {
+    ("", "y = x.cuda(1)"): ["AcceleratorError: CUDA error: invalid device ordinal"],
+    ("0", "torch.cuda.set_device(1)\ny = x.cuda()\nz = x.cuda(0)"): ["AcceleratorError: CUDA error: invalid device "
+                                                                     "ordinal"],
+    ("", "torch.set_default_device('cuda:1')\ny = torch.ones(2)"): [None, "AcceleratorError: CUDA error: invalid "
+                                                                    "device ordinal"],
+    ("0,0", "y = x.cuda(0)"): ["RuntimeError: Unexpected error from cudaGetDeviceCount(). Did you run some cuda "
+                               "functions before calling NumCudaDevices() that might have already set an error? Error "
+                               "101: invalid device ordinal"],
+    ("0,0", "with torch.device('cuda:0'):\n    y = torch.zeros(2)\nz = torch.zeros(2)"): [
+        None, "RuntimeError: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before "
+              "calling NumCudaDevices() that might have already set an error? Error 101: invalid device ordinal"],
+}
+
+
+@pytest.mark.parametrize("visible, code", list(H100_RAISED))
+def test_what_torch_2_11_raised_on_one_h100_is_what_explain_predicts(visible, code):
+    gpus = _gpus("colab-T4")  # one GPU: the messages do not depend on its model
+    env = {"CUDA_VISIBLE_DEVICES": visible} if visible else {}
+    records = [{"state": True, "devices": []} if e is None else {"error": e} for e in H100_RAISED[visible, code]]
+    assert disagreements(explain(code, gpus, env, torch_version="2.11.0+cu130"), records) == []
 
 
 @pytest.mark.skipif(cuda_gpu_count() > 0, reason="this machine has a GPU: the GPU tests below run instead")
@@ -106,23 +132,27 @@ def _this_machine():
     return gpus
 
 
-def _check(gpus, snippets) -> None:
+def _check(gpus, snippets, record_property) -> None:
+    """Run the snippets, record the counts for make test-gpu's evidence (a JUnit property, ``corpus_counts``), and
+    fail naming every snippet that disagrees."""
     outcomes = run(snippets)
-    problems = [f"{s}: {p}" for s in snippets for p in disagreements(explain(s.code, gpus, s.environ), outcomes[s])]
-    assert not problems, f"{len(problems)} disagreement(s) in {len(snippets)} snippets:\n" + "\n".join(problems)
+    per_snippet = {s: disagreements(explain(s.code, gpus, s.environ), outcomes[s]) for s in snippets}
+    disagreeing = [f"{s}: {'; '.join(found)}" for s, found in per_snippet.items() if found]
+    record_property(COUNTS_PROPERTY, corpus_counts(len(snippets), disagreeing))
+    assert not disagreeing, f"{len(disagreeing)} of {len(snippets)} snippets disagree:\n" + "\n".join(disagreeing)
 
 
 @pytest.mark.gpu
 @requires_gpus(1)
-def test_explain_agrees_with_pytorch_on_this_machine_s_gpus():
+def test_explain_agrees_with_pytorch_on_this_machine_s_gpus(record_property):
     gpus = _this_machine()
     snippets = [s for s in corpus(gpus) if s.needs <= 1]
     assert len(snippets) >= 30
-    _check(gpus, snippets)
+    _check(gpus, snippets, record_property)
 
 
 @pytest.mark.multigpu
 @requires_gpus(2)
-def test_explain_agrees_with_pytorch_across_several_gpus():
+def test_explain_agrees_with_pytorch_across_several_gpus(record_property):
     gpus = _this_machine()
-    _check(gpus, [s for s in corpus(gpus) if s.needs >= 2])
+    _check(gpus, [s for s in corpus(gpus) if s.needs >= 2], record_property)

@@ -104,8 +104,7 @@ def markdown(record: dict[str, Any]) -> str:
              *([f"- chapters ran in {record['mode']} mode (GPULAB_FAST={int(record['mode'] == 'fast')})"]
                if "mode" in record else []),
              f"- GPU tests: {', '.join(f'{n} {k}' for k, n in sorted(counts.items()))}",
-             f"- explain vs CUDA: {record['explain_corpus']['snippets']} snippets, "
-             f"{len(record['explain_corpus']['disagreements'])} disagreement(s)", "",
+             _explain_line(record["explain_corpus"]), "",
              "| figure | measured | peak | note |", "|---|---|---|---|"]
     for name in FIGURES:
         fig = record["figures"][name]
@@ -118,6 +117,15 @@ def markdown(record: dict[str, Any]) -> str:
     if failed:
         lines += ["", "Failed:", *(f"- `{t}`" for t in failed)]
     return "\n".join(lines) + "\n"
+
+
+def _explain_line(corpus: dict[str, Any]) -> str:
+    """explain() against CUDA, counted in snippets (each corpus test records its counts; a test that failed before
+    counting is named, so that 0 snippets never reads as agreement)."""
+    line = f"- explain vs CUDA: {corpus['snippets']} snippets run, {len(corpus['disagreements'])} disagreed"
+    uncounted = corpus.get("uncounted") or []
+    return line + (f"; {len(uncounted)} corpus test(s) failed before counting: {', '.join(uncounted)}" if uncounted
+                   else "")
 
 
 def write(record: dict[str, Any], folder: Path) -> tuple[Path, Path]:

@@ -6,13 +6,14 @@ raises is recorded as not measured with the error, so one broken measurement nev
 """
 from __future__ import annotations
 
+import re
 import subprocess
 import time
 from typing import Any, Callable
 
 # Data-sheet dense peaks, TFLOP/s: (fp32 without TF32, bf16/fp16 tensor cores). Labelled "data sheet" in the record.
-DATASHEET_TFLOPS = {"h200": (67.0, 989.0), "h100": (67.0, 989.0), "a100": (19.5, 312.0), "l4": (30.3, 121.0),
-                    "t4": (8.1, 65.0), "a10": (31.2, 125.0), "v100": (15.7, 125.0)}
+DATASHEET_TFLOPS = {"h200": (67.0, 989.0), "h100": (67.0, 989.0), "h100 pcie": (51.0, 756.0), "a100": (19.5, 312.0),
+                    "l4": (30.3, 121.0), "t4": (8.1, 65.0), "a10": (31.2, 125.0), "v100": (15.7, 125.0)}
 PCIE_LANE_GBPS = {1: 0.25, 2: 0.5, 3: 0.985, 4: 1.969, 5: 3.938, 6: 7.563}  # per lane, per direction, after encoding
 
 
@@ -59,20 +60,58 @@ def transfers(device: Any, nbytes: int = 1 << 26) -> dict[str, dict[str, Any]]:
     return out
 
 
-def matmul_tflops(device: Any, n: int = 4096, gpu_name: str = "") -> dict[str, Any]:
-    """Dense matmul TFLOP/s (bf16 on CUDA, fp32 on the CPU) against the card's data-sheet peak where known."""
+# Compute capability by the model's name, for a card named without it (the run reads it from torch where it can).
+CAPABILITY = {"h200": (9, 0), "h100": (9, 0), "a100": (8, 0), "a10": (8, 6), "l4": (8, 9), "t4": (7, 5), "v100": (7, 0)}
+MATMUL_SIZES = (8192, 4096, 2048, 1024)  # 8192³ fills a large card: an H100 gave 718 TFLOP/s at 4096³, ~800 at 8192³
+
+
+def _model(gpu_name: str, table: dict[str, Any]) -> str | None:
+    """The key of ``table`` that ``gpu_name`` names as a whole word ('NVIDIA A100-SXM4-80GB' -> 'a100', not 'a10')."""
+    name = gpu_name.lower()
+    return next((k for k in sorted(table, key=len, reverse=True) if re.search(rf"(?<![a-z0-9]){k}(?![a-z0-9])", name)),
+                None)
+
+
+def matmul_plan(gpu_name: str, capability: tuple[int, int] | None, memory_bytes: int) -> dict[str, Any]:
+    """What the matmul figure multiplies on a card (pure): ``{"n", "dtype", "peak"}``.
+
+    bf16 where the card has bf16 matrix units (compute capability >= 8.0: A100, H100, L4, ...), fp16 on tensor cores
+    before that (7.x: V100, T4), fp32 on older cards; the largest size of ``MATMUL_SIZES`` whose three n x n matrices
+    take at most a quarter of the card's memory; and the data sheet's dense peak for that dtype, where the model is
+    known (``peak`` None otherwise). ``capability`` None: read from the name where it is known.
+    """
+    model = _model(gpu_name, CAPABILITY)
+    if capability is None:
+        capability = CAPABILITY.get(model or "")
+    dtype = "bfloat16" if capability and capability >= (8, 0) else "float16" if capability and capability >= (7, 0) \
+        else "float32"
+    size = 2 if dtype != "float32" else 4
+    n = next((n for n in MATMUL_SIZES if 3 * n * n * size <= memory_bytes // 4), MATMUL_SIZES[-1])
+    sheet = _model(gpu_name, DATASHEET_TFLOPS)
+    peak = DATASHEET_TFLOPS[sheet][0 if dtype == "float32" else 1] if sheet else None
+    return {"n": n, "dtype": dtype, "peak": peak}
+
+
+def matmul_tflops(device: Any, n: int | None = None, gpu_name: str = "") -> dict[str, Any]:
+    """Dense matmul TFLOP/s against the card's data-sheet peak where known: on CUDA the size and dtype of
+    ``matmul_plan`` for this card (``n`` overrides the size), on the CPU fp32 at ``n`` (default 1024)."""
     import torch
 
     from gpulab.measure.timing import benchmark
 
     dev = torch.device(device)
-    dtype = torch.bfloat16 if dev.type == "cuda" else torch.float32
+    if dev.type == "cuda":
+        props = torch.cuda.get_device_properties(dev)
+        plan = matmul_plan(gpu_name or props.name, (props.major, props.minor), props.total_memory)
+    else:
+        plan = {"n": 1024, "dtype": "float32", "peak": None}
+    n = n or plan["n"]
+    dtype = getattr(torch, plan["dtype"])
     a = torch.randn(n, n, device=dev, dtype=dtype)
     b = torch.randn(n, n, device=dev, dtype=dtype)
     r = benchmark(lambda: a @ b, device=dev, warmup=2, repeats=5, number=1, label="matmul")
-    key = next((k for k in DATASHEET_TFLOPS if k in gpu_name.lower()), None)
-    extra = {"peak": DATASHEET_TFLOPS[key][1], "note": f"{n}x{n} bf16; peak: data sheet"} if key and \
-        dev.type == "cuda" else {"note": f"{n}x{n} {str(dtype).replace('torch.', '')}"}
+    note = f"{n}x{n} {plan['dtype'].replace('bfloat16', 'bf16').replace('float16', 'fp16')}"
+    extra = {"peak": plan["peak"], "note": f"{note}; peak: data sheet"} if plan["peak"] else {"note": note}
     return _figure(2 * n**3 / r.median_s / 1e12, "TFLOP/s", **extra)
 
 
