@@ -60,6 +60,13 @@ def decide_rank_devices(gpus: Sequence[RankGpu | None], *, nccl_available: bool,
     n = len(gpus)
     if n < 1:
         raise ValueError("there must be at least one rank to decide for; got an empty list of ranks.")
+    strays = [g for g in gpus if g is not None and not isinstance(g, RankGpu)]
+    if strays:
+        raise TypeError(f"each rank's GPU is a RankGpu(cuda_index, uuid) or None (no GPU for that rank); got "
+                        f"{strays[0]!r}. gpus_of_one_machine(nprocs, gpu_count) builds the list for one machine.")
+    if not isinstance(requested, str):
+        raise TypeError(f"backend is a name such as 'auto', 'gloo' or 'nccl'; got {requested!r}.")
+    requested = requested.lower()  # torch.distributed accepts 'NCCL' and 'Gloo' too
     if requested not in _NAMED + _OTHERS:
         raise ValueError(f"backend={requested!r} is not available in this PyTorch build; use 'auto', 'gloo' or, "
                          f"with a GPU per rank, 'nccl'.")

@@ -18,6 +18,7 @@ def plan_ranks(requested: str, nprocs: int) -> RankDevices:
     ``cuda:k``, when every rank can have a GPU of its own and NCCL is built in; else gloo on the CPU."""
     from ..machine.cuda import cuda_gpu_count
 
+    requested = requested.lower() if isinstance(requested, str) else requested  # the decision refuses a non-name
     if requested in ("mpi", "ucc", "xccl") and not dist.is_backend_available(requested):
         raise ValueError(f"backend={requested!r} is not available in this PyTorch build; use 'auto', 'gloo' or, "
                          f"with GPUs, 'nccl'.")

@@ -98,3 +98,13 @@ def test_other_backends_pass_through_on_the_cpu_and_unknown_ones_are_refused():
         decide_rank_devices([None], nccl_available=True, requested="carrier-pigeon")
     with pytest.raises(ValueError, match="at least one rank"):
         decide_rank_devices([], nccl_available=True)
+
+
+def test_a_backend_name_in_capitals_is_the_same_backend_and_a_wrong_kind_is_refused_with_what_to_pass():
+    # torch.distributed takes 'NCCL' and 'Gloo' as well; the decision must not call them unavailable
+    assert decide_rank_devices(gpus_of_one_machine(2, 2), nccl_available=True, requested="NCCL").backend == "nccl"
+    assert decide_rank_devices([None], nccl_available=True, requested="Gloo").backend == "gloo"
+    with pytest.raises(TypeError, match="backend is a name such as 'auto'"):
+        decide_rank_devices([None], nccl_available=True, requested=None)
+    with pytest.raises(TypeError, match=r"a RankGpu\(cuda_index, uuid\) or None .* got 'cuda:0'"):
+        decide_rank_devices(["cuda:0"], nccl_available=True)
