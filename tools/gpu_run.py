@@ -8,7 +8,8 @@
    and a check in the run's own environment makes sure that Python finds them and imports gpulab from this checkout
    (tools/gpukit/preflight.py). The chapters run fast unless GPULAB_FAST=0 says full; the record says which.
 2. pytest runs the test files that hold gpu/multigpu tests, with GPULAB_ONLY_GPU=1 (only their GPU tests, and the
-   chapters that have GPU cells, whose CPU cells run everywhere), plus the evidence writer's own tests.
+   chapters that have GPU cells, whose CPU cells run everywhere). The kit's own tests (tests/evidence) run in make test
+   and make test-kit, not here: GPULAB_ONLY_GPU keeps only GPU tests.
 3. Where a GPU ran them, the figures the chapters quote are measured and evidence/<date>-<gpu>.json is written with
    its Markdown summary. Where there is none, it says so and exits 0 once the CPU-side checks passed.
 """
@@ -165,8 +166,7 @@ def main() -> int:
     count = torch.cuda.device_count() if torch.cuda.is_available() else 0
     junit = ROOT / ".gpu-deps" / "junit.xml"
     files = [str(p.relative_to(ROOT)) for p in gpu_test_files()]
-    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", f"--junitxml={junit}", *files, "notebooks",
-           "tests/evidence"]
+    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", f"--junitxml={junit}", *files, "notebooks"]
     done = subprocess.run(cmd, cwd=ROOT, env=env)
     tests = outcomes(junit) if junit.exists() else {}
     if count == 0:
