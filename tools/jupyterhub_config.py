@@ -78,7 +78,7 @@ elif MODEL != "kernel":
 
 # DockerSpawner, server model: gpu_hooks also writes the reserved GPUs into the container's device_requests (by UUID),
 # so exactly those GPUs are passed into it, and CUDA_VISIBLE_DEVICES (UUIDs too) names the same ones inside.
-# Mount the reservation directory read-only so `python -m gpulab watch` works in the container:
+# Mount the reservations folder read-only so `python -m gpulab watch` works in the container:
 #   c.JupyterHub.spawner_class = "dockerspawner.DockerSpawner"
 #   c.DockerSpawner.image = "your-course-image"   # with the NVIDIA container toolkit on the host
 #   c.DockerSpawner.volumes = {"/tmp/gpulab-reservations": {"bind": "/tmp/gpulab-reservations", "mode": "ro"}}

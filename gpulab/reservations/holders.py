@@ -24,8 +24,8 @@ THIS_NOTEBOOK = "this notebook"
 @dataclass(frozen=True)
 class Holder:
     """Who holds a GPU's reservation: the locking ``pid`` and, when the file's name matches it, ``user`` and ``host``;
-    ``text`` says it in words (``"pid 4242 (alice@server)"``), including when the two disagree; a reservation of this very
-    process reads ``"this notebook"`` and has ``mine`` set."""
+    ``text`` says it in words (``"pid 4242 (alice@server)"``), including when the two disagree; a reservation of this
+    very process reads ``"this notebook"`` and has ``mine`` set."""
 
     pid: int | None
     user: str | None
@@ -33,8 +33,9 @@ class Holder:
     text: str
     mine: bool = False
     details: dict[str, str] = field(default_factory=dict)
-    """What the holder said of the reservation beyond pid, user and host (``reserve_gpus(details=...)``): for example the
-    kernel id, the notebook, the JupyterHub user a server was started for, the reservation's ``MASTER_PORT`` range."""
+    """What the holder said of the reservation beyond pid, user and host (``reserve_gpus(details=...)``): for example
+    the kernel id, the notebook, the JupyterHub user a server was started for, the reservation's ``MASTER_PORT``
+    range."""
 
     def __str__(self) -> str:
         return self.text
@@ -114,7 +115,7 @@ def others_only(holders: dict[str, Holder]) -> dict[str, str]:
 def reservation_holders(uuids: list[str], reservations: str | os.PathLike[str] | None = None) -> dict[str, Holder]:
     """Which of these GPUs someone holds right now, and who (checked by trying each lock, then letting go).
 
-    Creates nothing: with no reservation directory yet, nobody holds anything.
+    Creates nothing: with no reservations folder yet, nobody holds anything.
     """
     d = reservations_dir(reservations, create=False)
     try:
