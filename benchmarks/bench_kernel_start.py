@@ -4,9 +4,9 @@
 
 Each round starts (and shuts down) one kernel of each kind with jupyter_client's ``AsyncKernelManager``, taking
 turns, on a described server with 8 free GPUs (``idle-8``) and a scratch lock directory: a plain ``python3``-like
-kernelspec, and gpulab's 1-GPU kernelspec, whose start first runs ``gpulab.server.lease_start`` (reserve, set the
-environment, exec). Two times per kind: ``start_kernel`` returning (the process is running, holding its lease), and
-the kernel answering (``wait_for_ready``), which is what a student waits for. Prints the medians and their ratios.
+kernelspec, and gpulab's 1-GPU kernelspec, whose start first runs ``gpulab.server.reservation_start`` (reserve, set the
+environment, exec). Two times per kind: ``start_kernel`` returning (the process is running, holding its reservation),
+and the kernel answering (``wait_for_ready``), which is what a student waits for. Prints the medians and their ratios.
 """
 from __future__ import annotations
 

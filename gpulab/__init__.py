@@ -5,11 +5,12 @@ subpackage, whose names read as the course's contents (floor by floor: each impo
 in this list, ``tests/test_layers.py``):
 
     gpulab.core          units, tables, settings, readings, CUDA_VISIBLE_DEVICES's grammar (pure)
+    gpulab.reservations  who holds which GPU: the lock files that placement, checkup and server share
     gpulab.machine       NVML reader, described (simulated) GPUs, which machine a learner meant, inventory, host,
                          software, CUDA state
     gpulab.workload      the digits data, models and training loop the chapters share
     gpulab.measure       timing, transfers, the CPU/GPU crossover, memory sizing
-    gpulab.placement     the guarded setter, explain, selection, reservations, the picker
+    gpulab.placement     the guarded setter, explain, selection, reserve_gpus, the picker
     gpulab.monitoring    the live monitor
     gpulab.ranks         ranks from a notebook cell (the launcher, %%ranks), DDP speed
     gpulab.dataparallel  DataParallel by hand, its gradients, throughput and GPU footprint

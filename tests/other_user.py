@@ -1,7 +1,7 @@
 """A copy of this checkout's ``gpulab`` that another Unix user (nobody) can import with the system's Python.
 
-The clone may sit in a private folder (root's home), which nobody cannot enter; the reservation and lease code needs
-nothing outside the standard library, so a world-readable copy in a scratch folder is all such a process needs.
+The clone may sit in a private folder (root's home), which nobody cannot enter; the reservation and reservation code
+needs nothing outside the standard library, so a world-readable copy in a scratch folder is all such a process needs.
 """
 from __future__ import annotations
 

@@ -11,8 +11,8 @@ fails offline). Each chapter: open it, Run All, wait for the kernel, then assert
   figure and the summary, with no widget left.
 The claims ledger (notebooks/claims_ledger.md), in the Markdown preview: a link opens its chapter at the cell.
 Pages are 1400×1000, a projector's screen. The picker is checked as the room sees it: a header row, a free/busy badge
-per row agreeing with the bar's colour and with ``choose_gpus``'s rule, this kernel's own lease shown as "reserved by
-this notebook"; chapter 02 under simulation never gives a machine's GPU count without SIMULATED; JupyterLab's news
+per row agreeing with the bar's colour and with ``choose_gpus``'s rule, this kernel's own reservation shown as "reserved
+by this notebook"; chapter 02 under simulation never gives a machine's GPU count without SIMULATED; JupyterLab's news
 popup (off in the course's settings, ``tools/lab_settings``) never appears, and printed text wraps at spaces
 (``tools/lab_custom/custom.css``). Screenshots, among them the picker and
 chapter 05's figure, go to ``GPULAB_SCREENSHOTS`` (default ``build/browser-screenshots``, git-ignored).
@@ -291,7 +291,7 @@ def _check_picker(page, name: str) -> None:
     rows = page.evaluate(PICKER_ROWS_JS, picker.element_handle())
     assert len(rows) == 8 and all(r["badge"] in ("free", "busy") for r in rows), rows
     # the bar is green exactly where the badge says free, and free is choose_gpus's rule: GPUs 1, 3 and 5 here,
-    # GPU 1 included although this notebook reserved it (its own lease is not busy for it)
+    # GPU 1 included although this notebook reserved it (its own reservation is not busy for it)
     assert [r["green"] for r in rows] == [r["badge"] == "free" for r in rows], rows
     assert [i for i, r in enumerate(rows) if r["badge"] == "free"] == [1, 3, 5], rows
     assert "reserved by this notebook" in rows[1]["text"] and "reserved by pid" not in before, rows[1]

@@ -17,11 +17,14 @@ PKG = Path(__file__).resolve().parents[1] / "gpulab"
 # floor 1 is the ground; a subpackage imports only from floors below its own
 FLOORS = {
     "core": 1,  # units, readings, settings, CUDA_VISIBLE_DEVICES's grammar: pure
-    "machine": 2, "workload": 2,  # what this machine has (NVML, described GPUs, host, CUDA state); the chapters' data
-    "measure": 3, "placement": 3, "monitoring": 3, "ranks": 3,  # timing; choosing GPUs; the live monitor; ranks from a cell
-    "dataparallel": 4, "checkup": 4, "server": 4, "lightning": 4, "notebook": 4, "scaling": 4,
-    "exercises": 5,  # checks every chapter's answers
+    "reservations": 2,  # who holds which GPU: the lock files that placement, checkup and server share (STORES)
+    "machine": 3, "workload": 3,  # what this machine has (NVML, described GPUs, host, CUDA state); the chapters' data
+    "measure": 4, "placement": 4, "monitoring": 4, "ranks": 4,  # timing; choosing GPUs; live monitor; ranks from a cell
+    "dataparallel": 5, "checkup": 5, "server": 5, "lightning": 5, "notebook": 5, "scaling": 5,
+    "exercises": 6,  # checks every chapter's answers
 }
+# a store that several rooms share stands on a floor of its own, and they reach it only through its package's __all__
+STORES = ["reservations"]
 TOP = ["__init__", "__main__", "testing"]  # the entry points above every floor
 PURE = ["core/units", "core/readings", "core/cuda_evidence", "core/arguments", "core/tables", "core/settings",
         "core/frames", "core/widget_view", "core/renamed", "core/visible", "core/rank_devices",
@@ -140,12 +143,84 @@ def test_imports_only_run_down_the_floors():
 
 def test_the_floor_rule_catches_an_import_back_up_and_a_pair_that_import_each_other():
     assert floor_violations([("machine/cuda", "placement/setter")], FLOORS) == [
-        "machine/cuda (floor 2) -> placement/setter (floor 3)"]
+        "machine/cuda (floor 3) -> placement/setter (floor 4)"]
     assert len(floor_violations([("measure/timing", "ranks/launcher"), ("ranks/launcher", "measure/timing")],
                                 FLOORS)) == 2
     assert floor_violations([("core/units", "gpulab_new/x")], FLOORS) != []
     assert floor_violations([("placement/picker", "machine/nvml"), ("placement/picker", "placement/setter")],
                             FLOORS) == []
+
+
+def test_a_store_stands_alone_below_every_room_that_uses_it():
+    for store in STORES:
+        users = {_subpackage(a) for a, b in _edges() if _subpackage(b) == store and _subpackage(a) not in (store, None)}
+        assert users, f"nobody uses {store}: it is no shared store"
+        assert [r for r, f in FLOORS.items() if f == FLOORS[store]] == [store], f"{store} shares its floor"
+        assert all(FLOORS[store] < FLOORS[u] for u in users)
+
+
+def _imported_names(path: Path) -> list[tuple[str, str]]:
+    """``(module, name)`` for each name ``path`` imports from a gpulab module (``""`` for a plain ``import x``)."""
+    package = ["gpulab"] + list(path.relative_to(PKG).parent.parts)
+    out = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out += [(a.name, "") for a in node.names if a.name.startswith("gpulab.")]
+        elif isinstance(node, ast.ImportFrom):
+            module = (".".join(package[: len(package) - node.level + 1] + ([node.module] if node.module else []))
+                      if node.level else node.module or "")
+            if module.startswith("gpulab."):
+                out += [(module, a.name) for a in node.names]
+    return out
+
+
+def _store_api(store: str) -> set[str]:
+    tree = ast.parse((PKG / store / "__init__.py").read_text())
+    return next(set(ast.literal_eval(n.value)) for n in tree.body if isinstance(n, ast.Assign)
+                and any(isinstance(t, ast.Name) and t.id == "__all__" for t in n.targets))
+
+
+def private_imports(importer: str, imported: list[tuple[str, str]], stores: dict[str, set[str]]) -> list[str]:
+    """Each name ``importer`` takes from another room that is private to it: a ``_name`` of any room, and of a store
+    anything but its package's ``__all__`` (not its modules, not a name it keeps for itself)."""
+    room = _subpackage(importer)
+    out = []
+    for module, name in imported:
+        parts = module.split(".")
+        target = parts[1] if len(parts) > 1 else None
+        if target is None or target == room:
+            continue
+        if name.startswith("_") and not name.startswith("__"):
+            out.append(f"{importer} imports {module}.{name}: a private name of {target}")
+        elif target in stores and (len(parts) > 2 or name not in stores[target]):
+            out.append(f"{importer} imports {module}{'.' + name if name else ''}: only the names in "
+                       f"gpulab.{target}.__all__ are {target}'s interface")
+    return out
+
+
+def test_no_room_imports_a_private_name_of_another_and_stores_only_through_their_interface():
+    stores = {s: _store_api(s) for s in STORES}
+    found = [v for p in _modules() for v in private_imports(_name(p), _imported_names(p), stores)]
+    assert found == []
+
+
+def test_the_private_import_rule_catches_a_private_name_a_store_module_and_a_name_outside_the_interface():
+    stores = {"reservations": {"reservation_holders", "hold"}}
+    assert private_imports("server/watch", [("gpulab.reservations.folder", "open_lock_file"),
+                                            ("gpulab.reservations", "_read_holder"),
+                                            ("gpulab.reservations", "try_lock"),
+                                            ("gpulab.reservations.holders", ""),
+                                            ("gpulab.scaling.cost", "_positive")], stores) == [
+        "server/watch imports gpulab.reservations.folder.open_lock_file: only the names in gpulab.reservations.__all__ "
+        "are reservations's interface",
+        "server/watch imports gpulab.reservations._read_holder: a private name of reservations",
+        "server/watch imports gpulab.reservations.try_lock: only the names in gpulab.reservations.__all__ are "
+        "reservations's interface",
+        "server/watch imports gpulab.reservations.holders: only the names in gpulab.reservations.__all__ are "
+        "reservations's interface",
+        "server/watch imports gpulab.scaling.cost._positive: a private name of scaling"]
+    assert private_imports("reservations/holders", [("gpulab.reservations.folder", "try_lock")], stores) == []
+    assert private_imports("server/hub", [("gpulab.reservations", "hold")], stores) == []
 
 
 def test_every_module_opens_with_a_line_saying_its_job():

@@ -38,7 +38,7 @@ if COURSE_CSS.is_dir():
     c.ServerApp.tornado_settings = {"static_custom_path": [str(COURSE_CSS)]}
 
 # Idle GPUs come back (the workshop server). A kernel started from a gpulab kernelspec holds its GPUs until it ends;
-# jupyter-server's own culler ends kernels nobody has used for a while, and with them their leases (gpulab adds no
+# jupyter-server's own culler ends kernels nobody has used for a while, and with them their reservations (gpulab adds no
 # reaper of its own). Workshop default: a kernel idle for 30 minutes is shut down, checked every minute, even while
 # its notebook is still open in a browser tab (cull_connected: a tab left open on a laptop must not keep a GPU from
 # the room), but never while a cell is running (cull_busy off: a long training run is not idle). The student's

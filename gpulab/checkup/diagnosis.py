@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from ..core.readings import GpuInfo, Unavailable
 from ..core.units import format_bytes
-from ..placement.lockfiles import THIS_NOTEBOOK
+from ..reservations import THIS_NOTEBOOK
 from ..placement.selection import rank_gpus
 from ..core.visible import parse_visible_devices, visible_map
 from .chapters import Chapter
@@ -180,7 +180,7 @@ def _visibility_checks(f: Facts) -> list[Check]:
     allowed = {d.physical_index for d in visible.devices} if raw is not None else None
     pool = [g for g in f.gpus if allowed is None or g.physical_index in allowed]
     if pool:
-        # a lease of this very process is this notebook's GPU, not a stranger's: free to it, and said so
+        # a reservation of this very process is this notebook's GPU, not a stranger's: free to it, and said so
         mine = [g.physical_index for g in pool if f.holders.get(g.uuid) == THIS_NOTEBOOK]
         ranking = rank_gpus(pool, taken={u: h for u, h in f.holders.items() if h != THIS_NOTEBOOK})
         free = [v.gpu.physical_index for v in ranking if v.free]

@@ -2,7 +2,7 @@
 
 The environment report (``report``) asks "will the chapters run on this machine?"; the doctor asks "will my next
 launch work in *this kernel*, as it is now?": whether CUDA started and by which line, ``CUDA_VISIBLE_DEVICES`` at the
-kernel's start and now, the lease held, the start method and whether a fork is safe, OpenMP's threads, a process
+kernel's start and now, the reservation held, the start method and whether a fork is safe, OpenMP's threads, a process
 group left open, ports held, and whether Lightning's ``ddp_notebook`` or accelerate's ``notebook_launcher`` would
 refuse or hang here — said before the learner tries. The verdicts (``checks``) read only a ``KernelState``
 (``kernel_state`` reads it); each quotes the launcher's own condition, with its source in a comment.
@@ -73,7 +73,8 @@ class Doctor:
 
 
 def doctor(machine: GpuReader | str | None = None, *, reservations: str | os.PathLike[str] | None = None) -> Doctor:
-    """Examine this kernel (``machine``: whose GPUs leases are looked up on; ``reservations``: the lock directory).
+    """Examine this kernel (``machine``: whose GPUs reservations are looked up on; ``reservations``: the reservations
+    folder).
 
     Starts nothing: no CUDA, no process group, no fork. Taught in ``notebooks/04_ddp.ipynb``."""
     return Doctor(checks(kernel_state(machine, reservations)))
@@ -81,7 +82,7 @@ def doctor(machine: GpuReader | str | None = None, *, reservations: str | os.Pat
 
 def checks(s: KernelState) -> tuple[Check, ...]:
     """Every verdict on a state (pure: a state built by hand gives the same verdicts as a kernel in that state)."""
-    return (_cuda(s), _visible(s), _lease(s), _start_method(s), _openmp(s), _group(s), _ports(s), _lightning(s),
+    return (_cuda(s), _visible(s), _reservation(s), _start_method(s), _openmp(s), _group(s), _ports(s), _lightning(s),
             _accelerate(s))
 
 
@@ -123,14 +124,14 @@ def _visible(s: KernelState) -> Check:
     return Check(True, "CUDA_VISIBLE_DEVICES changed before CUDA started", f"{said}: CUDA will read the new value")
 
 
-def _lease(s: KernelState) -> Check:
-    if not s.lease:
+def _reservation(s: KernelState) -> Check:
+    if not s.reservation:
         return Check(True, "no GPU reserved by this notebook", "nothing held (gpulab.reserve_gpus(n) holds GPUs "
                      "against the other notebooks on this machine)")
-    held = ", ".join(f"GPU {i}" for i, _ in s.lease)
+    held = ", ".join(f"GPU {i}" for i, _ in s.reservation)
     tokens = [t.strip() for t in (s.visible_now or "").split(",") if t.strip()]
-    points = bool(tokens) and all(any(t == str(i) or (t.startswith("GPU-") and u.startswith(t)) for i, u in s.lease)
-                                  for t in tokens)
+    points = bool(tokens) and all(any(t == str(i) or (t.startswith("GPU-") and u.startswith(t))
+                                      for i, u in s.reservation) for t in tokens)
     if points:
         return Check(True, f"{held} reserved by this notebook", f"CUDA_VISIBLE_DEVICES={s.visible_now!r} uses them")
     return Check(False, f"{held} reserved by this notebook, but not used",

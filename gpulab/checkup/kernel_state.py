@@ -33,7 +33,7 @@ class KernelState:
     process_group: str | None  # the backend of a torch.distributed process group still open here
     ports: tuple[int, ...]  # TCP ports this process listens on, Jupyter's own left out
     launch_port: int | None  # the rendezvous port of this kernel's last gpulab.launch
-    lease: tuple[tuple[int, str], ...] = ()  # (physical index, UUID) of each GPU reserved by this notebook
+    reservation: tuple[tuple[int, str], ...] = ()  # (physical index, UUID) of each GPU reserved by this notebook
     accelerator_made: bool = False  # accelerate's AcceleratorState already holds state in this process
     bitsandbytes: bool = False  # imported here: accelerate's notebook_launcher refuses then
 
@@ -90,9 +90,9 @@ def listening_ports() -> tuple[int, ...]:
                         - own))
 
 
-def _lease(machine: object, reservations: str | os.PathLike[str] | None) -> tuple[tuple[int, str], ...]:
+def _reservation(machine: object, reservations: str | os.PathLike[str] | None) -> tuple[tuple[int, str], ...]:
     from ..machine.inventory import devices
-    from ..placement.lockfiles import reservation_holders
+    from ..reservations import reservation_holders
 
     gpus = devices(machine, processes=False).gpus
     holders = reservation_holders([g.uuid for g in gpus], reservations)
@@ -115,5 +115,5 @@ def kernel_state(machine: object = None, reservations: str | os.PathLike[str] | 
     return KernelState(cuda_state(), visible_at_start(), os.environ.get("CUDA_VISIBLE_DEVICES"),
                        multiprocessing.get_start_method(allow_none=True),
                        "fork" in multiprocessing.get_all_start_methods(), threads, extra, group, listening_ports(),
-                       last.master_port if last is not None else None, _lease(machine, reservations), made,
+                       last.master_port if last is not None else None, _reservation(machine, reservations), made,
                        "bitsandbytes" in sys.modules)

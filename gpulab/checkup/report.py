@@ -19,7 +19,7 @@ from ..machine.host import shared_memory_bytes
 from ..machine.inventory import Inventory, devices
 from ..machine.cuda import CudaState, cuda_state
 from ..core.cuda_start import CudaStart
-from ..placement.lockfiles import current_holders
+from ..reservations import current_holders
 from ..machine.nvml import GpuReader
 from ..machine.resolve import as_reader
 from ..core.renamed import renamed_keywords

@@ -23,7 +23,7 @@ from ..machine.nvml import GpuReader
 from ..machine.resolve import as_reader
 from ..core.renamed import renamed_keywords
 from ..core.readings import GpuInfo, Unavailable, is_known
-from .lockfiles import others_only, reservation_holders
+from ..reservations import others_only, reservation_holders
 from .selection import NoFreeGpu, Policy, checked_policy, choose_gpus, rank_gpus
 from ..core.tables import html_with_code, text_table
 from ..core.widget_view import widget_bundle
@@ -118,7 +118,7 @@ class GpuPicker:
         self._allowed = {d.physical_index for d in visible_map(self.gpus, self.env).devices}
         holders = reservation_holders([g.uuid for g in self.gpus], self.reservations)
         self._holders = {uuid: str(h) for uuid, h in holders.items()}  # who holds each, this kernel's own included
-        self._taken = others_only(holders)  # what this kernel's choices keep away from: not its own leases
+        self._taken = others_only(holders)  # what this kernel's choices keep away from: not its own reservations
         self._verdicts = {v.gpu.physical_index: v for v in rank_gpus(self.gpus, self.policy, taken=self._taken)}
         self._checks = {}
         self.rows_box.children = [self._row(g) for g in self.gpus] or [self._cpu_row()]
@@ -275,7 +275,7 @@ class GpuPicker:
         for i in self._order:
             g = next(g for g in self.gpus if g.physical_index == i)
             why = []
-            if g.uuid in self._taken:  # this kernel's own lease is no reason to untick
+            if g.uuid in self._taken:  # this kernel's own reservation is no reason to untick
                 why.append(f"reserved by {self._taken[g.uuid]}")
             used, total = g.memory_used_bytes, g.memory_total_bytes
             if is_known(used) and is_known(total) and total and used / total > policy.max_memory_used_fraction:

@@ -1,12 +1,10 @@
 """Holding the GPUs you picked against the other kernels on the same server (a probe: files and locks).
 
-Two notebooks that ask "which GPU is free?" at the same moment get the same answer. ``reserve_gpus`` therefore takes an
-exclusive ``flock`` on one file per GPU (``gpu-<uuid>.lock``) in a directory every user of the machine can write
-(``$GPULAB_RESERVATIONS_DIR``, default ``/tmp/gpulab-reservations``, made sticky and world-writable like ``/tmp``).
-The kernel drops a ``flock`` when the process that holds it ends, however it ends (crash, ``kill -9``, kernel
-restart), so a reservation can never outlive its owner; a file left behind means nothing until someone locks it.
-Lock files are made readable and writable by everyone, so students who are different Unix users can all lock them.
-The holder writes its pid, user and host into the file, so the picker can say who is using a GPU.
+Two notebooks that ask "which GPU is free?" at the same moment get the same answer. ``reserve_gpus`` therefore
+chooses under the machine's selection lock and then holds each chosen GPU's lock file (``gpulab.reservations``: one
+file per GPU in ``$GPULAB_RESERVATIONS_DIR``, default ``/tmp/gpulab-reservations``, that every user can lock). The
+lock goes with the process that holds it, however it ends, so a reservation can never outlive its owner. The holder
+writes its pid, user, host and details into the file, so the picker can say who is using a GPU.
 Never creates a CUDA context: the GPUs are read through NVML (or a described machine). Taught in
 ``notebooks/02_choosing_gpus.ipynb``.
 """
@@ -15,8 +13,8 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable, Collection, Iterator, Mapping
-from contextlib import contextmanager
+import warnings
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,23 +26,9 @@ from ..core.renamed import renamed_keywords
 from ..core.readings import GpuInfo
 from .selection import Choice, NoFreeGpu, Policy, checked_policy, choose_gpus
 from ..core.visible import visible_map
-from .lockfiles import (DEFAULT_DIR, Holder, current_holders, flock_module, lock_path, open_lock_file,
-                        reservation_holders, reservations_dir, try_lock, write_holder)
+from ..reservations import current_holders, hold, let_go, require_flock, reservations_dir, selection_lock
 
-__all__ = ["Reservation", "reserve_gpus", "reservations_dir", "current_holders", "reservation_holders", "Holder",
-           "DEFAULT_DIR"]
-
-
-@contextmanager
-def _selection_lock(d: Path) -> Iterator[None]:
-    """One chooser at a time on this machine, so that two kernels never split the free GPUs between them halfway."""
-    fcntl = flock_module()
-    fd = open_lock_file(d / "select.lock")
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)  # closing drops the lock
+__all__ = ["Reservation", "reserve_gpus", "checked_details"]
 
 
 @dataclass
@@ -53,8 +37,17 @@ class Reservation:
     end of the process (however it ends: the kernel releases the locks)."""
 
     choice: Choice
-    directory: Path
+    reservations: Path
+    """The reservations folder the locks are in (``reserve_gpus(reservations=...)``)."""
     _fds: dict[str, int]
+
+    @property
+    def directory(self) -> Path:
+        """The old name of ``reservations``."""
+        warnings.warn("Reservation.directory is now Reservation.reservations (the folder has one name in gpulab, "
+                      "as in reserve_gpus(reservations=...)); directory will be removed.", DeprecationWarning,
+                      stacklevel=2)
+        return self.reservations
 
     @property
     def gpus(self) -> tuple[GpuInfo, ...]:
@@ -75,7 +68,7 @@ class Reservation:
     @property
     def lock_fds(self) -> tuple[int, ...]:
         """The descriptors of the held lock files: a process that ``exec``s another program with them left open hands
-        the lease to it (the workshop server's kernel provisioner, ``gpulab.server.lease_start``)."""
+        the reservation to it (the workshop server's kernel provisioner, ``gpulab.server.reservation_start``)."""
         return tuple(self._fds.values())
 
     def env(self) -> dict[str, str]:
@@ -88,8 +81,7 @@ class Reservation:
 
     def release(self) -> None:
         for fd in self._fds.values():
-            flock_module().flock(fd, flock_module().LOCK_UN)  # not only close: a child forked meanwhile shares the lock until it exits
-            os.close(fd)
+            let_go(fd)
         self._fds = {}
 
     def __del__(self) -> None:  # a reservation nobody refers to any more is let go, like a file object
@@ -104,7 +96,7 @@ class Reservation:
     def _head(self) -> str:
         state = "held" if self.held else "released"
         what = " of SIMULATED GPUs (described, not this computer's)" if self.choice.simulated else ""
-        return f"Reservation{what} ({state}, in {self.directory})"
+        return f"Reservation{what} ({state}, in {self.reservations})"
 
     def __str__(self) -> str:
         return f"{self._head()}: CUDA_VISIBLE_DEVICES={self.visible_devices}\n{self.choice}"
@@ -131,8 +123,8 @@ def checked_details(details: Mapping[str, str] | None) -> dict[str, str]:
                         "first, for example details={'ports': '29500-29509'}.")
     size = len(json.dumps(dict(details)).encode())
     if size > MAX_DETAILS_BYTES:
-        raise ValueError(f"details take {size} bytes; a lease keeps at most {MAX_DETAILS_BYTES}. Keep them to names "
-                         "and ids (a notebook path, a kernel id), not file contents.")
+        raise ValueError(f"details take {size} bytes; a reservation keeps at most {MAX_DETAILS_BYTES}. Keep them to "
+                         "names and ids (a notebook path, a kernel id), not file contents.")
     return dict(details)
 
 
@@ -147,10 +139,10 @@ def reserve_gpus(n: int = 1, machine: GpuReader | str | None = None, policy: Pol
     ``machine`` (default: NVML, or ``GPULAB_SIMULATE_GPUS``; or a preset name such as ``"workshop-8"``); ``policy`` says what free means. GPUs reserved by others
     are passed over. With ``wait_s`` it retries every ``poll_s`` seconds until then; otherwise, or after that,
     ``NoFreeGpu`` says why each GPU was passed over. ``details`` (short strings: kernel id, notebook, the user a server
-    was started for) are written into the lease for ``watch`` and the picker to show. Free GPUs whose UUID is in
+    was started for) are written into the reservation for ``watch`` and the picker to show. Free GPUs whose UUID is in
     ``prefer`` are picked first (a restarted kernel gets its GPUs back). Nothing here creates a CUDA context.
     """
-    flock_module()  # on Windows, refuse before touching any directory
+    require_flock()  # on Windows, refuse before touching any directory
     n = whole_number(n, "n", minimum=1, example="reserve_gpus(2) for two GPUs")
     reader = as_reader(machine)
     policy = checked_policy(policy)
@@ -169,7 +161,7 @@ def reserve_gpus(n: int = 1, machine: GpuReader | str | None = None, policy: Pol
         allowed = None
         if "CUDA_VISIBLE_DEVICES" in os.environ:
             allowed = {dev.physical_index for dev in visible_map(gpus).devices}
-        with _selection_lock(d):
+        with selection_lock(d):
             taken = current_holders([g.uuid for g in gpus], d)
             try:
                 choice = choose_gpus(n, gpus, policy, taken=taken, allowed=allowed, prefer=prefer)
@@ -179,14 +171,12 @@ def reserve_gpus(n: int = 1, machine: GpuReader | str | None = None, policy: Pol
             else:
                 fds: dict[str, int] = {}
                 for g in choice.chosen:
-                    fd = open_lock_file(lock_path(d, g.uuid))
-                    if not try_lock(fd):  # cannot happen under the selection lock unless a foreign tool holds it
-                        os.close(fd)
+                    fd = hold(d, g.uuid, details)
+                    if fd is None:  # cannot happen under the selection lock unless a foreign tool holds it
                         for other in fds.values():
-                            os.close(other)
+                            let_go(other)
                         raise NoFreeGpu(f"GPU {g.physical_index} was locked by a process that does not use "
                                         f"{d / 'select.lock'}; try again.")
-                    write_holder(fd, details)
                     fds[g.uuid] = fd
                 return Reservation(choice, d, fds)
         sleep(min(poll_s, max(0.0, deadline - clock())))

@@ -4,8 +4,8 @@ Alone on a machine, ``gpulab.launch`` lets the system pick a free port (``port 0
 workshop server each provisioned kernel gets a private range of ports with its GPUs (``GPULAB_MASTER_PORTS``, for
 example ``29510-29519``, and ``MASTER_PORT`` set to its first port), so two students' DDP runs never meet on a port
 and a student can tell which port is theirs. The launcher then tries the range's ports in order.
-Ranges are derived from the lease's lowest physical GPU index, which no other lease holds at the same time, so ranges
-of leases held together never overlap. ``open_store`` opens the launcher's store on
+Ranges are derived from the reservation's lowest physical GPU index, which no other reservation holds at the same time,
+so ranges of reservations held together never overlap. ``open_store`` opens the launcher's store on
 them. Taught in ``notebooks/02_choosing_gpus.ipynb``.
 """
 from __future__ import annotations
@@ -14,20 +14,21 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["PORTS_VAR", "BASE_PORT", "PORTS_PER_LEASE", "lease_ports", "parse_ports", "store_ports", "format_ports", "open_store"]
+__all__ = ["PORTS_VAR", "BASE_PORT", "PORTS_PER_RESERVATION", "reservation_ports", "parse_ports", "store_ports",
+           "format_ports", "open_store"]
 
 PORTS_VAR = "GPULAB_MASTER_PORTS"
 BASE_PORT = 29500  # torchrun's default MASTER_PORT
-PORTS_PER_LEASE = 10
+PORTS_PER_RESERVATION = 10
 
 
-def lease_ports(physical_indices: tuple[int, ...] | list[int], base: int = BASE_PORT,
-                width: int = PORTS_PER_LEASE) -> range:
-    """The private ports of a lease of these GPUs: ``width`` ports from ``base + width × (lowest index + 1)``.
+def reservation_ports(physical_indices: tuple[int, ...] | list[int], base: int = BASE_PORT,
+                width: int = PORTS_PER_RESERVATION) -> range:
+    """The private ports of a reservation of these GPUs: ``width`` ports from ``base + width × (lowest index + 1)``.
 
     ``base`` itself (torchrun's default 29500) stays outside every range, for scripts that hard-code it."""
     if not physical_indices:
-        raise ValueError("a lease with no GPU has no port range; only GPU leases get one.")
+        raise ValueError("a reservation with no GPU has no port range; only GPU reservations get one.")
     first = base + width * (min(physical_indices) + 1)
     return range(first, first + width)
 

@@ -2,8 +2,9 @@
 and the workshop server's kernels, each started holding its own free GPUs.
 
 ``watch`` reads the server and shows it (``python -m gpulab watch``, or ``watch_gpus()`` in a notebook), ``render``
-draws one reading as text and HTML, ``owners`` says whose process is which (Unix user, kernel), ``leases`` lists each
-lease's holder (user, kernel, notebook, idle time) and releases one's own. ``provisioner`` is the jupyter_client kernel
-provisioner that gives each kernel free GPUs, through ``lease_start``; ``kernelspec`` installs the kernelspecs that use
-it (``python -m gpulab kernelspec install``). Taught in ``notebooks/02_choosing_gpus.ipynb``.
+draws one reading as text and HTML, ``owners`` says whose process is which (Unix user, kernel), ``reservation_rows``
+lists each reservation's holder (user, kernel, notebook, idle time) and releases one's own. ``provisioner`` is the
+jupyter_client kernel provisioner that gives each kernel free GPUs, through ``reservation_start``; ``kernelspec``
+installs the kernelspecs that use it (``python -m gpulab kernelspec install``). Taught in
+``notebooks/02_choosing_gpus.ipynb``.
 """

@@ -1,20 +1,20 @@
-"""JupyterHub's "every server leases" model: a user's single-user server holds its GPUs from spawn to stop.
+"""JupyterHub's "every server reserves" model: a user's single-user server holds its GPUs from spawn to stop.
 
 ``gpu_hooks(gpus=1)`` returns a ``pre_spawn_hook`` / ``post_stop_hook`` pair for ``c.Spawner`` (any spawner:
 LocalProcessSpawner, SystemdSpawner, DockerSpawner). Before the server starts, the Hub reserves free GPUs for it with
 ``reserve_gpus(details={"for_user": ..., "server": ...})`` and puts them into the server's ``CUDA_VISIBLE_DEVICES``
 (UUIDs, so they name the same GPUs inside a container; for DockerSpawner also a ``device_requests`` entry). When the
-server stops, the lease is released. JupyterHub has no GPU allocator of its own (dockerspawner #331, TLJH #318,
+server stops, the reservation is released. JupyterHub has no GPU allocator of its own (dockerspawner #331, TLJH #318,
 zero-to-jupyterhub #3000): these two hooks are the smallest thing its documented extension points need.
 
 Who holds the lock, and when it ends:
 
-* The **Hub process** holds each lease (an ``flock`` on one file per GPU, as every gpulab lease) from ``pre_spawn_hook``
-  until ``post_stop_hook``. The single-user server does not hold it: with DockerSpawner it is not even a child of the
-  Hub, so only the Hub can hold a lease for every kind of spawner. (A LocalProcessSpawner's server could inherit the
-  locked descriptor and free its GPUs the instant it dies; that works for one spawner only, and every kernel the
-  server starts would have to be kept from inheriting it. The price of the Hub holding it is one poll interval.)
-  The lock files are opened close-on-exec, so no server or kernel inherits the Hub's locks.
+* The **Hub process** holds each reservation (an ``flock`` on one file per GPU, as every gpulab reservation) from
+  ``pre_spawn_hook`` until ``post_stop_hook``. The single-user server does not hold it: with DockerSpawner it is not
+  even a child of the Hub, so only the Hub can hold a reservation for every kind of spawner. (A LocalProcessSpawner's
+  server could inherit the locked descriptor and free its GPUs the instant it dies; that works for one spawner only, and
+  every kernel the server starts would have to be kept from inheriting it. The price of the Hub holding it is one poll
+  interval.) The lock files are opened close-on-exec, so no server or kernel inherits the Hub's locks.
 * A server stopped from the Hub (the user's "Stop My Server", the admin page, the REST API, an idle culler) ends in
   ``User.stop``, which runs ``post_stop_hook``: released at once. JupyterHub also runs it when a spawn fails.
 * A server that dies by itself (``kill -9``, out of memory, a crash) is noticed by the Hub's poll: every
@@ -24,7 +24,7 @@ Who holds the lock, and when it ends:
 * A **Hub restart** ends the Hub process and with it every lock it held. By default (``JupyterHub.cleanup_servers =
   True``) the Hub stops all single-user servers as it shuts down (running ``post_stop_hook`` for each), so nothing
   runs on unheld GPUs and students start their servers again. With ``cleanup_servers = False``, or when the Hub
-  itself is killed, servers outlive it; the new Hub holds no lease for them, and their GPUs look free to the next
+  itself is killed, servers outlive it; the new Hub holds no reservation for them, and their GPUs look free to the next
   spawn. Keep the default, or stop the surviving servers after such a restart (admin page, "Stop All").
 
 Taught in the README's section for instructors.
@@ -43,18 +43,18 @@ from tornado.web import HTTPError  # JupyterHub's own web framework, there where
 
 from ..core.arguments import shown, whole_number
 from ..machine.resolve import as_reader
-from ..placement.lockfiles import named_dir, reservation_holders
+from ..reservations import reservation_holders, reservations_dir
 from ..placement.reservation import Reservation, reserve_gpus
 from ..placement.selection import NoFreeGpu, Policy, rank_gpus
 
-__all__ = ["gpu_hooks", "NoGpuForServer", "hub_policy", "hub_leases"]
+__all__ = ["gpu_hooks", "NoGpuForServer", "hub_policy", "hub_reservations"]
 
 log = logging.getLogger("gpulab.hub")
 
-# (user, server name) -> the lease this Hub process holds for that server. Kept here, not on the spawner: JupyterHub
-# may build a new Spawner object for the same server, and a Reservation nobody refers to is let go.
-_LEASES: dict[tuple[str, str], Reservation] = {}
-_LEASES_LOCK = threading.Lock()
+# (user, server name) -> the reservation this Hub process holds for that server. Kept here, not on the spawner:
+# JupyterHub may build a new Spawner object for the same server, and a Reservation nobody refers to is let go.
+_RESERVATIONS: dict[tuple[str, str], Reservation] = {}
+_RESERVATIONS_LOCK = threading.Lock()
 
 
 class NoGpuForServer(HTTPError):
@@ -86,19 +86,19 @@ def hub_policy(policy: object) -> Policy | None:
                     "gpulab.placement.selection.Policy, or leave it out for the default.")
 
 
-def hub_leases() -> dict[tuple[str, str], str]:
-    """The leases this Hub process holds now: ``(user, server name) -> CUDA_VISIBLE_DEVICES``."""
-    with _LEASES_LOCK:
-        return {k: r.visible_devices for k, r in _LEASES.items() if r.held}
+def hub_reservations() -> dict[tuple[str, str], str]:
+    """The reservations this Hub process holds now: ``(user, server name) -> CUDA_VISIBLE_DEVICES``."""
+    with _RESERVATIONS_LOCK:
+        return {k: r.visible_devices for k, r in _RESERVATIONS.items() if r.held}
 
 
 def gpu_hooks(gpus: int = 1, *, policy: Policy | Mapping[str, Any] | None = None,
               reservations: str | os.PathLike[str] | None = None,
               machine: str | None = None) -> tuple[Callable[[Any], Any], Callable[[Any], None]]:
-    """``(pre_spawn_hook, post_stop_hook)`` leasing ``gpus`` free GPUs to each single-user server while it runs.
+    """``(pre_spawn_hook, post_stop_hook)`` reserving ``gpus`` free GPUs for each single-user server while it runs.
 
     In ``jupyterhub_config.py``: ``c.Spawner.pre_spawn_hook, c.Spawner.post_stop_hook = gpu_hooks(gpus=1)``.
-    ``policy`` says what free means (a ``Policy`` or a dict of its fields); ``reservations`` is the lock directory
+    ``policy`` says what free means (a ``Policy`` or a dict of its fields); ``reservations`` is the reservations folder
     shared with every kernel on the machine (default ``$GPULAB_RESERVATIONS_DIR`` or ``/tmp/gpulab-reservations``);
     ``machine`` a described machine's name for rehearsals (default: NVML, or ``$GPULAB_SIMULATE_GPUS``). ``gpus=0``
     starts servers with no GPU at all (``CUDA_VISIBLE_DEVICES`` empty). Wrong values are refused here, when the Hub
@@ -113,13 +113,13 @@ def gpu_hooks(gpus: int = 1, *, policy: Policy | Mapping[str, Any] | None = None
                             "every server by name, so give a described machine's name (machine=\"idle-8\") or a JSON "
                             "file's path, or leave it out for this machine's GPUs.")
         as_reader(machine)  # an unknown preset is refused now, with the list of presets
-    directory = named_dir(reservations)
+    folder = reservations_dir(reservations, create=False)
 
     async def pre_spawn_hook(spawner: Any) -> None:
         key = (spawner.user.name, spawner.name)
-        _release(key)  # a lease left from a start that failed before post_stop_hook ran
+        _release(key)  # a reservation left from a start that failed before post_stop_hook ran
         env = dict(spawner.environment)
-        env["GPULAB_RESERVATIONS_DIR"] = str(directory)  # the server's own views read the Hub's leases
+        env["GPULAB_RESERVATIONS_DIR"] = str(folder)  # the server's own views read the Hub's reservations
         simulated = machine or os.environ.get("GPULAB_SIMULATE_GPUS")
         if simulated:
             env["GPULAB_SIMULATE_GPUS"] = simulated
@@ -129,21 +129,21 @@ def gpu_hooks(gpus: int = 1, *, policy: Policy | Mapping[str, Any] | None = None
             return
         details = {"for_user": spawner.user.name, "server": spawner.name or "(default)"}
         try:
-            lease = await asyncio.to_thread(reserve_gpus, gpus, machine, policy, reservations=directory,
+            reservation = await asyncio.to_thread(reserve_gpus, gpus, machine, policy, reservations=folder,
                                             details=details)
         except NoFreeGpu:
-            raise NoGpuForServer(no_gpu_message(spawner.user.name, gpus, machine, policy, directory)) from None
-        with _LEASES_LOCK:
-            _LEASES[key] = lease
-        env["CUDA_VISIBLE_DEVICES"] = lease.visible_devices
+            raise NoGpuForServer(no_gpu_message(spawner.user.name, gpus, machine, policy, folder)) from None
+        with _RESERVATIONS_LOCK:
+            _RESERVATIONS[key] = reservation
+        env["CUDA_VISIBLE_DEVICES"] = reservation.visible_devices
         spawner.environment = env
         if hasattr(spawner, "extra_host_config"):  # DockerSpawner: pass exactly these GPUs into the container
             host = dict(spawner.extra_host_config)
-            host["device_requests"] = [{"driver": "nvidia", "device_ids": [g.uuid for g in lease.gpus],
+            host["device_requests"] = [{"driver": "nvidia", "device_ids": [g.uuid for g in reservation.gpus],
                                         "capabilities": [["gpu"]]}]
             spawner.extra_host_config = host
         log.info("gpulab: %s's server %r holds GPU(s) %s", key[0], key[1] or "(default)",
-                 ", ".join(str(i) for i in lease.physical_indices))
+                 ", ".join(str(i) for i in reservation.physical_indices))
 
     def post_stop_hook(spawner: Any) -> None:
         _release((spawner.user.name, spawner.name))
@@ -152,12 +152,12 @@ def gpu_hooks(gpus: int = 1, *, policy: Policy | Mapping[str, Any] | None = None
 
 
 def _release(key: tuple[str, str]) -> None:
-    with _LEASES_LOCK:
-        lease = _LEASES.pop(key, None)
-    if lease is not None:
-        lease.release()
-        log.info("gpulab: released GPU(s) %s of %s's server %r", ", ".join(str(i) for i in lease.physical_indices),
-                 key[0], key[1] or "(default)")
+    with _RESERVATIONS_LOCK:
+        reservation = _RESERVATIONS.pop(key, None)
+    if reservation is not None:
+        reservation.release()
+        log.info("gpulab: released GPU(s) %s of %s's server %r",
+                 ", ".join(str(i) for i in reservation.physical_indices), key[0], key[1] or "(default)")
 
 
 def _holder_words(holder: Any) -> str:
@@ -171,11 +171,11 @@ def _holder_words(holder: Any) -> str:
     return str(holder) if holder.mine else f"{who} (pid {holder.pid})"
 
 
-def no_gpu_message(user: str, gpus: int, machine: str | None, policy: Policy | None, directory: Path) -> str:
+def no_gpu_message(user: str, gpus: int, machine: str | None, policy: Policy | None, reservations: Path) -> str:
     """What the Hub's spawn page says when a server cannot get its GPUs: who holds which GPU, and what to do."""
     reader = as_reader(machine)
     infos = [reader.info(i) for i in range(reader.count())]
-    holders = reservation_holders([g.uuid for g in infos], directory)
+    holders = reservation_holders([g.uuid for g in infos], reservations)
     taken = {uuid: _holder_words(h) for uuid, h in holders.items()}
     verdicts = rank_gpus(infos, policy, taken=taken)
     free = sum(v.free for v in verdicts)

@@ -1,91 +1,17 @@
-"""The first moment of a provisioned kernel: reserve its GPUs, set its environment, then become the kernel (a probe).
+"""The old name of ``reservation_start`` (deprecated), kept so that kernels keep starting across an upgrade.
 
-``python -m gpulab.server.lease_start --report-fd N [options] -- <kernel command>`` is what the kernel provisioner
-(``server.provisioner``) starts instead of the kernelspec's command. This process calls ``reserve_gpus`` (the same
-policy, lock files and details as a notebook cell), puts ``CUDA_VISIBLE_DEVICES``, ``MASTER_PORT`` and
-``GPULAB_MASTER_PORTS`` into its environment, tells the provisioner what it got on the report pipe, and then
-``exec``s the kernel command. ``exec`` keeps the process id and the open lock files, so:
-
-- the kernel process itself holds the ``flock``: the lease ends exactly when the kernel ends (shutdown, restart,
-  crash, ``kill -9``), with no poller, and ``/proc/locks`` names the kernel's pid;
-- inside the kernel, ``gpulab.environment_report()`` and the picker see the lease as "reserved by this notebook" (the lock's pid is
-  the kernel's own), with no extra code in the kernel;
-- no user code runs before ``CUDA_VISIBLE_DEVICES`` is set.
-
-Why not reserve in the Jupyter server and pass the descriptors to the kernel (``pass_fds``)? It works for the
-lifetime, but Linux keeps the *locking* process's pid in ``/proc/locks``: every lease would name the server, and the
-kernel would not know its own lease. Taught in ``notebooks/02_choosing_gpus.ipynb``.
+A Jupyter server that imported an older gpulab's provisioner still starts each kernel as
+``python -m gpulab.server.lease_start ...`` until it restarts; this runs ``reservation_start`` with the same arguments.
 """
 from __future__ import annotations
 
-import argparse
-import json
-import os
 import sys
 
-__all__ = ["main", "START_MODULE"]
+from .reservation_start import START_MODULE, main
 
-START_MODULE = "gpulab.server.lease_start"
-
-
-def _report(fd: int, message: dict) -> None:
-    os.write(fd, (json.dumps(message) + "\n").encode())
-    os.close(fd)
-
-
-def _arguments(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog=f"python -m {START_MODULE}")
-    parser.add_argument("--report-fd", type=int, required=True)
-    parser.add_argument("--gpus", type=int, default=1)
-    parser.add_argument("--policy", default="{}", help="JSON: Policy's fields")
-    parser.add_argument("--wait-s", type=float, default=0.0)
-    parser.add_argument("--prefer", default="", help="UUIDs to pick first, comma-separated")
-    parser.add_argument("--details", default="{}", help="JSON: the lease's details")
-    parser.add_argument("--reservations", default=None)
-    parser.add_argument("command", nargs=argparse.REMAINDER)
-    args = parser.parse_args(argv)
-    if args.command[:1] == ["--"]:
-        args.command = args.command[1:]
-    if not args.command:
-        parser.error("no kernel command after --")
-    return args
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = _arguments(sys.argv[1:] if argv is None else argv)
-    try:
-        from ..placement.reservation import reserve_gpus
-        from ..placement.selection import NoFreeGpu, Policy
-        from ..ranks.ports import PORTS_VAR, format_ports, lease_ports
-
-        reservation = reserve_gpus(args.gpus, policy=Policy(**json.loads(args.policy)),
-                                   reservations=args.reservations, wait_s=args.wait_s,
-                                   prefer=[u for u in args.prefer.split(",") if u],
-                                   details=json.loads(args.details))
-    except NoFreeGpu as exc:
-        _report(args.report_fd, {"ok": False, "kind": "busy", "error": str(exc)})
-        return 3
-    except Exception as exc:  # any other reason (a bad directory, NVML): said to the provisioner, which says it
-        _report(args.report_fd, {"ok": False, "kind": type(exc).__name__, "error": str(exc)})
-        return 2
-    ports = lease_ports(reservation.physical_indices)
-    details = {**json.loads(args.details), "ports": format_ports(ports)}
-    from ..placement.lockfiles import write_holder
-
-    for fd in reservation.lock_fds:  # the lease's details, now with its port range
-        write_holder(fd, details)
-        os.set_inheritable(fd, True)  # exec keeps them open: the kernel process holds the locks
-    env = {"CUDA_VISIBLE_DEVICES": reservation.visible_devices, "MASTER_PORT": str(ports.start),
-           PORTS_VAR: format_ports(ports)}
-    os.environ.update(env)
-    _report(args.report_fd, {"ok": True, "uuids": [g.uuid for g in reservation.gpus],
-                             "physical": list(reservation.physical_indices), "ports": format_ports(ports),
-                             "pid": os.getpid(), "env": env})
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os.execvp(args.command[0], args.command)  # never returns; the Reservation object is never collected
-    return 0  # pragma: no cover
-
+__all__ = ["main"]
 
 if __name__ == "__main__":
+    print(f"gpulab: python -m gpulab.server.lease_start is deprecated, and is now python -m {START_MODULE}; restart "
+          "the Jupyter server to use the new name.", file=sys.stderr)
     sys.exit(main())

@@ -2,20 +2,20 @@
 
 A kernelspec whose metadata names ``gpulab-provisioner`` (``python -m gpulab kernelspec install --gpus 1``) is started
 by ``GpuKernelProvisioner``, jupyter_client's own ``LocalProvisioner`` with one step added: the kernel's command runs
-behind ``python -m gpulab.server.lease_start``, which reserves free GPUs with ``reserve_gpus`` (the policy, lock files
-and details every other view reads), sets ``CUDA_VISIBLE_DEVICES``, ``MASTER_PORT`` and ``GPULAB_MASTER_PORTS``, and
-``exec``s the kernel, which then holds the lock files itself. So the lease ends with the kernel however it ends
-(shutdown, restart, culling, ``kill -9``): the provisioner releases nothing and runs no poller. A restart prefers the
-GPUs the kernel had, when they are still free. The lease records the kernel id, the Unix user and the notebook
+behind ``python -m gpulab.server.reservation_start``, which reserves free GPUs with ``reserve_gpus`` (the policy, lock
+files and details every other view reads), sets ``CUDA_VISIBLE_DEVICES``, ``MASTER_PORT`` and ``GPULAB_MASTER_PORTS``,
+and ``exec``s the kernel, which then holds the lock files itself. So the reservation ends with the kernel however it
+ends (shutdown, restart, culling, ``kill -9``): the provisioner releases nothing and runs no poller. A restart prefers
+the GPUs the kernel had, when they are still free. The reservation records the kernel id, the Unix user and the notebook
 (``JPY_SESSION_NAME``, which jupyter-server sets to the notebook's path).
 
 When no GPU is free the start fails with a message that JupyterLab shows: who holds what, and what to do. With
 ``wait_s`` the start waits up to that long for a GPU. ``gpus=0`` starts a kernel that sees no GPU
 (``CUDA_VISIBLE_DEVICES=""``) and holds nothing: the kernel for the students who wait.
 
-While the kernel runs, its lease file's modification time follows jupyter-server's ``last_activity`` (the clock the
-culler uses), so ``python -m gpulab watch`` can show each lease's idle time without a token for anyone's server.
-Built on jupyter_client's provisioner API (``KernelProvisionerBase``), registered through its entry point
+While the kernel runs, its reservation file's modification time follows jupyter-server's ``last_activity`` (the clock
+the culler uses), so ``python -m gpulab watch`` can show each reservation's idle time without a token for anyone's
+server. Built on jupyter_client's provisioner API (``KernelProvisionerBase``), registered through its entry point
 ``jupyter_client.kernel_provisioners``. Taught in ``notebooks/02_choosing_gpus.ipynb``.
 """
 from __future__ import annotations
@@ -31,11 +31,12 @@ from jupyter_client.provisioning import LocalProvisioner
 from traitlets import Dict, Float, Int, TraitError, Unicode
 
 from ..placement.selection import Policy
-from .lease_start import START_MODULE
+from .reservation_start import START_MODULE
 
 __all__ = ["GpuKernelProvisioner", "GpuKernelStartFailed", "PROVISIONER_NAME"]
 
 PROVISIONER_NAME = "gpulab-provisioner"
+_OLD_INFO_KEY = "gpulab_lease"  # deprecated: the key older gpulab saved a kernel's reservation under, still read
 
 
 class GpuKernelStartFailed(RuntimeError):
@@ -57,16 +58,17 @@ class GpuKernelProvisioner(LocalProvisioner):  # type: ignore[misc]
     """``LocalProvisioner`` that starts the kernel holding ``gpus`` free GPUs (see the module's docstring).
 
     Configured from the kernelspec's ``metadata.kernel_provisioner.config``: ``gpus``, ``policy`` (``Policy``'s
-    fields), ``wait_s``, ``reservations`` (the lock directory; default ``GPULAB_RESERVATIONS_DIR`` or
+    fields), ``wait_s``, ``reservations`` (the reservations folder; default ``GPULAB_RESERVATIONS_DIR`` or
     ``/tmp/gpulab-reservations``)."""
 
     gpus = Int(1, config=True, help="how many free GPUs each kernel reserves (0: a kernel that sees no GPU)")
     policy = Dict({}, config=True, help="the fields of gpulab's Policy: what counts as a free GPU")
     wait_s = Float(0.0, config=True, help="how long a start waits for a GPU to come free before it fails")
-    reservations = Unicode("", config=True, help="the lock directory (default: GPULAB_RESERVATIONS_DIR or /tmp/…)")
-    activity_every_s = Float(10.0, config=True, help="how often the lease files follow the server's last_activity")
+    reservations = Unicode("", config=True, help="the reservations folder (default: GPULAB_RESERVATIONS_DIR or /tmp/…)")
+    activity_every_s = Float(10.0, config=True,
+                             help="how often the reservation files follow the server's last_activity")
 
-    lease: dict[str, Any] | None = None  # what the last start got: uuids, physical, ports, pid, env
+    reservation: dict[str, Any] | None = None  # what the last start got: uuids, physical, ports, pid, env
     _activity_task: asyncio.Task | None = None
 
     async def pre_launch(self, **kwargs: Any) -> dict[str, Any]:
@@ -86,7 +88,7 @@ class GpuKernelProvisioner(LocalProvisioner):  # type: ignore[misc]
         env = kwargs["env"]
         details = {"kernel": self.kernel_id or "", "user": pwd.getpwuid(os.geteuid()).pw_name,
                    "notebook": env.get("JPY_SESSION_NAME", "")}
-        prefer = ",".join(self.lease["uuids"]) if self.lease else ""
+        prefer = ",".join(self.reservation["uuids"]) if self.reservation else ""
         self._report_r, self._report_w = os.pipe()
         kwargs["cmd"] = [sys.executable, "-m", START_MODULE, "--report-fd", str(self._report_w),
                          "--gpus", str(self.gpus), "--policy", json.dumps(self.policy), "--wait-s", str(self.wait_s),
@@ -108,10 +110,10 @@ class GpuKernelProvisioner(LocalProvisioner):  # type: ignore[misc]
         report = await self._read_report(self._report_r)
         if not report.get("ok"):
             await self.wait()  # the starter has exited after reporting: reap it
-            text = report.get("error") or "the GPU lease step ended before it said why (see the server's log)"
+            text = report.get("error") or "the GPU reservation step ended before it said why (see the server's log)"
             raise GpuKernelStartFailed(text + (_what_to_do(self.gpus, self.wait_s) if report.get("kind") == "busy"
                                                else ""))
-        self.lease = report
+        self.reservation = report
         return info
 
     async def _read_report(self, fd: int) -> dict[str, Any]:
@@ -133,21 +135,22 @@ class GpuKernelProvisioner(LocalProvisioner):  # type: ignore[misc]
         try:
             return json.loads(data.decode() or "{}")
         except ValueError:
-            return {"ok": False, "error": f"the GPU lease step said {data[:200]!r}, which is not its report"}
+            return {"ok": False, "error": f"the GPU reservation step said {data[:200]!r}, which is not its report"}
 
     async def post_launch(self, **kwargs: Any) -> None:
         await super().post_launch(**kwargs)
-        if self.lease and self.parent is not None and self.parent.has_trait("last_activity"):  # jupyter-server's
-            self._activity_task = asyncio.ensure_future(self._follow_activity(self.lease))
+        if self.reservation and self.parent is not None and self.parent.has_trait("last_activity"):  # jupyter-server's
+            self._activity_task = asyncio.ensure_future(self._follow_activity(self.reservation))
 
-    async def _follow_activity(self, lease: dict[str, Any]) -> None:
-        """Touch the lease files when the server saw the kernel active since the last look (``watch``'s idle time).
+    async def _follow_activity(self, reservation: dict[str, Any]) -> None:
+        """Touch the reservation files when the server saw the kernel active since the last look (``watch``'s idle
+        time).
 
         Only "now" can be written (``utime(path, None)``): the lock files may belong to another user, who alone
         could set an arbitrary time. So the idle time shown is accurate to ``activity_every_s``."""
-        from ..placement.lockfiles import lock_path, named_dir
+        from ..reservations import lock_path, reservations_dir
 
-        paths = [lock_path(named_dir(self.reservations or None), u) for u in lease["uuids"]]
+        paths = [lock_path(reservations_dir(self.reservations or None, create=False), u) for u in reservation["uuids"]]
         seen = self._last_activity()
         while self.process is not None and self.process.poll() is None:
             await asyncio.sleep(self.activity_every_s)
@@ -156,10 +159,10 @@ class GpuKernelProvisioner(LocalProvisioner):  # type: ignore[misc]
                 seen = now
                 for path in paths:
                     try:
-                        if json.loads(path.read_bytes()[:4096] or b"{}").get("pid") == lease["pid"]:
+                        if json.loads(path.read_bytes()[:4096] or b"{}").get("pid") == reservation["pid"]:
                             os.utime(path, None)
                     except (OSError, ValueError):
-                        pass  # the lease is gone (the kernel ended) or the file is not readable: nothing to show
+                        pass  # the reservation is gone (the kernel ended) or the file is not readable: nothing to show
 
     def _last_activity(self) -> object:
         try:
@@ -175,9 +178,10 @@ class GpuKernelProvisioner(LocalProvisioner):  # type: ignore[misc]
 
     async def get_provisioner_info(self) -> dict[str, Any]:
         info = await super().get_provisioner_info()
-        info["gpulab_lease"] = self.lease
+        info["gpulab_reservation"] = self.reservation
         return info
 
     async def load_provisioner_info(self, provisioner_info: dict) -> None:
         await super().load_provisioner_info(provisioner_info)
-        self.lease = provisioner_info.get("gpulab_lease")
+        saved = provisioner_info.get("gpulab_reservation")
+        self.reservation = saved if saved is not None else provisioner_info.get(_OLD_INFO_KEY)

@@ -36,7 +36,7 @@ class ServerView:
     interval_s: float = 2.0
     simulated: bool = False
     error: str | None = None
-    leases: tuple = ()  # ``leases.LeaseRow``s: who holds each lease (user, kernel, notebook, idle, ports)
+    reservations: tuple = ()  # ``reservation_rows.ReservationRow``s: who holds each GPU (user, kernel, notebook, ...)
 
     def __str__(self) -> str:
         return render_text(self)
@@ -114,13 +114,15 @@ def render_text(view: ServerView, color: bool = False) -> str:
             s = _share(m.memory_used_bytes, m.memory_total_bytes)
             out.append(f"{'':>3}  {'  MIG slice ' + str(m.mig_index):<20}  {bar(s, BAR_CHARS, color)} "
                        f"{format_bytes(m.memory_used_bytes)} / {format_bytes(m.memory_total_bytes)}")
-    out += _lease_lines(view)
+    out += _reservation_lines(view)
     out.append(_free_line(view))
     return "\n".join(out)
 
 
-def _lease_lines(view: ServerView) -> list[str]:
-    return ["leases (user · kernel · notebook · idle · ports):"] + [f"  {row}" for row in view.leases] if view.leases else []
+def _reservation_lines(view: ServerView) -> list[str]:
+    if not view.reservations:
+        return []
+    return ["reservations (user · kernel · notebook · idle · ports):"] + [f"  {row}" for row in view.reservations]
 
 
 def _html_bar(share: float | None) -> str:
@@ -149,6 +151,7 @@ def render_html(view: ServerView) -> str:
                     f"<td>{'<br>'.join(e(w) for w in _who(view, g))}</td></tr>")
     table = ("<table style='border-collapse:collapse'><tr><th>GPU</th><th>name</th><th>memory used</th><th>util</th>"
              "<th style='text-align:left'>who</th></tr>" + "".join(rows) + "</table>")
-    leases = "".join(f"<li>{e(str(row))}</li>" for row in view.leases)
-    leases = f"<p>leases (user · kernel · notebook · idle · ports):</p><ul>{leases}</ul>" if leases else ""
-    return f"<div>{head}{table}{leases}<p>{e(_free_line(view))}</p></div>"
+    reservations = "".join(f"<li>{e(str(row))}</li>" for row in view.reservations)
+    if reservations:
+        reservations = f"<p>reservations (user · kernel · notebook · idle · ports):</p><ul>{reservations}</ul>"
+    return f"<div>{head}{table}{reservations}<p>{e(_free_line(view))}</p></div>"

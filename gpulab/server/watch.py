@@ -23,9 +23,9 @@ from ..machine.nvml import GpuReader
 from ..machine.resolve import as_reader
 from ..core.renamed import renamed_keywords
 from ..core.widget_view import widget_bundle
-from .leases import lease_rows
+from .reservation_rows import reservation_rows
 from .owners import process_owner
-from ..placement.lockfiles import reservation_holders
+from ..reservations import reservation_holders
 from .render import ServerView, render_html, render_text
 
 __all__ = ["read_server", "watch_terminal", "ServerWatch", "watch_gpus", "WATCH_THREAD_NAME"]
@@ -59,12 +59,12 @@ def read_server(machine: GpuReader | None = None, reservations: str | os.PathLik
             # a described machine's pids are not this machine's processes: name them as described
             owners[p.pid] = f"pid {p.pid} {p.name} (described)" if simulated else str(process_owner(p.pid))
     # a holder that wrote its name: that user, and what its pid is (a kernel, a script) as the room knows it
-    # (a lease of this very process reads "this notebook", as in the picker)
+    # (a reservation of this very process reads "this notebook", as in the picker)
     holder_text = {uuid: str(replace(process_owner(h.pid), user=h.user))
                    if h.pid is not None and h.user is not None and not h.mine else h.text
                    for uuid, h in holders.items()}
     return ServerView(gpus, holder_text, owners, socket.gethostname(), time.time(), interval_s, simulated,
-                      reader.error, tuple(lease_rows(gpus, reservations)))
+                      reader.error, tuple(reservation_rows(gpus, reservations)))
 
 
 @renamed_keywords(reader="machine", directory="reservations")

@@ -120,7 +120,8 @@ def test_every_gpu_busy_or_reserved_is_said_with_who_and_what_to_do(tmp_path):
     gpus = [simulated_gpu(0, "Tesla T4", 15360, used_mib=14000, util=100, processes=((4242, 13500, "python"),)),
             simulated_gpu(1, "Tesla T4", 15360, used_mib=3)]
     machine = described_machine(tmp_path, gpus)
-    # the one free GPU, held by another student's kernel (a process of its own: this one's lease would be its own GPU)
+    # the one free GPU, held by another student's kernel (a process of its own: this one's reservation would be its own
+    # GPU)
     with held_elsewhere(1, str(tmp_path / "lab.json"), tmp_path / "reservations") as (pid, _):
         r = environment_report(machine, torch=described_torch())
         check = row(r, "a free GPU to work on")

@@ -84,7 +84,7 @@ def test_each_check_passes_in_a_clean_python_and_fails_once_its_problem_is_there
     assert not ports[0] and "address already in use" in ports[2]
 
 
-def test_a_lease_that_cuda_visible_devices_does_not_use_fails_until_applied(tmp_path):
+def test_a_reservation_that_cuda_visible_devices_does_not_use_fails_until_applied(tmp_path):
     stages = _stages(tmp_path, f"""\
 import json, gpulab
 def report(stage):
@@ -94,8 +94,9 @@ report("held")
 r.apply()
 report("applied")
 """, GPULAB_SIMULATE_GPUS="workshop-8")
-    lease = _by_what(stages["held"], "GPU ")
-    assert not lease[0] and "reserved by this notebook, but not used" in lease[1] and "apply()" in lease[3]
+    reservation = _by_what(stages["held"], "GPU ")
+    assert not reservation[0] and "reserved by this notebook, but not used" in reservation[1]
+    assert "apply()" in reservation[3]
     assert _by_what(stages["applied"], "GPU ")[0]
 
 

@@ -105,7 +105,7 @@ def test_report_says_what_the_driver_says_about_cuda_starting(monkeypatch, drive
     assert {"✔": "#080", "✘": "#b00", "?": "#a60"}[mark] in r._repr_html_()
 
 
-def test_the_report_names_a_lease_of_this_process_reserved_by_this_notebook(tmp_path, monkeypatch):
+def test_the_report_names_a_reservation_of_this_process_reserved_by_this_notebook(tmp_path, monkeypatch):
     from gpulab.placement.reservation import reserve_gpus
 
     monkeypatch.setenv("GPULAB_RESERVATIONS_DIR", str(tmp_path))

@@ -72,7 +72,7 @@ def test_the_text_form_lists_every_gpu_under_the_same_header_with_badges():
     assert "cuda:0" in str(picker) and "5" in str(picker)
 
 
-def test_a_lease_of_this_kernel_reads_this_notebook_and_stays_choosable(tmp_path):
+def test_a_reservation_of_this_kernel_reads_this_notebook_and_stays_choosable(tmp_path):
     mine = reserve_gpus(1, SimulatedGpuReader("workshop-8"), reservations=tmp_path)  # GPU 1
     with held_elsewhere(1, "workshop-8", tmp_path) as (pid, theirs):  # GPU 3, another learner's kernel
         assert theirs == [3]

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from gpulab.core.readings import Unavailable
-from gpulab.placement.reservation import current_holders, reservation_holders, reservations_dir, reserve_gpus
+from gpulab.placement.reservation import reserve_gpus
+from gpulab.reservations import current_holders, reservation_holders, reservations_dir
 from gpulab.placement.selection import NoFreeGpu, Policy, choose_gpus, rank_gpus
 from gpulab.machine.simulated import SimulatedGpuReader, simulated_gpu
 from gpulab.testing import FakeClock
@@ -268,14 +269,14 @@ def test_an_existing_lock_file_is_reopened_read_write_and_named(tmp_path):
     reserve_gpus(1, reader, reservations=tmp_path).release()
     again = reserve_gpus(1, reader, reservations=tmp_path)
     uuid = reader.info(0).uuid
-    assert current_holders([uuid], directory=tmp_path) == {uuid: "this notebook"}
+    assert current_holders([uuid], reservations=tmp_path) == {uuid: "this notebook"}
     assert json.loads((tmp_path / f"gpu-{uuid}.lock").read_text())["pid"] == os.getpid()  # named in the file
     again.release()
 
 
-def test_a_lease_carries_its_details_to_whoever_reads_the_holders(tmp_path):
-    """What a provisioner or a JupyterHub hook says of a lease (kernel, notebook, the user it is for) is read back by
-    every view of the holders, this process's own included."""
+def test_a_reservation_carries_its_details_to_whoever_reads_the_holders(tmp_path):
+    """What a provisioner or a JupyterHub hook says of a reservation (kernel, notebook, the user it is for) is read back
+    by every view of the holders, this process's own included."""
     details = {"kernel": "5f1c", "notebook": "lesson.ipynb", "for_user": "alice"}
     with reserve_gpus(1, "workshop-8", reservations=tmp_path, details=details) as r:
         held = reservation_holders([g.uuid for g in r.gpus], tmp_path)
@@ -289,7 +290,7 @@ def test_a_lease_carries_its_details_to_whoever_reads_the_holders(tmp_path):
 @pytest.mark.parametrize("details, error, text", [
     ("alice", TypeError, r"expected a dict of short strings"),
     ({"ports": 29500}, TypeError, r"'ports' is not a string key with a string value; convert numbers with str\(\)"),
-    ({"notebook": "x" * 3000}, ValueError, r"a lease keeps at most 2048"),
+    ({"notebook": "x" * 3000}, ValueError, r"a reservation keeps at most 2048"),
 ])
 def test_wrong_details_are_refused_before_any_gpu_is_locked(tmp_path, details, error, text):
     with pytest.raises(error, match=text):

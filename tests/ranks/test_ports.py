@@ -1,5 +1,5 @@
-"""A lease's private MASTER_PORT range: derived from its GPUs, disjoint between leases, honoured by the launcher's
-rendezvous store (a real TCPStore), with clear errors for a range written wrong or used up."""
+"""A reservation's private MASTER_PORT range: derived from its GPUs, disjoint between reservations, honoured by the
+launcher's rendezvous store (a real TCPStore), with clear errors for a range written wrong or used up."""
 from __future__ import annotations
 
 import socket
@@ -7,14 +7,14 @@ import socket
 import pytest
 
 from gpulab.ranks.ports import open_store as _open_store
-from gpulab.ranks.ports import PORTS_VAR, format_ports, lease_ports, parse_ports, store_ports
+from gpulab.ranks.ports import PORTS_VAR, format_ports, reservation_ports, parse_ports, store_ports
 
 
-def test_leases_of_different_gpus_get_disjoint_ranges_that_avoid_torchruns_default():
-    ranges = [set(lease_ports([k])) for k in range(8)]
+def test_reservations_of_different_gpus_get_disjoint_ranges_that_avoid_torchruns_default():
+    ranges = [set(reservation_ports([k])) for k in range(8)]
     assert all(not (a & b) for i, a in enumerate(ranges) for b in ranges[i + 1:])
     assert 29500 not in set().union(*ranges)
-    assert format_ports(lease_ports([5, 3])) == "29540-29549"  # the lowest GPU of the lease names its range
+    assert format_ports(reservation_ports([5, 3])) == "29540-29549"  # the lowest GPU of the reservation names its range
 
 
 @pytest.mark.parametrize("text, message", [("29510", "expected a range of ports written first-last"),

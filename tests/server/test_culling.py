@@ -1,14 +1,14 @@
 """jupyter-server's own culler, as the course's server settings configure it, gives a culled kernel's GPUs back.
 
 A real jupyter-server with ``tools/jupyter_server_config.py`` and ``GPULAB_CULL_IDLE_S=2`` (the config's own knob):
-a notebook's kernel from gpulab's kernelspec holds a GPU with its kernel id and notebook in the lease; nobody uses
+a notebook's kernel from gpulab's kernelspec holds a GPU with its kernel id and notebook in the reservation; nobody uses
 it; the server culls it, and the GPU is free again — with no reaper of gpulab's."""
 from __future__ import annotations
 
 import time
 
 from gpulab.machine.simulated import SimulatedGpuReader
-from gpulab.placement.lockfiles import reservation_holders
+from gpulab.reservations import reservation_holders
 
 from .jupyter import jupyter
 
@@ -20,7 +20,7 @@ def test_an_idle_kernel_is_culled_by_the_server_and_its_gpu_is_free_again(tmp_pa
     # only the server itself: the Lab, LSP and terminal extensions take seconds to load and play no part here
     quiet = "--ServerApp.jpserver_extensions=" + repr({e: False for e in ("jupyterlab", "jupyter_lsp", "notebook_shim",
                                                                           "jupyter_server_terminals")})
-    # 2 s, not 1: the lease is read right after the kernel started, and a 1 s stall of this process on a loaded
+    # 2 s, not 1: the reservation is read right after the kernel started, and a 1 s stall of this process on a loaded
     # machine would let the culler end the kernel first
     with jupyter(tmp_path, env={"GPULAB_CULL_IDLE_S": "2"}, args=(quiet,)) as server:
         session = server.api("/api/sessions", "POST", {"path": "week1/idle.ipynb", "type": "notebook",

@@ -1,13 +1,13 @@
-"""A real JupyterHub (PyPI) behind a real configurable-http-proxy (npm) leases GPUs to its users' servers.
+"""A real JupyterHub (PyPI) behind a real configurable-http-proxy (npm) reserves GPUs for its users' servers.
 
-The Hub runs tools/jupyterhub_config.py in its "server" model (every single-user server leases its GPUs through
+The Hub runs tools/jupyterhub_config.py in its "server" model (every single-user server reserves its GPUs through
 gpulab.server.hub's hooks), with JupyterHub's dummy authenticator and SimpleLocalProcessSpawner, on a described
-8-GPU server with all GPUs free (GPULAB_SIMULATE_GPUS=idle-8) and a lease directory of its own. Three users, three
+8-GPU server with all GPUs free (GPULAB_SIMULATE_GPUS=idle-8) and a reservation directory of its own. Three users, three
 GPUs per server, driven through the Hub's REST API with an admin token from the test's config: the first two servers
-get disjoint GPUs (read from the leases and from each server process's environment), the third would need a 9th GPU
-and gets the clear message, stopping a server frees its GPUs, and a server killed with SIGKILL frees them as soon as
-the Hub's poll notices. A Hub restart stops the servers with the old Hub and leases afresh in the new one. The Hub, the
-proxy and every server are found afterwards by a marker in their environment: none may be left.
+get disjoint GPUs (read from the reservations and from each server process's environment), the third would need a 9th
+GPU and gets the clear message, stopping a server frees its GPUs, and a server killed with SIGKILL frees them as soon as
+the Hub's poll notices. A Hub restart stops the servers with the old Hub and reserves afresh in the new one. The Hub,
+the proxy and every server are found afterwards by a marker in their environment: none may be left.
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 from gpulab.machine.simulated import SimulatedGpuReader
-from gpulab.placement.lockfiles import reservation_holders
+from gpulab.reservations import reservation_holders
 from gpulab.server.kernelspec import install_kernelspec
 from tests.process_group import kill_group
 
@@ -154,8 +154,8 @@ def _marked(marker: str) -> list[int]:
     return found
 
 
-def _leases(directory: Path) -> dict[str, str]:
-    """GPU UUID -> the user whose server holds it, from the lease files."""
+def _reservations(directory: Path) -> dict[str, str]:
+    """GPU UUID -> the user whose server holds it, from the reservation files."""
     return {u: h.details.get("for_user", "?") for u, h in reservation_holders(UUIDS, directory).items()}
 
 
@@ -167,7 +167,7 @@ def _visible(hub: Hub, user: str) -> list[str]:
 class HubSession:
     """A real Hub (and its proxy) run from tools/jupyterhub_config.py in ``model`` on the described idle-8 server:
     ``launch()`` starts one and waits until it answers through the proxy, ``stop(proc)`` stops it as a service manager
-    does (SIGTERM) and checks that every process of the run ended with it and no lease is left."""
+    does (SIGTERM) and checks that every process of the run ended with it and no reservation is left."""
 
     def __init__(self, tmp: Path, model: str) -> None:
         if not CHP.exists():
@@ -178,9 +178,9 @@ class HubSession:
         ports = {"proxy": _free_port(), "hub": _free_port(), "proxy_api": _free_port()}
         self.config = tmp / "jupyterhub_config.py"
         self.config.write_text(_config(tmp, token, self.marker, ports, model))
-        self.leases_dir = tmp / "leases"
+        self.reservations_dir = tmp / "reservations"
         self.env = dict(os.environ, GPULAB_HUB_MODEL=model, GPULAB_SIMULATE_GPUS="idle-8",
-                        GPULAB_RESERVATIONS_DIR=str(self.leases_dir), GPULAB_HUB_TEST=self.marker)
+                        GPULAB_RESERVATIONS_DIR=str(self.reservations_dir), GPULAB_HUB_TEST=self.marker)
         self.env.pop("CUDA_VISIBLE_DEVICES", None)
         self.log = open(tmp / "hub.log", "ab")
         self.hub = Hub(f"http://127.0.0.1:{ports['proxy']}", token)
@@ -209,7 +209,7 @@ class HubSession:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=60)
         self.hub.wait("every Hub, proxy and server process to end", lambda: not _marked(self.marker), timeout_s=30)
-        assert _leases(self.leases_dir) == {}
+        assert _reservations(self.reservations_dir) == {}
 
     def close(self) -> None:
         for proc in self.procs:
@@ -233,21 +233,21 @@ def session(request, tmp_path):
 
 
 @pytest.mark.parametrize("session", ["server"], indirect=True)
-def test_a_real_hub_leases_disjoint_gpus_to_servers_and_frees_them_on_stop_kill_and_restart(session):
-    hub, leases_dir, launch, stop = session.hub, session.leases_dir, session.launch, session.stop
+def test_a_real_hub_reservations_disjoint_gpus_to_servers_and_frees_them_on_stop_kill_and_restart(session):
+    hub, reservations_dir, launch, stop = session.hub, session.reservations_dir, session.launch, session.stop
     first = launch()
 
-    # Two servers started at the same moment, three GPUs each: disjoint, in the leases and in each server's own
+    # Two servers started at the same moment, three GPUs each: disjoint, in the reservations and in each server's own
     # environment.
     with ThreadPoolExecutor(2) as pool:
         for status, body in pool.map(hub.start, ("alice", "bob")):
             assert status in (201, 202), (status, body, session.log_tail())
-    leases = _leases(leases_dir)
-    held = {u: sorted(k for k, v in leases.items() if v == u) for u in ("alice", "bob")}
+    reservations = _reservations(reservations_dir)
+    held = {u: sorted(k for k, v in reservations.items() if v == u) for u in ("alice", "bob")}
     assert len(held["alice"]) == 3 and len(held["bob"]) == 3 and not set(held["alice"]) & set(held["bob"])
     assert sorted(_visible(hub, "alice")) == held["alice"] and sorted(_visible(hub, "bob")) == held["bob"]
     alice_pid = hub.server("alice")["state"]["pid"]
-    assert _environ(alice_pid)["GPULAB_RESERVATIONS_DIR"] == str(leases_dir)
+    assert _environ(alice_pid)["GPULAB_RESERVATIONS_DIR"] == str(reservations_dir)
     cmdline = Path(f"/proc/{alice_pid}/cmdline").read_bytes().split(b"\0")
     assert f"--config={ROOT / 'tools' / 'jupyter_server_config.py'}".encode() in cmdline  # the course's settings
 
@@ -258,55 +258,57 @@ def test_a_real_hub_leases_disjoint_gpus_to_servers_and_frees_them_on_stop_kill_
         assert "No GPU for carol's server: it needs 3 free GPU(s), and 2 of this machine's 8 are free" in message
         assert "reserved by alice's server" in message and "reserved by bob's server" in message
         assert "What to do: wait until someone stops their server" in message
-    assert not any(v == "carol" for v in _leases(leases_dir).values())
+    assert not any(v == "carol" for v in _reservations(reservations_dir).values())
 
     # Bob stops his server: his GPUs are free again, and carol's next start gets three of them.
     status, _ = hub.call("DELETE", "/users/bob/server")
     assert status in (202, 204)
     hub.wait("bob's server to stop", lambda: hub.server("bob") is None)
-    assert "bob" not in _leases(leases_dir).values()
+    assert "bob" not in _reservations(reservations_dir).values()
     status, body = hub.start("carol")
     assert status in (201, 202), (status, body, session.log_tail())
-    carol = sorted(k for k, v in _leases(leases_dir).items() if v == "carol")
+    carol = sorted(k for k, v in _reservations(reservations_dir).items() if v == "carol")
     assert len(carol) == 3 and not set(carol) & set(held["alice"]) and sorted(_visible(hub, "carol")) == carol
 
     # kill -9 of alice's server: the Hub's poll notices, runs post_stop_hook, and her GPUs are free again.
     os.kill(alice_pid, signal.SIGKILL)
-    hub.wait("alice's leases to end after kill -9", lambda: "alice" not in _leases(leases_dir).values(),
+    hub.wait("alice's reservations to end after kill -9",
+             lambda: "alice" not in _reservations(reservations_dir).values(),
              timeout_s=30 + 10 * POLL_S)
     hub.wait("the Hub to see alice's server gone", lambda: hub.server("alice") is None)
-    assert sorted(k for k, v in _leases(leases_dir).items() if v == "carol") == carol
+    assert sorted(k for k, v in _reservations(reservations_dir).items() if v == "carol") == carol
 
-    # A Hub restart: the old Hub stops carol's server with it (cleanup_servers); the new one leases afresh.
+    # A Hub restart: the old Hub stops carol's server with it (cleanup_servers); the new one reserves afresh.
     stop(first)
     second = launch()
     assert hub.server("carol") is None
     status, body = hub.start("alice")
     assert status in (201, 202), (status, body, session.log_tail())
-    alice = sorted(k for k, v in _leases(leases_dir).items() if v == "alice")
+    alice = sorted(k for k, v in _reservations(reservations_dir).items() if v == "alice")
     assert len(alice) == 3 and sorted(_visible(hub, "alice")) == alice
     stop(second)
 
 
 
 @pytest.mark.parametrize("session", ["kernel"], indirect=True)
-def test_in_the_kernel_model_each_kernel_of_each_server_leases_its_own_gpu(session):
-    """The documented default: the Hub leases nothing; a server gets the lease directory and machine the Hub has (so
-    the gpulab kernelspec's kernels lease from the same files) and the course's server settings."""
+def test_in_the_kernel_model_each_kernel_of_each_server_reservations_its_own_gpu(session):
+    """The documented default: the Hub reserves nothing; a server gets the reservation directory and machine the Hub has
+    (so the gpulab kernelspec's kernels reservation from the same files) and the course's server settings."""
     hub = session.hub
     proc = session.launch()
     status, body = hub.start("alice")
     assert status in (201, 202), (status, body, session.log_tail())
-    assert _leases(session.leases_dir) == {}
+    assert _reservations(session.reservations_dir) == {}
     pid = hub.server("alice")["state"]["pid"]
     env = _environ(pid)
     assert "CUDA_VISIBLE_DEVICES" not in env
-    assert env["GPULAB_RESERVATIONS_DIR"] == str(session.leases_dir) and env["GPULAB_SIMULATE_GPUS"] == "idle-8"
+    assert env["GPULAB_RESERVATIONS_DIR"] == str(session.reservations_dir) and env["GPULAB_SIMULATE_GPUS"] == "idle-8"
     cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     assert f"--config={ROOT / 'tools' / 'jupyter_server_config.py'}".encode() in cmdline
 
-    # Kernels from the gpulab kernelspec, started through the Hub's proxy in two users' servers, lease disjoint GPUs
-    # from the Hub's lease folder; shutting a kernel down frees its GPU.
+    # Kernels from the gpulab kernelspec, started through the Hub's proxy in two users' servers, reservation disjoint
+    # GPUs
+    # from the Hub's reservation folder; shutting a kernel down frees its GPU.
     name = os.path.basename(install_kernelspec(1, prefix=str(session.tmp))[0])
     status, body = hub.start("bob")
     assert status in (201, 202), (status, body, session.log_tail())
@@ -315,14 +317,15 @@ def test_in_the_kernel_model_each_kernel_of_each_server_leases_its_own_gpu(sessi
         status, body = _user_api(hub, user, "POST", "/api/kernels", {"name": name})
         assert status == 201, (status, body)
         kernels[user] = body["id"]
-    held = {h.details["kernel"]: (uuid, h.pid) for uuid, h in reservation_holders(UUIDS, session.leases_dir).items()}
+    held = {h.details["kernel"]: (uuid, h.pid)
+            for uuid, h in reservation_holders(UUIDS, session.reservations_dir).items()}
     assert set(held) == set(kernels.values()) and held[kernels["alice"]][0] != held[kernels["bob"]][0]
     seen = {user: _environ(held[k][1])["CUDA_VISIBLE_DEVICES"] for user, k in kernels.items()}
     assert seen["alice"] and seen["bob"] and seen["alice"] != seen["bob"]
     status, _ = _user_api(hub, "alice", "DELETE", f"/api/kernels/{kernels['alice']}")
     assert status == 204
-    hub.wait("alice's kernel lease to end",
-             lambda: {h.details.get("kernel") for h in reservation_holders(UUIDS, session.leases_dir).values()}
+    hub.wait("alice's kernel reservation to end",
+             lambda: {h.details.get("kernel") for h in reservation_holders(UUIDS, session.reservations_dir).values()}
              == {kernels["bob"]})
     session.stop(proc)
 

@@ -1,6 +1,6 @@
 """The JupyterHub side without a Hub (cheap, in make test): wrong settings of gpu_hooks and of
 tools/jupyterhub_config.py are refused with a clear message when the Hub reads its config, and the message a student
-reads when no GPU is free names who holds each GPU (real leases, from this process and from another one). The real
+reads when no GPU is free names who holds each GPU (real reservations, from this process and from another one). The real
 Hub is tests/server/test_hub.py (slow)."""
 from __future__ import annotations
 
@@ -67,7 +67,7 @@ def _load(monkeypatch, model: str | None):
 
 
 def test_the_documented_config_sets_the_hooks_only_in_the_server_model(monkeypatch):
-    kernel = _load(monkeypatch, None)  # the default: every kernel leases
+    kernel = _load(monkeypatch, None)  # the default: every kernel reserves
     assert "pre_spawn_hook" not in kernel.Spawner and kernel.Spawner.poll_interval == 10
     assert kernel.JupyterHub.cleanup_servers is True
     assert kernel.Spawner.args == [f"--config={ROOT / 'tools' / 'jupyter_server_config.py'}"]
@@ -82,14 +82,15 @@ def test_the_documented_config_refuses_an_unknown_model(monkeypatch):
 
 
 def test_no_gpu_message_names_each_holder_and_what_to_do(tmp_path):
-    """Three GPUs leased for alice's server by this process (as the Hub holds them), two by another process's kernel
-    lease, three left: a server that needs four is told who holds what."""
-    hub_lease = reserve_gpus(3, "idle-8", reservations=tmp_path, details={"for_user": "alice", "server": "(default)"})
-    with held_elsewhere(2, "idle-8", tmp_path) as (pid, elsewhere), hub_lease:
+    """Three GPUs reserved for alice's server by this process (as the Hub holds them), two by another process's kernel
+    reservation, three left: a server that needs four is told who holds what."""
+    hub_reservation = reserve_gpus(3, "idle-8", reservations=tmp_path,
+                                   details={"for_user": "alice", "server": "(default)"})
+    with held_elsewhere(2, "idle-8", tmp_path) as (pid, elsewhere), hub_reservation:
         text = no_gpu_message("carol", 4, "idle-8", None, tmp_path)
         lines = text.splitlines()
         assert lines[0] == "No GPU for carol's server: it needs 4 free GPU(s), and 3 of this machine's 8 are free now."
-        for i in hub_lease.physical_indices:
+        for i in hub_reservation.physical_indices:
             assert f"  GPU {i}: reserved by alice's server" in lines
         for i in elsewhere:
             assert any(line.startswith(f"  GPU {i}: reserved by ") and f"(pid {pid})" in line for line in lines)
@@ -99,14 +100,14 @@ def test_no_gpu_message_names_each_holder_and_what_to_do(tmp_path):
     assert error.status_code == 503 and error.jupyterhub_message == text == str(error)
 
 
-def test_watch_names_the_user_a_hub_lease_is_for_and_the_process_that_holds_it(tmp_path):
+def test_watch_names_the_user_a_hub_reservation_is_for_and_the_process_that_holds_it(tmp_path):
     import pwd, os
 
-    from gpulab.server.leases import lease_rows
+    from gpulab.server.reservation_rows import reservation_rows
 
     w8 = SimulatedGpuReader("idle-8")
     gpus = [w8.info(i) for i in range(w8.count())]
     me = pwd.getpwuid(os.geteuid()).pw_name
     with reserve_gpus(1, w8, reservations=tmp_path, details={"for_user": "alice", "server": "(default)"}):
-        (row,) = lease_rows(gpus, tmp_path)
+        (row,) = reservation_rows(gpus, tmp_path)
     assert row.user == f"alice via {me}" and row.kernel == "(default)"

@@ -1,8 +1,8 @@
 """``watch``'s idle time follows jupyter-server's own ``last_activity`` (the culler's clock), relayed by the kernel
-provisioner into the lease file's modification time; slow (a real jupyter-server, and seconds of waiting).
+provisioner into the reservation file's modification time; slow (a real jupyter-server, and seconds of waiting).
 
 A kernel nobody uses grows idle; a client that runs code in it (connected to the kernel as a second client, the
-server watching its IOPub as for any kernel) makes the server's ``last_activity`` move, and the lease's idle time
+server watching its IOPub as for any kernel) makes the server's ``last_activity`` move, and the reservation's idle time
 drops back."""
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from jupyter_client import BlockingKernelClient
 
 from gpulab.machine.simulated import SimulatedGpuReader
-from gpulab.server.leases import lease_rows
+from gpulab.server.reservation_rows import reservation_rows
 
 from .jupyter import jupyter
 
@@ -21,7 +21,7 @@ IDLE8 = SimulatedGpuReader("idle-8")
 GPUS = [IDLE8.info(i) for i in range(8)]
 
 
-def test_a_leases_idle_time_is_the_servers_last_activity(tmp_path):
+def test_a_reservations_idle_time_is_the_servers_last_activity(tmp_path):
     quiet = "--ServerApp.jpserver_extensions=" + repr({e: False for e in ("jupyterlab", "jupyter_lsp", "notebook_shim",
                                                                           "jupyter_server_terminals")})
     with jupyter(tmp_path, env={"GPULAB_CULL_IDLE_S": "0"},
@@ -44,18 +44,19 @@ def test_a_leases_idle_time_is_the_servers_last_activity(tmp_path):
         finally:
             client.stop_channels()
         assert server.api(f"/api/kernels/{kernel}")["last_activity"] > session["kernel"]["last_activity"]
-        # the provisioner relays it: the lease's idle time starts again after the code ran (before it, the kernel had
+        # the provisioner relays it: the reservation's idle time starts again after the code ran (before it, the kernel
+        # had
         # been idle for 3 s and more)
         _row_once(tmp_path, lambda r: r.idle_s <= time.monotonic() - ran + 0.1, "dropped back after the code ran")
 
 
 def _row_once(tmp_path, ok, what: str, within_s: float = 30.0):
-    """The lease's row as soon as ``ok`` holds for it (read every 0.2 s, for at most ``within_s``)."""
+    """The reservation's row as soon as ``ok`` holds for it (read every 0.2 s, for at most ``within_s``)."""
     deadline = time.monotonic() + within_s
     while True:
-        [row] = lease_rows(GPUS, tmp_path / "locks")
+        [row] = reservation_rows(GPUS, tmp_path / "locks")
         if ok(row):
             return row
         if time.monotonic() > deadline:
-            pytest.fail(f"the lease's idle time never {what} within {within_s:.0f} s: {row}")
+            pytest.fail(f"the reservation's idle time never {what} within {within_s:.0f} s: {row}")
         time.sleep(0.2)

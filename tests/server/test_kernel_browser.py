@@ -3,7 +3,7 @@
 
 JupyterLab runs with the course's server settings and gpulab's 1-GPU kernelspec in a scratch ``JUPYTER_PATH`` on a
 described server with 8 free GPUs. Two notebooks open with that kernel: a cell in each shows ``CUDA_VISIBLE_DEVICES``
-and the lease; the second kernel has a different GPU; shutting the first kernel down (as JupyterLab's menu does)
+and the reservation; the second kernel has a different GPU; shutting the first kernel down (as JupyterLab's menu does)
 frees its GPU in ``python -m gpulab watch``. Screenshots go to ``build/browser-screenshots``.
 """
 from __future__ import annotations
@@ -29,11 +29,11 @@ pytestmark = [
 ]
 
 CELL = """import os
-from gpulab.placement.lockfiles import reservation_holders
+from gpulab.reservations import reservation_holders
 visible = os.environ["CUDA_VISIBLE_DEVICES"]
-lease = reservation_holders([visible])[visible]
+reservation = reservation_holders([visible])[visible]
 print("CUDA_VISIBLE_DEVICES =", visible)
-print("lease:", lease, "·", lease.details["notebook"], "· ports", lease.details["ports"])"""
+print("reservation:", reservation, "·", reservation.details["notebook"], "· ports", reservation.details["ports"])"""
 
 OUTPUT_JS = """() => { const p = window.jupyterapp.shell.currentWidget;
   const c = p.content.widgets[0]; return c.model.executionCount ? c.model.outputs.toJSON() : null; }"""
@@ -41,7 +41,7 @@ OUTPUT_JS = """() => { const p = window.jupyterapp.shell.currentWidget;
 
 def _notebook(path, cell: str) -> None:
     path.write_text(json.dumps({
-        "cells": [{"cell_type": "code", "execution_count": None, "id": "lease", "metadata": {}, "outputs": [],
+        "cells": [{"cell_type": "code", "execution_count": None, "id": "reservation", "metadata": {}, "outputs": [],
                    "source": cell}],
         "metadata": {"kernelspec": {"name": "gpulab-1-gpu", "display_name": "Python 3 · 1 free GPU (gpulab)",
                                     "language": "python"}},
@@ -83,8 +83,8 @@ def test_two_notebooks_get_different_gpus_and_shutting_one_down_frees_its_gpu(tm
         second.screenshot(path=str(SHOTS / "kernel-provisioner-second.png"))
         visible = [re.search(r"CUDA_VISIBLE_DEVICES = (GPU-[0-9a-f-]+)", text).group(1) for text in (one, two)]
         assert visible[0] != visible[1], (one, two)
-        assert "lease: this notebook · " in one and "first.ipynb · ports 295" in one, one
-        assert "lease: this notebook · " in two and "second.ipynb · ports 295" in two, two
+        assert "reservation: this notebook · " in one and "first.ipynb · ports 295" in one, one
+        assert "reservation: this notebook · " in two and "second.ipynb · ports 295" in two, two
         before = _watch(server)
         assert "first.ipynb" in before and "second.ipynb" in before, before
         first.evaluate("() => window.jupyterapp.shell.currentWidget.sessionContext.shutdown()")
@@ -93,6 +93,6 @@ def test_two_notebooks_get_different_gpus_and_shutting_one_down_frees_its_gpu(tm
             time.sleep(0.5)
         after = _watch(server)
         assert "first.ipynb" not in after and "second.ipynb" in after, after
-        assert len(re.findall(r"^  GPU \d+: ", after, re.M)) == 1, after  # one lease left: the second notebook's
+        assert len(re.findall(r"^  GPU \d+: ", after, re.M)) == 1, after  # one reservation left: the second notebook's
         first.close()
         second.close()

@@ -1,9 +1,9 @@
 """A workshop's worst minutes: 20 real kernels started, shut down, restarted and killed with ``kill -9`` at random,
 many at once, through gpulab's kernel provisioner on a described server with 8 free GPUs (``idle-8``); slow.
 
-After every step the test counts double bookings (one GPU in two live kernels' leases, or two kernels seeing the same
-``CUDA_VISIBLE_DEVICES``) and leaked leases (a GPU locked by a process that is no live kernel, or one whose kernel is
-gone); both must be 0, and no GPU may stay held at the end. The figures are printed (``pytest -s``)."""
+After every step the test counts double bookings (one GPU in two live kernels' reservations, or two kernels seeing the
+same ``CUDA_VISIBLE_DEVICES``) and leaked reservations (a GPU locked by a process that is no live kernel, or one whose
+kernel is gone); both must be 0, and no GPU may stay held at the end. The figures are printed (``pytest -s``)."""
 from __future__ import annotations
 
 import asyncio
@@ -21,7 +21,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 KERNELS = 20
 
 
-def test_a_20_kernel_storm_on_8_gpus_has_no_double_booking_and_no_leaked_lease(tmp_path, monkeypatch):
+def test_a_20_kernel_storm_on_8_gpus_has_no_double_booking_and_no_leaked_reservation(tmp_path, monkeypatch):
     kernels = ProvisionedKernels(tmp_path, monkeypatch, "idle-8")
     name = kernels.install(1)
     rng = random.Random(23)
@@ -29,15 +29,15 @@ def test_a_20_kernel_storm_on_8_gpus_has_no_double_booking_and_no_leaked_lease(t
     live: list = []
 
     def check() -> None:
-        leases = [(km, km.provisioner.lease) for km in live]
-        per_gpu = Counter(g for _, lease in leases for g in lease["physical"])
+        reservations = [(km, km.provisioner.reservation) for km in live]
+        per_gpu = Counter(g for _, reservation in reservations for g in reservation["physical"])
         figures["double bookings"] += sum(n - 1 for n in per_gpu.values() if n > 1)
-        seen = Counter(lease["env"]["CUDA_VISIBLE_DEVICES"] for _, lease in leases)
+        seen = Counter(reservation["env"]["CUDA_VISIBLE_DEVICES"] for _, reservation in reservations)
         figures["double bookings"] += sum(n - 1 for n in seen.values() if n > 1)
         holders = kernels.holders()
-        owner = {g: km.provisioner.pid for km, lease in leases for g in lease["physical"]}
-        figures["leaked leases"] += sum(1 for g, h in holders.items() if owner.get(g) != h.pid)
-        figures["lost leases"] += sum(1 for g in owner if g not in holders)
+        owner = {g: km.provisioner.pid for km, reservation in reservations for g in reservation["physical"]}
+        figures["leaked reservations"] += sum(1 for g, h in holders.items() if owner.get(g) != h.pid)
+        figures["lost reservations"] += sum(1 for g in owner if g not in holders)
         figures["most GPUs held at once"] = max(figures["most GPUs held at once"], len(holders))
 
     async def start() -> None:
@@ -92,9 +92,9 @@ def test_a_20_kernel_storm_on_8_gpus_has_no_double_booking_and_no_leaked_lease(t
     figures["GPUs held at the end"] = len(kernels.holders())
     print("\nkernel storm on idle-8 (8 described GPUs, 1 GPU per kernel):")
     for key in ("starts asked", "kernels started", "starts refused (no free GPU)", "shutdown", "kill -9", "restart",
-                "restarts refused (no free GPU)", "most GPUs held at once", "double bookings", "leaked leases",
-                "lost leases", "GPUs held at the end"):
+                "restarts refused (no free GPU)", "most GPUs held at once", "double bookings", "leaked reservations",
+                "lost reservations", "GPUs held at the end"):
         print(f"  {key}: {figures[key]}")
     assert figures["kernels started"] >= KERNELS and figures["kill -9"] > 0 and figures["restart"] > 0
-    assert figures["double bookings"] == 0 and figures["leaked leases"] == 0 and figures["lost leases"] == 0
+    assert figures["double bookings"] == 0 and figures["leaked reservations"] == 0 and figures["lost reservations"] == 0
     assert figures["GPUs held at the end"] == 0

@@ -1,6 +1,6 @@
 """The kernel provisioner with real kernels (jupyter_client's AsyncKernelManager) on described servers.
 
-Start, lease, shutdown, restart, kill -9; the message when no GPU is free; a kernel with no GPU; the workshop-8
+Start, reservation, shutdown, restart, kill -9; the message when no GPU is free; a kernel with no GPU; the workshop-8
 scenario of the clarifications (three kernels take GPUs 1, 3, 5; after one shuts down a new kernel gets its GPU).
 The 20-kernel storm is in ``test_kernel_storm.py`` (slow).
 """
@@ -33,7 +33,7 @@ def workshop(tmp_path, monkeypatch):
 
 CELL = """
 import json, os
-from gpulab.placement.lockfiles import reservation_holders
+from gpulab.reservations import reservation_holders
 uuids = os.environ["CUDA_VISIBLE_DEVICES"].split(",")
 print(json.dumps({"visible": os.environ["CUDA_VISIBLE_DEVICES"], "master_port": os.environ["MASTER_PORT"],
                   "ports": os.environ["GPULAB_MASTER_PORTS"],
@@ -55,33 +55,33 @@ async def _run(km, code: str) -> str:
         kc.stop_channels()
 
 
-def test_a_kernel_starts_holding_a_free_gpu_and_its_lease_ends_with_it(kernels):
+def test_a_kernel_starts_holding_a_free_gpu_and_its_reservation_ends_with_it(kernels):
     name = kernels.install(1)
 
     async def scenario():
         km = await kernels.start(name, notebook="week1/lesson.ipynb")
-        lease = km.provisioner.lease
+        reservation = km.provisioner.reservation
         held = kernels.holders()
-        assert list(held) == lease["physical"] and len(held) == 1
-        h = held[lease["physical"][0]]
+        assert list(held) == reservation["physical"] and len(held) == 1
+        h = held[reservation["physical"][0]]
         assert h.pid == km.provisioner.pid  # the kernel process itself holds the lock
         assert h.details == {"kernel": km.kernel_id, "user": h.user, "notebook": "week1/lesson.ipynb",
-                             "ports": lease["ports"]}
-        # inside the kernel: its GPU, its ports, and its own lease seen as "this notebook"
+                             "ports": reservation["ports"]}
+        # inside the kernel: its GPU, its ports, and its own reservation seen as "this notebook"
         seen = json.loads(await _run(km, CELL))
-        assert seen["visible"] == lease["uuids"][0] and seen["ports"] == lease["ports"]
-        assert seen["master_port"] == lease["ports"].split("-")[0]
-        assert seen["held"][lease["uuids"][0]][:2] == ["this notebook", True]
+        assert seen["visible"] == reservation["uuids"][0] and seen["ports"] == reservation["ports"]
+        assert seen["master_port"] == reservation["ports"].split("-")[0]
+        assert seen["held"][reservation["uuids"][0]][:2] == ["this notebook", True]
         picker = await _run(km, "from gpulab.placement.picker import GpuPicker; print(GpuPicker())")
-        row = next(line for line in picker.splitlines() if line.strip().startswith(f"{lease['physical'][0]} ["))
-        assert "reserved by this notebook" in row, picker  # one truth: the picker reads the same lease
+        row = next(line for line in picker.splitlines() if line.strip().startswith(f"{reservation['physical'][0]} ["))
+        assert "reserved by this notebook" in row, picker  # one truth: the picker reads the same reservation
         # restart: the kernel gets its GPU back (preferred when still free)
         old_pid = km.provisioner.pid
         await km.restart_kernel(now=True)
         kernels.pids.add(km.provisioner.pid)
-        assert km.provisioner.pid != old_pid and km.provisioner.lease["physical"] == lease["physical"]
-        assert kernels.holders()[lease["physical"][0]].pid == km.provisioner.pid
-        # kill -9: the lease goes with the process, nobody releases it
+        assert km.provisioner.pid != old_pid and km.provisioner.reservation["physical"] == reservation["physical"]
+        assert kernels.holders()[reservation["physical"][0]].pid == km.provisioner.pid
+        # kill -9: the reservation goes with the process, nobody releases it
         os.kill(km.provisioner.pid, 9)
         await kernels.gone(km)
         assert kernels.holders() == {}
@@ -99,19 +99,19 @@ def test_the_workshop_server_three_kernels_take_its_three_free_gpus_and_a_fourth
 
     async def scenario():
         kms = [await workshop.start(name, notebook=f"student{k}.ipynb") for k in range(3)]
-        assert sorted(km.provisioner.lease["physical"][0] for km in kms) == [1, 3, 5]
+        assert sorted(km.provisioner.reservation["physical"][0] for km in kms) == [1, 3, 5]
         with pytest.raises(GpuKernelStartFailed) as failed:
             await workshop.start(name, notebook="late.ipynb")
         text = str(failed.value)
         for k in (1, 3, 5):  # who holds what
-            pid = next(km.provisioner.pid for km in kms if km.provisioner.lease["physical"] == [k])
+            pid = next(km.provisioner.pid for km in kms if km.provisioner.reservation["physical"] == [k])
             assert f"GPU {k}: reserved by pid {pid} (" in text
         assert "GPU 0: 29.4 GiB of 40.0 GiB used (74% > 10%)" in text  # the busy ones, with why
         assert "wait a few minutes" in text and "no GPU (gpulab)" in text and "ask the instructor" in text
-        freed = kms[1].provisioner.lease["physical"]
+        freed = kms[1].provisioner.reservation["physical"]
         await kms[1].shutdown_kernel(now=True)
         late = await workshop.start(name, notebook="late.ipynb")
-        assert late.provisioner.lease["physical"] == freed
+        assert late.provisioner.reservation["physical"] == freed
         for km in (kms[0], kms[2], late):
             await km.shutdown_kernel(now=True)
         assert workshop.holders() == {}
@@ -126,13 +126,13 @@ def test_a_start_waits_for_a_gpu_when_told_to(workshop):
 
     async def scenario():
         first = await workshop.start(one)
-        assert first.provisioner.lease["physical"] == [1, 3, 5]
+        assert first.provisioner.reservation["physical"] == [1, 3, 5]
         later = asyncio.ensure_future(workshop.start(waiting))
         await asyncio.sleep(1.5)
         assert not later.done()  # queued: no GPU yet
         await first.shutdown_kernel(now=True)
         km = await asyncio.wait_for(later, 30)
-        assert km.provisioner.lease["physical"][0] in (1, 3, 5)
+        assert km.provisioner.reservation["physical"][0] in (1, 3, 5)
         await km.shutdown_kernel(now=True)
 
     asyncio.run(scenario())
@@ -150,7 +150,7 @@ def test_a_kernel_with_no_gpu_sees_none_and_holds_nothing(kernels):
     asyncio.run(scenario())
 
 
-def test_a_lease_that_cannot_be_taken_says_why(kernels):
+def test_a_reservation_that_cannot_be_taken_says_why(kernels):
     name = kernels.install(1)
     kernels.locks.parent.mkdir(exist_ok=True)
     kernels.locks.write_text("not a folder")
@@ -183,13 +183,13 @@ def test_a_kernelspec_edited_by_hand_into_nonsense_is_refused_with_how_to_reinst
 
 
 @pytest.mark.slow  # the environment report imports torch in the kernel: seconds
-def test_the_environment_report_in_a_provisioned_kernel_names_its_lease_as_this_notebooks(kernels):
+def test_the_environment_report_in_a_provisioned_kernel_names_its_reservation_as_this_notebooks(kernels):
     name = kernels.install(1)
 
     async def scenario():
         km = await kernels.start(name)
         report = await _run(km, "import gpulab; print(gpulab.environment_report())")
-        k = km.provisioner.lease["physical"][0]
+        k = km.provisioner.reservation["physical"][0]
         assert f"a free GPU to work on — 1 free now (GPU {k}); GPU {k} reserved by this notebook" in report, report
         assert f"cuda:0      {k}  " in report  # and CUDA_VISIBLE_DEVICES maps cuda:0 to it
         await km.shutdown_kernel(now=True)

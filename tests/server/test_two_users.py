@@ -1,7 +1,7 @@
 """Two real Unix users on one server (root and nobody): ``watch`` hides another user's notebook path, and a student
-can release only their own leases. Needs root, to start processes as nobody; nobody runs the system's Python on a
-copy of ``gpulab`` in a scratch folder (leases and release need only the standard library), so the test runs wherever
-the clone sits."""
+can release only their own reservations. Needs root, to start processes as nobody; nobody runs the system's Python on a
+copy of ``gpulab`` in a scratch folder (reservations and release need only the standard library), so the test runs
+wherever the clone sits."""
 from __future__ import annotations
 
 import json
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from gpulab.machine.simulated import SimulatedGpuReader
-from gpulab.server.leases import HIDDEN, lease_rows
+from gpulab.server.reservation_rows import HIDDEN, reservation_rows
 from gpulab.server.render import render_text
 from gpulab.server.watch import read_server
 from tests.other_user import readable_copy, system_python_for_nobody
@@ -34,9 +34,10 @@ sys.stdin.read()
 VIEW = """
 import json, sys
 from gpulab.machine.simulated import SimulatedGpuReader
-from gpulab.server.leases import lease_rows
+from gpulab.server.reservation_rows import reservation_rows
 r = SimulatedGpuReader("workshop-8")
-print(json.dumps([[x.physical_index, x.user, x.notebook] for x in lease_rows([r.info(i) for i in range(8)], sys.argv[1])]))
+print(json.dumps([[x.physical_index, x.user, x.notebook] for x in reservation_rows([r.info(i) for i in range(8)],
+sys.argv[1])]))
 """
 
 
@@ -80,14 +81,14 @@ def test_watch_shows_another_users_notebook_only_to_root_and_the_instructor_grou
     instructor = call(as_nobody, "-c", VIEW, str(tmp / "locks"), extra_env={"GPULAB_INSTRUCTOR_GROUP": "nogroup"})
     assert [mine, "root", "instructor/solutions.ipynb"] in json.loads(instructor.stdout)  # nobody is in nogroup
     # root sees every path, in watch's own view
-    rows = {r.physical_index: r for r in lease_rows(W8_GPUS, tmp / "locks")}
+    rows = {r.physical_index: r for r in reservation_rows(W8_GPUS, tmp / "locks")}
     assert rows[theirs].notebook == "student/lesson.ipynb" and rows[theirs].user == "nobody"
     text = render_text(read_server("workshop-8", tmp / "locks"))
     assert "student/lesson.ipynb" in text and "instructor/solutions.ipynb" in text
     assert rows[mine].kernel == "k-root-1" and rows[mine].idle_s is not None and rows[mine].idle_s >= 0
 
 
-def test_a_student_can_release_their_own_lease_and_no_one_elses(server):
+def test_a_student_can_release_their_own_reservation_and_no_one_elses(server):
     tmp, as_root, as_nobody, hold, call = server
     root_holder, mine = hold(as_root, "k-root-2", "instructor/demo.ipynb")
     nobody_holder, theirs = hold(as_nobody, "k-nobody-2", "student/lesson.ipynb")
@@ -95,10 +96,12 @@ def test_a_student_can_release_their_own_lease_and_no_one_elses(server):
     assert refused.returncode == 1
     assert f"GPU {mine} is held by root (kernel k-root-2), not by you: a student can release only their own" in \
         refused.stderr
-    assert root_holder.poll() is None and {r.physical_index for r in lease_rows(W8_GPUS, tmp / "locks")} == {mine, theirs}
+    assert root_holder.poll() is None
+    assert {r.physical_index for r in reservation_rows(W8_GPUS, tmp / "locks")} == {mine, theirs}
     done = call(as_nobody, "-m", "gpulab", "release", str(theirs))
     assert done.returncode == 0, done.stderr
     assert f"GPU {theirs} is free: the kernel k-nobody (nobody) that held it was stopped" in done.stdout
-    assert nobody_holder.wait(10) != 0 and {r.physical_index for r in lease_rows(W8_GPUS, tmp / "locks")} == {mine}
+    assert nobody_holder.wait(10) != 0
+    assert {r.physical_index for r in reservation_rows(W8_GPUS, tmp / "locks")} == {mine}
     nothing = call(as_nobody, "-m", "gpulab", "release", str(theirs))
     assert nothing.returncode == 1 and "is not reserved by anyone" in nothing.stderr

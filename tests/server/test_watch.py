@@ -66,7 +66,7 @@ def test_reading_a_described_server_names_the_reservation_holder(tmp_path):
     finally:
         held.release()
     assert set(view.holders) == {held.gpus[0].uuid, W8.info(theirs[0]).uuid}
-    assert view.holders[held.gpus[0].uuid] == "this notebook"  # this kernel's own lease, as the picker says it
+    assert view.holders[held.gpus[0].uuid] == "this notebook"  # this kernel's own reservation, as the picker says it
     assert view.holders[W8.info(theirs[0]).uuid] == f"{them.user}: {them.command} (pid {pid})"
     assert "reserved by this notebook" in render_text(view) and "reserved by this notebook" in render_html(view)
     assert view.simulated and view.owners[31000] == "pid 31000 python (described)"

@@ -1,16 +1,17 @@
-"""Every lease on the server, as ``watch`` lists it, and ``release`` of one's own (a probe: lock files, /proc).
+"""Every reservation on the server, as ``watch`` lists it, and ``release`` of one's own (a probe: lock files, /proc).
 
 One row per held GPU: the Unix user that holds it (the locking process's owner, read from ``/proc``, not the name
-written into the file, which anyone could write), the kernel, the notebook, the idle time and the lease's ports.
+written into the file, which anyone could write), the kernel, the notebook, the idle time and the reservation's ports.
 
-- **The notebook path is private.** A student sees the paths of their own leases only; root and the members of the
+- **The notebook path is private.** A student sees the paths of their own reservations only; root and the members of the
   instructor group (``GPULAB_INSTRUCTOR_GROUP``, default ``gpulab-instructors``) see every path. (The lock files are
   world-readable so that every student can lock them; what ``watch`` shows is filtered here.)
-- **Idle time** is the time since the lease file was last touched: the kernel provisioner touches it when
+- **Idle time** is the time since the reservation file was last touched: the kernel provisioner touches it when
   jupyter-server saw the kernel active (its ``last_activity``, the clock the culler uses), so a student's idle
-  kernel shows what the culler will act on. A lease taken with ``reserve_gpus`` in a cell shows how long it is held.
-- **Release** stops the process that holds a lease: a lock belongs to its process, and only ending that process
-  frees it. A student may release only their own leases; root may release any. The operating system enforces the
+  kernel shows what the culler will act on. A reservation taken with ``reserve_gpus`` in a cell shows how long it is
+  held.
+- **Release** stops the process that holds a reservation: a lock belongs to its process, and only ending that process
+  frees it. A student may release only their own reservations; root may release any. The operating system enforces the
   same (a student cannot signal another user's process); the check here only says it clearly first.
 
 Only the standard library is used, so a student's own Python can run it. Taught in ``notebooks/02_choosing_gpus.ipynb``.
@@ -24,10 +25,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..core.readings import GpuInfo
-from ..placement.lockfiles import lock_path, named_dir, reservation_holders
+from ..reservations import lock_path, reservation_holders, reservations_dir
 
-__all__ = ["LeaseRow", "lease_rows", "may_see_all_paths", "release_gpu", "ReleaseRefused", "INSTRUCTOR_GROUP_VAR",
-           "DEFAULT_INSTRUCTOR_GROUP", "HIDDEN"]
+__all__ = ["ReservationRow", "reservation_rows", "may_see_all_paths", "release_gpu", "ReleaseRefused",
+           "INSTRUCTOR_GROUP_VAR", "DEFAULT_INSTRUCTOR_GROUP", "HIDDEN"]
 
 INSTRUCTOR_GROUP_VAR = "GPULAB_INSTRUCTOR_GROUP"
 DEFAULT_INSTRUCTOR_GROUP = "gpulab-instructors"
@@ -35,11 +36,11 @@ HIDDEN = "(another user's notebook)"
 
 
 class ReleaseRefused(PermissionError):
-    """A lease that is not the caller's, or nothing to release; the message says whose it is and what to do."""
+    """A reservation that is not the caller's, or nothing to release; the message says whose it is and what to do."""
 
 
 @dataclass(frozen=True)
-class LeaseRow:
+class ReservationRow:
     """One held GPU as ``watch`` lists it (``notebook`` is ``HIDDEN`` when the viewer may not see it)."""
 
     physical_index: int
@@ -109,13 +110,13 @@ def may_see_all_paths(uid: int | None = None) -> bool:
     return group.gr_gid in mine or me.pw_name in group.gr_mem
 
 
-def lease_rows(gpus: Sequence[GpuInfo], reservations: str | os.PathLike[str] | None = None, *,
-               viewer_uid: int | None = None, clock: Callable[[], float] = time.time) -> list[LeaseRow]:
+def reservation_rows(gpus: Sequence[GpuInfo], reservations: str | os.PathLike[str] | None = None, *,
+               viewer_uid: int | None = None, clock: Callable[[], float] = time.time) -> list[ReservationRow]:
     """Every held GPU of ``gpus`` with its holder, as the viewer (default: this process's user) may see it."""
     viewer = os.geteuid() if viewer_uid is None else viewer_uid
     see_all = may_see_all_paths(viewer)
     holders = reservation_holders([g.uuid for g in gpus], reservations)
-    d = named_dir(reservations)
+    d = reservations_dir(reservations, create=False)
     rows = []
     for g in gpus:
         h = holders.get(g.uuid)
@@ -130,16 +131,17 @@ def lease_rows(gpus: Sequence[GpuInfo], reservations: str | os.PathLike[str] | N
         except OSError:
             idle = None
         user = _user_name(uid, h.user)
-        if h.details.get("for_user"):  # a JupyterHub lease (gpulab.server.hub): the Hub's process holds it for a user
+        if h.details.get("for_user"):  # a JupyterHub reservation (gpulab.server.hub): the Hub holds it for a user
             user = f"{h.details['for_user']} via {user}"
-        rows.append(LeaseRow(g.physical_index, g.uuid, h.pid, user, h.details.get("kernel") or h.details.get("server", ""),
-                             notebook, idle, h.details.get("ports", ""), h.mine))
+        kernel = h.details.get("kernel") or h.details.get("server", "")
+        rows.append(ReservationRow(g.physical_index, g.uuid, h.pid, user, kernel, notebook, idle,
+                                   h.details.get("ports", ""), h.mine))
     return rows
 
 
 def _freed(g: GpuInfo, reservations: str | os.PathLike[str] | None, timeout_s: float) -> bool:
     deadline = time.monotonic() + timeout_s
-    while any(r.uuid == g.uuid for r in lease_rows([g], reservations)):
+    while any(r.uuid == g.uuid for r in reservation_rows([g], reservations)):
         if time.monotonic() > deadline:
             return False
         time.sleep(0.05)
@@ -148,14 +150,14 @@ def _freed(g: GpuInfo, reservations: str | os.PathLike[str] | None, timeout_s: f
 
 def release_gpu(gpus: Sequence[GpuInfo], physical_index: int, reservations: str | os.PathLike[str] | None = None,
                 *, timeout_s: float = 10.0) -> str:
-    """End the process that holds GPU ``physical_index``'s lease, if it is the caller's (or the caller is root);
+    """End the process that holds GPU ``physical_index``'s reservation, if it is the caller's (or the caller is root);
     returns what was done, in words. ``ReleaseRefused`` otherwise."""
     by_index = {g.physical_index: g for g in gpus}
     if physical_index not in by_index:
         raise ValueError(f"there is no GPU {physical_index} here: the GPUs are {sorted(by_index)} (physical "
                          "numbering, as python -m gpulab watch shows them).")
     g = by_index[physical_index]
-    row = next((r for r in lease_rows([g], reservations) if r.uuid == g.uuid), None)
+    row = next((r for r in reservation_rows([g], reservations) if r.uuid == g.uuid), None)
     if row is None:
         raise ReleaseRefused(f"GPU {physical_index} is not reserved by anyone: there is nothing to release.")
     uid = _uid_of(row.pid)
@@ -169,12 +171,12 @@ def release_gpu(gpus: Sequence[GpuInfo], physical_index: int, reservations: str 
     if uid != me and me != 0:
         what = f"kernel {row.kernel[:8]}" if row.kernel else f"pid {row.pid}"
         raise ReleaseRefused(f"GPU {physical_index} is held by {row.user} ({what}), not by you: a student can "
-                             f"release only their own leases. Ask {row.user}, or the instructor (root), to free it; "
-                             "python -m gpulab watch shows when it comes free.")
+                             f"release only their own reservations. Ask {row.user}, or the instructor (root), to free "
+                             "it; python -m gpulab watch shows when it comes free.")
     try:
         os.kill(row.pid, signal.SIGTERM)
     except ProcessLookupError:
-        pass  # it ended on its own meanwhile: the lease is gone too
+        pass  # it ended on its own meanwhile: the reservation is gone too
     if not _freed(g, reservations, timeout_s):
         try:
             os.kill(row.pid, signal.SIGKILL)  # it ignored SIGTERM; its own lock cannot outlive SIGKILL

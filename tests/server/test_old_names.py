@@ -1,0 +1,59 @@
+"""What users already have keeps working after "lease" became "reservation" in gpulab's names.
+
+A Jupyter server that imported an older gpulab keeps starting kernels as ``python -m gpulab.server.lease_start``
+until it restarts; a kernel manager that saved a provisioner's state kept the reservation under the old key; a
+notebook may still read ``Reservation.directory``. Each still works, and the old module and attribute say what the
+new name is.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from gpulab.placement.reservation import reserve_gpus
+from gpulab.server.provisioner import GpuKernelProvisioner
+from tests.process_group import run
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_old_start_module_still_starts_a_kernel_holding_a_gpu_and_says_its_new_name(tmp_path):
+    report_r, report_w = os.pipe()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "GPULAB_SIMULATE_GPUS": "idle-8"}
+    env.pop("CUDA_VISIBLE_DEVICES", None)
+    done = run([sys.executable, "-m", "gpulab.server.lease_start", "--report-fd", str(report_w), "--gpus", "1",
+                "--reservations", str(tmp_path), "--", sys.executable, "-c",
+                "import os; print(os.environ['CUDA_VISIBLE_DEVICES'])"],
+               env=env, pass_fds=(report_w,), capture_output=True, text=True, timeout=60)
+    os.close(report_w)
+    with os.fdopen(report_r) as f:
+        report = json.loads(f.read())
+    assert done.returncode == 0, done.stderr
+    assert report["ok"] and done.stdout.strip() == report["env"]["CUDA_VISIBLE_DEVICES"] != ""
+    assert "python -m gpulab.server.lease_start is deprecated, and is now python -m " \
+           "gpulab.server.reservation_start" in done.stderr
+
+
+def test_a_provisioner_state_saved_under_the_old_key_is_read_and_saved_under_the_new_one():
+    held = {"uuids": ["GPU-1"], "physical": [1], "ports": "29520-29529", "pid": 4242, "env": {}}
+    base = {"kernel_id": "k1", "connection_info": {}, "pid": 4242, "pgid": 4242, "ip": "127.0.0.1"}
+    old = GpuKernelProvisioner(kernel_id="k1", kernel_spec=None)
+    asyncio.run(old.load_provisioner_info({**base, "gpulab_lease": held}))
+    assert old.reservation == held
+    saved = asyncio.run(old.get_provisioner_info())
+    assert saved["gpulab_reservation"] == held and "gpulab_lease" not in saved
+    new = GpuKernelProvisioner(kernel_id="k1", kernel_spec=None)
+    asyncio.run(new.load_provisioner_info({**base, "gpulab_reservation": held, "gpulab_lease": {"uuids": []}}))
+    assert new.reservation == held
+
+
+def test_reservation_directory_still_answers_and_names_its_new_name(tmp_path):
+    with reserve_gpus(1, "idle-8", reservations=tmp_path) as r:
+        assert r.reservations == tmp_path
+        with pytest.warns(DeprecationWarning, match=r"Reservation.directory is now Reservation.reservations"):
+            assert r.directory == tmp_path
