@@ -186,7 +186,7 @@ def _private_uses(source: str) -> list[str]:
 
 def test_private_torch_and_multiprocessing_apis_go_through_the_one_compat_module():
     users = {_name(p): uses for p in _modules() if (uses := _private_uses(p.read_text()))}
-    assert set(users) == {"core/compat"}, users
+    assert set(users) == {"machine/compat"}, users
 
 
 def test_the_private_api_scan_finds_what_it_looks_for():
