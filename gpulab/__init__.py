@@ -17,7 +17,8 @@ in this list, ``tests/test_layers.py``):
     gpulab.checkup       the environment report and its checklist
     gpulab.server        the whole server's GPUs and who holds them (the watch view)
     gpulab.lightning     Lightning's old Trainer flags translated, the monitor callback, the fork/OpenMP check
-    gpulab.notebook      the %%gpu magic and the shell demo
+    gpulab.scaling       when a second device pays: a DDP step predicted, measured and swept
+    gpulab.notebook      the magics (%%gpu, %%ranks, %gpulab doctor), short tracebacks, the shell demo
     gpulab.exercises     the checkers behind each chapter's exercises (gpulab.check)
 
 Names are imported on first use (module ``__getattr__``), so ``import gpulab`` loads neither torch, ipywidgets,
