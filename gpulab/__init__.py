@@ -4,10 +4,11 @@ The top level holds the verbs a learner types in the chapters, grouped by chapte
 subpackage, whose names read as the course's contents (floor by floor: each imports only from the floors above it
 in this list, ``tests/test_layers.py``):
 
-    gpulab.core          units, tables, settings, readings, CUDA_VISIBLE_DEVICES's grammar (pure)
+    gpulab.core          units, tables, settings, readings, argument checks, CUDA_VISIBLE_DEVICES's grammar (pure:
+                         the standard library only)
     gpulab.reservations  who holds which GPU: the lock files that placement, checkup and server share
     gpulab.machine       NVML reader, described (simulated) GPUs, which machine a learner meant, inventory, host,
-                         software, CUDA state
+                         software, CUDA state and the line that started it, the one door to private torch APIs (compat)
     gpulab.workload      the digits data, models and training loop the chapters share
     gpulab.measure       timing, transfers, the CPU/GPU crossover, memory sizing
     gpulab.placement     the guarded setter, explain, selection, reserve_gpus, the picker
@@ -17,17 +18,22 @@ in this list, ``tests/test_layers.py``):
     gpulab.checkup       the environment report and its checklist
     gpulab.server        the whole server's GPUs and who holds them (the watch view)
     gpulab.lightning     Lightning's old Trainer flags translated, the monitor callback, the fork/OpenMP check
-    gpulab.notebook      the %%gpu magic and the shell demo
+    gpulab.scaling       when a second device pays: a DDP step predicted, measured and swept
+    gpulab.notebook      the magics (%%gpu, %%ranks, %gpulab doctor), short tracebacks, the shell demo
     gpulab.exercises     the checkers behind each chapter's exercises (gpulab.check)
 
 Names are imported on first use (module ``__getattr__``), so ``import gpulab`` loads neither torch, ipywidgets,
 IPython nor matplotlib — a worker process that imports it pays for nothing it does not use — and initialises neither
-NVML nor CUDA.
+NVML nor CUDA. It costs ≤ 10 ms (``benchmarks/bench_import.py``): all it does is set a watch for ``torch.cuda``'s
+import (``machine.cuda_watch``), so that the line that starts CUDA can be named.
 """
 from __future__ import annotations
 
 import importlib
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (2 ms); checkers read the name as True
+if TYPE_CHECKING:
+    from typing import Any
 
 __version__ = "0.1.0"
 
@@ -80,8 +86,9 @@ def __dir__() -> list[str]:
 
 
 def _watch_cuda_start() -> None:
-    """Record the first call that starts CUDA in this process, as the learner's line (``core.cuda_start``)."""
-    from .core.cuda_start import install
+    """Record the first call that starts CUDA in this process, as the learner's line (``machine.cuda_start``): a
+    watch (``machine.cuda_watch``) that costs this import almost nothing waits for ``torch.cuda``'s."""
+    from .machine.cuda_watch import install
 
     install()
 

@@ -34,7 +34,7 @@ def _first_caller_outside_torch() -> str:
     """The innermost caller outside torch, this file and gpulab's own recorder of the first start (which wraps)."""
     for frame in reversed(traceback.extract_stack()[:-2]):
         name = frame.filename.replace("\\", "/")
-        if "/torch/" not in name and frame.filename != __file__ and not name.endswith("gpulab/core/cuda_start.py"):
+        if "/torch/" not in name and frame.filename != __file__ and not name.endswith("gpulab/machine/cuda_start.py"):
             return f"{Path(frame.filename).name}:{frame.lineno} {frame.name}"
     return "?"
 

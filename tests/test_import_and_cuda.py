@@ -40,6 +40,18 @@ def test_import_gpulab_loads_no_heavy_module_and_starts_nothing():
     """) == "[] False"
 
 
+def test_import_gpulab_loads_only_the_package_and_its_watch_for_torch_cuda():
+    """What ``import gpulab`` costs is what it loads (``benchmarks/bench_import.py`` times it, ≤ 10 ms): beyond what
+    the interpreter had, the package and the watch that waits for ``torch.cuda`` (``machine.cuda_watch``), which
+    imports nothing; the recorder of the first CUDA start, its dataclasses and ``traceback`` load with torch."""
+    assert _python("""
+        import sys
+        before = set(sys.modules)
+        import gpulab
+        print(sorted(set(sys.modules) - before - {"__future__"}))
+    """) == "['gpulab', 'gpulab.machine', 'gpulab.machine.cuda_watch']"
+
+
 def test_every_public_name_resolves_and_unknown_names_say_so():
     for name in gpulab.__all__:
         assert getattr(gpulab, name) is not None, name

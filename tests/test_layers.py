@@ -9,6 +9,7 @@ imported only by the three Lightning modules whose job needs it. These lists say
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 import pytest
@@ -16,12 +17,12 @@ import pytest
 PKG = Path(__file__).resolve().parents[1] / "gpulab"
 # floor 1 is the ground; a subpackage imports only from floors below its own
 FLOORS = {
-    "core": 1,  # units, readings, settings, CUDA_VISIBLE_DEVICES's grammar: pure
+    "core": 1,  # units, readings, settings, CUDA_VISIBLE_DEVICES's grammar: pure, the standard library only
     "reservations": 2,  # who holds which GPU: the lock files that placement, checkup and server share (STORES)
-    "machine": 3, "workload": 3,  # what this machine has (NVML, described GPUs, host, CUDA state); the chapters' data
+    "machine": 3, "workload": 3,  # what this machine has (NVML, GPUs, host, CUDA state, torch's private APIs); data
     "measure": 4, "placement": 4, "monitoring": 4, "ranks": 4,  # timing; choosing GPUs; live monitor; ranks from a cell
-    "dataparallel": 5, "checkup": 5, "server": 5, "lightning": 5, "notebook": 5, "scaling": 5,
-    "exercises": 6,  # checks every chapter's answers
+    "dataparallel": 5, "checkup": 5, "server": 5, "lightning": 5, "scaling": 5,
+    "exercises": 6, "notebook": 6,  # checks every chapter's answers; the magics (%%ranks, %gpulab doctor)
 }
 # a store that several rooms share stands on a floor of its own, and they reach it only through its package's __all__
 STORES = ["reservations"]
@@ -39,20 +40,51 @@ LIGHTNING = ["lightning/callback", "lightning/classifier", "lightning/fork_fit"]
 HEAVY = {"torch", "pynvml", "ipywidgets", "matplotlib", "psutil", "IPython", "lightning"}
 
 
-def _imports(path: Path) -> set[str]:
-    """Every module imported anywhere in ``path``, as absolute dotted names (relative ones resolved)."""
-    package = ["gpulab"] + list(path.relative_to(PKG).parent.parts)
+def _exports() -> dict[str, str]:
+    """``gpulab/__init__.py``'s ``_EXPORTS``, read from its source: public name -> the module defining it."""
+    for node in ast.parse((PKG / "__init__.py").read_text()).body:
+        target = node.target if isinstance(node, ast.AnnAssign) else node.targets[0] if isinstance(node, ast.Assign) \
+            else None
+        if isinstance(target, ast.Name) and target.id == "_EXPORTS":
+            return ast.literal_eval(node.value)
+    raise AssertionError("gpulab/__init__.py has no _EXPORTS table")
+
+
+EXPORTS = _exports()
+RUN_TIME = "?"  # what a module reaches with getattr(gpulab, <a name known only at run time>)
+
+
+def imports_in(source: str, name: str) -> set[str]:
+    """Every module and name that module ``name`` (``"notebook/magics"``) imports, at any depth, as absolute dotted
+    names (``from .readings import GpuInfo``: ``gpulab.core.readings.GpuInfo``), and every public name it reaches
+    through the package itself (``import gpulab`` then ``gpulab.doctor``, or ``from .. import doctor``): the package's
+    ``__init__`` imports those on first use (``_EXPORTS``), a side door past the floors unless it is followed."""
+    package = ["gpulab"] + name.split("/")[:-1]
     out: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    aliases: set[str] = set()  # local names bound to the package gpulab itself
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             out |= {a.name for a in node.names}
+            aliases |= {a.asname or "gpulab" for a in node.names if a.name == "gpulab" or a.asname is None
+                        and a.name.startswith("gpulab.")}
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package[: len(package) - node.level + 1]
-                out.add(".".join(base + ([node.module] if node.module else [])))
-            else:
-                out.add(node.module or "")
+            base = ".".join(package[: len(package) - node.level + 1] + ([node.module] if node.module else [])) \
+                if node.level else node.module or ""
+            out |= {f"{base}.{a.name}" for a in node.names}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases:
+            out.add(f"gpulab.{node.attr}")
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr") \
+                and node.args and isinstance(node.args[0], ast.Name) and node.args[0].id in aliases:
+            attr = node.args[1] if len(node.args) > 1 else None
+            known = isinstance(attr, ast.Constant) and isinstance(attr.value, str)
+            out.add(f"gpulab.{attr.value if known else RUN_TIME}")
     return out
+
+
+def _imports(path: Path) -> set[str]:
+    return imports_in(path.read_text(), _name(path))
 
 
 def _modules() -> list[Path]:
@@ -63,8 +95,29 @@ def _name(path: Path) -> str:
     return path.relative_to(PKG).with_suffix("").as_posix()
 
 
+def resolve(dotted: str) -> str | None:
+    """The gpulab module that an imported ``gpulab.…`` name lives in (``core/readings`` for
+    ``gpulab.core.readings.GpuInfo``, ``checkup/doctor`` for the public ``gpulab.doctor``, ``machine/__init__`` for
+    ``gpulab.machine``, ``RUN_TIME`` for a name known only at run time); ``None`` outside gpulab."""
+    parts = dotted.split(".")
+    if parts[0] != "gpulab":
+        return None
+    parts = parts[1:]
+    if parts[:1] == [RUN_TIME]:
+        return RUN_TIME
+    if parts[:1] and parts[0] in EXPORTS:
+        parts = EXPORTS[parts[0]].split(".")
+    for k in range(len(parts), 0, -1):
+        path = "/".join(parts[:k])
+        if (PKG / f"{path}.py").is_file():
+            return path
+        if (PKG / path / "__init__.py").is_file():
+            return f"{path}/__init__"
+    return "__init__"
+
+
 def _gpulab_modules(imports: set[str]) -> set[str]:
-    return {i[len("gpulab."):].replace(".", "/") for i in imports if i.startswith("gpulab.")}
+    return {m for i in imports if (m := resolve(i)) is not None}
 
 
 @pytest.mark.parametrize("name", PURE)
@@ -104,15 +157,8 @@ def _subpackage(name: str) -> str | None:
 
 
 def _edges() -> list[tuple[str, str]]:
-    """(importer, imported) for every gpulab module importing another (``gpulab.x`` as ``x/__init__``)."""
-    modules = {_name(p) for p in _modules()}
-    edges = []
-    for p in _modules():
-        for target in _gpulab_modules(_imports(p)):
-            target = target if target in modules else f"{target}/__init__"
-            if target in modules:
-                edges.append((_name(p), target))
-    return edges
+    """(importer, imported) for every gpulab module importing another, or reaching it through ``gpulab.<name>``."""
+    return [(_name(p), target) for p in _modules() for target in sorted(_gpulab_modules(_imports(p)))]
 
 
 def floor_violations(edges: list[tuple[str, str]], floors: dict[str, int]) -> list[str]:
@@ -120,6 +166,9 @@ def floor_violations(edges: list[tuple[str, str]], floors: dict[str, int]) -> li
     between two that might then import each other), or that lands in a subpackage with no floor."""
     out = []
     for importer, imported in edges:
+        if imported == RUN_TIME:
+            out.append(f"{importer} -> gpulab.<a name known only at run time>: import what it uses from its module")
+            continue
         a, b = _subpackage(importer), _subpackage(imported)
         if a is None or b is None or a == b:
             if a is not None and b is None and imported not in ("__init__",):
@@ -223,6 +272,55 @@ def test_the_private_import_rule_catches_a_private_name_a_store_module_and_a_nam
     assert private_imports("server/hub", [("gpulab.reservations", "hold")], stores) == []
 
 
+def _violations_of(name: str, source: str) -> list[str]:
+    return floor_violations([(name, m) for m in sorted(_gpulab_modules(imports_in(source, name)))], FLOORS)
+
+
+def test_the_floor_rule_follows_names_reached_through_the_package_itself():
+    """``import gpulab`` inside the package reaches every public name's module (the lazy ``_EXPORTS``): a side door
+    that skipped the floors while the rule saw only an import of ``__init__``."""
+    doctor = "checkup/doctor (floor 5)"
+    assert _violations_of("machine/x", "import gpulab\n\ndef f():\n    return gpulab.doctor()\n") == [
+        f"machine/x (floor 3) -> {doctor}"]
+    assert _violations_of("machine/x", "from .. import doctor\n") == [f"machine/x (floor 3) -> {doctor}"]
+    assert _violations_of("machine/x", "from gpulab import doctor\n") == [f"machine/x (floor 3) -> {doctor}"]
+    assert _violations_of("machine/x", "import gpulab as g\ng.launch()\n") == [
+        "machine/x (floor 3) -> ranks/launcher (floor 4)"]
+    assert _violations_of("machine/x", "import gpulab\ngetattr(gpulab, 'doctor')()\n") == [
+        f"machine/x (floor 3) -> {doctor}"]
+    assert _violations_of("machine/x", "import gpulab\nname = 'doctor'\ngetattr(gpulab, name)()\n") == [
+        "machine/x -> gpulab.<a name known only at run time>: import what it uses from its module"]
+    assert _violations_of("checkup/x", "import gpulab\ngpulab.__version__, gpulab.launch, gpulab.devices\n") == []
+    assert _violations_of("machine/x", "from ..core import units\nfrom ..placement.setter import x\n") == [
+        "machine/x (floor 3) -> placement/setter (floor 4)"]
+
+
+# standard-library modules that start or reach into threads, processes and native code: a probe's tools, not core's
+PROCESS = {"threading", "_thread", "subprocess", "multiprocessing", "concurrent", "signal", "ctypes", "socket",
+           "fcntl", "resource", "mmap"}
+
+
+def not_pure(imports: set[str]) -> set[str]:
+    """What of ``imports`` is outside the standard library and ``gpulab.core`` itself, or touches the process."""
+    return {i for i in imports if i.split(".")[0] not in sys.stdlib_module_names - PROCESS
+            and (resolve(i) or "").split("/")[0] != "core"}
+
+
+@pytest.mark.parametrize("path", sorted(PKG.glob("core/*.py")), ids=_name)
+def test_core_imports_only_the_standard_library_and_itself(path):
+    """The ground floor is pure: no torch, NVML or widgets, no other floor, no threads or processes."""
+    assert not_pure(_imports(path)) == set()
+
+
+def test_the_core_rule_catches_a_third_party_import_another_floor_the_package_and_threads():
+    source = ("from __future__ import annotations\nimport os, json\nfrom collections.abc import Sequence\n"
+              "from . import units\nfrom .readings import GpuInfo\nfrom gpulab.core.tables import Table\n"
+              "def f():\n    import torch.cuda\n    from ..machine import compat\n    import gpulab\n"
+              "    import numpy as np\n    import threading\n")
+    assert not_pure(imports_in(source, "core/x")) == {"torch.cuda", "gpulab.machine.compat", "gpulab", "numpy",
+                                                      "threading"}
+
+
 def test_every_module_opens_with_a_line_saying_its_job():
     missing = [_name(p) for p in _modules() if p.name != "__init__.py" or p.stat().st_size
                if not (ast.get_docstring(ast.parse(p.read_text())) or "").strip()]
@@ -261,7 +359,7 @@ def _private_uses(source: str) -> list[str]:
 
 def test_private_torch_and_multiprocessing_apis_go_through_the_one_compat_module():
     users = {_name(p): uses for p in _modules() if (uses := _private_uses(p.read_text()))}
-    assert set(users) == {"core/compat"}, users
+    assert set(users) == {"machine/compat"}, users
 
 
 def test_the_private_api_scan_finds_what_it_looks_for():

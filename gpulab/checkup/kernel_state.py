@@ -13,10 +13,10 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..core import compat
-from ..core.cuda_start import CudaStart
-from ..core.threads import native_threads, threads_at_torch_import
+from ..machine import compat
 from ..machine.cuda import CudaState, cuda_state
+from ..machine.cuda_start import CudaStart
+from ..machine.threads import native_threads, threads_at_torch_import
 
 __all__ = ["KernelState", "kernel_state", "listening_ports", "visible_at_start"]
 
@@ -58,12 +58,12 @@ def visible_at_start() -> str | None:
 
 @functools.lru_cache(maxsize=1)
 def _threads_of_torch_import() -> int:
-    """How many threads torch's import starts (``core.threads``): counted as it was imported when gpulab came first,
+    """How many threads torch's import starts (``machine.threads``): counted as it was imported when gpulab came first,
     else measured once in a fresh Python (the number depends on the build)."""
     counted = threads_at_torch_import()
     if counted is not None:
         return counted
-    code = ("import torch, sys; sys.path.insert(0, %r); from gpulab.core.threads import native_threads; "
+    code = ("import torch, sys; sys.path.insert(0, %r); from gpulab.machine.threads import native_threads; "
             "print(native_threads())" % str(Path(__file__).resolve().parents[2]))
     try:
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,

@@ -18,7 +18,7 @@ from .diagnosis import Check, Facts, diagnose, headline
 from ..machine.host import shared_memory_bytes
 from ..machine.inventory import Inventory, devices
 from ..machine.cuda import CudaState, cuda_state
-from ..core.cuda_start import CudaStart
+from ..machine.cuda_start import CudaStart
 from ..reservations import current_holders
 from ..machine.nvml import GpuReader
 from ..machine.resolve import as_reader

@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from ..core.compat import compiled_module_type
+from ..machine.compat import compiled_module_type
 
 __all__ = ["unwrap", "strip_wrapper_prefixes", "load_unwrapped", "WRAPPER_PREFIXES"]
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.cuda_evidence import DriverAnswer, driver_in_maps, mapped_drivers
-from ..core.cuda_start import CudaStart, cuda_started_by
+from .cuda_start import CudaStart, cuda_started_by
 
 __all__ = ["cuda_gpu_count", "too_few_gpus", "best_device", "CudaState", "cuda_state", "ask_driver", "loaded_driver",
            "driver_in_maps"]

@@ -60,7 +60,7 @@ def _cudnn_version(torch) -> str | None:
     """
     if not torch.backends.cudnn.is_available():
         return None
-    from ..core.compat import cudnn_version_int
+    from ..machine.compat import cudnn_version_int
 
     v = cudnn_version_int()
     if not v:

@@ -9,7 +9,7 @@ Cells that use it carry the notebook tag ``gpu`` (or ``multigpu`` for n ≥ 2), 
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from ..machine.cuda import too_few_gpus
 
@@ -46,15 +46,22 @@ def load_ipython_extension(ipython: Any) -> None:
     install(ipython)
 
 
-_LINE_COMMANDS = {"doctor": "this kernel's GPU state, each problem with its fix (gpulab.doctor())"}
+def _doctor() -> Any:
+    from ..checkup.doctor import doctor  # on the floor below; imported when asked for, as the other magics'
+
+    return doctor()
+
+
+# %gpulab's commands: what each shows, and the function that shows it
+_LINE_COMMANDS: dict[str, tuple[str, Callable[[], Any]]] = {
+    "doctor": ("this kernel's GPU state, each problem with its fix (gpulab.doctor())", _doctor),
+}
 
 
 def gpulab_line(line: str) -> Any:
     """``%gpulab doctor``: the doctor's screen (the same as ``gpulab.doctor()``)."""
-    import gpulab  # the public name: the doctor sits on this floor's neighbour, checkup
-
     command = line.strip()
     if command not in _LINE_COMMANDS:
-        known = "; ".join(f"%gpulab {k}: {v}" for k, v in _LINE_COMMANDS.items())
+        known = "; ".join(f"%gpulab {k}: {what}" for k, (what, _) in _LINE_COMMANDS.items())
         raise ValueError(f"%gpulab does not know {command!r}. It knows: {known}.")
-    return getattr(gpulab, command)()
+    return _LINE_COMMANDS[command][1]()

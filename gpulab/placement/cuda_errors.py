@@ -1,6 +1,6 @@
 """What PyTorch raises when CUDA cannot give a statement the GPU it names, as ``explain()`` predicts it (pure).
 
-The class of a failed CUDA runtime call follows the torch release (``core.compat.cuda_error_class``: AcceleratorError
+The class of a failed CUDA runtime call follows the torch release (``machine.compat.cuda_error_class``: AcceleratorError
 from 2.8 on); what torch checks itself is a RuntimeError in every release. Each message was seen on a real GPU
 (one H100, torch 2.11, driver 580: ``evidence/2026-11-26-h100-80gb-hbm3.json``) or, without one, on this machine.
 """

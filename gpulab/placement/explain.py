@@ -294,7 +294,7 @@ class _Opaque:
 
 def _cuda_index(dev: Any) -> int:
     """PyTorch's own ``_get_device_index`` for explicit indices (it raises PyTorch's messages for the wrong kind)."""
-    from ..core.compat import cuda_device_index as _get_device_index
+    from ..machine.compat import cuda_device_index as _get_device_index
 
     if isinstance(dev, int):
         return dev
@@ -322,7 +322,7 @@ def explain(code: str, machine: Sequence[GpuInfo] | GpuReader | str | None = Non
     if not isinstance(code, str):
         raise TypeError(f"explain() reads PyTorch code given as text, e.g. explain(\"model.cuda(1)\"); got a "
                         f"{type(code).__name__} {shown(code)}.")
-    from ..core.compat import cuda_error_class
+    from ..machine.compat import cuda_error_class
 
     cuda_error = cuda_error_class(torch_version)  # refuses a version it cannot read before anything else
     gpus = machine_gpus(machine)

@@ -14,7 +14,7 @@ import re
 import signal
 from dataclasses import dataclass
 
-from ..core.compat import ChildFailedError, ProcessFailure
+from ..machine.compat import ChildFailedError, ProcessFailure
 
 from ..core.frames import is_library_file
 

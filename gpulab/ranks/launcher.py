@@ -34,7 +34,7 @@ from typing import Any, Callable, Iterator
 import psutil
 import torch.distributed as dist
 
-from ..core.compat import RunProcsResult, rank_error_files, rank_waitables, ranks_running, start_processes
+from ..machine.compat import RunProcsResult, rank_error_files, rank_waitables, ranks_running, start_processes
 from .failures import RankFailed, hint_for, read_failures
 from .plan import choose_backend, plan_ranks
 from .ports import open_store

@@ -18,7 +18,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import TextIO
 
-from ..core.compat import LogsDest, LogsSpecs, Std
+from ..machine.compat import LogsDest, LogsSpecs, Std
 
 __all__ = ["RankLogs", "OutputRelay"]
 

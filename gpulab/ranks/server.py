@@ -22,7 +22,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..core import compat
+from ..machine import compat
 
 __all__ = ["PRELOAD", "ServerState", "choose_start_method", "warm_up_launcher", "server_state", "stop_server"]
 

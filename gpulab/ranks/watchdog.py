@@ -25,7 +25,7 @@ from pathlib import Path
 from types import CodeType
 from typing import Any
 
-from ..core.compat import ipython_cell_number, rank_processes
+from ..machine.compat import ipython_cell_number, rank_processes
 from .stacks import Frame, HangReport, RankStack, rank_stack
 
 __all__ = ["arm", "collect", "report", "watchdog", "LaunchWatch", "READY"]

@@ -11,7 +11,7 @@ import pytest
 
 from gpulab.checkup.doctor import Doctor, checks
 from gpulab.checkup.kernel_state import KernelState
-from gpulab.core.cuda_start import CodeLine, CudaStart
+from gpulab.machine.cuda_start import CodeLine, CudaStart
 from gpulab.core.cuda_evidence import DriverAnswer
 from gpulab.machine.cuda import CudaState
 from tests import process_group

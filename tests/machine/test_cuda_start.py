@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 import textwrap
 
-from gpulab.core.cuda_start import CodeLine, CudaStart
+from gpulab.machine.cuda_start import CodeLine, CudaStart
 from gpulab.machine.cuda import CudaState
 from tests import process_group
 
@@ -23,8 +23,10 @@ def test_gpulab_first_then_a_tensor_moved_to_cuda_is_named_with_its_line(tmp_pat
         import sys
         import gpulab
         assert "torch" not in sys.modules  # the hook waits for torch.cuda's import
+        print("recorder loaded:", "gpulab.machine.cuda_start" in sys.modules)
         import torch
-        from gpulab.core.cuda_start import cuda_started_by
+        print("recorder loaded:", "gpulab.machine.cuda_start" in sys.modules)
+        from gpulab.machine.cuda_start import cuda_started_by
         print("before:", cuda_started_by())
         def make():
             return torch.ones(2).cuda()
@@ -44,12 +46,12 @@ def test_gpulab_first_then_a_tensor_moved_to_cuda_is_named_with_its_line(tmp_pat
             pass
         print("still first:", cuda_started_by() is rec)
     """)
-    assert lines[0] == "before: None"
+    assert lines[:3] == ["recorder loaded: False", "recorder loaded: True", "before: None"]
     record = next(line for line in lines if line.startswith("record:"))
-    assert "learner.py, line 8: `return torch.ones(2).cuda()`" in record and "torch.cuda._lazy_init" in record
+    assert "learner.py, line 10: `return torch.ones(2).cuda()`" in record and "torch.cuda._lazy_init" in record
     if "raised:" in "\n".join(lines):  # a machine without a GPU: the attempt and why it failed
         assert "on this machine it failed:" in record
-    assert "line: 8 make torch.cuda._lazy_init" in lines
+    assert "line: 10 make torch.cuda._lazy_init" in lines
     assert "unhooked: torch.cuda True is_available SourceFileLoader" in lines
     assert "finder gone: True" in lines and "still first: True" in lines
 
@@ -58,7 +60,7 @@ def test_torch_first_then_is_available_is_named(tmp_path):
     lines = _script(tmp_path, """\
         import torch
         import gpulab
-        from gpulab.core.cuda_start import cuda_started_by
+        from gpulab.machine.cuda_start import cuda_started_by
         ok = torch.cuda.is_available()
         print(cuda_started_by())
         print(gpulab.cuda_state())

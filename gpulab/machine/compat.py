@@ -1,7 +1,7 @@
 """The one door to private and version-dependent APIs of torch and of Python's multiprocessing (imports them lazily).
 
 gpulab otherwise uses public APIs only. What it needs beyond them is named here, with the versions it was read in
-and tested on (``KNOWN_TORCH``; ``tests/core/test_compat.py`` runs on each): elastic's process contexts (which rank
+and tested on (``KNOWN_TORCH``; ``tests/machine/test_compat.py`` runs on each): elastic's process contexts (which rank
 processes and return values can be waited on), elastic's classes the launcher builds on, PyTorch's own device-index
 parser, the bundled cuDNN's version, torch.compile's wrapper class, and the fork server's state (Python 3.14 makes
 ``forkserver`` the default start method on Linux; its state has no public API). Every function degrades to ``None``
@@ -174,7 +174,7 @@ def cuda_lazy_init(torch_cuda: Any) -> Any:
     """``torch.cuda._lazy_init``, where every CUDA context starts (read in 2.11-2.14; ``None`` if missing).
 
     PyTorch's C++ side reaches it by name on the module (``torch::utils::device_lazy_init``), so a replacement set
-    on ``torch.cuda`` sees ``.cuda()`` and ``torch.ones(..., device="cuda")`` too (``core.cuda_start``)."""
+    on ``torch.cuda`` sees ``.cuda()`` and ``torch.ones(..., device="cuda")`` too (``cuda_start``)."""
     found = getattr(torch_cuda, "_lazy_init", None)
     return found if callable(found) else None
 

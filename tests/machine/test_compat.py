@@ -11,7 +11,7 @@ import os
 import pytest
 import torch
 
-from gpulab.core import compat
+from gpulab.machine import compat
 
 
 def test_the_installed_torch_is_one_this_module_knows():
@@ -77,7 +77,7 @@ def test_the_fork_server_state_is_read_and_it_can_be_stopped():
     import subprocess
     import sys
 
-    code = ("import multiprocessing as mp\nfrom gpulab.core import compat\n"
+    code = ("import multiprocessing as mp\nfrom gpulab.machine import compat\n"
             "assert compat.forkserver_pid() is None\n"
             "ctx = mp.get_context('forkserver'); ctx.set_forkserver_preload(['json'])\n"
             "import multiprocessing.forkserver as f; f.ensure_running()\n"

@@ -2,7 +2,7 @@
 
 GNU OpenMP's pool does not survive ``fork`` (``notebooks/06_lightning.ipynb``), and no library says whether it has
 started; its workers are threads Python does not know that carry the process's own name. Importing torch starts a
-fixed number of such threads itself, counted once when ``torch.cuda`` finishes importing (``core.cuda_start`` calls
+fixed number of such threads itself, counted once when ``torch.cuda`` finishes importing (``cuda_watch`` calls
 ``note_torch_imported``), before any CPU work can have started the pool.
 """
 from __future__ import annotations

@@ -17,9 +17,9 @@ Two calls start CUDA, and both are watched (``tests/cuda_tripwire.py`` watches t
 
 On a machine without a GPU both are still called, and fail or answer no: the attempt is recorded with its error, so
 the record is the same lesson on a laptop. Cost: the first such call pays for one ``traceback.extract_stack``; it
-then puts PyTorch's own functions back, so later calls run exactly as without gpulab. If torch is not imported yet,
-a finder on ``sys.meta_path`` waits for ``torch.cuda`` to be imported and removes itself then (Python's import system
-has no other "after import" hook).
+then puts PyTorch's own functions back, so later calls run exactly as without gpulab. ``hook`` is called by
+``cuda_watch`` as ``torch.cuda`` is imported (or at ``import gpulab`` if torch came first), so this module, its
+dataclasses and ``traceback`` load with torch, not with gpulab.
 """
 from __future__ import annotations
 
@@ -29,11 +29,10 @@ import traceback
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from ..core.frames import code_place, is_library_file
 from . import compat
-from .frames import code_place, is_library_file
-from .threads import note_torch_imported
 
-__all__ = ["CodeLine", "CudaStart", "cuda_started_by", "install"]
+__all__ = ["CodeLine", "CudaStart", "cuda_started_by", "hook"]
 
 
 @dataclass(frozen=True)
@@ -89,7 +88,6 @@ class CudaStart:
 _lock = threading.Lock()
 _record: CudaStart | None = None
 _patched: list[tuple[Any, str, Callable[..., Any], Callable[..., Any]]] = []  # (owner, name, original, wrapper)
-_finder: _WhenTorchCudaImported | None = None
 
 
 def cuda_started_by() -> CudaStart | None:
@@ -97,19 +95,9 @@ def cuda_started_by() -> CudaStart | None:
     return _record
 
 
-def install() -> None:
-    """Watch for the first CUDA start: now if ``torch.cuda`` is imported, else when it is (idempotent)."""
-    global _finder
-    if _record is not None or _patched:
-        return
-    if "torch.cuda" in sys.modules:
-        _hook(sys.modules["torch.cuda"])
-    elif _finder is None:
-        _finder = _WhenTorchCudaImported()
-        sys.meta_path.insert(0, _finder)
-
-
-def _hook(torch_cuda: Any) -> None:
+def hook(torch_cuda: Any) -> None:
+    """Replace ``torch_cuda``'s two starting calls by wrappers that record the first call and put them back
+    (idempotent: once hooked, or once a start is recorded, it does nothing)."""
     with _lock:
         if _record is not None or _patched:
             return
@@ -165,43 +153,3 @@ def _remember(call: str, stack: traceback.StackSummary, error: str | None) -> No
                            compat.ipython_cell_number(f.filename)) for f in stack)
     mine = [f for f in lines if not is_library_file(f.filename)]
     _record = CudaStart(call, mine[-1] if mine else None, lines, error)
-
-
-class _WhenTorchCudaImported:
-    """A ``sys.meta_path`` finder that finds nothing itself: it lets the others find ``torch.cuda``, hooks the module
-    once it has run, and removes itself."""
-
-    def find_spec(self, name: str, path: Any, target: Any = None) -> Any:
-        if name != "torch.cuda":
-            return None
-        global _finder
-        if self in sys.meta_path:
-            sys.meta_path.remove(self)
-        _finder = None
-        for finder in sys.meta_path:
-            find = getattr(finder, "find_spec", None)
-            spec = find(name, path, target) if find is not None else None
-            if spec is not None:
-                break
-        else:
-            return None
-        loader = spec.loader
-        exec_module = getattr(loader, "exec_module", None)
-        if exec_module is None:
-            return spec
-
-        class _HookAfter:
-            def __getattr__(self, attr: str) -> Any:
-                return getattr(loader, attr)
-
-            def create_module(self, spec: Any) -> Any:
-                return loader.create_module(spec)
-
-            def exec_module(self, module: Any) -> None:
-                module.__loader__ = spec.loader = loader  # the module keeps its own loader (source, resources)
-                exec_module(module)
-                note_torch_imported()
-                _hook(module)
-
-        spec.loader = _HookAfter()
-        return spec
