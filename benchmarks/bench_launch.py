@@ -215,7 +215,7 @@ def compare(args: argparse.Namespace, env: dict[str, str]) -> None:
                                                                      timeout=timeout, extra_env=env)]
     rows.append(["gpulab.launch, first", notebook_fn["gpulab.launch"], median(firsts, "ready_s"),
                  median(firsts, "total_s"), survival("gpulab.launch")])
-    warm = "from gpulab.ranks.server import warm_up_launcher\nwarm_up_launcher(); time.sleep(3)\n"
+    warm = "from gpulab.ranks.fork_server import warm_up_launcher\nwarm_up_launcher(); time.sleep(3)\n"
     warmed = [r for _ in range(args.samples) for r in run_kernel(here, "gpulab.launch", matmul=False, timeout=timeout,
                                                                      extra_env=env, setup_extra=warm)]
     rows.append(["gpulab.launch, first after warm-up", "yes (by value)", median(warmed, "ready_s"),

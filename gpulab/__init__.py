@@ -58,7 +58,7 @@ _EXPORTS: dict[str, str] = {
     "explain": "placement.explain", "choose_gpus": "placement.selection", "NoFreeGpu": "placement.selection",
     "reserve_gpus": "placement.reservation", "GpuPicker": "placement.picker", "run_shell": "notebook.shell",
     # 04 DDP: ranks from a notebook cell
-    "launch": "ranks.launcher", "warm_up_launcher": "ranks.server", "rank_speedup": "ranks.speed",
+    "launch": "ranks.launcher", "warm_up_launcher": "ranks.fork_server", "rank_speedup": "ranks.speed",
     "doctor": "checkup.doctor", "watchdog": "ranks.watchdog",
     # 05 live monitor
     "monitor": "monitoring.monitor",

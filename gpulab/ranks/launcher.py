@@ -4,8 +4,8 @@ Built on ``torch.distributed.elastic`` — the engine behind torchrun — which 
 when one fails and records each rank's traceback. What this module adds is what a notebook needs:
 
 - the function travels by value (cloudpickle) to a trampoline (``worker.run_rank``), so a cell's function works;
-- ranks are forked by a fork server that imported torch but never ran CPU work (``server``), so they neither hang
-  after the notebook's own matmuls nor pay for importing torch each time, and work after the notebook used CUDA;
+- ranks are forked by a fork server that imported torch but never ran CPU work (``fork_server``), so they neither
+  hang after the notebook's own matmuls nor pay for importing torch each time, and work after the notebook used CUDA;
 - each rank sees exactly the variables torchrun would set (RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE,
   MASTER_ADDR, MASTER_PORT, ...) and its process group is started (gloo on CPU, NCCL with a GPU per rank), so the
   same function body runs under torchrun unchanged;
@@ -39,7 +39,7 @@ from .failures import RankFailed, hint_for, read_failures
 from .plan import choose_backend, plan_ranks
 from .ports import open_store
 from .rank_output import OutputRelay, RankLogs
-from .server import _ensure_server, choose_start_method, server_state
+from .fork_server import _ensure_server, choose_start_method, server_state
 from .watchdog import LaunchWatch
 from .worker import RankPlan, pack, run_rank, unpack
 

@@ -50,7 +50,7 @@ from gpulab.checkup.report import environment_report
 from gpulab.checkup.doctor import checks
 from gpulab.checkup.kernel_state import KernelState
 from gpulab.machine.software import TorchFacts
-from gpulab.ranks.server import choose_start_method
+from gpulab.ranks.fork_server import choose_start_method
 
 # described torch facts: the report must not import torch itself where the steps have not
 TORCH = TorchFacts("2.11.0+cu130", "13.0", "9.19.0", True, 1, False, True, "2.28.9", False)

@@ -206,7 +206,7 @@ def test_a_failed_launch_leaves_no_semaphore_for_the_tracker_to_call_leaked(no_p
 
     run = run_python("""
         import gpulab
-        from gpulab.ranks.server import stop_server
+        from gpulab.ranks.fork_server import stop_server
 
         def fails():
             raise ValueError("x")

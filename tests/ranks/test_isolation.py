@@ -138,13 +138,13 @@ def test_spawn_works_with_a_function_defined_in_the_main_module():
 def test_the_fork_server_imports_torch_once_and_stops_on_request():
     proc = start("""
     import psutil, torch
-    from gpulab.ranks import server
-    state = server.warm_up_launcher()
+    from gpulab.ranks import fork_server
+    state = fork_server.warm_up_launcher()
     print(state.pid is not None, state.fast, "torch" in state.preloaded)
     print(psutil.Process(state.pid).is_running())
-    server.stop_server()
+    fork_server.stop_server()
     print(psutil.pid_exists(state.pid) and psutil.Process(state.pid).status() != psutil.STATUS_ZOMBIE)
-    print(server.server_state().pid)
+    print(fork_server.server_state().pid)
     """)
     out, err = finish(proc, 120)
     assert out.splitlines() == ["True True True", "True", "False", "None"], err
@@ -217,7 +217,7 @@ def test_a_fork_server_someone_else_started_is_used_as_it_is():
     proc = start("""
     import multiprocessing as mp
     import gpulab.ranks.launcher as L
-    from gpulab.ranks.server import server_state
+    from gpulab.ranks.fork_server import server_state
     p = mp.get_context("forkserver").Process(target=print, args=("someone else's process",))
     p.start(); p.join()
     print(L.launch(lambda: 7, 2), server_state().fast)
