@@ -339,8 +339,14 @@ def test_modules_stay_small():
 
 
 
+# elastic's process context: the name gpulab gives it (``ctx``) and the private state compat reads and replaces
+_ELASTIC_CONTEXT = "ctx"
+_ELASTIC_PRIVATE = ("_pc", "_ret_vals", "_return_values", "_worker_finished_event")
+
+
 def _private_uses(source: str) -> list[str]:
-    """``torch._x`` / ``torch.a._b`` imports and attribute reads, and ``multiprocessing``'s private state."""
+    """``torch._x`` / ``torch.a._b`` imports and attribute reads, ``multiprocessing``'s private state, and elastic's
+    process context's private attributes (``ctx._ret_vals``, ``x._pc``)."""
     found = []
     for node in ast.walk(ast.parse(source)):
         names = ([a.name for a in node.names] if isinstance(node, ast.Import)
@@ -352,7 +358,8 @@ def _private_uses(source: str) -> list[str]:
             root = node.value
             while isinstance(root, ast.Attribute):
                 root = root.value
-            if isinstance(root, ast.Name) and root.id in ("torch", "multiprocessing"):
+            if isinstance(root, ast.Name) and root.id in ("torch", "multiprocessing", _ELASTIC_CONTEXT) \
+                    or node.attr in _ELASTIC_PRIVATE:
                 found.append(f"{ast.unparse(node)} (line {node.lineno})")
     return found
 
@@ -365,6 +372,8 @@ def test_private_torch_and_multiprocessing_apis_go_through_the_one_compat_module
 def test_the_private_api_scan_finds_what_it_looks_for():
     found = _private_uses("import torch\nfrom torch.cuda._utils import _get_device_index\nx = torch._C._cudnn\n"
                           "y = torch.__version__\nimport multiprocessing.forkserver as f\n"
-                          "z = multiprocessing.forkserver._forkserver\n")
-    assert sorted(found) == ["multiprocessing.forkserver._forkserver (line 6)", "torch._C (line 3)",
+                          "z = multiprocessing.forkserver._forkserver\n"
+                          "ctx._ret_vals = {}\nn = len(context._pc.sentinels)\n")
+    assert sorted(found) == ["context._pc (line 8)", "ctx._ret_vals (line 7)",
+                             "multiprocessing.forkserver._forkserver (line 6)", "torch._C (line 3)",
                              "torch._C._cudnn (line 3)", "torch.cuda._utils._get_device_index"]

@@ -14,7 +14,8 @@ import importlib
 import sys
 from typing import Any
 
-__all__ = ["KNOWN_TORCH", "torch_known", "rank_waitables", "ranks_running", "rank_processes", "rank_error_files", "cuda_device_index",
+__all__ = ["KNOWN_TORCH", "torch_known", "rank_waitables", "ranks_running", "rank_processes", "rank_error_files",
+           "release_rank_queues", "cuda_device_index",
            "cuda_error_class", "ACCELERATOR_ERROR_SINCE",
            "cudnn_version_int", "compiled_module_type", "forkserver_pid", "forkserver_preload", "stop_forkserver",
            "stop_resource_tracker", "start_processes", "RunProcsResult", "LogsSpecs", "LogsDest", "Std",
@@ -83,6 +84,25 @@ def rank_processes(ctx: Any) -> list[Any] | None:
 def rank_error_files(ctx: Any) -> list[str]:
     """The ``pytorch-errorfile-*.pickle`` files torch.multiprocessing gave each rank (empty where unknown)."""
     return [p for p in getattr(getattr(ctx, "_pc", None), "error_files", None) or [] if p]
+
+
+def release_rank_queues(ctx: Any) -> None:
+    """Let go of elastic's per-rank result queues (``_ret_vals``) and its "finished" event
+    (``_worker_finished_event``, 2.11-2.14) once the ranks are done: each holds a semaphore. Missing: nothing done.
+
+    Multiprocessing registers those semaphores with its resource tracker when the start method is not fork, and
+    unlinks them when the objects are freed. After a failed launch the learner's traceback keeps the context alive
+    (IPython keeps the last one), so at kernel shutdown the tracker, stopped first, reported "There appear to be 9
+    leaked semaphore objects to clean up at shutdown", and the late finalizers then failed with FileNotFoundError.
+    """
+    import threading
+
+    if ctx is None:
+        return
+    if hasattr(ctx, "_ret_vals"):
+        ctx._ret_vals = {}
+    if hasattr(ctx, "_worker_finished_event"):
+        ctx._worker_finished_event = threading.Event()  # same interface, no semaphore
 
 
 def cuda_device_index(device: Any) -> int:

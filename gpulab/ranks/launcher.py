@@ -34,7 +34,14 @@ from typing import Any, Callable, Iterator
 import psutil
 import torch.distributed as dist
 
-from ..machine.compat import RunProcsResult, rank_error_files, rank_waitables, ranks_running, start_processes
+from ..machine.compat import (
+    RunProcsResult,
+    rank_error_files,
+    rank_waitables,
+    ranks_running,
+    release_rank_queues,
+    start_processes,
+)
 from .failures import RankFailed, hint_for, read_failures
 from .plan import choose_backend, plan_ranks
 from .ports import open_store
@@ -162,26 +169,10 @@ def launch(fn: Callable[..., Any], nprocs: int = 2, args: tuple = (), kwargs: di
         del store
         shutil.rmtree(root, ignore_errors=True)
         _remove_error_files(ctx)
-        _release_semaphores(ctx)
+        release_rank_queues(ctx)
         ctx = None  # a failed launch's traceback keeps this frame, and so the context, alive
         _last = LaunchStats(nprocs, chosen_backend, method, threads, int(envs[0]["MASTER_PORT"]), started_server,
                             ready_s, time.perf_counter() - t0, plan.reason if plan else "")
-
-
-def _release_semaphores(ctx: object) -> None:
-    """Let go of elastic's per-rank result queues and its "finished" event now that the ranks are done.
-
-    Each holds a semaphore that multiprocessing registers with its resource tracker when the start method is not
-    fork, and unlinks when the object is freed. After a failed launch the learner's traceback keeps the context alive
-    (IPython keeps the last one), so at kernel shutdown the tracker, stopped first, reported "There appear to be 9
-    leaked semaphore objects to clean up at shutdown", and the late finalizers then failed with FileNotFoundError.
-    """
-    if ctx is None:
-        return
-    if hasattr(ctx, "_ret_vals"):
-        ctx._ret_vals = {}
-    if hasattr(ctx, "_worker_finished_event"):
-        ctx._worker_finished_event = threading.Event()  # same interface, no semaphore
 
 
 def _remove_error_files(ctx: object) -> None:

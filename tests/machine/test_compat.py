@@ -45,6 +45,8 @@ def test_a_real_elastic_context_can_be_waited_on_until_its_rank_returns(tmp_path
         assert result is not None and not result.is_failed() and result.return_values[0] > 0
         assert compat.ranks_running(ctx) == 0
         assert all(isinstance(p, str) for p in compat.rank_error_files(ctx))
+        compat.release_rank_queues(ctx)  # the queues' and the event's semaphores go with them
+        assert compat.rank_waitables(ctx) == [] and not ctx._worker_finished_event.is_set()
     finally:
         ctx.close()
 
@@ -52,6 +54,8 @@ def test_a_real_elastic_context_can_be_waited_on_until_its_rank_returns(tmp_path
 def test_an_unknown_context_degrades_to_polling():
     assert compat.rank_waitables(object()) is None and compat.ranks_running(object()) is None
     assert compat.rank_error_files(object()) == []
+    compat.release_rank_queues(object())  # nothing to release: nothing done, no error
+    compat.release_rank_queues(None)
 
 
 def test_torchs_own_device_parser_and_its_messages():
