@@ -1,6 +1,8 @@
 """Ranks from a notebook cell: ``gpulab.launch(train, nprocs=2)`` and ``%%ranks 2``, and whether DDP is faster here.
 
-``launcher`` runs a notebook function on N ranks (``worker`` is what runs inside each, ``fork_server`` where they come
-from, ``rank_output`` their output in the cell, ``failures`` their errors), ``cells`` does the same for a cell's code,
-``speed`` measures samples/s of one process against DDP on 1 and 2 ranks. Taught in ``notebooks/04_ddp.ipynb``.
+``launcher`` runs a notebook function on N ranks: ``launch_plan`` decides and checks what a launch will do (backend,
+each rank's device from ``plan``, threads, environment, ports) before anything starts, and ``runner`` carries the plan
+out (``worker`` is what runs inside each rank, ``fork_server`` where ranks come from, ``rank_output`` their output in
+the cell, ``failures`` their errors). ``cells`` does the same for a cell's code, ``speed`` measures samples/s of one
+process against DDP on 1 and 2 ranks. Taught in ``notebooks/04_ddp.ipynb``.
 """

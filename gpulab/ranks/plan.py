@@ -10,7 +10,7 @@ import torch.distributed as dist
 
 from ..core.rank_devices import RankDevices, decide_rank_devices, gpus_of_one_machine
 
-__all__ = ["plan_ranks", "choose_backend"]
+__all__ = ["plan_ranks", "choose_backend", "nccl_available"]
 
 
 def plan_ranks(requested: str, nprocs: int) -> RankDevices:
@@ -23,7 +23,12 @@ def plan_ranks(requested: str, nprocs: int) -> RankDevices:
         raise ValueError(f"backend={requested!r} is not available in this PyTorch build; use 'auto', 'gloo' or, "
                          f"with GPUs, 'nccl'.")
     gpus = gpus_of_one_machine(nprocs, cuda_gpu_count() if requested in ("auto", "nccl") else 0)
-    return decide_rank_devices(gpus, nccl_available=dist.is_nccl_available(), requested=requested)
+    return decide_rank_devices(gpus, nccl_available=nccl_available(), requested=requested)
+
+
+def nccl_available() -> bool:
+    """Whether this PyTorch has NCCL built in (CUDA builds on Linux): a fact of the machine, read in one place."""
+    return dist.is_nccl_available()
 
 
 def choose_backend(requested: str, nprocs: int) -> str:

@@ -11,7 +11,7 @@ them. Taught in ``notebooks/02_choosing_gpus.ipynb``.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 __all__ = ["PORTS_VAR", "BASE_PORT", "PORTS_PER_RESERVATION", "reservation_ports", "parse_ports", "store_ports",
@@ -58,14 +58,15 @@ def store_ports(env: Mapping[str, str] | None = None) -> list[int]:
     return list(parse_ports(text)) if text else [0]
 
 
-def open_store(nprocs: int, timeout_s: float) -> Any:
+def open_store(nprocs: int, timeout_s: float, candidates: Sequence[int] | None = None) -> Any:
     """The rendezvous store on a port the system picks, or on the first free port of this kernel's private range
-    (``GPULAB_MASTER_PORTS``): torch.distributed's ``TCPStore``, hosted by the launching process."""
+    (``GPULAB_MASTER_PORTS``): torch.distributed's ``TCPStore``, hosted by the launching process. ``candidates``:
+    the ports to try, in order (default ``store_ports()``; the launch plan holds them)."""
     from datetime import timedelta
 
     import torch.distributed as dist
 
-    candidates = store_ports()
+    candidates = store_ports() if candidates is None else candidates
     for port in candidates:
         try:
             return dist.TCPStore("127.0.0.1", port, world_size=nprocs, is_master=True, wait_for_workers=False,
