@@ -3,6 +3,7 @@
 ``launcher`` runs a notebook function on N ranks: ``launch_plan`` decides and checks what a launch will do (backend,
 each rank's device from ``plan``, threads, environment, ports) before anything starts, and ``runner`` carries the plan
 out (``worker`` is what runs inside each rank, ``fork_server`` where ranks come from, ``rank_output`` their output in
-the cell, ``failures`` their errors). ``cells`` does the same for a cell's code, ``speed`` measures samples/s of one
-process against DDP on 1 and 2 ranks. Taught in ``notebooks/04_ddp.ipynb``.
+the cell, ``failures`` their errors); ``own_device`` runs a function on the device the plan gave its rank. ``cells``
+does the same for a cell's code, ``speed`` measures samples/s of one process against DDP on 1 and 2 ranks. Taught in
+``notebooks/04_ddp.ipynb``.
 """

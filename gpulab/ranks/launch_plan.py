@@ -56,8 +56,9 @@ def plan_launch(fn: Callable[..., Any], nprocs: int = 2, args: tuple = (), kwarg
                 watchdog: bool = True) -> LaunchPlan:
     """Check ``launch``'s arguments and decide everything it will do (same arguments, same messages); start nothing.
 
-    Each rank's device is the launcher's decision (``plan_ranks`` for ``backend``) with or without a process group:
-    ``backend="gloo"`` keeps every rank on the CPU even where GPUs are.
+    Each rank's device is the launcher's decision (``plan_ranks`` for ``backend``) with or without a process group,
+    so a function run through ``own_device.on_own_device`` computes where the plan put it: ``backend="gloo"`` keeps
+    every rank on the CPU even where GPUs are.
     """
     _check(fn, nprocs, args, kwargs, timeout_s, threads_per_rank)
     method = choose_start_method(start_method)

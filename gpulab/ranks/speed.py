@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from ..core.tables import Table, TableView
 from ..core.units import format_rate
 
-__all__ = ["SpeedRow", "RankSpeedup", "rank_speedup", "train_rate", "train_rate_as_planned"]
+__all__ = ["SpeedRow", "RankSpeedup", "rank_speedup", "train_rate"]
 
 
 @dataclass(frozen=True)
@@ -103,6 +103,7 @@ def rank_speedup(batch_sizes: Sequence[int] = (32, 128), *, epochs: int = 2, ima
     """
     from ..machine.host import host_info
     from .launcher import launch
+    from .own_device import on_own_device
 
     if device not in ("cpu", "cuda"):
         raise ValueError(f"device is 'cpu' or 'cuda' (each rank then gets its own GPU); got {device!r}.")
@@ -119,9 +120,9 @@ def rank_speedup(batch_sizes: Sequence[int] = (32, 128), *, epochs: int = 2, ima
     for batch in batch_sizes:
         for setup, ranks in (("1 process", 1), ("DDP", 1), ("DDP", 2)):
             threads = cores if setup == "1 process" else 1  # a DDP rank gets one core, as it would get one GPU
-            if setup == "DDP":  # each rank trains where the launcher's decision put it (train_rate_as_planned)
-                out = launch(train_rate_as_planned, ranks, args=(batch, epochs, images), all_ranks=True,
-                             threads_per_rank=threads, backend=backend)
+            if setup == "DDP":  # each rank trains where the launch plan put it: its own GPU under NCCL, else the CPU
+                out = launch(on_own_device(train_rate), ranks, args=(batch, epochs, True), kwargs={"images": images},
+                             all_ranks=True, threads_per_rank=threads, backend=backend)
             else:
                 out = launch(train_rate, 1, args=(batch, epochs, False, device, images), all_ranks=True,
                              threads_per_rank=threads, init_process_group=False)
@@ -144,12 +145,3 @@ def _ddp_backend(device: str) -> str:
                          f"{plan.reason} Use device='cpu' (one core per rank), or a machine with 2 GPUs.")
     return plan.backend
 
-
-def train_rate_as_planned(batch_size: int, epochs: int, images: int | None) -> tuple[int, float]:
-    """In a rank that ``launch`` started: ``train_rate`` with DDP on this rank's decided device — its own GPU
-    (set current by the launcher) under NCCL, the CPU under gloo."""
-    import torch
-    import torch.distributed as dist
-
-    device = f"cuda:{torch.cuda.current_device()}" if dist.get_backend() == "nccl" else "cpu"
-    return train_rate(batch_size, epochs, True, device, images)

@@ -21,6 +21,8 @@ import cloudpickle
 import torch
 import torch.distributed as dist
 
+from .own_device import take_rank_device
+
 __all__ = ["RankPlan", "run_rank", "pack", "unpack"]
 
 # Variables the rank keeps although the notebook does not have them: elastic writes them for each rank.
@@ -40,7 +42,7 @@ class RankPlan:
     redirect_in_python: bool = False  # True where elastic does not redirect file descriptors (macOS, Windows)
     sources: dict[str, list[str]] = field(default_factory=dict)  # notebook cells' source, for tracebacks
     stack_path: str = ""  # where the watchdog's faulthandler dumps this rank's stack on SIGUSR1 ("" = no watchdog)
-    device: str = "cpu"  # this rank's device as the launcher decided it ("cuda:k" only with NCCL, ``plan_ranks``)
+    device: str = "cpu"  # this rank's device as the launch plan decided it (``plan_ranks``; ``own_device``)
 
 
 def pack(obj: Any) -> bytes:
@@ -71,6 +73,7 @@ def run_rank(payload: bytes, plan: RankPlan) -> bytes:
     for filename, lines in plan.sources.items():
         linecache.cache[filename] = (sum(map(len, lines)), None, lines, filename)
     torch.set_num_threads(plan.threads)
+    take_rank_device(plan.device)
     if plan.backend is not None:
         _start_process_group(plan.backend, plan.device, plan.timeout_s)
     ready = time.time()

@@ -14,7 +14,6 @@ notebook). Taught in ``notebooks/07_scaling.ipynb``.
 """
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -39,16 +38,13 @@ def setup_for(gpu_name: str, gpus: int = 2) -> GpuSetup | None:
     return None
 
 
-def _allreduce_on_own_gpu(sizes_bytes: list[int], repeats: int) -> list[float]:
-    return allreduce_seconds(sizes_bytes, repeats, device=f"cuda:{os.environ['LOCAL_RANK']}")
-
-
 def nccl_link(ranks: int = 2) -> Link:
     """Latency (a 4-byte all-reduce over the ring's 2 (N − 1) messages) and bus bandwidth (``BUS_BYTES``) of NCCL
     between ``ranks`` GPUs here, one per rank."""
     from ..ranks.launcher import launch
+    from ..ranks.own_device import on_own_device
 
-    tiny, large = launch(_allreduce_on_own_gpu, ranks, args=([LATENCY_BYTES, BUS_BYTES], 10), backend="nccl")
+    tiny, large = launch(on_own_device(allreduce_seconds), ranks, args=([LATENCY_BYTES, BUS_BYTES], 10), backend="nccl")
     factor = 2 * (ranks - 1) / ranks
     return Link(factor * BUS_BYTES / large, tiny / (2 * (ranks - 1)),
                 f"NCCL on this machine's GPUs: all-reduce of 4 B {tiny * 1e6:.0f} µs, of {BUS_BYTES >> 20} MiB "

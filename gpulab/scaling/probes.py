@@ -9,6 +9,8 @@ those (a tiny model's step). Taught in ``notebooks/07_scaling.ipynb``.
 from __future__ import annotations
 
 from ..ranks.launcher import launch
+from ..ranks.own_device import on_own_device
+from ..ranks.plan import plan_ranks
 from .cost import Link, _positive, allreduce_s, mlp_parameters
 from .steps import StepPlan, StepSplit, allreduce_seconds, matmul_seconds, own_work_seconds, summarise, time_plans
 
@@ -30,17 +32,12 @@ def splits(plans: list[StepPlan], ranks: int, *, threads_per_rank: int = 1, ddp:
         raise ValueError(f"ddp=False measures one process without DDP; got ranks={ranks}. Use ranks=1.")
     if device not in ("cpu", "cuda"):
         raise ValueError(f"device is 'cpu' (gloo) or 'cuda' (NCCL, a GPU per rank); got {device!r}.")
-    per_rank = launch(_time_on_own_device if device == "cuda" else time_plans, ranks,
-                      args=(plans,) if device == "cuda" else (plans, "cpu"), all_ranks=True,
+    if device == "cuda":  # refused before any process starts where a rank would have no GPU of its own
+        plan_ranks("nccl", ranks)
+    per_rank = launch(on_own_device(time_plans), ranks, args=(plans,), all_ranks=True,
                       threads_per_rank=threads_per_rank, init_process_group=ddp,
-                      backend="auto" if device == "cuda" else "gloo", timeout_s=120)
+                      backend="nccl" if device == "cuda" else "gloo", timeout_s=120)
     return summarise(plans, per_rank, threads_per_rank)
-
-
-def _time_on_own_device(plans: list[StepPlan]) -> list:
-    import os
-
-    return time_plans(plans, f"cuda:{os.environ['LOCAL_RANK']}")
 
 
 def machine_limit(n: int = 512, chunks: int = 8, per_chunk: int = 5) -> float:

@@ -1,4 +1,5 @@
-"""The launch plan: what ``launch`` will do, read without starting a process, for 0, 1, 2 and 8 GPUs."""
+"""The launch plan: what ``launch`` will do, read without starting a process, for 0, 1, 2 and 8 GPUs; and each rank
+running on the device the plan gave it (``own_device``)."""
 from __future__ import annotations
 
 import dataclasses
@@ -10,6 +11,7 @@ import torch
 import gpulab.ranks.launcher
 from gpulab.ranks.launch_plan import LaunchPlan, plan_launch
 from gpulab.ranks.launcher import launch
+from gpulab.ranks.own_device import on_own_device, rank_device
 
 
 def _pretend_gpus(monkeypatch, count: int, nccl: bool | None = None) -> None:
@@ -107,3 +109,23 @@ def test_nccl_where_a_rank_would_have_no_gpu_is_refused_by_the_plan(monkeypatch,
     _pretend_gpus(monkeypatch, gpus, nccl)  # 1 GPU: the H100's case, 2 ranks asked for NCCL on one GPU
     with pytest.raises(ValueError, match=r"backend='nccl' cannot work here: " + why):
         plan_launch(_work, 2, backend="nccl")
+
+
+def test_rank_device_outside_a_launched_rank_says_where_it_is_known():
+    with pytest.raises(RuntimeError, match=r"known only inside a rank that gpulab.launch started"):
+        rank_device()
+    with pytest.raises(TypeError, match=r"on_own_device wraps a function that takes device="):
+        on_own_device("cuda:0")
+
+
+def _where(device: str = "?") -> tuple[str, bool]:
+    return device, torch.cuda.is_initialized()
+
+
+@pytest.mark.parametrize("gpus", [0, 1])
+def test_on_own_device_puts_every_rank_where_the_plan_did_and_a_cpu_rank_never_touches_cuda(monkeypatch, gpus,
+                                                                                           no_process_left):
+    """On one GPU, 2 ranks get gloo and the CPU: rank 1 must not pick ``cuda:1`` ("invalid device ordinal" on the
+    H100, evidence/2026-11-26-h100-80gb-hbm3.json), nor rank 0 start CUDA beside a CPU group."""
+    _pretend_gpus(monkeypatch, gpus, nccl=True)  # as on a CUDA build: NCCL is there, a GPU per rank is not
+    assert launch(on_own_device(_where), 2, all_ranks=True) == [("cpu", False), ("cpu", False)]

@@ -167,3 +167,19 @@ def test_the_prediction_is_the_1_rank_step_shared_plus_meeting_plus_the_ring():
     assert predict_two_ranks(one, 2.0, link, 0.3e-3, hidden=1.0) == pytest.approx(2.0)
     assert predict_two_ranks(one, 2.0, link, 0.3e-3, hidden=0.5) == pytest.approx(
         2 * 2e-3 / (2e-3 + (0.3e-3 + 2 * 50e-6 + gradient_bytes / 1e9) / 2))
+
+
+@pytest.mark.parametrize("gpus, ranks, why", [(1, 2, r"2 ranks but only 1 GPU\(s\), so rank 1 would have none"),
+                                              (0, 1, "no rank has a CUDA GPU")])
+def test_on_gpus_a_rank_without_a_gpu_of_its_own_is_refused_before_any_process_starts(monkeypatch, gpus, ranks, why,
+                                                                                     no_process_left):  # noqa: F811
+    """Each rank used to time on ``cuda:LOCAL_RANK`` whatever the launch decided: on one GPU, rank 1 of 2 asked for
+    ``cuda:1`` ("invalid device ordinal" on the H100, evidence/2026-11-26-h100-80gb-hbm3.json). Now the ranks run
+    where the plan puts them, and a rank the plan cannot give a GPU is refused up front with the reason."""
+    import gpulab.machine.cuda
+    import gpulab.ranks.plan
+
+    monkeypatch.setattr(gpulab.machine.cuda, "cuda_gpu_count", lambda: gpus)  # our seams: NVML's count, NCCL built in
+    monkeypatch.setattr(gpulab.ranks.plan, "nccl_available", lambda: True)
+    with pytest.raises(ValueError, match=r"backend='nccl' cannot work here: " + why):
+        splits([SMALL], ranks, device="cuda")
