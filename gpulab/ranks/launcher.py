@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from .failures import RankFailed
 from .launch_plan import LaunchPlan, default_threads_per_rank, plan_launch
 from .plan import choose_backend, plan_ranks
 from .runner import LaunchStats, last_launch, run_plan
@@ -48,4 +49,7 @@ def launch(fn: Callable[..., Any], nprocs: int = 2, args: tuple = (), kwargs: di
     plan = plan_launch(fn, nprocs, args, kwargs, all_ranks=all_ranks, backend=backend,
                        init_process_group=init_process_group, timeout_s=timeout_s, threads_per_rank=threads_per_rank,
                        start_method=start_method, watchdog=watchdog)
-    return run_plan(plan)
+    try:
+        return run_plan(plan)
+    except RankFailed as failure:  # shown from here, as raised by launch: the runner's frames are no lesson
+        raise failure.with_traceback(None) from None

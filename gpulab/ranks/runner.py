@@ -124,7 +124,7 @@ def run_plan(plan: LaunchPlan) -> Any:
                 raise
         relay.finish()
         if result.is_failed():
-            _raise_failure(plan, result, root, relay, watch)
+            raise _failure(plan, result, root, relay, watch) from None
         values = [result.return_values[r] for r in range(nprocs)]
         missing = [r for r, v in enumerate(values) if v is None]
         if missing:  # SystemExit(0) in the function: elastic's @record turns it into "returned None"
@@ -144,17 +144,16 @@ def run_plan(plan: LaunchPlan) -> Any:
                             started_server, ready_s, time.perf_counter() - t0, plan.why)
 
 
-def _raise_failure(plan: LaunchPlan, result: RunProcsResult, root: str, relay: OutputRelay,
-                   watch: LaunchWatch) -> None:
+def _failure(plan: LaunchPlan, result: RunProcsResult, root: str, relay: OutputRelay, watch: LaunchWatch
+             ) -> RankFailed:
     """``RankFailed`` for the first failing rank: its traceback, the others', the hint that fits, its last lines."""
-    __tracebackhide__ = True
     root_cause, others = read_failures(result.failures, {r: os.path.join(root, str(r), "error.json")
                                                           for r in range(plan.nprocs)})
     hint = hint_for(root_cause.error + root_cause.traceback, timeout_s=plan.timeout_s, backend=plan.backend)
     hint = watch.hint(root_cause, others, hint, plan.timeout_s)
     if not root_cause.error and root_cause.exitcode == 1:
         hint = hint or _unguarded_script_hint()
-    raise RankFailed(root_cause, others, plan.nprocs, hint, relay.recent_lines(root_cause.rank)) from None
+    return RankFailed(root_cause, others, plan.nprocs, hint, relay.recent_lines(root_cause.rank))
 
 
 def _remove_error_files(ctx: object) -> None:

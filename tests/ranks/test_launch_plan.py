@@ -129,3 +129,20 @@ def test_on_own_device_puts_every_rank_where_the_plan_did_and_a_cpu_rank_never_t
     H100, evidence/2026-11-26-h100-80gb-hbm3.json), nor rank 0 start CUDA beside a CPU group."""
     _pretend_gpus(monkeypatch, gpus, nccl=True)  # as on a CUDA build: NCCL is there, a GPU per rank is not
     assert launch(on_own_device(_where), 2, all_ranks=True) == [("cpu", False), ("cpu", False)]
+
+
+def _fails() -> None:
+    raise ValueError("this rank fails")
+
+
+def test_a_failed_rank_is_raised_from_launch_itself_as_before_the_split(no_process_left):
+    """The learner's traceback shows their cell, then ``launch``: not the runner's frames behind it (the chapters'
+    recorded tracebacks show the same ``launch`` frame as before plan and runner were split)."""
+    from gpulab.ranks.failures import RankFailed
+
+    with pytest.raises(RankFailed, match="rank . of 2 raised ValueError: this rank fails") as caught:
+        launch(_fails, 2)
+    tb = caught.value.__traceback__
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    assert tb.tb_frame.f_code.co_name == "launch"
