@@ -48,9 +48,9 @@ class ServerState:
         if self.start_method != "forkserver":
             return (f"ranks start with {self.start_method!r}: each is a fresh Python that imports torch itself "
                     f"(seconds per launch; {sys.platform} offers no safe fork)")
-        where = f"server pid {self.pid}" if self.pid else "server not started yet"
+        where = f"pid {self.pid}" if self.pid else "not started yet"
         what = ", ".join(self.preloaded) or "nothing"
-        return f"ranks are forked by a forkserver ({where}) that imported {what}"
+        return f"ranks are forked by a fork server ({where}) that imported {what}"
 
     def _repr_html_(self) -> str:
         from html import escape
