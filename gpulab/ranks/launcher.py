@@ -11,7 +11,7 @@ when one fails and records each rank's traceback. What this module adds is what 
   same function body runs under torchrun unchanged;
 - a new port every launch: this process hosts the rendezvous store on a port the system picks (as torchrun's agent
   hosts it), so re-running the cell never meets "address already in use";
-- output streams live into the cell, labelled ``[rank k]`` (``relay``); failures name the rank with its traceback
+- output streams live into the cell, labelled ``[rank k]`` (``rank_output``); failures name the rank with its traceback
   (``failures``); the stop button stops every rank.
 Taught in ``notebooks/04_ddp.ipynb``.
 """
@@ -47,8 +47,8 @@ __all__ = ["launch", "LaunchStats", "last_launch", "plan_ranks", "choose_backend
 
 _PUMP_S = 0.1  # while the ranks run, their output reaches the cell at least this often
 _POLL_S = 0.05  # how often the wait loop looks where it cannot block (an unknown torch, ranks already gone)
-_STOP_GRACE_S = 5
-_EXIT_CODES_GRACE_S = 1.0  # after SIGTERM, how long a rank gets before SIGKILL
+_STOP_GRACE_S = 5  # after SIGTERM, how long a rank gets before SIGKILL
+_EXIT_CODES_GRACE_S = 1.0  # once every rank has ended, how long elastic gets to collect their exit codes
 _QUIET_LOGGERS = ("torch.distributed.elastic.multiprocessing.api", "torch.distributed.elastic.multiprocessing.errors", "torch.multiprocessing.spawn")
 _last: LaunchStats | None = None
 

@@ -7,3 +7,8 @@ lease's holder (user, kernel, notebook, idle time) and releases one's own. ``pro
 provisioner that gives each kernel free GPUs, through ``lease_start``; ``kernelspec`` installs the kernelspecs that use
 it (``python -m gpulab kernelspec install``). Taught in ``notebooks/02_choosing_gpus.ipynb``.
 """
+from ..core.lazy import export_lazily
+
+export_lazily(__name__, {
+    "watch_gpus": "watch", "install_kernelspec": "kernelspec", "lease_rows": "leases",
+})
