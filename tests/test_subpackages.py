@@ -70,9 +70,7 @@ def test_each_exported_name_lives_in_the_module_named_and_is_that_object(package
 
 
 def test_importing_a_subpackage_loads_nothing_heavy():
-    # workload's __init__ binds its torch models at import (the chapters' data and models): the one that may
-    light = [p for p in SUBPACKAGES if p != "workload"]
-    code = (f"import sys, importlib\nfor p in {light!r}: importlib.import_module('gpulab.' + p)\n"
+    code = (f"import sys, importlib\nfor p in {SUBPACKAGES!r}: importlib.import_module('gpulab.' + p)\n"
             f"print([m for m in {HEAVY!r} if m in sys.modules])")
     assert _run(code).strip() == "[]"
 
