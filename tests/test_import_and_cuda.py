@@ -42,14 +42,15 @@ def test_import_gpulab_loads_no_heavy_module_and_starts_nothing():
 
 def test_import_gpulab_loads_only_the_package_and_its_watch_for_torch_cuda():
     """What ``import gpulab`` costs is what it loads (``benchmarks/bench_import.py`` times it, ≤ 10 ms): beyond what
-    the interpreter had, the package and the watch that waits for ``torch.cuda`` (``machine.cuda_watch``), which
-    imports nothing; the recorder of the first CUDA start, its dataclasses and ``traceback`` load with torch."""
+    the interpreter had, the package, the watch that waits for ``torch.cuda`` (``machine.cuda_watch``), which
+    imports nothing, and ``core.lazy``, which gives ``machine`` its names on first use (standard library only, no
+    ``typing``); the recorder of the first CUDA start, its dataclasses and ``traceback`` load with torch."""
     assert _python("""
         import sys
         before = set(sys.modules)
         import gpulab
         print(sorted(set(sys.modules) - before - {"__future__"}))
-    """) == "['gpulab', 'gpulab.machine', 'gpulab.machine.cuda_watch']"
+    """) == "['gpulab', 'gpulab.core', 'gpulab.core.lazy', 'gpulab.machine', 'gpulab.machine.cuda_watch']"
 
 
 def test_every_public_name_resolves_and_unknown_names_say_so():

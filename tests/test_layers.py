@@ -28,7 +28,7 @@ FLOORS = {
 STORES = ["reservations"]
 TOP = ["__init__", "__main__", "testing"]  # the entry points above every floor
 PURE = ["core/units", "core/readings", "core/cuda_evidence", "core/arguments", "core/tables", "core/settings",
-        "core/frames", "core/widget_view", "core/renamed", "core/visible", "core/rank_devices",
+        "core/lazy", "core/frames", "core/widget_view", "core/renamed", "core/visible", "core/rank_devices",
         "placement/selection", "placement/explanation", "monitoring/history", "monitoring/limits", "monitoring/png",
         "monitoring/decimate", "monitoring/panels", "server/render",
         "lightning/call", "lightning/history", "lightning/draft", "lightning/devices", "lightning/strategy",

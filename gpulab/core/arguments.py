@@ -4,6 +4,14 @@ Learners type into the helpers live, in front of a room. A wrong argument must s
 that says what was wrong, what was expected and what to type instead — never surface later as an ``AttributeError``
 from deep inside a helper, or after the work it was meant to watch has run. Each public function calls these checks
 first; the messages name the argument as the learner wrote it. Taught by every chapter's first mistakes.
+
+One exception class per kind of mistake, everywhere in gpulab: a value of the wrong kind (text for a number, a
+fraction or ``True`` for a count, a set where order matters) raises ``TypeError``; a value of the right kind that is
+out of range or not among the choices (``0`` ranks, a negative time, ``NaN``) raises ``ValueError``. Each message says
+what was passed, what the argument is for and what it takes, with an example. Whole numbers accept what Python counts
+as one (``int``, numpy's integers: ``operator.index``), never ``bool``; real numbers accept ``numbers.Real`` (numpy's
+floats too). A hand-written ``isinstance`` check elsewhere would drift from these (``tests/core/test_arguments.py``
+walks the package for them).
 """
 from __future__ import annotations
 
@@ -17,8 +25,9 @@ from typing import Any
 
 from .readings import GpuInfo
 
-__all__ = ["whole_number", "whole_numbers", "seconds", "text", "flag", "function", "no_argument_function",
-           "environment", "gpu_list", "index_list", "path_or_none", "shown"]
+__all__ = ["is_whole_number", "is_real_number", "whole_number", "whole_numbers", "positive_number", "seconds", "choice",
+           "text", "flag", "function", "no_argument_function", "environment", "gpu_list", "index_list", "path_or_none",
+           "shown"]
 
 
 def shown(value: Any, limit: int = 60) -> str:
@@ -31,19 +40,63 @@ def _kind(value: Any) -> str:
     return f"{type(value).__name__} {shown(value)}"
 
 
-def whole_number(value: Any, name: str, *, minimum: int = 0, example: str = "") -> int:
-    """``value`` as an ``int`` (numpy ints too), or ``ValueError``/``TypeError`` saying what ``name`` takes."""
+def is_whole_number(value: Any) -> bool:
+    """Whether ``value`` is a whole number as every check here counts one: an ``int`` or numpy integer, not ``bool``
+    (for code that answers a wrong kind otherwise than by raising: an exercise's feedback, a choice between forms)."""
+    if isinstance(value, bool):
+        return False
+    try:
+        operator.index(value)
+    except TypeError:
+        return False
+    return True
+
+
+def is_real_number(value: Any) -> bool:
+    """Whether ``value`` is a real number (``int``, ``float``, numpy's), not ``bool``; it may be ``NaN`` or infinite."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def _about(name: str, what: str) -> str:
+    return f"{name} ({what})" if what else name
+
+
+def _range(minimum: int, maximum: int | None) -> str:
+    return f"whole number ≥ {minimum}" if maximum is None else f"whole number from {minimum} to {maximum}"
+
+
+def whole_number(value: Any, name: str, *, minimum: int = 0, maximum: int | None = None, example: str = "",
+                 what: str = "") -> int:
+    """``value`` as an ``int`` (numpy ints too): ``TypeError`` for another kind (``bool``, ``float``, text),
+    ``ValueError`` outside ``minimum``..``maximum``. ``what`` says what the number counts, ``example`` a call."""
     hint = f" (e.g. {example})" if example else ""
     try:
         if isinstance(value, bool):
             raise TypeError
         n = operator.index(value)
     except TypeError:
-        raise TypeError(f"{name}={shown(value)} is a {type(value).__name__}; {name} takes a whole number ≥ "
-                        f"{minimum}{hint}.") from None
-    if n < minimum:
-        raise ValueError(f"{name}={n}: {name} must be a whole number ≥ {minimum}{hint}.")
+        raise TypeError(f"{name}={shown(value)} is a {type(value).__name__}; {_about(name, what)} takes a "
+                        f"{_range(minimum, maximum)}{hint}.") from None
+    if n < minimum or (maximum is not None and n > maximum):
+        raise ValueError(f"{name}={n}: {_about(name, what)} must be a {_range(minimum, maximum)}{hint}.")
     return n
+
+
+def positive_number(value: Any, name: str, *, what: str = "", zero_ok: bool = False, example: str = "") -> float:
+    """A finite real number > 0 (≥ 0 with ``zero_ok``) as ``float``: bytes, FLOP/s, seconds measured, a share.
+    ``TypeError`` for another kind (``bool``, text), ``ValueError`` for ``NaN``, an infinity or one out of range."""
+    bound = "≥ 0" if zero_ok else "> 0"
+    hint = f" (e.g. {example})" if example else ""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name}={shown(value)} is a {type(value).__name__}; {_about(name, what)} takes a finite "
+                        f"number {bound}{hint}.")
+    try:
+        x = float(value)
+    except OverflowError:
+        x = math.inf
+    if math.isnan(x) or math.isinf(x) or x < 0 or (x == 0 and not zero_ok):
+        raise ValueError(f"{name}={shown(value)}: {_about(name, what)} must be a finite number {bound}{hint}.")
+    return x
 
 
 MAX_SECONDS = 365 * 24 * 3600.0  # longer is a typo; much longer overflows select()/poll() timers
@@ -66,6 +119,22 @@ def seconds(value: Any, name: str, *, allow_zero: bool = True, example: str = ""
         raise ValueError(f"{name}={shown(value)} s is more than a year; the operating system's timers stop at about "
                          f"{MAX_SECONDS:.0e} s. Give a number of seconds you mean to wait{hint}.")
     return s
+
+
+def choice(value: Any, name: str, choices: Sequence[Any], *, what: str = "") -> Any:
+    """The one of ``choices`` that ``value`` equals (``True`` never counts as ``1``): ``ValueError`` listing them for
+    another value of their kind, ``TypeError`` for a value of another kind."""
+    for c in choices:
+        try:
+            if isinstance(c, bool) == isinstance(value, bool) and bool(c == value):
+                return c
+        except (TypeError, ValueError):  # an array, or a type that refuses to compare
+            pass
+    same_kind = not isinstance(value, bool) and any(
+        isinstance(value, type(c)) or isinstance(value, numbers.Real) and isinstance(c, numbers.Real) for c in choices)
+    listed = ", ".join(repr(c) for c in choices)
+    raise (ValueError if same_kind else TypeError)(
+        f"{name}={shown(value)}: {_about(name, what)} is one of {listed}; e.g. {name}={choices[0]!r}.")
 
 
 def text(value: Any, name: str, *, example: str = "") -> str:
@@ -146,8 +215,10 @@ def gpu_list(gpus: Any, name: str = "gpus") -> tuple[GpuInfo, ...]:
     return out
 
 
-def whole_numbers(values: Any, name: str, *, minimum: int = 0, example: str, what: str) -> tuple[int, ...]:
-    """A list of whole numbers ≥ ``minimum``, in order: refuses one bare number, a set, text and fractions."""
+def whole_numbers(values: Any, name: str, *, minimum: int = 0, example: str, what: str,
+                  empty_ok: bool = True) -> tuple[int, ...]:
+    """A list of whole numbers ≥ ``minimum``, in order: refuses one bare number, a set, text and fractions (and an
+    empty list unless ``empty_ok``)."""
     if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
         if isinstance(values, int) and not isinstance(values, bool):
             raise TypeError(f"{name}={values}: {name} takes a list of {what}; for this one alone write "
@@ -166,6 +237,9 @@ def whole_numbers(values: Any, name: str, *, minimum: int = 0, example: str, wha
         if n < minimum:
             raise ValueError(f"{name} holds {n}: {what} are ≥ {minimum}, e.g. {name}={example}.")
         out.append(n)
+    if not out and not empty_ok:
+        raise ValueError(f"{name}={_kind(values)} is empty: {name} takes at least one of the {what}, e.g. "
+                         f"{name}={example}.")
     return tuple(out)
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import math
 
+from .arguments import is_real_number
+
 __all__ = ["format_bytes", "format_seconds", "format_rate", "format_percent", "GiB", "MiB"]
 
 KiB = 1024
@@ -15,7 +17,7 @@ _BINARY = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
 
 
 def _bad_number(x: float) -> bool:
-    return x is None or isinstance(x, bool) or not isinstance(x, (int, float)) or math.isnan(x)
+    return not is_real_number(x) or math.isnan(x)
 
 
 def format_bytes(n: float, digits: int = 1) -> str:

@@ -13,7 +13,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from .arguments import environment, gpu_list, shown, whole_number
+from .arguments import environment, gpu_list, is_whole_number, shown, whole_number
 from .readings import GpuInfo
 from .renamed import renamed_keywords
 from .tables import Table, TableView
@@ -184,15 +184,12 @@ def _entry_text(entry: object, entries: Sequence[object]) -> str:
         why = spec.notes[-1] if spec.notes else f"{shown(e)} does not start with a number"
         raise ValueError(f"{shown(entry)} in {shown(list(entries))} is not one GPU: {why} Write each GPU as its own "
                          "entry, a whole number (nvidia-smi's numbering) or a UUID: e.g. [2, 3] or 'GPU-5a16…'.")
-    try:
-        if isinstance(entry, bool):
-            raise TypeError
+    if is_whole_number(entry):
         return str(operator.index(entry))
-    except TypeError:
-        finite = isinstance(entry, float) and 0 <= entry < 2**63
-        extra = f" (CUDA would read '{entry}' as GPU {int(entry)})" if finite else ""
-        raise TypeError(f"{shown(entry)} in {shown(list(entries))} is a {type(entry).__name__}, not a GPU{extra}: "
-                        "GPUs are whole numbers 0, 1, 2, … (nvidia-smi's numbering) or UUID strings 'GPU-…'.") from None
+    finite = isinstance(entry, float) and 0 <= entry < 2**63
+    extra = f" (CUDA would read '{entry}' as GPU {int(entry)})" if finite else ""
+    raise TypeError(f"{shown(entry)} in {shown(list(entries))} is a {type(entry).__name__}, not a GPU{extra}: "
+                    "GPUs are whole numbers 0, 1, 2, … (nvidia-smi's numbering) or UUID strings 'GPU-…'.")
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..core.arguments import whole_numbers
 from ..core.readings import Unavailable
 from ..core.tables import Table, TableView
 from ..core.units import format_bytes
@@ -121,9 +122,11 @@ def context_footprint(variant: str = "article", device_ids: Sequence[int] | None
     reader = as_reader(machine)
     n = reader.count()
     ids = list(device_ids) if device_ids is not None else ([n - 2, n - 1] if n >= 3 else [1])
-    if not ids or any(isinstance(i, bool) or not isinstance(i, int) or not 0 < i < n for i in ids):
-        raise ValueError(f"device_ids are physical GPU indices between 1 and {n - 1} (GPU 0 is the one watched); "
-                         f"got {device_ids!r}.")
+    ids = list(whole_numbers(ids, "device_ids", minimum=1, example="[1, 2]", empty_ok=False,
+                             what="physical GPU indices, from 1 (GPU 0 is the one watched)"))
+    if max(ids) >= n:
+        raise ValueError(f"device_ids={ids!r}: device_ids are physical GPU indices between 1 and {n - 1} (GPU 0 is the "
+                         f"one watched; this machine has {n}), e.g. device_ids=[1].")
     env = {k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"}
     env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
     env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[2]), env.get("PYTHONPATH", "")])

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import torch
 
+from ..core.arguments import whole_numbers
 from ..core.tables import Table, TableView
 
 __all__ = ["sample_weights", "gradients", "full_batch_gradients", "compare_gradients", "GradientComparison"]
@@ -20,8 +21,8 @@ __all__ = ["sample_weights", "gradients", "full_batch_gradients", "compare_gradi
 
 def sample_weights(chunk_sizes: Sequence[int], *, per_replica: bool = False) -> tuple[float, ...]:
     """The weight of each example's loss in the total, example by example in batch order (pure)."""
-    if not chunk_sizes or any(isinstance(c, bool) or not isinstance(c, int) or c < 1 for c in chunk_sizes):
-        raise ValueError(f"chunk_sizes are the examples in each chunk, whole numbers ≥ 1; got {chunk_sizes!r}.")
+    chunk_sizes = whole_numbers(chunk_sizes, "chunk_sizes", minimum=1, example="(3, 3, 2)", empty_ok=False,
+                                what="examples in each chunk")
     total, n = sum(chunk_sizes), len(chunk_sizes)
     return tuple(1 / (n * c) if per_replica else 1 / total for c in chunk_sizes for _ in range(c))
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import torch
 
+from ..core.arguments import whole_numbers
 from ..core.tables import Table, TableView
 from ..core.units import format_rate, format_seconds
 from ..measure.timing import benchmark
@@ -94,8 +95,8 @@ def training_throughput(make_model: Callable[[], torch.nn.Module], batch_sizes: 
     unknown = [s for s in setups if s not in SETUPS]
     if unknown or not setups:
         raise ValueError(f"setups are some of {SETUPS}; got {list(setups)!r}.")
-    if not batch_sizes or any(isinstance(b, bool) or not isinstance(b, int) or b < 1 for b in batch_sizes):
-        raise ValueError(f"batch_sizes are whole numbers of images per device and step, ≥ 1; got {batch_sizes!r}.")
+    batch_sizes = list(whole_numbers(batch_sizes, "batch_sizes", minimum=1, example="[32, 128, 512]", empty_ok=False,
+                                     what="images per device and step"))
     one = resolve_devices([device])
     many = resolve_devices(parallel_devices) if set(setups) - {"one device"} else []
     if "DataParallel" in setups and many[0].type != "cuda":

@@ -2,13 +2,13 @@
 copy or share, and bytes in half precision. The ``meta`` device stands in for a GPU, as in the chapter."""
 from __future__ import annotations
 
-import numbers
 from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
 
+from ..core.arguments import is_real_number
 from .feedback import Exercise, Hint, WrongType, call_learner, exercise, first_line, kind
 from .tensors import close_tensor
 
@@ -155,7 +155,7 @@ def linear_bytes(dtype: torch.dtype, *, bias: bool = True) -> int:
 @exercise(EXERCISES, "ch01-ex3", "bytes of a layer in half precision", section=HALF,
           expects="a whole number of bytes")
 def _half_bytes(answer: Any) -> str:
-    if isinstance(answer, bool) or not isinstance(answer, numbers.Real):
+    if not is_real_number(answer):
         raise WrongType(f"give a number of bytes (an int), not {kind(answer)}.")
     truth = linear_bytes(torch.float16)
     numbers_total = truth // 2

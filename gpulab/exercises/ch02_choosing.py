@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core.arguments import shown
+from ..core.arguments import is_whole_number, shown
 from ..machine.inventory import devices
 from ..core.visible import visible_map
 from .feedback import Exercise, Hint, WrongType, exercise, kind
@@ -26,9 +26,9 @@ def physical_of(raw: str) -> list[int]:
 def _index_or_none(value: Any, what: str) -> int | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int):
+    if not is_whole_number(value):
         raise WrongType(f"{what}: give a physical GPU number (an int) or None, not {kind(value)}.")
-    return value
+    return int(value)
 
 
 UUIDS = "GPU-ad57b9ec,GPU-3a79"
@@ -39,7 +39,7 @@ UUIDS = "GPU-ad57b9ec,GPU-3a79"
 def _by_uuid(answer: Any) -> str:
     if not isinstance(answer, dict):
         raise WrongType(f'give a dict such as {{"cuda:0": 4, "cuda:1": 0}}, not {kind(answer)}.')
-    keys = {(f"cuda:{k}" if isinstance(k, int) and not isinstance(k, bool) else k): v for k, v in answer.items()}
+    keys = {(f"cuda:{k}" if is_whole_number(k) else k): v for k, v in answer.items()}
     missing = [k for k in ("cuda:0", "cuda:1") if k not in keys]
     if missing or len(keys) != 2:
         raise WrongType(f'the dict needs exactly the keys "cuda:0" and "cuda:1"; yours has {shown(list(answer), 50)}.')

@@ -7,6 +7,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from ..core.arguments import is_whole_number
 from .feedback import Exercise, Hint, WrongType, call_learner, exercise, kind
 from .tensors import same_weights
 
@@ -77,8 +78,7 @@ def _chunks(answer: Any) -> str:
                         f"list of chunk sizes; got {kind(answer)}.")
     for batch in BATCHES:
         sizes = answer[batch]
-        if not isinstance(sizes, (list, tuple)) or not all(isinstance(s, int) and not isinstance(s, bool)
-                                                           for s in sizes):
+        if not isinstance(sizes, (list, tuple)) or not all(is_whole_number(s) for s in sizes):
             raise WrongType(f"batch {batch}: give a list of whole numbers, one per GPU that gets a chunk; got "
                             f"{kind(sizes)}.")
         truth = chunk_sizes(batch, GPUS)

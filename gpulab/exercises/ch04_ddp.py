@@ -2,11 +2,11 @@
 (distinct items per rank, a new order every epoch), and the sampler's padding."""
 from __future__ import annotations
 
-import numbers
 from typing import Any
 
 from torch.utils.data import DistributedSampler
 
+from ..core.arguments import is_whole_number
 from .feedback import Exercise, Hint, WrongType, call_learner, exercise, kind
 
 EXERCISES: dict[str, Exercise] = {}
@@ -35,7 +35,7 @@ def _items(result: Any, where: str) -> list[int]:
     except TypeError:
         raise WrongType(f"rank_items returned {kind(result)} ({where}): return the list of item indices the rank "
                         "reads.") from None
-    if not all(isinstance(i, numbers.Integral) and not isinstance(i, bool) for i in items):
+    if not all(is_whole_number(i) for i in items):
         raise WrongType(f"rank_items should return whole numbers, the indices of the items ({where}); got "
                         f"{kind(items)}.")
     return [int(i) for i in items]
@@ -87,8 +87,7 @@ def _rank_items(answer: Any) -> str:
           expects="a list of item indices")
 def _padding(answer: Any) -> str:
     truth = list(DistributedSampler(range(11), num_replicas=4, rank=3, shuffle=False))
-    if not isinstance(answer, (list, tuple)) or not all(isinstance(i, int) and not isinstance(i, bool)
-                                                        for i in answer):
+    if not isinstance(answer, (list, tuple)) or not all(is_whole_number(i) for i in answer):
         raise WrongType(f"give the indices rank 3 reads as a list of whole numbers, e.g. [1, 2], not {kind(answer)}.")
     answer = list(answer)
     if answer == truth:

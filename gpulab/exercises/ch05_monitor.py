@@ -3,9 +3,9 @@ its records (NaN where a value could not be read)."""
 from __future__ import annotations
 
 import math
-import numbers
 from typing import Any
 
+from ..core.arguments import is_real_number
 from ..monitoring.summary import MonitorSummary
 from .feedback import Exercise, Hint, WrongType, call_learner, exercise, kind
 
@@ -74,7 +74,7 @@ def _peak(answer: Any) -> str:
     for run in RUNS:
         result = call_learner(answer, records_for(run), name="peak_rss_mib",
                               expects="a function peak_rss_mib(records)")
-        if isinstance(result, bool) or not isinstance(result, numbers.Real):
+        if not is_real_number(result):
             raise WrongType(f"peak_rss_mib returned {kind(result)}: return a number (MiB).")
         readable = [m for m in run if not math.isnan(m)]
         truth = max(readable)

@@ -3,9 +3,9 @@ start to pay."""
 from __future__ import annotations
 
 import math
-import numbers
 from typing import Any
 
+from ..core.arguments import is_real_number
 from ..core.tables import Table
 from ..scaling.cost import crossover_batch
 from .feedback import Exercise, Hint, WrongType, exercise, kind
@@ -44,7 +44,7 @@ def _as_number(answer: Any) -> float:
     """The answer as a float: a plain number, or a 0-d NumPy array or tensor (what a computation with them gives)."""
     if getattr(answer, "ndim", None) == 0 and hasattr(answer, "item"):
         answer = answer.item()
-    if isinstance(answer, bool) or not isinstance(answer, numbers.Real):
+    if not is_real_number(answer):
         raise WrongType(f"give the batch per rank as a number (e.g. 100), not {kind(answer)}.")
     try:
         value = float(answer)

@@ -9,3 +9,10 @@ translation being built; ``translation.py`` is the result a learner reads. ``tra
 which reproduces the ``ddp_fork`` hang after OpenMP in interpreters it can kill); ``step_relay.py`` carries a forked
 rank 0's steps to the notebook's monitor. Taught in ``notebooks/06_lightning.ipynb``.
 """
+from ..core.lazy import export_lazily
+
+export_lazily(__name__, {
+    "translate_trainer": "flags", "flag_history_table": "history", "trainer_kwargs": "trainer_args",
+    "fork_check": "forkcheck", "FAST_PLAN": "forkcheck", "FULL_PLAN": "forkcheck",
+    "MonitorCallback": "callback", "DigitsClassifier": "classifier",
+})

@@ -5,6 +5,7 @@
 """
 from __future__ import annotations
 
+from ..core.arguments import is_whole_number
 from .call import TranslationError, render_value
 from .draft import Draft, fmt, removal
 from .history import ACCELERATORS
@@ -92,7 +93,7 @@ def translate_devices(w: Draft) -> None:
                      "1.7-1.9 ignored devices= when gpus= was given (it warned); gpus= decided")
         return
     if processes is not _MISSING:
-        if isinstance(processes, bool) or not isinstance(processes, int) or processes < 1:
+        if not is_whole_number(processes) or processes < 1:
             raise TranslationError(f"num_processes={processes!r}: it took a number of CPU processes, an int ≥ 1.")
         w.cpu_processes = processes
         w.old_device_flag = True
@@ -106,7 +107,7 @@ def translate_devices(w: Draft) -> None:
         w.front["devices"] = devices
         if accelerator in GPU_ACCELERATORS:
             w.gpu_request = devices if devices != "auto" else -1
-        elif isinstance(devices, int) and not isinstance(devices, bool):
+        elif is_whole_number(devices):
             w.cpu_processes = devices
     if accelerator is None and devices is _MISSING:
         w.notes.append("No device flag: Lightning 1.x trained on the CPU unless gpus= was given; today's default "

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from ..core.arguments import choice
 from .call import Code, TranslationError, parse_trainer_call, render_call, render_value
 from .devices import translate_devices
 from .draft import Draft, fmt, removal
@@ -79,9 +80,11 @@ def _precision(w: Draft) -> None:
         return
     value = w.old["precision"]
     old = fmt("precision", value)
-    if isinstance(value, bool) or value not in PRECISIONS:
+    try:
+        value = choice(value, "precision", PRECISIONS)
+    except (TypeError, ValueError):
         raise TranslationError(f"{old} never worked: Lightning takes 64, 32, 16, 'bf16' or, since 2.0, the names "
-                               "'32-true', '16-mixed', 'bf16-mixed', '16-true', 'bf16-true', '64-true'.")
+                               "'32-true', '16-mixed', 'bf16-mixed', '16-true', 'bf16-true', '64-true'.") from None
     new = PRECISION_ALIASES.get(value, value)  # type: ignore[call-overload]
     w.front["precision"] = new
     reasons = {

@@ -24,6 +24,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..core.arguments import whole_number
 from ..core.tables import html_table, text_table
 
 __all__ = ["ForkVariant", "ForkRun", "ForkCheck", "fork_check", "FAST_PLAN", "FULL_PLAN", "CAUSE", "FIX", "TWO_THREADS",
@@ -46,10 +47,11 @@ class ForkVariant:
     def __post_init__(self) -> None:
         for name in ("fit_threads", "work_threads"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name}={value!r}: a number of threads, at least 1.")
-        if self.omp_num_threads is not None and (not isinstance(self.omp_num_threads, int) or self.omp_num_threads < 1):
-            raise ValueError(f"omp_num_threads={self.omp_num_threads!r}: a number of threads ≥ 1, or None for unset.")
+            whole_number(value, name, minimum=1, what="a number of threads", example=f"ForkVariant('…', 2, {name}=1)")
+        if self.omp_num_threads is not None:
+            whole_number(self.omp_num_threads, "omp_num_threads", minimum=1,
+                         what="a number of threads, or None for unset",
+                         example="ForkVariant('…', omp_num_threads=2, fit_threads=2)")
 
 
 CAUSE = ForkVariant("2 threads per rank, the notebook's work on 1 thread (no OpenMP pool)", 2, 2, work_threads=1)

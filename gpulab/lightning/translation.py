@@ -11,6 +11,7 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass, field, replace
 
+from ..core.arguments import is_whole_number, whole_number
 from ..core.tables import html_table
 from .call import Code, render_call, render_value
 
@@ -81,8 +82,9 @@ class Translation:
     def for_cpu(self, devices: int | None = None) -> Translation:
         """The same run on a machine without GPUs: ``accelerator='cpu'`` and as many processes as GPUs asked for
         (``devices`` overrides the count; needed when the call asked for all GPUs, ``-1``)."""
-        if devices is not None and (isinstance(devices, bool) or not isinstance(devices, int) or devices < 1):
-            raise ValueError(f"devices={devices!r}: on a CPU, devices is the number of processes, an int ≥ 1.")
+        if devices is not None:
+            devices = whole_number(devices, "devices", minimum=1, what="on a CPU, the number of processes",
+                                   example=".for_cpu(devices=2)")
         kwargs, changes = dict(self.kwargs), []
         accelerator = kwargs.get("accelerator", "auto")
         if accelerator in ("gpu", "cuda", "auto"):
@@ -149,7 +151,7 @@ def _gpu_count(devices: object) -> int:
         devices = devices.target[2][0] if devices.target[2] else -1
     if isinstance(devices, list):
         return len(devices)
-    if isinstance(devices, int) and not isinstance(devices, bool) and devices > 0:
+    if is_whole_number(devices) and devices > 0:
         return devices
     raise ValueError(f"devices={render_value(devices)} asks for every GPU the machine has; a CPU has no such count. "
                      "Say how many processes to run: .for_cpu(devices=2).")

@@ -17,6 +17,7 @@ import uuid as _uuid
 from pathlib import Path
 from typing import Any
 
+from ..core.arguments import is_real_number, is_whole_number
 from ..core.readings import GpuInfo, GpuProcess, GpuSample, MigInstance, Unavailable
 
 __all__ = ["SimulatedGpuReader", "PRESETS", "simulated_gpu"]
@@ -225,7 +226,7 @@ def _checked(data: Any, where: str) -> dict[str, Any]:
 
 def _whole(value: Any, most: int | None = None) -> str | None:
     """Why ``value`` is not a whole number (in 0..``most``), or None."""
-    if isinstance(value, bool) or not isinstance(value, int):
+    if not is_whole_number(value):
         return f"is {value!r}, a {type(value).__name__}; it must be a whole number" + (
             f" (bytes, e.g. {16 * 1024**3} for 16 GiB)" if isinstance(value, str) else "")
     if value < 0 or most is not None and value > most:
@@ -249,12 +250,12 @@ def _check_gpu(where: str, i: int, g: Any) -> None:
                                      for k in _TEXT}
     checks["memory_total_bytes"] = _whole(g["memory_total_bytes"])
     checks["memory_used_bytes"] = _whole(g["memory_used_bytes"], g["memory_total_bytes"]
-                                         if isinstance(g["memory_total_bytes"], int) else None)
+                                         if is_whole_number(g["memory_total_bytes"]) else None)
     for k in ("utilization_gpu_percent", "utilization_memory_percent"):
         if k not in refused:
             checks[k] = _whole(g[k], 100)
     for k in ("temperature_c", "power_w"):
-        if k not in refused and (isinstance(g[k], bool) or not isinstance(g[k], (int, float))):
+        if k not in refused and not is_real_number(g[k]):
             checks[k] = f"is {g[k]!r}; it must be a number"
     for key in ("mig_devices", "processes"):
         if not isinstance(g.get(key, []), list):

@@ -12,6 +12,7 @@ import itertools
 from dataclasses import dataclass
 from typing import Any
 
+from ..core.arguments import whole_number
 from ..core.tables import Table, TableView
 from ..core.units import format_seconds
 from .timing import BenchmarkResult, benchmark, resolve_device
@@ -67,9 +68,10 @@ def autotune_comparison(device: Any = "cpu", *, batch: int = 16, size: int = 64,
     turns step by step. The flag is restored."""
     import torch
 
-    for name, value in (("batch", batch), ("size", size), ("steps", steps)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name}={value!r}: a positive whole number.")
+    batch = whole_number(batch, "batch", minimum=1, what="images per step", example="autotune_comparison(batch=32)")
+    size = whole_number(size, "size", minimum=1, what="the side of the fixed input in pixels",
+                        example="autotune_comparison(size=64)")
+    steps = whole_number(steps, "steps", minimum=1, what="steps timed per way", example="autotune_comparison(steps=20)")
     dev = resolve_device(device)
     net = _net(torch, dev)
     opt = torch.optim.SGD(net.parameters(), lr=0.01)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..machine.cuda import cuda_gpu_count, too_few_gpus
-from ..core.arguments import function, no_argument_function, seconds, shown, text
+from ..core.arguments import function, is_whole_number, no_argument_function, seconds, shown, text, whole_number
 from ..core.tables import html_table, text_table
 from ..core.units import format_seconds
 
@@ -129,11 +129,11 @@ def resolve_device(device: DeviceLike) -> Any:
     """
     import torch
 
-    if isinstance(device, bool) or not isinstance(device, (str, int, torch.device)):
-        raise ValueError(f"{shown(device)} is not a device name torch understands (a {type(device).__name__}). "
-                         f"Use 'cpu', 'cuda' or 'cuda:<index>'.")
+    if not (isinstance(device, (str, torch.device)) or is_whole_number(device)):
+        raise TypeError(f"{shown(device)} is not a device name torch understands (a {type(device).__name__}). "
+                        f"Use 'cpu', 'cuda' or 'cuda:<index>'.")
     try:
-        dev = torch.device(device)
+        dev = torch.device(device if isinstance(device, (str, torch.device)) else int(device))
     except (RuntimeError, TypeError, ValueError) as e:
         raise ValueError(f"{device!r} is not a device name torch understands ({e}). "
                          f"Use 'cpu', 'cuda' or 'cuda:<index>'.") from None
@@ -200,13 +200,12 @@ class _CudaBlocks:
 
 
 def _check_counts(warmup: int, repeats: int, number: int | None, min_block_s: float) -> None:
-    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
-        raise ValueError(f"repeats={repeats!r}: a median needs at least one repeat; use repeats=20 or more for a "
-                         f"spread worth reading.")
-    if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
-        raise ValueError(f"warmup={warmup!r}: the number of untimed calls must be 0 or more.")
-    if number is not None and (isinstance(number, bool) or not isinstance(number, int) or number < 1):
-        raise ValueError(f"number={number!r}: calls per repeat must be a positive int, or None to calibrate.")
+    whole_number(repeats, "repeats", minimum=1, what="timed repeats, whose median is reported; 20 or more give a "
+                 "spread worth reading", example="benchmark(fn, repeats=20)")
+    whole_number(warmup, "warmup", what="untimed calls before timing", example="benchmark(fn, warmup=3)")
+    if number is not None:
+        whole_number(number, "number", minimum=1, what="calls per repeat, or None to calibrate",
+                     example="benchmark(fn, number=10)")
     seconds(min_block_s, "min_block_s", allow_zero=False, example="1e-3")
 
 

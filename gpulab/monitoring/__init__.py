@@ -1,10 +1,15 @@
 """Watch memory, utilisation and speed while code runs: ``with gpulab.monitor("title") as mon: ...``.
 
-``monitor.py`` holds the ``Monitor`` a learner uses; ``sampler.py`` the reading thread; ``history.py`` its ring buffer;
-``summary.py`` what is left in the cell; ``view.py`` the figure (with ``limits``, ``decimate`` and ``png`` as its pure
-helpers). Taught in ``notebooks/05_live_monitor.ipynb``.
+``monitor.py`` holds the ``Monitor`` a learner uses and ``options.py`` its checked options; ``sampler.py`` the
+reading thread; ``history.py`` its ring buffer; ``summary.py`` what is left in the cell. ``figure.py`` is the figure
+(what each panel shows, with ``panels``, ``limits``, ``decimate`` and ``png`` as its pure helpers), ``blit.py`` draws it
+live cheaply, and ``view.py`` shows it live in JupyterLab. ``recorded.py`` keeps a run from a real GPU machine and
+draws it again anywhere. Taught in ``notebooks/05_live_monitor.ipynb``.
 """
-from .monitor import Monitor, frontend_available, monitor
-from .summary import MonitorSummary, PeakMemory
+from ..core.lazy import export_lazily
 
-__all__ = ["monitor", "Monitor", "MonitorSummary", "PeakMemory", "frontend_available"]
+export_lazily(__name__, {
+    "monitor": "monitor", "Monitor": "monitor", "frontend_available": "monitor",
+    "MonitorSummary": "summary", "PeakMemory": "summary",
+    "record_run": "recorded", "latest_recorded_run": "recorded",
+})

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import csv
 import math
-import operator
 import os
 import sys
 import time
@@ -23,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from ..core.arguments import shown
+from ..core.arguments import shown, whole_number
 from ..machine.nvml import GpuReader
 from ..core.readings import Unavailable
 from ..core.renamed import renamed_keywords
@@ -206,13 +205,8 @@ class Monitor:
         The step's time is the time since the previous step (for the first: since the monitor started, or since
         ``wrap`` began). Call it from the loop's own thread.
         """
-        try:
-            n = operator.index(samples)
-        except TypeError:
-            raise TypeError(f"samples= takes the number of examples in the step (an int), got "
-                            f"{type(samples).__name__}; for a batch tensor x pass samples=len(x).") from None
-        if n < 0:
-            raise ValueError(f"samples={n}: a step cannot process a negative number of examples.")
+        n = whole_number(samples, "samples", what="the examples the step processed",
+                         example="mon.step(samples=len(x)) for a batch tensor x")
         self._require_running("step()")
         self._progress.step(n)
 
@@ -232,14 +226,9 @@ class Monitor:
                             f"tqdm bar); got {shown(iterable)}, which has no items to step through. Write "
                             "`for batch in mon.wrap(loader):`.")
         if samples is not None and not callable(samples):
-            try:
-                samples = operator.index(samples)
-            except TypeError:
-                raise TypeError(f"samples= is the number of examples in each batch (an int) or a function of the "
-                                f"batch that returns it; got {shown(samples)}. Leave it out to count the first "
-                                "dimension of each batch's first tensor.") from None
-            if samples < 0:
-                raise ValueError(f"samples={samples}: a batch cannot hold a negative number of examples.")
+            samples = whole_number(samples, "samples", what="examples in each batch, or a function of the batch that "
+                                   "counts them", example="mon.wrap(loader, samples=64); leave it out to count each "
+                                   "batch's first dimension")
         return _Watched(self, iterable, samples)
 
     def mark(self, label: str) -> None:

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import psutil
 
+from ..core.arguments import is_whole_number
 from ..machine.host import host_info, host_sample
 from ..machine.nvml import GpuReader, default_reader
 from ..core.readings import Unavailable
@@ -121,7 +122,7 @@ class Sampler:
         if gpus is None:
             return list(range(count))
         chosen = list(gpus)
-        bad = [k for k in chosen if not isinstance(k, int) or not 0 <= k < count]
+        bad = [k for k in chosen if not is_whole_number(k) or not 0 <= k < count]
         if bad:
             raise ValueError(f"cannot watch GPU(s) {bad}: NVML sees {count} GPU(s)"
                              + (f" ({error})" if error else "")

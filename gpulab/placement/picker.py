@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 import ipywidgets as w
 
 from .setter import CudaAlreadyStarted, write_visible_devices
-from ..core.arguments import environment, index_list, path_or_none, shown, whole_number
+from ..core.arguments import environment, index_list, is_whole_number, path_or_none, shown, whole_number
 from ..machine.host import host_info
 from ..machine.nvml import GpuReader
 from ..machine.resolve import as_reader
@@ -69,7 +69,7 @@ class GpuPicker:
             raise TypeError(f"this_kernel={shown(this_kernel)}: this_kernel takes True, False or None (the default: "
                             "True for this machine, False for a described one).")
         start = selected if selected is not None else os.environ.get(PICK_ENV)
-        if isinstance(start, int) and not isinstance(start, bool):
+        if is_whole_number(start):
             raise TypeError(f"selected={start} is ambiguous: for physical GPU {start} write selected=[{start}]; for "
                             f"{start} free GPU(s) write selected=\"free:{start}\".")
         pick = (parse_pick(start) if isinstance(start, str) else

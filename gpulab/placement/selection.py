@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ..core.arguments import flag, gpu_list, index_list, shown
+from ..core.arguments import flag, gpu_list, index_list, is_real_number, shown, whole_number
 from ..core.readings import GpuInfo, Unavailable, is_known
 from ..core.renamed import renamed_keywords
 from ..core.tables import Table, TableView
@@ -30,7 +30,7 @@ class Policy:
     def __post_init__(self) -> None:
         for name in ("max_memory_used_fraction", "max_utilization_percent"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
+            if not is_real_number(value):
                 raise TypeError(f"Policy({name}={shown(value)}): {name} is a number, e.g. "
                                 "Policy(max_memory_used_fraction=0.5, max_utilization_percent=50).")
         flag(self.allow_processes, "allow_processes")
@@ -154,8 +154,7 @@ def choose_gpus(n: int, machine: Sequence[GpuInfo], policy: Policy | None = None
 
     Raises ``NoFreeGpu`` (saying why each GPU was passed over) when fewer than ``n`` are free.
     """
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValueError(f"choose_gpus needs how many GPUs you want, a whole number ≥ 1; got {shown(n)}.")
+    n = whole_number(n, "n", minimum=1, what="how many GPUs you want", example="choose_gpus(2, gpulab.devices())")
     gpus = gpu_list(machine, "machine")
     policy = checked_policy(policy)
     taken = _taken(taken)

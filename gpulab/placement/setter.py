@@ -16,7 +16,7 @@ from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 
 from ..machine.cuda import CudaState, cuda_state
-from ..core.arguments import shown
+from ..core.arguments import is_whole_number, shown
 from ..core.renamed import renamed_keywords
 from ..core.visible import VisibleSpec, format_visible_devices, parse_visible_devices
 
@@ -55,7 +55,7 @@ def set_visible_devices(gpus: Sequence[int | str] | str | None, *, order: str | 
         value = gpus if gpus.strip() in ("", "-1") else format_visible_devices(gpus.split(","))
     elif isinstance(gpus, Sequence) and not isinstance(gpus, bytes):
         value = format_visible_devices(list(gpus))
-    elif isinstance(gpus, int) and not isinstance(gpus, bool):
+    elif is_whole_number(gpus):
         raise TypeError(f"set_visible_devices({gpus}) is ambiguous: for physical GPU {gpus} alone write "
                         f"set_visible_devices([{gpus}]); to have {gpus} free GPU(s) chosen for you, use "
                         f"gpulab.reserve_gpus({gpus}) and then .apply().")

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from ..core.arguments import seconds, whole_number
 from .fork_server import choose_start_method
 from .plan import plan_ranks
 from .ports import store_ports
@@ -60,7 +61,7 @@ def plan_launch(fn: Callable[..., Any], nprocs: int = 2, args: tuple = (), kwarg
     so a function run through ``own_device.on_own_device`` computes where the plan put it: ``backend="gloo"`` keeps
     every rank on the CPU even where GPUs are.
     """
-    _check(fn, nprocs, args, kwargs, timeout_s, threads_per_rank)
+    nprocs, timeout_s, threads_per_rank = _check(fn, nprocs, args, kwargs, timeout_s, threads_per_rank)
     method = choose_start_method(start_method)
     decision = plan_ranks(backend, nprocs)
     threads = threads_per_rank or default_threads_per_rank(nprocs)
@@ -85,22 +86,24 @@ def default_threads_per_rank(nprocs: int) -> int:
     return max(1, host_info().usable_cores // nprocs)
 
 
-def _check(fn: Any, nprocs: Any, args: Any, kwargs: Any, timeout_s: Any, threads: Any) -> None:
+def _check(fn: Any, nprocs: Any, args: Any, kwargs: Any, timeout_s: Any, threads: Any) -> tuple[int, float, int | None]:
+    """The arguments refused at the door, or ``nprocs``, ``timeout_s`` and ``threads`` as plain numbers."""
     if not callable(fn):
         raise TypeError(f"launch() runs a function in every rank; got {type(fn).__name__} {fn!r}. Pass the function "
                         f"itself, without calling it: launch(train, ...), not launch(train(), ...).")
-    if not isinstance(nprocs, int) or isinstance(nprocs, bool) or nprocs < 1:
-        raise ValueError(f"nprocs is how many processes (ranks) to start, a whole number ≥ 1; got {nprocs!r}.")
+    nprocs = whole_number(nprocs, "nprocs", minimum=1, what="how many processes (ranks) to start",
+                          example="launch(train, nprocs=2)")
     if not isinstance(args, (tuple, list)):
         raise TypeError(f"args is the tuple of positional arguments for the function, like args=(data,) — note the "
                         f"comma for one argument; got {type(args).__name__} {args!r}.")
     if kwargs is not None and not isinstance(kwargs, dict):
         raise TypeError(f"kwargs is a dict of keyword arguments, like kwargs={{'epochs': 2}}; got {kwargs!r}.")
-    if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or not timeout_s > 0:
-        raise ValueError(f"timeout_s is how many seconds a collective waits for the other ranks, > 0; got "
-                         f"{timeout_s!r}.")
-    if threads is not None and (not isinstance(threads, int) or isinstance(threads, bool) or threads < 1):
-        raise ValueError(f"threads_per_rank is a whole number ≥ 1 (or None for cores ÷ ranks); got {threads!r}.")
+    timeout_s = seconds(timeout_s, "timeout_s", allow_zero=False, example="60 (how long a collective waits for the "
+                        "other ranks)")
+    if threads is not None:
+        threads = whole_number(threads, "threads_per_rank", minimum=1, what="or None for cores ÷ ranks",
+                               example="launch(train, 2, threads_per_rank=1)")
+    return nprocs, timeout_s, threads
 
 
 def _pack_call(fn: Callable[..., Any], args: tuple, kwargs: dict[str, Any]) -> bytes:

@@ -14,6 +14,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..core.arguments import whole_number, whole_numbers
 from ..core.tables import Table, TableView
 from ..core.units import format_rate
 
@@ -107,13 +108,14 @@ def rank_speedup(batch_sizes: Sequence[int] = (32, 128), *, epochs: int = 2, ima
 
     if device not in ("cpu", "cuda"):
         raise ValueError(f"device is 'cpu' or 'cuda' (each rank then gets its own GPU); got {device!r}.")
-    if not batch_sizes or any(not isinstance(b, int) or b < 1 for b in batch_sizes):
-        raise ValueError(f"batch_sizes are whole numbers of images per rank and step, ≥ 1; got {batch_sizes!r}.")
-    if images is not None and (not isinstance(images, int) or images < 2 * max(batch_sizes)):
-        raise ValueError(f"images must leave each of 2 ranks at least one full batch: ≥ {2 * max(batch_sizes)} for "
-                         f"batch {max(batch_sizes)}; got {images!r}.")
-    if not isinstance(epochs, int) or epochs < 1:
-        raise ValueError(f"epochs is how many timed passes over the data (after one untimed), ≥ 1; got {epochs!r}.")
+    batch_sizes = whole_numbers(batch_sizes, "batch_sizes", minimum=1, example="(32, 128)", empty_ok=False,
+                                what="images per rank and step")
+    if images is not None:
+        images = whole_number(images, "images", minimum=2 * max(batch_sizes), example=f"images={4 * max(batch_sizes)}",
+                              what=f"digits to train on: images must leave each of 2 ranks at least one full batch "
+                                   f"of {max(batch_sizes)}")
+    epochs = whole_number(epochs, "epochs", minimum=1, what="timed passes over the data, after one untimed",
+                          example="rank_speedup((64,), epochs=2)")
     cores = cores or host_info().usable_cores
     backend = _ddp_backend(device)
     rows = []

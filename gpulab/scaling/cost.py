@@ -21,15 +21,11 @@ with N. Each term is one physical quantity, measured once per machine (never fit
 - ``hidden``: the fraction of the all-reduce that overlaps the backward pass (0 on this CPU, where the ranks' cores
   are busy computing; a GPU's copy engines and link work beside its cores).
 
-Where the 2-rank step once came out short, and why. While the share came from matmuls that stay in a core's cache,
-the model's 2-rank step at width 1024, batch 8 (12.6 MB of gradients) was 2–4 ms shorter than the fastest measured
-one. Timed inside that step (fastest of 40): dividing the gradients took 0.9 ms and copying the sums back into them
-1.5 ms; on 1 rank, dividing and the 1-rank all-reduce together took 0.65 ms and the copy 0.68 ms. Two ranks
-streaming 12.6 MB at once share the memory bus. The share is now measured with each point's own work
-(``probes.limit_for``: 1.74× and 1.80× there, against 2.00× and 1.99× for matmul chunks of the same length), so that
-slowdown is in compute ÷ share. A per-byte term tried before that, measured on one ``Linear(2048, 2048)`` at batch
-1, came out at 0.22–0.56 ns per byte in three rounds: as noisy as the error it was meant to remove, and too large
-for width 256's 0.8 MB, which fits in a core's cache. It is not in the model.
+The share comes from each point's own work (``probes.limit_for``), not from matmuls that stay in a core's cache:
+two ranks that divide and copy a wide model's gradients at once share the memory bus, and that slowdown belongs in
+compute ÷ share. There is no separate per-byte term: measured on its own it is as noisy as the error it would remove,
+and gradients small enough to stay in a core's cache do not pay it. ``benchmarks/bench_scaling.py`` prints the
+model's error at every point of a sweep on this machine.
 
 Taught in ``notebooks/07_scaling.ipynb``.
 """
@@ -38,23 +34,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ..core.arguments import positive_number, whole_number
+
 __all__ = ["Link", "StepCost", "allreduce_s", "ring_bytes", "train_flops", "mlp_parameters", "predict_step",
            "speedup", "crossover_batch"]
 
 
-def _positive(value: object, name: str, what: str, *, zero_ok: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value) or math.isinf(value) \
-            or value < 0 or (value == 0 and not zero_ok):
-        bound = "≥ 0" if zero_ok else "> 0"
-        raise ValueError(f"{name} is {what}, a finite number {bound}; got {value!r}. Pass it in the units the name "
-                         "says (bytes, seconds, FLOP/s).")
-    return float(value)
-
-
 def _ranks(n: object) -> int:
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValueError(f"ranks is how many processes share the work, a whole number ≥ 1; got {n!r}.")
-    return n
+    return whole_number(n, "ranks", minimum=1, what="how many processes share the work", example="ranks=2")
 
 
 @dataclass(frozen=True)
@@ -66,14 +53,16 @@ class Link:
     source: str = "measured here"
 
     def __post_init__(self) -> None:
-        _positive(self.bandwidth_bytes_per_s, "bandwidth_bytes_per_s", "the link's bytes per second")
-        _positive(self.latency_s, "latency_s", "the time one message takes regardless of its size", zero_ok=True)
+        positive_number(self.bandwidth_bytes_per_s, "bandwidth_bytes_per_s", what="the link's bytes per second")
+        positive_number(self.latency_s, "latency_s", what="the time one message takes regardless of its size",
+                        zero_ok=True)
 
 
 def ring_bytes(gradient_bytes: float, ranks: int) -> float:
     """Bytes each rank sends in a ring all-reduce of ``gradient_bytes``: 2 (N − 1)/N of them (0 on one rank)."""
     n = _ranks(ranks)
-    return 2 * (n - 1) / n * _positive(gradient_bytes, "gradient_bytes", "the size of the gradients", zero_ok=True)
+    size = positive_number(gradient_bytes, "gradient_bytes", what="the size of the gradients", zero_ok=True)
+    return 2 * (n - 1) / n * size
 
 
 def allreduce_s(gradient_bytes: float, ranks: int, link: Link) -> float:
@@ -86,18 +75,16 @@ def allreduce_s(gradient_bytes: float, ranks: int, link: Link) -> float:
 
 def mlp_parameters(width: int, depth: int) -> int:
     """Weights and biases of ``depth`` square ``Linear(width, width)`` layers."""
-    for value, name in ((width, "width"), (depth, "depth")):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            what = "features" if name == "width" else "layers"
-            raise ValueError(f"{name} is a whole number ≥ 1 (the model's {what}); got {value!r}.")
+    width = whole_number(width, "width", minimum=1, what="the model's features", example="mlp_parameters(256, 3)")
+    depth = whole_number(depth, "depth", minimum=1, what="the model's layers", example="mlp_parameters(256, 3)")
     return depth * (width * width + width)
 
 
 def train_flops(parameters: int, batch: int) -> float:
     """FLOPs of one training step of a stack of linear layers: 2 per weight and sample forward, 4 backward."""
-    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
-        raise ValueError(f"batch is the samples per rank and step, a whole number ≥ 1; got {batch!r}.")
-    return 6.0 * _positive(parameters, "parameters", "the model's parameter count") * batch
+    batch = whole_number(batch, "batch", minimum=1, what="the samples per rank and step",
+                         example="train_flops(mlp_parameters(256, 3), batch=32)")
+    return 6.0 * positive_number(parameters, "parameters", what="the model's parameter count") * batch
 
 
 @dataclass(frozen=True)
@@ -124,16 +111,18 @@ def predict_step(flops: float, gradient_bytes: float, ranks: int, *, flops_per_s
     pay (meeting at the all-reduce), counted with the all-reduce.
     """
     n = _ranks(ranks)
-    rate = _positive(flops_per_s, "flops_per_s", "one rank's FLOP rate")
-    share = _positive(contention, "contention", "the share of its FLOP rate a rank keeps beside the others")
+    rate = positive_number(flops_per_s, "flops_per_s", what="one rank's FLOP rate")
+    share = positive_number(contention, "contention",
+                            what="the share of its FLOP rate a rank keeps beside the others")
     if share > 1 or not 0 <= hidden <= 1:
         raise ValueError(f"contention is a share in (0, 1] and hidden a fraction in [0, 1]; got contention="
                          f"{contention!r}, hidden={hidden!r}.")
     if n > 1 and link is None:
         raise ValueError(f"{n} ranks all-reduce their gradients: pass link=Link(bandwidth_bytes_per_s, latency_s).")
-    compute = _positive(flops, "flops", "the work per rank and step") / (rate * (share if n > 1 else 1.0)) \
-        + _positive(fixed_s, "fixed_s", "a cost per step", zero_ok=True)
-    meet = _positive(sync_s, "sync_s", "a cost per step of several ranks meeting", zero_ok=True)
+    work = positive_number(flops, "flops", what="the work per rank and step")
+    compute = work / (rate * (share if n > 1 else 1.0)) + positive_number(fixed_s, "fixed_s", what="a cost per step",
+                                                                          zero_ok=True)
+    meet = positive_number(sync_s, "sync_s", what="a cost per step of several ranks meeting", zero_ok=True)
     reduce = allreduce_s(gradient_bytes, n, link) + meet if n > 1 else 0.0
     exposed = reduce * (1 - hidden) if n > 1 else 0.0
     return StepCost(n, compute, reduce, exposed)
@@ -152,9 +141,9 @@ def crossover_batch(seconds_per_sample: float, allreduce_seconds: float, ranks: 
     N·b·c ÷ (b·c/s + a) = target  →  b = target·a ÷ (c·(N − target/s)). ``inf`` when no batch gets there.
     """
     n = _ranks(ranks)
-    c = _positive(seconds_per_sample, "seconds_per_sample", "one rank's compute per sample")
-    a = _positive(allreduce_seconds, "allreduce_seconds", "the all-reduce per step", zero_ok=True)
-    s = _positive(contention, "contention", "the share of its FLOP rate a rank keeps beside the others")
-    t = _positive(target, "target", "the speed-up to reach")
+    c = positive_number(seconds_per_sample, "seconds_per_sample", what="one rank's compute per sample")
+    a = positive_number(allreduce_seconds, "allreduce_seconds", what="the all-reduce per step", zero_ok=True)
+    s = positive_number(contention, "contention", what="the share of its FLOP rate a rank keeps beside the others")
+    t = positive_number(target, "target", what="the speed-up to reach")
     room = n - t / s
     return math.inf if room <= 0 else t * a / (c * room)

@@ -8,10 +8,11 @@ those (a tiny model's step). Taught in ``notebooks/07_scaling.ipynb``.
 """
 from __future__ import annotations
 
+from ..core.arguments import positive_number, whole_number
 from ..ranks.launcher import launch
 from ..ranks.own_device import on_own_device
 from ..ranks.plan import plan_ranks
-from .cost import Link, _positive, allreduce_s, mlp_parameters
+from .cost import Link, allreduce_s, mlp_parameters
 from .steps import StepPlan, StepSplit, allreduce_seconds, matmul_seconds, own_work_seconds, summarise, time_plans
 
 __all__ = ["splits", "machine_limit", "limit_for", "limit_times", "limit_of", "gloo_link", "ddp_sync_s", "TINY"]
@@ -57,17 +58,15 @@ def limit_for(plan: StepPlan) -> float:
     Why each point gets its own, rather than the 512×512 matmuls of ``machine_limit``:
 
     - **the memory bus.** Two cores share it. Matmuls that fit in a core's cache hardly touch it; a light step of a
-      wide model mostly streams weights and gradients through it (width 1024: 12.6 MB of each per step). Measured
-      here, two runs each: width 1024 at batch 8 reached 1.74× and 1.80× on its own work, while matmul chunks as
-      long as its step reached 2.00× and 1.99×; width 256 at batch 64, 1.93× and 1.95× against 1.99× and 1.98×;
+      wide model mostly streams weights and gradients through it (width 1024: 12.6 MB of each per step), so two
+      such processes slow each other where two loops of matmuls as long do not;
     - **the length of the work.** On a busy machine the operating system shares the cores out in time slices of a
       few milliseconds. A step shorter than a slice often runs whole while the other process runs too; a step of
-      100 ms is always interrupted. Measured here under load with matmul chunks: 0.3 ms long, 1.95×; 20 ms, 1.62×;
-      300 ms, 0.87×.
+      100 ms is always interrupted, so on a busy machine the limit falls as the work per step grows.
 
     Both sides take the fastest of as many steps as the point has, as the point's own measurements do. Two processes
-    cannot do more than twice the work of one, so a limit above 2 means the 1-process run was disturbed (measured
-    here while the test suite ran beside it: 3.3× for a 3-step point of width 32)."""
+    cannot do more than twice the work of one, so a limit above 2 means the 1-process run was disturbed (other programs
+    slowed it more than the pair)."""
     _refuse_other_than_plans("limit_for", [plan])
     return limit_of(*_limit_times(plan))
 
@@ -87,8 +86,8 @@ def _limit_times(plan: StepPlan) -> tuple[float, float]:
 
 def limit_of(one_s: float, pair_s: float) -> float:
     """How much more work 2 processes get done than 1: 2 × one process's step ÷ the pair's step."""
-    return 2 * _positive(one_s, "one_s", "the fastest step of one process alone, in seconds") \
-        / _positive(pair_s, "pair_s", "the fastest step of the pair, in seconds")
+    return 2 * positive_number(one_s, "one_s", what="the fastest step of one process alone, in seconds") \
+        / positive_number(pair_s, "pair_s", what="the fastest step of the pair, in seconds")
 
 
 def _refuse_other_than_plans(caller: str, plans: list[object]) -> None:
@@ -111,16 +110,13 @@ def gloo_link(ranks: int = 2, launches: int = 1) -> Link:
     Latency: a 4-byte all-reduce, spread over the ring's 2 (N − 1) messages. Bandwidth: the slope between an
     all-reduce of 4 KiB and one of 8 MiB, each rank sending 2 (N − 1)/N of the bytes. Each is the fastest of 15, and
     with ``launches`` > 1 the fastest over that many fresh process groups: how fast the same all-reduce runs depends
-    on the launch. Measured here, six launches one after the other: the fastest 8 MiB all-reduce of each took 7.6,
-    3.1, 3.7, 4.2, 3.2 and 3.1 ms.
+    on the launch, and the fastest launch is the link undisturbed.
 
     A round of 8 MiB all-reduces goes first, untimed: a fresh process group's first large messages are slower than
     later ones (the loopback sockets' buffers grow with the traffic they carry), and a DDP step all-reduces the same
-    gradients every step, so it runs warm. Measured here, three launches: the first 8 MiB size timed took 5.6, 3.2
-    and 4.4 ms, the same size timed again later in the same launch 3.7, 3.2 and 3.1 ms."""
-    if isinstance(launches, bool) or not isinstance(launches, int) or launches < 1:
-        raise ValueError(f"launches is how many process groups the link is measured in, a whole number ≥ 1; got "
-                         f"{launches!r}.")
+    gradients every step, so it runs warm."""
+    launches = whole_number(launches, "launches", minimum=1, what="how many process groups the link is measured in",
+                            example="gloo_link(launches=3)")
     runs = [launch(allreduce_seconds, ranks, args=([LARGE_BYTES, LATENCY_BYTES, SMALL_BYTES, LARGE_BYTES], 15),
                    backend="gloo", threads_per_rank=1)[1:] for _ in range(launches)]
     tiny, small, large = (min(sizes) for sizes in zip(*runs))

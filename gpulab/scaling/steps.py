@@ -15,6 +15,7 @@ only the step time (synchronised) is meaningful. Taught in ``notebooks/07_scalin
 """
 from __future__ import annotations
 
+from ..core.arguments import positive_number, whole_number
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
@@ -41,10 +42,9 @@ class StepPlan:
     def __post_init__(self) -> None:
         for name in ("width", "batch", "depth", "steps", "accumulate"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"StepPlan.{name} is a whole number ≥ 1; got {value!r}.")
-        if not isinstance(self.bucket_cap_mb, (int, float)) or self.bucket_cap_mb <= 0:
-            raise ValueError(f"StepPlan.bucket_cap_mb is DDP's bucket size in MB, > 0; got {self.bucket_cap_mb!r}.")
+            whole_number(value, f"StepPlan.{name}", minimum=1, example="StepPlan(width=64, batch=8)")
+        positive_number(self.bucket_cap_mb, "bucket_cap_mb", what="DDP's bucket size in MB",
+                        example="StepPlan(64, 8, bucket_cap_mb=25)")
 
     def but(self, **changes: Any) -> StepPlan:
         return replace(self, **changes)

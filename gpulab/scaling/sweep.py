@@ -12,11 +12,10 @@ Light points get more timed steps than heavy ones (up to ``MAX_STEPS``): about `
 about ``TWO_RANK_S`` seconds of the 2-rank step that the model predicts from a first, sizing 1-rank run. A step of a
 few milliseconds is easily disturbed by other programs, and the fastest of many is the undisturbed one. Counting the
 FLOPs alone is not enough: a point with little compute but many gradient bytes (width 1024, batch 8: 0.15 GFLOP and
-12.6 MB) has long 2-rank steps whose spread is wide (measured here, 100 steps: fastest 17.6 ms, a tenth of them under
-20.3 ms, half under 25.1 ms), so the fastest of the 14 steps its FLOPs gave it landed anywhere in that spread. All
-three measurements of a point take the same number of steps, because the fastest of many is faster than the fastest
-of few: when 1 rank took the fastest of 13 steps and 2 ranks the fastest of up to 200, width 64 at batch 2048 measured
-2.05× and 2.02× in one run, above that run's machine limit of 1.96×.
+12.6 MB) has long 2-rank steps whose spread is wide, so the fastest of the few steps its FLOPs alone would give it
+lands anywhere in that spread. All three measurements of a point take the same number of steps, because the fastest
+of many is faster than the fastest of few: a 2-rank step timed more often than its 1-rank step would show a speed-up
+above the machine's own limit.
 Taught in ``notebooks/07_scaling.ipynb``.
 """
 from __future__ import annotations
@@ -25,6 +24,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..core.arguments import positive_number, whole_number
 from ..core.tables import Table, TableView
 from .cost import Link, mlp_parameters, predict_step, speedup, train_flops
 from .probes import limit_of, limit_times, splits
@@ -47,8 +47,7 @@ def steps_for(width: int, batch: int, depth: int, steps: int, step_s: float | No
     flops = train_flops(mlp_parameters(width, depth), batch)
     wanted = math.ceil(WORK_FLOPS / flops)
     if step_s is not None:
-        if isinstance(step_s, bool) or not isinstance(step_s, (int, float)) or not 0 < step_s < math.inf:
-            raise ValueError(f"step_s is the predicted step in seconds, a finite number > 0; got {step_s!r}.")
+        step_s = positive_number(step_s, "step_s", what="the predicted step in seconds")
         wanted = max(wanted, math.ceil(TWO_RANK_S / step_s))
     return max(steps, min(MAX_STEPS, wanted))
 
@@ -122,14 +121,13 @@ def scaling_sweep(widths: Sequence[int], batches: Sequence[int], *, depth: int =
 
     ``tries``: how many times each point's three measurements are taken in turn (1 rank, its limit, 2 ranks; again);
     each keeps its least disturbed try (the fastest step; for the limit, the fastest process alone and the fastest
-    pair, which may come from different tries). On a shared machine whole seconds can run slow: measured here, 200
-    single-threaded 256×256 matmuls pinned to one core had a median of 0.33 ms in most windows of 66 ms and
-    0.39–0.44 ms in some, on either core. A point measured once can have its 1-rank step in such a window and its
-    2-rank step outside it, and its speed-up is then off by as much."""
+    pair, which may come from different tries). On a shared machine whole stretches of time run slow, on either core;
+    a point measured once can have its 1-rank step in such a stretch and its 2-rank step outside it, and its speed-up
+    is then off by as much."""
     if not widths or not batches:
         raise ValueError("scaling_sweep needs at least one width and one batch size.")
-    if isinstance(tries, bool) or not isinstance(tries, int) or tries < 1:
-        raise ValueError(f"tries is how many times each point is measured, a whole number ≥ 1; got {tries!r}.")
+    tries = whole_number(tries, "tries", minimum=1, what="how many times each point is measured",
+                         example="scaling_sweep(tries=3)")
     points = []
     for plan in (StepPlan(w, b, depth=depth, steps=steps_for(w, b, depth, steps)) for w in widths for b in batches):
         # a first 1-rank run sizes the point: as many steps as about TWO_RANK_S of the 2-rank step the model

@@ -16,6 +16,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
+from ..core.arguments import is_whole_number
 from ..placement.selection import Policy
 
 __all__ = ["kernel_json", "install_kernelspec", "remove_kernelspec", "gpulab_kernelspecs", "parse_policy",
@@ -73,9 +74,12 @@ def kernel_json(gpus: int, policy: dict[str, Any] | None = None, wait_s: float =
 
 
 def _check(gpus: int, name: str, wait_s: float) -> None:
-    if isinstance(gpus, bool) or not isinstance(gpus, int) or not 0 <= gpus <= 64:
-        raise ValueError(f"--gpus {gpus!r}: how many GPUs each kernel holds, a whole number from 0 (a kernel that "
-                         "sees no GPU) to the GPUs of the server, for example --gpus 1.")
+    wrong = (f"--gpus {gpus!r}: how many GPUs each kernel holds, a whole number from 0 (a kernel that sees no GPU) to "
+             "the GPUs of the server, for example --gpus 1 (install_kernelspec(1) from Python).")
+    if not is_whole_number(gpus):
+        raise TypeError(wrong)
+    if not 0 <= gpus <= 64:
+        raise ValueError(wrong)
     if not _NAME.match(name):
         raise ValueError(f"--name {name!r}: a kernelspec's name may hold only letters, digits, '.', '_' and '-' "
                          "(Jupyter's rule); for example --name gpulab-1-gpu.")

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, TextIO
 
+from ..core.arguments import is_real_number
 from ..core.readings import Unavailable
 from ..machine.nvml import GpuReader
 from ..machine.resolve import as_reader
@@ -35,7 +36,7 @@ _HOME_AND_CLEAR = "\x1b[H\x1b[2J"
 
 
 def _check_interval(interval_s: float) -> float:
-    if isinstance(interval_s, bool) or not isinstance(interval_s, (int, float)):
+    if not is_real_number(interval_s):
         raise TypeError(f"interval_s={interval_s!r:.40} is a {type(interval_s).__name__}; interval_s takes a number of "
                         "seconds between redraws, written without quotes: interval_s=2.")
     if not interval_s >= 0.5:  # NaN too

@@ -6,11 +6,10 @@ fourth article's CNN) are the models; ``train(model, loader, epochs, mon=...)`` 
 ``fit(model, data, epochs)`` the article's Adam loop with a tqdm bar and a per-epoch table; ``accuracy(model,
 data.test)`` the score. Used by chapters 03–06.
 """
-from .digits import Digits, load_digits
-from .fit import EpochResult, FitHistory, fit
-from .mnist import DatasetUnavailable, load_mnist
-from .models import DigitsCNN, cnn, mlp
-from .train import accuracy, train
+from ..core.lazy import export_lazily
 
-__all__ = ["Digits", "load_digits", "load_mnist", "DatasetUnavailable", "mlp", "cnn", "DigitsCNN", "train",
-           "accuracy", "fit", "FitHistory", "EpochResult"]
+export_lazily(__name__, {
+    "Digits": "digits", "load_digits": "digits", "load_mnist": "mnist", "DatasetUnavailable": "mnist",
+    "mlp": "models", "cnn": "models", "DigitsCNN": "models", "train": "train", "accuracy": "train",
+    "fit": "fit", "FitHistory": "fit", "EpochResult": "fit",
+})

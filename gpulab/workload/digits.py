@@ -14,6 +14,8 @@ from typing import Any
 import torch
 from torch.utils.data import DataLoader, TensorDataset
 
+from ..core.arguments import whole_number
+
 __all__ = ["Digits", "load_digits"]
 
 
@@ -31,8 +33,8 @@ class Digits:
 
     def loader(self, batch_size: int = 32, *, shuffle: bool = True) -> DataLoader:
         """A ``DataLoader`` over the training images (shuffled with torch's global generator: seed it to repeat)."""
-        if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
-            raise ValueError(f"batch_size must be a whole number of images, at least 1; got {batch_size!r}.")
+        batch_size = whole_number(batch_size, "batch_size", minimum=1, what="images per batch",
+                                  example="data.loader(batch_size=64)")
         return DataLoader(self.train, batch_size=batch_size, shuffle=shuffle)
 
     def __str__(self) -> str:
@@ -46,9 +48,8 @@ DIGIT_SHARE = 20 / 28  # MNIST: a 20×20 digit centred in a 28×28 frame
 def load_digits(*, flat: bool = True, train_fraction: float = 0.8, size: int = SCAN_SIZE) -> Digits:
     """The digits as float32 images in 0–1 and int64 labels: ``flat`` gives ``size²`` values per image, else
     ``(1, size, size)``. ``size`` above 8 enlarges each digit to ``size·20/28`` pixels and centres it in the frame."""
-    if isinstance(size, bool) or not isinstance(size, int) or size < SCAN_SIZE:
-        raise ValueError(f"size is the side of the square image in pixels, a whole number ≥ 8 (the scans are 8×8; "
-                         f"28 shapes them like MNIST); got {size!r}.")
+    size = whole_number(size, "size", minimum=SCAN_SIZE, example="load_digits(size=28), shaped like MNIST",
+                        what="the side of the square image in pixels; the scans are 8×8")
     if not 0.0 < train_fraction < 1.0:
         raise ValueError(f"train_fraction is the share of images used for training, between 0 and 1 (0.8 keeps 80 % "
                          f"for training and 20 % for the test); got {train_fraction!r}.")

@@ -16,6 +16,7 @@ from typing import Any
 import torch
 from torch.utils.data import DataLoader
 
+from ..core.arguments import whole_number
 from ..core.tables import Table, TableView
 from ..core.units import format_rate
 from .digits import Digits
@@ -71,11 +72,9 @@ def fit(model: torch.nn.Module, data: Digits, epochs: int, *, batch_size: int = 
     ``seed`` fixes the shuffling and dropout (``torch.manual_seed``); ``progress`` draws a tqdm bar per epoch;
     ``mon`` (a running ``gpulab.monitor``) gets a mark per epoch and a step per batch.
     """
-    if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 0:
-        raise ValueError(f"epochs is how many passes over the data to make, a whole number ≥ 0; got {epochs!r}.")
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size must be a whole number of images, at least 1 (the article uses 64 per GPU × "
-                         f"the number of GPUs); got {batch_size!r}.")
+    epochs = whole_number(epochs, "epochs", what="how many passes over the data to make", example="fit(model, data, 2)")
+    batch_size = whole_number(batch_size, "batch_size", minimum=1, example="fit(model, data, 2, batch_size=64)",
+                              what="images per batch; the article uses 64 per GPU × the number of GPUs")
     if seed is not None:
         torch.manual_seed(seed)
     loader = DataLoader(data.train, batch_size=batch_size, shuffle=True)

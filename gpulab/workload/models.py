@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import torch
 
+from ..core.arguments import whole_number, whole_numbers
+
 __all__ = ["mlp", "cnn", "DigitsCNN"]
 
 
@@ -43,11 +45,15 @@ def cnn(channels: tuple[int, int] = (64, 128), hidden: int = 1024, classes: int 
         dropout: float = 0.5, seed: int = 0) -> DigitsCNN:
     """The article's CNN for ``image_size``² single-channel images, seeded; the defaults are its layer sizes
     (25.8 M parameters, almost all in the first dense layer). Narrower ``channels``/``hidden`` train in seconds on a CPU."""
-    if len(channels) != 2 or any(isinstance(c, bool) or not isinstance(c, int) or c < 1 for c in channels):
-        raise ValueError(f"channels are the two convolutions' output channels, two whole numbers ≥ 1 like (64, 128); "
-                         f"got {channels!r}.")
-    if isinstance(image_size, bool) or not isinstance(image_size, int) or image_size < 2 or image_size % 2:
-        raise ValueError(f"image_size is the side of the square input in pixels, even (the 2×2 pool halves it), "
-                         f"like 28; got {image_size!r}.")
+    channels = whole_numbers(channels, "channels", minimum=1, example="(64, 128)",
+                             what="two convolutions' output channels")
+    if len(channels) != 2:
+        raise ValueError(f"channels={channels!r}: channels are the two convolutions' output channels, two whole "
+                         "numbers ≥ 1, e.g. cnn(channels=(64, 128)).")
+    image_size = whole_number(image_size, "image_size", minimum=2, example="cnn(image_size=28)",
+                              what="the side of the square input in pixels, even: the 2×2 pool halves it")
+    if image_size % 2:
+        raise ValueError(f"image_size={image_size}: the 2×2 pool halves the image, so its side is even, e.g. "
+                         "cnn(image_size=28).")
     torch.manual_seed(seed)
     return DigitsCNN(tuple(channels), hidden, classes, image_size, dropout)

@@ -10,6 +10,8 @@ from typing import Any
 import torch
 from torch.utils.data import DataLoader, TensorDataset
 
+from ..core.arguments import whole_number
+
 __all__ = ["train", "accuracy"]
 
 
@@ -20,8 +22,8 @@ def train(model: torch.nn.Module, loader: DataLoader, epochs: int, mon: Any = No
     With ``mon`` (a running ``gpulab.monitor``), each epoch is marked ``"epoch k"`` and each batch counted.
     Returns the model (trained in place).
     """
-    if not isinstance(epochs, int) or isinstance(epochs, bool) or epochs < 0:
-        raise ValueError(f"epochs is how many passes over the data to make, a whole number ≥ 0; got {epochs!r}.")
+    epochs = whole_number(epochs, "epochs", what="how many passes over the data to make",
+                          example="train(model, loader, epochs=2)")
     opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum)
     for epoch in range(1, epochs + 1):
         if mon is not None:

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 
-from gpulab.core.arguments import (environment, gpu_list, index_list, no_argument_function, seconds, shown,
-                                   whole_number, whole_numbers)
+from gpulab.core.arguments import (choice, environment, gpu_list, index_list, is_real_number, is_whole_number,
+                                   no_argument_function, positive_number, seconds, shown, whole_number, whole_numbers)
 from gpulab.machine.simulated import SimulatedGpuReader
 from tests.junk import JUNK, assert_ours
 
@@ -18,6 +18,23 @@ WRONG = [
     (lambda: whole_number(2.0, "n"), TypeError, r"n=2.0 is a float; n takes a whole number"),
     (lambda: whole_number(True, "n"), TypeError, r"n=True is a bool"),
     (lambda: whole_number(0, "n", minimum=1, example="n=2"), ValueError, r"n=0: n must be a whole number ≥ 1 \(e.g. n=2\)"),
+    (lambda: whole_number(65, "gpus", maximum=64, what="GPUs per kernel", example="gpus=1"), ValueError,
+     r"gpus=65: gpus \(GPUs per kernel\) must be a whole number from 0 to 64 \(e.g. gpus=1\)"),
+    (lambda: whole_number(2.5, "n", minimum=1, what="how many"), TypeError, r"n=2.5 is a float; n \(how many\) takes"),
+    (lambda: positive_number("1e9", "flops"), TypeError, r"flops='1e9' is a str; flops takes a finite number > 0"),
+    (lambda: positive_number(True, "share"), TypeError, r"share=True is a bool"),
+    (lambda: positive_number(0, "rate", what="FLOP/s", example="rate=1e10"), ValueError,
+     r"rate=0: rate \(FLOP/s\) must be a finite number > 0 \(e.g. rate=1e10\)"),
+    (lambda: positive_number(-1, "fixed_s", zero_ok=True), ValueError,
+     r"fixed_s=-1: fixed_s must be a finite number ≥ 0"),
+    (lambda: positive_number(float("inf"), "x"), ValueError, r"x=inf: x must be a finite number > 0"),
+    (lambda: positive_number(10**400, "x"), ValueError, r"x must be a finite number > 0"),
+    (lambda: choice(8, "precision", (64, 32, 16, "bf16")), ValueError,
+     r"precision=8: precision is one of 64, 32, 16, 'bf16'; e.g. precision=64"),
+    (lambda: choice(True, "precision", (64, 32, 16)), TypeError, r"precision=True: precision is one of 64, 32, 16"),
+    (lambda: choice([16], "precision", (64, "bf16")), TypeError, r"precision=\[16\]: precision is one of"),
+    (lambda: whole_numbers([], "sizes", example="[1024]", what="copy sizes", empty_ok=False), ValueError,
+     r"sizes=list \[\] is empty: sizes takes at least one of the copy sizes, e.g. sizes=\[1024\]"),
     (lambda: seconds("1ms", "wait_s"), TypeError, r"wait_s='1ms' is a str; wait_s takes a non-negative number of sec"),
     (lambda: seconds(-1, "wait_s"), ValueError, r"wait_s=-1: wait_s must be a non-negative number of seconds"),
     (lambda: seconds(float("nan"), "t"), ValueError, r"t=nan: t must be a non-negative number of seconds, and finite"),
@@ -56,6 +73,13 @@ def test_each_wrong_value_is_refused_with_what_to_type(call, kind, message):
 
 def test_what_is_right_passes_through():
     assert whole_number(np.int64(3), "n") == 3 and seconds(2, "t") == 2.0 and index_list((3, 1), "g") == (3, 1)
+    assert type(whole_number(np.int32(3), "n")) is int
+    assert whole_numbers((np.uint8(1),), "n", example="", what="") == (1,)
+    assert positive_number(np.float32(0.5), "share") == 0.5 and positive_number(0, "t", zero_ok=True) == 0.0
+    assert choice(16.0, "precision", (64, 32, 16)) == 16 and choice(np.int64(32), "precision", (64, 32)) == 32
+    assert choice("bf16", "precision", (16, "bf16")) == "bf16"
+    assert [is_whole_number(v) for v in (3, np.int8(3), True, 3.0, "3", None)] == [True, True] + [False] * 4
+    assert [is_real_number(v) for v in (3, np.float32(3), float("nan"), False, "3")] == [True, True, True, False, False]
     assert environment(None) is None and environment({"A": "1"}) == {"A": "1"}
     gpus = gpu_list(W8)  # a reader is read (no processes), an Inventory's GPUs are taken as they are
     assert len(gpus) == 8 and all(g.simulated for g in gpus)
@@ -67,6 +91,7 @@ def test_what_is_right_passes_through():
 @given(JUNK, JUNK)
 def test_junk_is_refused_only_with_our_messages(a, b):
     for call in (lambda: whole_number(a, "n", minimum=1), lambda: seconds(a, "t"), lambda: environment(a),
+                 lambda: positive_number(a, "x"), lambda: choice(a, "precision", (64, 32, "bf16")),
                  lambda: gpu_list(a), lambda: index_list(a, "gpus"), lambda: environment({"A": b}),
                  lambda: whole_numbers(a, "sizes", minimum=1, example="[1]", what="sizes"),
                  lambda: no_argument_function(a, "fn", example="lambda: 1")):

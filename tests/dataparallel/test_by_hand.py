@@ -176,8 +176,13 @@ def test_a_failing_replica_is_named_and_no_thread_is_left_behind():
 def test_sample_weights_add_up_to_one_and_refuse_empty_chunks():
     assert sum(sample_weights((3, 3, 3, 1), per_replica=True)) == pytest.approx(1.0)
     assert sample_weights((2, 1)) == pytest.approx((1 / 3,) * 3)
-    with pytest.raises(ValueError, match=r"chunk_sizes are the examples in each chunk, whole numbers ≥ 1; got \(3, 0\)"):
+    with pytest.raises(ValueError, match=r"chunk_sizes holds 0: examples in each chunk are ≥ 1, e.g. "
+                                         r"chunk_sizes=\(3, 3, 2\)"):
         sample_weights((3, 0))
+    with pytest.raises(ValueError, match=r"chunk_sizes=tuple \(\) is empty"):
+        sample_weights(())
+    with pytest.raises(TypeError, match="chunk_sizes holds float 1.5"):
+        sample_weights((3, 1.5))
 
 
 def test_gradients_of_different_models_are_not_compared():

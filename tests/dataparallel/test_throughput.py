@@ -31,7 +31,8 @@ def test_one_device_and_the_by_hand_steps_are_timed_side_by_side():
 @pytest.mark.parametrize("kwargs, match", [
     ({"setups": ["DDP"]}, r"setups are some of \('one device', 'DataParallel', 'by hand'\); got \['DDP'\]"),
     ({"setups": []}, r"setups are some of"),
-    ({"batch_sizes": [0]}, r"batch_sizes are whole numbers of images per device and step, ≥ 1; got \[0\]"),
+    ({"batch_sizes": [0]}, r"batch_sizes holds 0: images per device and step are ≥ 1, e.g. batch_sizes=\[32, 128, "),
+    ({"batch_sizes": []}, r"batch_sizes=list \[\] is empty: batch_sizes takes at least one"),
     ({"setups": ["DataParallel"], "parallel_devices": ["cpu", "cpu"]},
      r"DataParallel runs on GPUs only: .* \(device_ids becomes \[\]\)"),
 ])

@@ -191,8 +191,11 @@ def test_for_cpu_runs_the_same_number_of_processes_on_cores(call, today, removed
 
 
 def test_for_cpu_refuses_a_bad_count():
-    with pytest.raises(ValueError, match="an int ≥ 1"):
+    with pytest.raises(ValueError, match=r"devices=0: devices \(on a CPU, the number of processes\) must be a whole "
+                                         r"number ≥ 1 \(e.g. .for_cpu\(devices=2\)\)"):
         translate_trainer(gpus=2).for_cpu(devices=0)
+    with pytest.raises(TypeError, match="devices='2' is a str"):
+        translate_trainer(gpus=2).for_cpu(devices="2")
 
 
 def test_rendering_text_html_and_code():

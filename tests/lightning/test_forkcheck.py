@@ -37,13 +37,13 @@ def test_an_interpreter_that_cannot_start_is_reported_as_failed(monkeypatch):
     assert "failed: no output" in str(check)
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    ({"fit_threads": 0}, "fit_threads=0: a number of threads"),
-    ({"work_threads": True}, "work_threads=True"),
-    ({"omp_num_threads": 0}, "omp_num_threads=0"),
+@pytest.mark.parametrize("kwargs, error, match", [
+    ({"fit_threads": 0}, ValueError, r"fit_threads=0: fit_threads \(a number of threads\) must be a whole number ≥ 1"),
+    ({"work_threads": True}, TypeError, "work_threads=True is a bool"),
+    ({"omp_num_threads": 0}, ValueError, "omp_num_threads=0"),
 ])
-def test_bad_variants_are_refused(kwargs, match):
-    with pytest.raises(ValueError, match=match):
+def test_bad_variants_are_refused(kwargs, error, match):
+    with pytest.raises(error, match=match):
         ForkVariant(**({"label": "x", "omp_num_threads": 1, "fit_threads": 1} | kwargs))
 
 

@@ -21,10 +21,11 @@ def test_the_comparison_runs_on_the_cpu_and_leaves_the_flag_as_it_found_it():
     assert "new shape every step" in text and "flag changes nothing" in text and "<table" in result._repr_html_()
 
 
-@pytest.mark.parametrize("kwargs, match", [({"steps": 0}, "steps=0"), ({"batch": True}, "batch=True"),
-                                           ({"size": 2.5}, "size=2.5")])
-def test_bad_sizes_are_refused(kwargs, match):
-    with pytest.raises(ValueError, match=match):
+@pytest.mark.parametrize("kwargs, error, match", [
+    ({"steps": 0}, ValueError, r"steps=0: steps \(steps timed per way\) must be a whole number ≥ 1"),
+    ({"batch": True}, TypeError, "batch=True is a bool"), ({"size": 2.5}, TypeError, "size=2.5 is a float")])
+def test_bad_sizes_are_refused(kwargs, error, match):
+    with pytest.raises(error, match=match):
         autotune_comparison("cpu", **kwargs)
 
 

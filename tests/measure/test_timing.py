@@ -85,9 +85,9 @@ def test_result_renders_as_text_html_and_plot() -> None:
 
 
 @pytest.mark.parametrize(("kwargs", "match"), [
-    ({"repeats": 0}, "at least one repeat"),
-    ({"warmup": -1}, "0 or more"),
-    ({"number": 0}, "positive int"),
+    ({"repeats": 0}, r"repeats=0: repeats \(timed repeats, whose median is reported"),
+    ({"warmup": -1}, r"warmup=-1: warmup \(untimed calls before timing\) must be a whole number ≥ 0"),
+    ({"number": 0}, r"number=0: number \(calls per repeat, or None to calibrate\) must be a whole number ≥ 1"),
     ({"min_block_s": 0}, "positive number of seconds"),
 ])
 def test_bad_counts_are_refused(kwargs: dict, match: str) -> None:

@@ -16,12 +16,13 @@ WRONG = [
                                              r"lambda"),
     (lambda: gpulab.benchmark(lambda x: x), TypeError, r"fn=<lambda> is called with no arguments, but it needs x"),
     (lambda: gpulab.benchmark(lambda: 1, device="gpu"), ValueError, r"'gpu' is not a device name torch understands"),
-    (lambda: gpulab.benchmark(lambda: 1, device=None), ValueError, r"None is not a device name torch understands"),
+    (lambda: gpulab.benchmark(lambda: 1, device=None), TypeError, r"None is not a device name torch understands"),
     (lambda: gpulab.benchmark(lambda: 1, device="cuda"), RuntimeError, r"device 'cuda' was asked for, but this "
                                                                        r"process needs 1 CUDA GPU"),
-    (lambda: gpulab.benchmark(lambda: 1, repeats="5"), ValueError, r"repeats='5': a median needs at least one repeat"),
-    (lambda: gpulab.benchmark(lambda: 1, number=2.5), ValueError, r"number=2.5: calls per repeat must be a positive "
-                                                                  r"int"),
+    (lambda: gpulab.benchmark(lambda: 1, repeats="5"), TypeError,
+     r"repeats='5' is a str; repeats \(timed repeats, whose median is reported; .*\) takes a whole number"),
+    (lambda: gpulab.benchmark(lambda: 1, number=2.5), TypeError, r"number=2.5 is a float; number \(calls per repeat, "
+                                                                 r"or None to calibrate\) takes a whole number ≥ 1"),
     (lambda: gpulab.benchmark(lambda: 1, min_block_s="1ms"), TypeError, r"min_block_s='1ms' is a str; min_block_s "
                                                                         r"takes a positive number of seconds"),
     (lambda: gpulab.benchmark(lambda: 1, clock=5), TypeError, r"clock=5 is a int, not something to call"),

@@ -244,9 +244,11 @@ def test_mistakes_are_explained():
     with pytest.raises(RuntimeError, match="inside the `with gpulab.monitor"):
         mon.step(samples=1)
     with mon:
-        with pytest.raises(TypeError, match="for a batch tensor x pass samples=len\\(x\\)"):
+        with pytest.raises(TypeError, match=r"is a Tensor; samples \(the examples the step processed\) takes a whole "
+                                            r"number ≥ 0 \(e.g. mon.step\(samples=len\(x\)\) for a batch tensor x\)"):
             mon.step(samples=torch.zeros(4, 2))
-        with pytest.raises(ValueError, match="negative number"):
+        with pytest.raises(ValueError, match=r"samples=-1: samples \(the examples the step processed\) must be a "
+                                             r"whole number ≥ 0"):
             mon.step(samples=-1)
         with pytest.raises(RuntimeError, match="is running: a Monitor records one run"):
             mon.start()

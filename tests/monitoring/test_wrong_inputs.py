@@ -70,9 +70,11 @@ def test_junk_options_are_refused_with_our_message(a, b, c):
     (None, None, TypeError, r"mon.wrap\(\) takes what the loop iterates over .* got None, which has no items"),
     (3, None, TypeError, r"mon.wrap\(\) takes what the loop iterates over .* got 3,"),
     ("abc", None, TypeError, r"got 'abc', which has no items to step through"),
-    ([1, 2], "a", TypeError, r"samples= is the number of examples in each batch .* got 'a'"),
-    ([1, 2], 2.5, TypeError, r"samples= is the number of examples in each batch .* got 2.5"),
-    ([1, 2], -1, ValueError, r"samples=-1: a batch cannot hold a negative number"),
+    ([1, 2], "a", TypeError, r"samples='a' is a str; samples \(examples in each batch, or a function of the batch "
+                             r"that counts them\) takes a whole number ≥ 0 \(e.g. mon.wrap\(loader, samples=64\); "
+                             r"leave it out to count each batch's first dimension\)"),
+    ([1, 2], 2.5, TypeError, r"samples=2.5 is a float; samples \(examples in each batch"),
+    ([1, 2], -1, ValueError, r"samples=-1: samples \(examples in each batch, .*\) must be a whole number ≥ 0"),
 ])
 def test_wrong_arguments_to_wrap_are_refused_before_the_loop_runs(iterable, samples, kind, message):
     clock = FakeClock()

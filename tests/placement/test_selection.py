@@ -68,9 +68,9 @@ def test_not_enough_free_gpus_says_why_each_was_passed_over():
         choose_gpus(1, [])
 
 
-@pytest.mark.parametrize("n", [0, -1, 1.5, True])
-def test_choose_needs_a_positive_count(n):
-    with pytest.raises(ValueError, match="a whole number ≥ 1"):
+@pytest.mark.parametrize("n, error", [(0, ValueError), (-1, ValueError), (1.5, TypeError), (True, TypeError)])
+def test_choose_needs_a_positive_count(n, error):
+    with pytest.raises(error, match=r"n \(how many GPUs you want\) (must be|takes) a whole number ≥ 1"):
         choose_gpus(n, W8_GPUS)
 
 

@@ -78,7 +78,8 @@ WRONG = [
     (lambda t: gpulab.explain("import torch", W8), CannotExplain, r"it cannot follow 'import torch'"),
     (lambda t: gpulab.explain("with ctx:\n  x.cuda()", W8), CannotExplain, r"cannot follow 'with ctx:'"),
     # choose_gpus / Policy
-    (lambda t: gpulab.choose_gpus("2", GPUS), ValueError, r"choose_gpus needs how many GPUs you want, a whole number"),
+    (lambda t: gpulab.choose_gpus("2", GPUS), TypeError, r"n='2' is a str; n \(how many GPUs you want\) takes a whole "
+                                                         r"number ≥ 1 \(e.g. choose_gpus\(2, gpulab.devices\(\)\)\)"),
     (lambda t: gpulab.choose_gpus(1, 8), TypeError, r"machine=int 8: machine takes the GPUs as read by gpulab.devices"),
     (lambda t: gpulab.choose_gpus(1, GPUS, {"max_utilization_percent": 50}), TypeError,
      r"policy=\{'max_utilization_percent': 50\} is a dict; policy takes a Policy, e.g. "),

@@ -140,11 +140,17 @@ def test_auto_backend_is_gloo_without_a_gpu_per_rank():  # on this machine, what
 
 @pytest.mark.parametrize("call, error, words", [
     (lambda: launch(torch.get_num_threads(), 2), TypeError, "Pass the function itself, without calling it"),
-    (lambda: launch(summed_ranks, 0), ValueError, "nprocs is how many processes"),
+    (lambda: launch(summed_ranks, 0), ValueError, r"nprocs=0: nprocs \(how many processes \(ranks\) to start\) must "
+                                                  r"be a whole number ≥ 1 \(e.g. launch\(train, nprocs=2\)\)"),
+    (lambda: launch(summed_ranks, "2"), TypeError, "nprocs='2' is a str; nprocs .* takes a whole number ≥ 1"),
     (lambda: launch(summed_ranks, 2, args=5), TypeError, "note the comma for one argument"),
     (lambda: launch(summed_ranks, 2, kwargs=[1]), TypeError, "kwargs is a dict"),
-    (lambda: launch(summed_ranks, 2, timeout_s=0), ValueError, "timeout_s is how many seconds"),
-    (lambda: launch(summed_ranks, 2, threads_per_rank=0), ValueError, "threads_per_rank is a whole number"),
+    (lambda: launch(summed_ranks, 2, timeout_s=0), ValueError, r"timeout_s=0: timeout_s must be a positive number of "
+                                                               r"seconds, .* \(how long a collective waits"),
+    (lambda: launch(summed_ranks, 2, timeout_s="1m"), TypeError, "timeout_s='1m' is a str"),
+    (lambda: launch(summed_ranks, 2, threads_per_rank=0), ValueError,
+     r"threads_per_rank=0: threads_per_rank \(or None for cores ÷ ranks\) must be a whole number ≥ 1"),
+    (lambda: launch(summed_ranks, 2, threads_per_rank=1.5), TypeError, "threads_per_rank=1.5 is a float"),
     (lambda: launch(summed_ranks, 2, start_method="fork"), ValueError, "inherits a broken OpenMP thread pool"),
     (lambda: launch(summed_ranks, 2, start_method="teleport"), ValueError, "is not available on"),
     (lambda: launch(summed_ranks, 2, backend="carrier-pigeon"), ValueError, "is not available in this PyTorch"),

@@ -28,12 +28,16 @@ def test_the_table_leaves_out_a_ratio_it_cannot_form():
     assert "÷" not in str(only_one)
 
 
-@pytest.mark.parametrize("kwargs, words", [({"device": "tpu"}, "device is 'cpu' or 'cuda'"),
-                                           ({"batch_sizes": (0,)}, "batch_sizes are whole numbers"),
-                                           ({"epochs": 0}, "epochs is how many timed passes"),
-                                           ({"images": 100}, "images must leave each of 2 ranks at least one")])
-def test_wrong_settings_are_refused(kwargs, words):
-    with pytest.raises(ValueError, match=words):
+@pytest.mark.parametrize("kwargs, error, words", [
+    ({"device": "tpu"}, ValueError, "device is 'cpu' or 'cuda'"),
+    ({"batch_sizes": (0,)}, ValueError, r"batch_sizes holds 0: images per rank and step are ≥ 1"),
+    ({"batch_sizes": ()}, ValueError, r"batch_sizes=tuple \(\) is empty"),
+    ({"epochs": 0}, ValueError, r"epochs=0: epochs \(timed passes over the data, after one untimed\) must be"),
+    ({"epochs": 1.0}, TypeError, "epochs=1.0 is a float"),
+    ({"images": 100}, ValueError, r"images=100: images \(digits to train on: images must leave each of 2 ranks at "
+                                  r"least one full batch of 128\) must be a whole number ≥ 256")])
+def test_wrong_settings_are_refused(kwargs, error, words):
+    with pytest.raises(error, match=words):
         rank_speedup(**kwargs)
 
 

@@ -63,7 +63,7 @@ def test_the_gpu_lines_are_labelled_predictions_with_their_sources(outputs):
     lines = [line for line in text.splitlines() if "×" in line and "TFLOP/s" in line]
     assert len(lines) == len(SETUPS)
     assert all(line.startswith("PREDICTION — ") and "datasheet" in line for line in lines)
-    real_run = _of(outputs, "%%gpu 2\nfrom gpulab.scaling.on_gpus")  # the NCCL run beside it, where 2 GPUs exist
+    real_run = _of(outputs, "%%gpu 2\nfrom gpulab.scaling import compare_on_gpus")  # the NCCL run beside it, where 2 GPUs exist
     assert "NCCL bus bandwidth" in real_run or real_run.startswith("Skipped on this machine: this cell needs 2 CUDA GPU")
 
 

@@ -59,24 +59,37 @@ def test_the_crossover_batch_gives_a_speedup_of_exactly_the_target():
     assert crossover_batch(c, 0, 2, 1) == 0
 
 
-@pytest.mark.parametrize("call, words", [
-    (lambda: Link(0, 1e-6), "bandwidth_bytes_per_s is the link's bytes per second, a finite number > 0; got 0"),
-    (lambda: Link(1e9, -1), "latency_s is .* ≥ 0; got -1"),
-    (lambda: Link(float("nan"), 0), "finite number"),
-    (lambda: ring_bytes(1000, 0), "ranks is how many processes share the work, a whole number ≥ 1; got 0"),
-    (lambda: ring_bytes(1000, 2.0), "whole number ≥ 1; got 2.0"),
-    (lambda: ring_bytes(-5, 2), "gradient_bytes is the size of the gradients"),
-    (lambda: allreduce_s("4e6", 2, LINK), "got '4e6'. Pass it in the units"),
-    (lambda: mlp_parameters(0, 3), "width is a whole number ≥ 1"),
-    (lambda: mlp_parameters(8, True), "depth is a whole number ≥ 1"),
-    (lambda: train_flops(100, 0), "batch is the samples per rank and step"),
-    (lambda: predict_step(1e9, 4e6, 2, flops_per_s=1e10), "2 ranks all-reduce their gradients: pass link="),
-    (lambda: predict_step(1e9, 4e6, 2, flops_per_s=0, link=LINK), "flops_per_s is one rank's FLOP rate"),
-    (lambda: predict_step(1e9, 4e6, 2, flops_per_s=1e10, link=LINK, contention=1.5), "contention is a share in"),
-    (lambda: predict_step(1e9, 4e6, 2, flops_per_s=1e10, link=LINK, hidden=2), "hidden a fraction in"),
-    (lambda: crossover_batch(0, 1e-3), "seconds_per_sample is one rank's compute per sample"),
-    (lambda: predict_step(1e9, 4e6, 2, flops_per_s=1e10, link=LINK, sync_s=-1e-3), "sync_s is a cost per step"),
+V, T = ValueError, TypeError  # a value out of range; a value of the wrong kind (gpulab.core.arguments)
+
+
+@pytest.mark.parametrize("call, error, words", [
+    (lambda: Link(0, 1e-6), V, r"bandwidth_bytes_per_s=0: bandwidth_bytes_per_s \(the link's bytes per second\) must "
+                               "be a finite number > 0"),
+    (lambda: Link(1e9, -1), V, r"latency_s=-1: latency_s \(.*\) must be a finite number ≥ 0"),
+    (lambda: Link(float("nan"), 0), V, "finite number"),
+    (lambda: ring_bytes(1000, 0), V, r"ranks=0: ranks \(how many processes share the work\) must be a whole number ≥ 1 "
+                                     r"\(e.g. ranks=2\)"),
+    (lambda: ring_bytes(1000, 2.0), T, "ranks=2.0 is a float; ranks .* takes a whole number ≥ 1"),
+    (lambda: ring_bytes(-5, 2), V, r"gradient_bytes \(the size of the gradients\)"),
+    (lambda: allreduce_s("4e6", 2, LINK), T, "gradient_bytes='4e6' is a str; gradient_bytes .* takes a finite number"),
+    (lambda: mlp_parameters(0, 3), V, r"width=0: width \(the model's features\) must be a whole number ≥ 1 "
+                                      r"\(e.g. mlp_parameters\(256, 3\)\)"),
+    (lambda: mlp_parameters(8, True), T, "depth=True is a bool; depth .* takes a whole number ≥ 1"),
+    (lambda: train_flops(100, 0), V, r"batch \(the samples per rank and step\)"),
+    (lambda: predict_step(1e9, 4e6, 2, flops_per_s=1e10), V, "2 ranks all-reduce their gradients: pass link="),
+    (lambda: predict_step(1e9, 4e6, 2, flops_per_s=0, link=LINK), V, r"flops_per_s \(one rank's FLOP rate\)"),
+    (lambda: predict_step(1e9, 4e6, 2, flops_per_s=1e10, link=LINK, contention=1.5), V, "contention is a share in"),
+    (lambda: predict_step(1e9, 4e6, 2, flops_per_s=1e10, link=LINK, hidden=2), V, "hidden a fraction in"),
+    (lambda: crossover_batch(0, 1e-3), V, r"seconds_per_sample \(one rank's compute per sample\)"),
+    (lambda: predict_step(1e9, 4e6, 2, flops_per_s=1e10, link=LINK, sync_s=-1e-3), V, r"sync_s \(a cost per step"),
 ])
-def test_wrong_inputs_are_refused_with_what_to_pass(call, words):
-    with pytest.raises(ValueError, match=words):
+def test_wrong_inputs_are_refused_with_what_to_pass(call, error, words):
+    with pytest.raises(error, match=words):
         call()
+
+
+def test_numpy_numbers_are_numbers_to_the_model():
+    np = pytest.importorskip("numpy")
+    assert ring_bytes(np.float32(1000), np.int64(2)) == ring_bytes(1000, 2) == 1000.0
+    assert mlp_parameters(np.int32(8), np.int64(2)) == mlp_parameters(8, 2)
+    assert train_flops(np.int64(100), np.int16(4)) == train_flops(100, 4)

@@ -89,25 +89,28 @@ def test_overlapping_spans_count_once():
 
 
 @pytest.mark.parametrize("call, error, words", [
-    (lambda: StepPlan(0, 4), ValueError, "StepPlan.width is a whole number ≥ 1; got 0"),
+    (lambda: StepPlan(0, 4), ValueError, r"StepPlan.width=0: StepPlan.width must be a whole number ≥ 1 \(e.g. "
+                                         r"StepPlan\(width=64, batch=8\)\)"),
+    (lambda: StepPlan(8, 4.0), TypeError, "StepPlan.batch=4.0 is a float; StepPlan.batch takes a whole number ≥ 1"),
     (lambda: StepPlan(8, 4, accumulate=0), ValueError, "StepPlan.accumulate"),
-    (lambda: StepPlan(8, 4, bucket_cap_mb=0), ValueError, "bucket_cap_mb is DDP's bucket size in MB"),
+    (lambda: StepPlan(8, 4, bucket_cap_mb=0), ValueError, r"bucket_cap_mb \(DDP's bucket size in MB\)"),
+    (lambda: StepPlan(8, 4, bucket_cap_mb="25"), TypeError, r"bucket_cap_mb='25' is a str"),
     (lambda: splits([], 2), ValueError, "at least one StepPlan"),
     (lambda: splits([SMALL], 2, ddp=False), ValueError, "ddp=False measures one process"),
     (lambda: splits([SMALL], 1, device="tpu"), ValueError, "device is 'cpu'"),
     (lambda: levers(SMALL, only=("bigger buckets",)), ValueError, "no lever is called 'bigger buckets'; the levers"),
     (lambda: scaling_sweep([], [8], link=None, sync_s=0), ValueError, "at least one width"),
     (lambda: scaling_sweep([8], [8], link=None, sync_s=0, tries=0), ValueError,
-     "tries is how many times each point is measured, a whole number ≥ 1; got 0"),
-    (lambda: gloo_link(launches=0), ValueError, "launches is how many process groups"),
+     r"tries=0: tries \(how many times each point is measured\) must be a whole number ≥ 1"),
+    (lambda: gloo_link(launches=0), ValueError, r"launches \(how many process groups"),
     (lambda: limit_for((64, 8)), TypeError, r"limit_for measures StepPlans, such as StepPlan\(width=64, batch=8\); "
                                             r"got \(64, 8\)"),
     (lambda: splits([SMALL, (64, 8)], 1), TypeError, "splits measures StepPlans"),
     (lambda: limit_times("64x8"), TypeError, "limit_times measures StepPlans"),
-    (lambda: limit_of(0.01, 0), ValueError, r"pair_s is the fastest step of the pair, in seconds, a finite number "
-                                            r"> 0; got 0\."),
-    (lambda: limit_of("12 ms", 0.01), ValueError, r"one_s is the fastest step of one process alone, in seconds, .*"
-                                                  r"got '12 ms'"),
+    (lambda: limit_of(0.01, 0), ValueError, r"pair_s=0: pair_s \(the fastest step of the pair, in seconds\) must be a "
+                                            r"finite number > 0\."),
+    (lambda: limit_of("12 ms", 0.01), TypeError, r"one_s='12 ms' is a str; one_s \(the fastest step of one process "
+                                                 r"alone, in seconds\) takes a finite number > 0"),
 ])
 def test_wrong_settings_are_refused(call, error, words):
     with pytest.raises(error, match=words):
@@ -149,9 +152,10 @@ def test_on_2_ranks_a_point_with_long_steps_but_little_compute_gets_about_two_ra
     assert steps_for(64, 8, 3, 8, step_s=1e-6) == MAX_STEPS  # never more than MAX_STEPS
 
 
-@pytest.mark.parametrize("bad", [0, -1.0, float("nan"), float("inf"), True, "20 ms"])
-def test_a_predicted_step_that_is_not_a_positive_time_is_refused(bad):
-    with pytest.raises(ValueError, match="step_s is the predicted step in seconds, a finite number > 0"):
+@pytest.mark.parametrize("bad, error", [(0, ValueError), (-1.0, ValueError), (float("nan"), ValueError),
+                                        (float("inf"), ValueError), (True, TypeError), ("20 ms", TypeError)])
+def test_a_predicted_step_that_is_not_a_positive_time_is_refused(bad, error):
+    with pytest.raises(error, match=r"step_s \(the predicted step in seconds\) (must be|takes) a finite number > 0"):
         steps_for(64, 8, 3, 8, step_s=bad)
 
 

@@ -29,9 +29,10 @@ def test_digits_at_28_are_centred_20_pixel_digits_on_black_like_mnist():
     assert load_digits(size=28).train.tensors[0].shape == (1437, 784)
 
 
-@pytest.mark.parametrize("size", [4, 28.0, True, "28"])
-def test_a_size_that_is_not_a_whole_number_of_pixels_from_8_is_refused(size):
-    with pytest.raises(ValueError, match=r"size is the side of the square image in pixels, a whole number ≥ 8"):
+@pytest.mark.parametrize("size, error", [(4, ValueError), (28.0, TypeError), (True, TypeError), ("28", TypeError)])
+def test_a_size_that_is_not_a_whole_number_of_pixels_from_8_is_refused(size, error):
+    with pytest.raises(error, match=r"size \(the side of the square image in pixels; the scans are 8×8\) "
+                                    r"(must be|takes) a whole number ≥ 8 \(e.g. load_digits\(size=28\)"):
         load_digits(size=size)
 
 
@@ -48,9 +49,10 @@ def test_the_articles_cnn_has_its_layer_sizes_names_and_seed():
 
 
 @pytest.mark.parametrize("kwargs, match", [
-    ({"channels": (8,)}, r"two whole numbers ≥ 1 like \(64, 128\); got \(8,\)"),
-    ({"channels": (8, 0)}, r"got \(8, 0\)"),
-    ({"image_size": 27}, r"even \(the 2×2 pool halves it\), like 28; got 27"),
+    ({"channels": (8,)}, r"channels=\(8,\): .* two whole numbers ≥ 1, e.g. cnn\(channels=\(64, 128\)\)"),
+    ({"channels": (8, 0)}, r"channels holds 0: .* are ≥ 1"),
+    ({"image_size": 27}, r"image_size=27: the 2×2 pool halves the image, so its side is even, e.g. "
+                         r"cnn\(image_size=28\)"),
 ])
 def test_a_cnn_that_cannot_be_built_is_refused_with_the_reason(kwargs, match):
     with pytest.raises(ValueError, match=match):
@@ -96,8 +98,8 @@ def test_fit_reports_each_batch_and_epoch_to_a_monitor():
 
 
 @pytest.mark.parametrize("kwargs, match", [
-    ({"epochs": -1}, "epochs is how many passes .* got -1"),
-    ({"epochs": 2, "batch_size": 0}, r"batch_size must be a whole number of images, at least 1 \(the article"),
+    ({"epochs": -1}, r"epochs=-1: epochs \(how many passes over the data to make\) must be a whole number ≥ 0"),
+    ({"epochs": 2, "batch_size": 0}, r"batch_size=0: batch_size \(images per batch; the article uses 64 per GPU"),
 ])
 def test_fit_refuses_counts_that_make_no_sense(kwargs, match):
     with pytest.raises(ValueError, match=match):

@@ -38,13 +38,14 @@ def test_training_beats_chance_by_far_and_the_monitor_counts_every_batch():
     assert [label for _, label in s.marks] == [f"epoch {k}" for k in range(1, 6)]
 
 
-@pytest.mark.parametrize("call, match", [
-    (lambda d: d.loader(batch_size=0), "batch_size must be a whole number of images, at least 1; got 0"),
-    (lambda d: d.loader(batch_size=2.5), "got 2.5"),
-    (lambda d: load_digits(train_fraction=80), "between 0 and 1 .* got 80"),
-    (lambda d: train(mlp(hidden=8), d.loader(), -1), "epochs is how many passes .* got -1"),
-    (lambda d: train(mlp(hidden=8), d.loader(), "3"), "got '3'"),
+@pytest.mark.parametrize("call, error, match", [
+    (lambda d: d.loader(batch_size=0), ValueError, r"batch_size=0: batch_size \(images per batch\) must be a whole "
+                                                   r"number ≥ 1 \(e.g. data.loader\(batch_size=64\)\)"),
+    (lambda d: d.loader(batch_size=2.5), TypeError, "batch_size=2.5 is a float"),
+    (lambda d: load_digits(train_fraction=80), ValueError, "between 0 and 1 .* got 80"),
+    (lambda d: train(mlp(hidden=8), d.loader(), -1), ValueError, r"epochs=-1: epochs \(how many passes over the data"),
+    (lambda d: train(mlp(hidden=8), d.loader(), "3"), TypeError, "epochs='3' is a str"),
 ])
-def test_wrong_input_is_refused_with_what_to_type(call, match):
-    with pytest.raises(ValueError, match=match):
+def test_wrong_input_is_refused_with_what_to_type(call, error, match):
+    with pytest.raises(error, match=match):
         call(load_digits())
