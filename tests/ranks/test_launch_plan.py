@@ -75,12 +75,12 @@ def test_without_a_process_group_the_plan_starts_no_backend_yet_still_places_eac
 
 @pytest.mark.parametrize("call, error, words", [
     (lambda: plan_launch(torch.get_num_threads(), 2), TypeError, "Pass the function itself, without calling it"),
-    (lambda: plan_launch(_work, 0), ValueError, "nprocs is how many processes"),
-    (lambda: plan_launch(_work, True), ValueError, "nprocs is how many processes"),
+    (lambda: plan_launch(_work, 0), ValueError, r"nprocs=0: nprocs \(how many processes \(ranks\) to start\) must be"),
+    (lambda: plan_launch(_work, True), TypeError, "nprocs=True is a bool"),
     (lambda: plan_launch(_work, 2, args=5), TypeError, "note the comma for one argument"),
     (lambda: plan_launch(_work, 2, kwargs=[1]), TypeError, "kwargs is a dict"),
-    (lambda: plan_launch(_work, 2, timeout_s=-1), ValueError, "timeout_s is how many seconds"),
-    (lambda: plan_launch(_work, 2, threads_per_rank=1.5), ValueError, "threads_per_rank is a whole number"),
+    (lambda: plan_launch(_work, 2, timeout_s=-1), ValueError, "timeout_s must be a positive number of seconds"),
+    (lambda: plan_launch(_work, 2, threads_per_rank=1.5), TypeError, "threads_per_rank=1.5 is a float"),
     (lambda: plan_launch(_work, 2, start_method="fork"), ValueError, "inherits a broken OpenMP thread pool"),
     (lambda: plan_launch(_work, 2, backend="carrier-pigeon"), ValueError, "is not available in this PyTorch"),
     (lambda: plan_launch(_work, 2, args=(threading.Lock(),)), TypeError, "cannot be copied into the ranks"),
@@ -95,7 +95,8 @@ def test_a_wrong_argument_never_reaches_the_runner(monkeypatch):
         raise AssertionError("the runner was asked to start processes for a plan that should have been refused")
 
     monkeypatch.setattr(gpulab.ranks.launcher, "run_plan", run_plan)
-    with pytest.raises(ValueError, match="threads_per_rank is a whole number"):
+    with pytest.raises(ValueError, match=r"threads_per_rank=0: threads_per_rank \(or None for cores ÷ ranks\) must "
+                                         r"be a whole number ≥ 1"):
         launch(_work, 2, threads_per_rank=0)
     monkeypatch.setenv("GPULAB_MASTER_PORTS", "29510")
     with pytest.raises(ValueError, match="expected a range of ports written first-last"):
