@@ -9,6 +9,7 @@ Taught in ``notebooks/01_cpu_gpu_transfer.ipynb``.
 """
 from __future__ import annotations
 
+import ctypes
 import gc
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -155,13 +156,40 @@ def _rss_bytes() -> int:
     return psutil.Process().memory_info().rss
 
 
+class _MallInfo2(ctypes.Structure):
+    """glibc's ``struct mallinfo2`` (``man 3 mallinfo2``, glibc ≥ 2.33): every field a ``size_t``."""
+
+    _fields_ = [(name, ctypes.c_size_t) for name in
+                ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks",
+                 "keepcost")]
+
+
+def _malloc_bytes() -> int | None:
+    """Bytes glibc's malloc has handed out and not taken back, over all its arenas: the heap in use (``uordblks``) plus
+    the chunks it mapped on their own (``hblkhd``); None where the C library has no ``mallinfo2`` (macOS, Windows,
+    musl, glibc < 2.33).
+
+    Why not the process's resident memory alone: glibc raises its mmap threshold each time a large chunk is freed (up
+    to 32 MiB), and later large blocks are then cut from heap memory that is already resident, so after a few
+    allocations and frees a new 32 MiB tensor can add nothing to the resident size (seen in the test suite: 128 KiB
+    for a 32 MiB float16 tensor). What malloc holds for the block counts it wherever it came from."""
+    try:
+        mallinfo2 = ctypes.CDLL(None).mallinfo2
+    except (OSError, AttributeError):
+        return None
+    mallinfo2.restype, mallinfo2.argtypes = _MallInfo2, []
+    info = mallinfo2()
+    return int(info.uordblks + info.hblkhd)
+
+
 def allocated_bytes(make: Callable[[], object], *, device: Any = "cpu", what: str = "result") -> Allocation:
     """Measure the memory ``make()`` allocates and keeps, then free it.
 
-    On CUDA: the change in ``torch.cuda.memory_allocated`` (the caching allocator's live bytes). On the CPU: the change
-    in this process's resident memory, which is exact for large tensors (above glibc's 32 MiB mmap threshold each
-    tensor gets pages of its own) and unreliable for small ones. ``make`` must touch what it allocates (``torch.ones``
-    does; ``torch.empty`` leaves pages unmapped on the CPU). Taught in ``notebooks/01_cpu_gpu_transfer.ipynb``.
+    On CUDA: the change in ``torch.cuda.memory_allocated`` (the caching allocator's live bytes). On the CPU with glibc
+    (Linux): the change in what malloc holds (``mallinfo2``), which counts a tensor's block whether malloc mapped new
+    pages for it or reused freed ones. Elsewhere: the change in this process's resident memory, right for a large
+    tensor in a fresh process and low once freed memory is reused; ``make`` must then touch what it allocates
+    (``torch.ones`` does; ``torch.empty`` leaves pages unmapped). Taught in ``notebooks/01_cpu_gpu_transfer.ipynb``.
     """
     import torch
 
@@ -176,9 +204,14 @@ def allocated_bytes(make: Callable[[], object], *, device: Any = "cpu", what: st
         used, method = torch.cuda.memory_allocated(dev) - before, "torch.cuda.memory_allocated"
     else:
         gc.collect()
-        before = _rss_bytes()
-        kept = make()
-        used, method = _rss_bytes() - before, "process resident memory (psutil RSS)"
+        if _malloc_bytes() is not None:
+            before = _malloc_bytes()
+            kept = make()
+            used, method = (_malloc_bytes() or 0) - (before or 0), "bytes malloc holds for it (glibc mallinfo2)"
+        else:
+            before = _rss_bytes()
+            kept = make()
+            used, method = _rss_bytes() - before, "process resident memory (psutil RSS)"
     del kept
     gc.collect()
     return Allocation(what, str(dev), used, method)
