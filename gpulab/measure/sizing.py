@@ -174,8 +174,8 @@ def _malloc_bytes() -> int | None:
     allocations and frees a new 32 MiB tensor can add nothing to the resident size (seen in the test suite: 128 KiB
     for a 32 MiB float16 tensor). What malloc holds for the block counts it wherever it came from."""
     try:
-        mallinfo2 = ctypes.CDLL(None).mallinfo2
-    except (OSError, AttributeError):
+        mallinfo2 = ctypes.CDLL(None).mallinfo2  # None: the process's own symbols (TypeError on Windows)
+    except (OSError, AttributeError, TypeError):
         return None
     mallinfo2.restype, mallinfo2.argtypes = _MallInfo2, []
     info = mallinfo2()
