@@ -2,10 +2,10 @@
 from __future__ import annotations
 
 import math
+import mmap
 import os
 import sys
 
-import numpy as np
 import pytest
 
 from gpulab.machine import host
@@ -45,9 +45,10 @@ def test_host_readings_are_this_machine_s():
 
 def test_the_process_memory_reading_follows_an_allocation():
     before = host.host_sample().process_rss_bytes
-    block = np.ones(64 * 2**20, dtype=np.uint8)  # written, so every page is resident
+    block = mmap.mmap(-1, 64 * 2**20)  # pages of its own: malloc could reuse heap that is resident already
+    block.write(b"\1" * len(block))  # written, so every page is resident
     grown = host.host_sample().process_rss_bytes
-    del block
+    block.close()
     assert grown - before >= 60 * 2**20, (before, grown)
     sample = host.host_sample()
     assert 0 < sample.memory_used_bytes <= sample.memory_limit_bytes

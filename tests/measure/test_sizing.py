@@ -70,15 +70,6 @@ def test_factory_builds_with_arguments_through_a_lambda() -> None:
     assert size.name == "head" and size.parameter_count == 1000 * 10 + 10 and size.devices == ("meta",)
 
 
-def _churn_the_heap() -> None:
-    """What a kernel's earlier cells do to glibc's heap: free a ~32 MiB block (glibc then raises its mmap threshold to
-    that size), then allocate and free 160 MiB in 4 MiB blocks, which now come from the heap and stay resident."""
-    block = torch.ones(8 * 2**20 - 1024)
-    del block
-    blocks = [torch.ones(2**20) for _ in range(40)]
-    del blocks
-
-
 def test_half_precision_really_halves_a_cpu_allocation() -> None:
     n = 16 * 2**20  # 64 MiB in float32
     full = allocated_bytes(lambda: torch.ones(n, dtype=torch.float32), what="float32")
@@ -89,18 +80,34 @@ def test_half_precision_really_halves_a_cpu_allocation() -> None:
     assert "<table" in half._repr_html_()
 
 
+AFTER_CHURN = """
+import torch
+from gpulab.measure import sizing
+# What a kernel's earlier cells do to glibc's heap: free a ~32 MiB block (glibc then raises its mmap threshold to
+# that size), then allocate and free 160 MiB in 4 MiB blocks, which now come from the heap and stay resident.
+block = torch.ones(8 * 2**20 - 1024)
+del block
+blocks = [torch.ones(2**20) for _ in range(40)]
+del blocks
+half = sizing.allocated_bytes(lambda: torch.ones(16 * 2**20, dtype=torch.float16), what="float16")
+print(half.nbytes, half.method)
+"""
+
+
 def test_a_cpu_allocation_is_counted_after_earlier_work_freed_memory_the_heap_reuses() -> None:
-    # The resident size missed it here: this test failed in the full suite, where earlier tests had churned the heap
-    # (128 KiB measured for a 32 MiB float16 tensor); malloc's own count does not depend on where the block came from.
-    _churn_the_heap()
-    half = allocated_bytes(lambda: torch.ones(16 * 2**20, dtype=torch.float16), what="float16")
-    assert half.nbytes == pytest.approx(32 * MiB, rel=0.05)
+    # The resident size missed it: this test's twin failed in the full suite, where earlier tests had churned the
+    # heap (128 KiB measured for a 32 MiB float16 tensor); malloc's own count does not depend on where the block came
+    # from. In a process of its own: the churn would leave resident free heap behind for the tests after it.
+    out = process_group.run([sys.executable, "-c", AFTER_CHURN], capture_output=True, text=True, timeout=120,
+                            check=True).stdout.split()
+    assert int(out[0]) == pytest.approx(32 * MiB, rel=0.05), out
 
 
 WITHOUT_MALLINFO2 = """
 import torch
 from gpulab.measure import sizing
 sizing._malloc_bytes = lambda: None  # a C library without mallinfo2 (macOS, Windows, musl)
+sizing.allocated_bytes(lambda: torch.ones(16))  # torch's own first-use allocations, before the measurement
 a = sizing.allocated_bytes(lambda: torch.ones(16 * 2**20), what="float32")
 print(round(a.nbytes / 2**20), a.method)
 """
@@ -109,7 +116,7 @@ print(round(a.nbytes / 2**20), a.method)
 def test_without_mallinfo2_a_fresh_process_measures_its_resident_memory() -> None:
     out = process_group.run([sys.executable, "-c", WITHOUT_MALLINFO2], capture_output=True, text=True, timeout=120,
                             check=True).stdout.split()
-    assert int(out[0]) in range(60, 69) and "psutil RSS" in " ".join(out[1:])
+    assert int(out[0]) in range(60, 80) and "psutil RSS" in " ".join(out[1:])
 
 
 def test_allocated_bytes_refuses_meta() -> None:
