@@ -82,19 +82,26 @@ def whole_number(value: Any, name: str, *, minimum: int = 0, maximum: int | None
     return n
 
 
+def _real(value: Any) -> float | None:
+    """``value`` as a ``float`` (an integer too large for one as infinity); None for a ``bool`` or a non-number."""
+    if not is_real_number(value):
+        return None
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf
+
+
 def positive_number(value: Any, name: str, *, what: str = "", zero_ok: bool = False, example: str = "") -> float:
     """A finite real number > 0 (≥ 0 with ``zero_ok``) as ``float``: bytes, FLOP/s, seconds measured, a share.
     ``TypeError`` for another kind (``bool``, text), ``ValueError`` for ``NaN``, an infinity or one out of range."""
     bound = "≥ 0" if zero_ok else "> 0"
     hint = f" (e.g. {example})" if example else ""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+    x = _real(value)
+    if x is None:
         raise TypeError(f"{name}={shown(value)} is a {type(value).__name__}; {_about(name, what)} takes a finite "
                         f"number {bound}{hint}.")
-    try:
-        x = float(value)
-    except OverflowError:
-        x = math.inf
-    if math.isnan(x) or math.isinf(x) or x < 0 or (x == 0 and not zero_ok):
+    if not math.isfinite(x) or x < 0 or (x == 0 and not zero_ok):
         raise ValueError(f"{name}={shown(value)}: {_about(name, what)} must be a finite number {bound}{hint}.")
     return x
 
@@ -106,14 +113,11 @@ def seconds(value: Any, name: str, *, allow_zero: bool = True, example: str = ""
     """A finite, non-negative (or positive) number of seconds as ``float``."""
     hint = f", e.g. {name}={example}" if example else ""
     kind = "non-negative" if allow_zero else "positive"
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+    s = _real(value)
+    if s is None:
         raise TypeError(f"{name}={shown(value)} is a {type(value).__name__}; {name} takes a {kind} number of "
                         f"seconds{hint}.")
-    try:
-        s = float(value)
-    except OverflowError:
-        s = math.inf
-    if math.isnan(s) or math.isinf(s) or s < 0 or (s == 0 and not allow_zero):
+    if not math.isfinite(s) or s < 0 or (s == 0 and not allow_zero):
         raise ValueError(f"{name}={shown(value)}: {name} must be a {kind} number of seconds, and finite{hint}.")
     if s > MAX_SECONDS:
         raise ValueError(f"{name}={shown(value)} s is more than a year; the operating system's timers stop at about "
