@@ -1,7 +1,7 @@
 """A small cost model of one data-parallel step (pure): compute from a FLOP rate, all-reduce from a link.
 
     step on 1 rank  = compute = FLOPs per rank ÷ FLOP rate (+ fixed, a cost per step that does not scale with work)
-    step on N ranks = compute ÷ contention + sync + all-reduce that the backward pass did not hide
+    step on N ranks = compute × N ÷ ceiling + exposed (sync + all-reduce, less the part the backward pass hides)
     all-reduce      = 2 (N − 1) × latency + 2 (N − 1) / N × gradient bytes ÷ bandwidth      (ring all-reduce)
     speed-up        = N × step on 1 rank ÷ step on N ranks        (each rank keeps its batch: N times the samples)
 
@@ -11,8 +11,9 @@ with N. Each term is one physical quantity, measured once per machine (never fit
 
 - the **FLOP rate** one rank reaches at this work size (on the CPU: the point's own 1-rank step, which holds its
   per-step overhead — Python, the optimiser, DDP's bookkeeping — so it is the rate the work really gets);
-- ``contention``: the share of its single-rank rate a rank keeps while all N compute at once (1 when each rank owns a
-  device; on a CPU, the machine limit ÷ N, measured with independent processes doing the same work);
+- the **ceiling**: how much faster N ranks compute together than one, at most (N when each rank owns a device; on a
+  CPU, measured with independent processes doing the same work: ``probes.machine_ceiling``). Each rank computes at
+  ceiling ÷ N of its rate alone;
 - the **link**: ``latency_s`` per message (a bare all-reduce of 4 bytes) and ``bandwidth_bytes_per_s`` (the slope
   between a small and a large bare all-reduce);
 - ``sync_s``: what a DDP step on N ranks pays once per step beyond its messages — the ranks meeting at the all-reduce
@@ -21,11 +22,10 @@ with N. Each term is one physical quantity, measured once per machine (never fit
 - ``hidden``: the fraction of the all-reduce that overlaps the backward pass (0 on this CPU, where the ranks' cores
   are busy computing; a GPU's copy engines and link work beside its cores).
 
-The share comes from each point's own work (``probes.limit_for``), not from matmuls that stay in a core's cache:
-two ranks that divide and copy a wide model's gradients at once share the memory bus, and that slowdown belongs in
-compute ÷ share. There is no separate per-byte term: measured on its own it is as noisy as the error it would remove,
-and gradients small enough to stay in a core's cache do not pay it. ``benchmarks/bench_scaling.py`` prints the
-model's error at every point of a sweep on this machine.
+On a CPU the ceiling comes from each point's own work (``probes.machine_ceiling(plan)``), not from matmuls that stay
+in a core's cache: two ranks that divide and copy a wide model's gradients at once share the memory bus, and that
+slowdown belongs in compute × N ÷ ceiling rather than in a per-byte term of its own (gradients small enough to stay in
+a core's cache do not pay it). ``benchmarks/bench_scaling.py`` prints the model's error at every point of a sweep.
 
 Taught in ``notebooks/07_scaling.ipynb``.
 """
@@ -89,7 +89,7 @@ def train_flops(parameters: int, batch: int) -> float:
 
 @dataclass(frozen=True)
 class StepCost:
-    """A predicted step: ``compute_s`` + ``exposed_s`` (the all-reduce not hidden) = ``step_s``."""
+    """A predicted step: ``compute_s`` + ``exposed_s`` (the all-reduce the backward pass does not hide) = ``step_s``."""
 
     ranks: int
     compute_s: float
@@ -101,27 +101,38 @@ class StepCost:
         return self.compute_s + self.exposed_s
 
 
+def _ceiling(ceiling: float | None, n: int) -> float:
+    """The ceiling of ``n`` ranks: ``n`` when None (each rank on a device of its own), else checked to lie in (0, n]."""
+    if ceiling is None:
+        return float(n)
+    top = positive_number(ceiling, "ceiling", what="how much faster the ranks compute together than one, at most")
+    if top > n:
+        raise ValueError(f"ceiling={ceiling!r} is more than {n} ranks can reach: {n} ranks compute at most {n} times "
+                         f"as fast as one (a measured ceiling above {n} means the 1-process run was slowed by other "
+                         f"programs). Pass ceiling=min({n}, measured).")
+    return top
+
+
 def predict_step(flops: float, gradient_bytes: float, ranks: int, *, flops_per_s: float, link: Link | None = None,
-                 contention: float = 1.0, hidden: float = 0.0, fixed_s: float = 0.0, sync_s: float = 0.0) -> StepCost:
+                 ceiling: float | None = None, hidden: float = 0.0, fixed_s: float = 0.0,
+                 sync_s: float = 0.0) -> StepCost:
     """One rank's step when ``ranks`` ranks each do ``flops`` and all-reduce ``gradient_bytes``.
 
-    ``flops_per_s`` is one rank's rate when it computes alone; ``contention`` the share of it each keeps when all
-    compute at once; ``hidden`` the fraction of the all-reduce the backward pass hides; ``fixed_s`` a cost per step
-    that does not scale with the work (kernel launches, Python); ``sync_s`` a cost per step that only several ranks
-    pay (meeting at the all-reduce), counted with the all-reduce.
+    ``flops_per_s`` is one rank's rate when it computes alone; ``ceiling`` how much faster the ranks compute together
+    than one, at most (None: ``ranks``, each rank on a device of its own); ``hidden`` the fraction of the all-reduce
+    the backward pass hides; ``fixed_s`` a cost per step that does not scale with the work (kernel launches, Python);
+    ``sync_s`` a cost per step that only several ranks pay (meeting at the all-reduce), counted with the all-reduce.
     """
     n = _ranks(ranks)
     rate = positive_number(flops_per_s, "flops_per_s", what="one rank's FLOP rate")
-    share = positive_number(contention, "contention",
-                            what="the share of its FLOP rate a rank keeps beside the others")
-    if share > 1 or not 0 <= hidden <= 1:
-        raise ValueError(f"contention is a share in (0, 1] and hidden a fraction in [0, 1]; got contention="
-                         f"{contention!r}, hidden={hidden!r}.")
+    top = _ceiling(ceiling, n)
+    if not 0 <= hidden <= 1:
+        raise ValueError(f"hidden is the fraction of the all-reduce that the backward pass hides, in [0, 1]; got "
+                         f"hidden={hidden!r}.")
     if n > 1 and link is None:
         raise ValueError(f"{n} ranks all-reduce their gradients: pass link=Link(bandwidth_bytes_per_s, latency_s).")
     work = positive_number(flops, "flops", what="the work per rank and step")
-    compute = work / (rate * (share if n > 1 else 1.0)) + positive_number(fixed_s, "fixed_s", what="a cost per step",
-                                                                          zero_ok=True)
+    compute = work * n / (rate * top) + positive_number(fixed_s, "fixed_s", what="a cost per step", zero_ok=True)
     meet = positive_number(sync_s, "sync_s", what="a cost per step of several ranks meeting", zero_ok=True)
     reduce = allreduce_s(gradient_bytes, n, link) + meet if n > 1 else 0.0
     exposed = reduce * (1 - hidden) if n > 1 else 0.0
@@ -133,17 +144,18 @@ def speedup(one: StepCost, many: StepCost) -> float:
     return many.ranks * one.step_s / many.step_s
 
 
-def crossover_batch(seconds_per_sample: float, allreduce_seconds: float, ranks: int = 2, contention: float = 1.0,
-                    target: float = 1.0) -> float:
+def crossover_batch(seconds_per_sample: float, allreduce_seconds: float, ranks: int = 2,
+                    ceiling: float | None = None, target: float = 1.0) -> float:
     """The batch per rank from which ``ranks`` ranks reach ``target`` × one rank (1: they start to pay).
 
-    With c seconds of compute per sample on one rank, a share s kept beside the others and an all-reduce of a:
-    N·b·c ÷ (b·c/s + a) = target  →  b = target·a ÷ (c·(N − target/s)). ``inf`` when no batch gets there.
+    With c seconds of compute per sample on one rank, a ceiling C (None: N) and an all-reduce of a:
+    N·b·c ÷ (b·c·N/C + a) = target  →  b = target·a ÷ (c·N·(1 − target/C)). ``inf`` when no batch gets there
+    (a ceiling no higher than the target).
     """
     n = _ranks(ranks)
     c = positive_number(seconds_per_sample, "seconds_per_sample", what="one rank's compute per sample")
     a = positive_number(allreduce_seconds, "allreduce_seconds", what="the all-reduce per step", zero_ok=True)
-    s = positive_number(contention, "contention", what="the share of its FLOP rate a rank keeps beside the others")
+    top = _ceiling(ceiling, n)
     t = positive_number(target, "target", what="the speed-up to reach")
-    room = n - t / s
+    room = n * (1 - t / top)
     return math.inf if room <= 0 else t * a / (c * room)

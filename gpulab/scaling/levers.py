@@ -54,11 +54,11 @@ class Levers(TableView):
         base = self.rows[0].one.plan
         rows = [[r.one.plan.lever, r.one.plan.batch * r.one.plan.accumulate, f"{r.one.step_s * 1e3:.1f}",
                  f"{r.two.step_s * 1e3:.1f}", f"{r.speedup:.2f}×", f"{r.two.allreduce_s * 1e3:.1f}",
-                 f"{r.two.waiting_s * 1e3:.1f}", f"{r.two.hidden_s * 1e3:.1f}"] for r in self.rows]
+                 f"{r.two.exposed_s * 1e3:.1f}", f"{r.two.hidden_s * 1e3:.1f}"] for r in self.rows]
         notes = [f"fast mode: measured only {', '.join(r.one.plan.lever for r in self.rows)}; not measured here: "
                  f"{', '.join(self.skipped)} (GPULAB_FAST=0 measures them)"] if self.skipped else []
         return Table(["lever", "samples/rank/step", "1 rank ms", "2 ranks ms", "speed-up", "all-reduce ms",
-                      "waiting ms", "hidden ms"], rows,
+                      "exposed ms", "hidden ms"], rows,
                      title=f"levers at width {base.width}, batch {base.batch} per rank (2-rank split: rank 0, fastest "
                            "step; hidden = all-reduce that ran under the backward pass)", notes=notes)
 

@@ -104,7 +104,7 @@ def compare_on_gpus(points: Sequence[tuple[int, int]], depth: int = 3, steps: in
     name = visible_map(devices(processes=False).gpus).physical(0).name  # NVML, as cuda:0 maps: no CUDA context
     setup = setup_for(name)
     link = nccl_link()
-    sync = ddp_sync_s(link, device="cuda")  # share 1: each rank owns its GPU, nothing is shared
+    sync = ddp_sync_s(link, device="cuda")  # ceiling 2: each rank owns its GPU, nothing is shared
     plans = [StepPlan(w, b, depth=depth, steps=steps) for w, b in points]
     pairs = [(splits([p], 1, device="cuda")[0], splits([p], 2, device="cuda")[0]) for p in plans]
     return GpuComparison(

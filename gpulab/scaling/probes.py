@@ -1,12 +1,14 @@
-"""Run ``steps``' measurements on real ranks, and measure this machine's own limits (a probe: starts processes).
+"""Run ``steps``' measurements on real ranks, and measure what this machine allows (a probe: starts processes).
 
-``splits`` times a list of plans on 1 or more ranks with one launch; ``machine_limit`` is what 2 independent
-single-threaded processes doing the same matmuls reach against one (the most 2 ranks can reach here), ``limit_for``
-the same for one point's own work; ``gloo_link`` measures the all-reduce's latency (a 4-byte message) and
+``splits`` times a list of plans on 1 or more ranks with one launch; ``machine_ceiling`` measures how much faster 2
+ranks can run at most on this machine's cores: 2 independent single-threaded processes doing the same work (matmuls,
+or one point's own training steps) against one; ``gloo_link`` measures the all-reduce's latency (a 4-byte message) and
 bandwidth (the slope between 4 KiB and 8 MiB, after a warm-up); ``ddp_sync_s`` what a DDP step of 2 ranks pays beyond
 those (a tiny model's step). Taught in ``notebooks/07_scaling.ipynb``.
 """
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from ..core.arguments import positive_number, whole_number
 from ..ranks.launcher import launch
@@ -15,7 +17,7 @@ from ..ranks.plan import plan_ranks
 from .cost import Link, allreduce_s, mlp_parameters
 from .steps import StepPlan, StepSplit, allreduce_seconds, matmul_seconds, own_work_seconds, summarise, time_plans
 
-__all__ = ["splits", "machine_limit", "limit_for", "limit_times", "limit_of", "gloo_link", "ddp_sync_s", "TINY"]
+__all__ = ["splits", "Ceiling", "machine_ceiling", "gloo_link", "ddp_sync_s", "TINY"]
 
 LATENCY_BYTES, SMALL_BYTES, LARGE_BYTES = 4, 4 * 1024, 8 * 1024 * 1024
 # The tiny model of ``ddp_sync_s``: one Linear(8, 8), 288 bytes of gradients; its steps take well under a millisecond,
@@ -41,53 +43,60 @@ def splits(plans: list[StepPlan], ranks: int, *, threads_per_rank: int = 1, ddp:
     return summarise(plans, per_rank, threads_per_rank)
 
 
-def machine_limit(n: int = 512, chunks: int = 8, per_chunk: int = 5) -> float:
-    """2 independent single-threaded processes ÷ 1, in matmuls per second: each process does the same chunks of
-    ``per_chunk`` ``n``×``n`` matmuls, every chunk started together (a barrier; nothing else is shared); a chunk lasts
-    as long as its slower process, and the fastest chunk counts (as for the steps: other programs only slow a chunk
-    down)."""
-    one = launch(matmul_seconds, 1, args=(n, chunks, per_chunk), threads_per_rank=1, backend="gloo")
-    two = launch(matmul_seconds, 2, args=(n, chunks, per_chunk), threads_per_rank=1, backend="gloo", all_ranks=True)
-    return limit_of(min(one), _fastest_pair(two))
+@dataclass(frozen=True)
+class Ceiling:
+    """How much faster 2 ranks can run at most on this machine's cores: ``speedup`` = 2 × ``alone_s`` ÷ ``pair_s``,
+    from independent processes doing the same work, without DDP. Two processes cannot do more than twice the work of
+    one, so a ceiling above 2× means the 1-process run was disturbed (other programs slowed it more than the pair)."""
+
+    alone_s: float  # the fastest step of 1 process alone
+    pair_s: float  # the fastest step of 2 processes together, as long as the slower of the pair
+
+    def __post_init__(self) -> None:
+        positive_number(self.alone_s, "alone_s", what="the fastest step of one process alone, in seconds")
+        positive_number(self.pair_s, "pair_s", what="the fastest step of the pair, in seconds")
+
+    @property
+    def speedup(self) -> float:
+        return 2 * self.alone_s / self.pair_s
 
 
-def limit_for(plan: StepPlan) -> float:
-    """The machine limit for ``plan``'s own work: 2 independent single-threaded processes each training its model
-    without DDP (no all-reduce; each of the ``plan.steps`` steps started together after a barrier) ÷ 1 process.
+MATMULS = (512, 8, 5)  # machine_ceiling's matmuls without a plan: their side, chunks, matmuls per chunk
 
-    Why each point gets its own, rather than the 512×512 matmuls of ``machine_limit``:
+
+def machine_ceiling(plan: StepPlan | None = None, *, matmul_size: int = MATMULS[0], chunks: int = MATMULS[1],
+                    per_chunk: int = MATMULS[2]) -> Ceiling:
+    """How much faster 2 ranks can run at most here: 2 independent single-threaded processes ÷ 1, each step (or chunk)
+    started together after a barrier (nothing else is shared); a step of the pair lasts as long as its slower process,
+    and the fastest step counts on both sides (other programs only ever slow a step down).
+
+    Without ``plan``: ``chunks`` chunks of ``per_chunk`` float32 ``matmul_size``×``matmul_size`` matmuls, work that
+    stays in a core's cache (what the cores allow). With ``plan``: that plan's own training steps without DDP (no
+    all-reduce), as many as the plan has, which is the ceiling the cost model needs for that point, because
 
     - **the memory bus.** Two cores share it. Matmuls that fit in a core's cache hardly touch it; a light step of a
-      wide model mostly streams weights and gradients through it (width 1024: 12.6 MB of each per step), so two
-      such processes slow each other where two loops of matmuls as long do not;
+      wide model mostly streams weights and gradients through it (width 1024: 12.6 MB of each per step), so two such
+      processes slow each other where two loops of matmuls as long do not;
     - **the length of the work.** On a busy machine the operating system shares the cores out in time slices of a
-      few milliseconds. A step shorter than a slice often runs whole while the other process runs too; a step of
-      100 ms is always interrupted, so on a busy machine the limit falls as the work per step grows.
-
-    Both sides take the fastest of as many steps as the point has, as the point's own measurements do. Two processes
-    cannot do more than twice the work of one, so a limit above 2 means the 1-process run was disturbed (other programs
-    slowed it more than the pair)."""
-    _refuse_other_than_plans("limit_for", [plan])
-    return limit_of(*_limit_times(plan))
-
-
-def limit_times(plan: StepPlan) -> tuple[float, float]:
-    """``limit_for``'s two measurements, for a caller that keeps the fastest of several tries of each: the fastest
-    step of 1 process alone, and the fastest step of 2 (as long as the slower of the pair)."""
-    _refuse_other_than_plans("limit_times", [plan])
-    return _limit_times(plan)
-
-
-def _limit_times(plan: StepPlan) -> tuple[float, float]:
-    one = launch(own_work_seconds, 1, args=([plan],), threads_per_rank=1, backend="gloo")[0]
-    two = launch(own_work_seconds, 2, args=([plan],), threads_per_rank=1, backend="gloo", all_ranks=True)
-    return min(one), _fastest_pair([rank[0] for rank in two])
-
-
-def limit_of(one_s: float, pair_s: float) -> float:
-    """How much more work 2 processes get done than 1: 2 × one process's step ÷ the pair's step."""
-    return 2 * positive_number(one_s, "one_s", what="the fastest step of one process alone, in seconds") \
-        / positive_number(pair_s, "pair_s", what="the fastest step of the pair, in seconds")
+      few milliseconds. A step shorter than a slice often runs whole while the other process runs too; a long step is
+      always interrupted, so on a busy machine the ceiling falls as the work per step grows."""
+    if plan is not None:
+        _refuse_other_than_plans("machine_ceiling", [plan])
+        if (matmul_size, chunks, per_chunk) != MATMULS:
+            raise ValueError(f"machine_ceiling times {plan!r}'s own steps, so matmul_size, chunks and per_chunk (the "
+                             "matmuls timed without a plan) do not apply. Pass either a plan or the matmuls' sizes.")
+        one = launch(own_work_seconds, 1, args=([plan],), threads_per_rank=1, backend="gloo")[0]
+        two = launch(own_work_seconds, 2, args=([plan],), threads_per_rank=1, backend="gloo", all_ranks=True)
+        return Ceiling(min(one), _fastest_pair([rank[0] for rank in two]))
+    size = whole_number(matmul_size, "matmul_size", minimum=1, what="the matmuls' side",
+                        example="machine_ceiling(matmul_size=512)")
+    chunks = whole_number(chunks, "chunks", minimum=1, what="how many chunks of matmuls are timed",
+                          example="machine_ceiling(chunks=8)")
+    per_chunk = whole_number(per_chunk, "per_chunk", minimum=1, what="the matmuls in one chunk",
+                             example="machine_ceiling(per_chunk=5)")
+    one = launch(matmul_seconds, 1, args=(size, chunks, per_chunk), threads_per_rank=1, backend="gloo")
+    two = launch(matmul_seconds, 2, args=(size, chunks, per_chunk), threads_per_rank=1, backend="gloo", all_ranks=True)
+    return Ceiling(min(one), _fastest_pair(two))
 
 
 def _refuse_other_than_plans(caller: str, plans: list[object]) -> None:
@@ -132,9 +141,10 @@ def ddp_sync_s(link: Link, ranks: int = 2, device: str = "cpu") -> float:
     all-reduce (the scheduler waking gloo's threads, the slower rank's lag) and DDP's hook and future around it.
 
     Measured on ``TINY`` (a model whose compute and bytes are next to nothing): its step on ``ranks`` ranks minus
-    its 1-rank step slowed to the share a rank keeps (``limit_for(TINY)`` ÷ ``ranks``) minus the all-reduce of its
-    gradients on ``link``. Never below 0. ``device="cuda"``: one GPU per rank, which no rank shares (share 1)."""
+    its 1-rank step slowed to the ceiling's pace (× ``ranks`` ÷ ``machine_ceiling(TINY)``) minus the all-reduce of its
+    gradients on ``link``. Never below 0. ``device="cuda"``: one GPU per rank, which no rank shares (ceiling
+    ``ranks``)."""
     one, many = splits([TINY], 1, device=device)[0], splits([TINY], ranks, device=device)[0]
-    share = 1.0 if device == "cuda" else min(1.0, limit_for(TINY) / ranks)
+    ceiling = ranks if device == "cuda" else min(ranks, machine_ceiling(TINY).speedup)
     gradient_bytes = 4 * mlp_parameters(TINY.width, TINY.depth)
-    return max(0.0, many.step_s - one.step_s / share - allreduce_s(gradient_bytes, ranks, link))
+    return max(0.0, many.step_s - one.step_s * ranks / ceiling - allreduce_s(gradient_bytes, ranks, link))

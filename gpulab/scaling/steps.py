@@ -1,4 +1,4 @@
-"""A DDP step taken apart on real ranks: compute, all-reduce and waiting, measured in the rank (a probe).
+"""A DDP step taken apart on real ranks: compute, all-reduce and its exposed part, measured in the rank (a probe).
 
 Run inside ranks started by ``gpulab.launch`` (or torchrun), ``time_plans`` trains a stack of ``Linear(width,
 width)`` layers for a few steps under each ``StepPlan`` and times every step three ways:
@@ -6,11 +6,11 @@ width)`` layers for a few steps under each ``StepPlan`` and times every step thr
 - **all-reduce**: a DDP communication hook starts each bucket's all-reduce and notes the time; a callback on its
   future notes when the reduced gradients arrived (so it includes waiting for the other rank to get there). Part of
   it may run while the backward pass still computes (overlap);
-- **waiting**: from the moment the last gradient was computed (a post-accumulate-grad hook on every parameter) until
-  ``backward()`` returned: the all-reduce that the backward pass did not hide;
+- **exposed**: from the moment the last gradient was computed (a post-accumulate-grad hook on every parameter) until
+  ``backward()`` returned: the all-reduce the backward pass did not hide (``cost.StepCost.exposed_s`` predicts it);
 - **compute**: the rest of the step (forward, backward up to the last gradient, optimiser step).
 
-compute + waiting = the step. Nothing is estimated. On a GPU the hooks see when work was *queued*, not done, so there
+compute + exposed = the step. Nothing is estimated. On a GPU the hooks see when work was *queued*, not done, so there
 only the step time (synchronised) is meaningful. Taught in ``notebooks/07_scaling.ipynb``.
 """
 from __future__ import annotations
@@ -60,7 +60,7 @@ class StepSplit:
     step_s: float
     compute_s: float
     allreduce_s: float
-    waiting_s: float
+    exposed_s: float
 
     @property
     def samples_per_s(self) -> float:
@@ -68,8 +68,8 @@ class StepSplit:
 
     @property
     def hidden_s(self) -> float:
-        """All-reduce time that ran under the backward pass (all-reduce − waiting, never below 0)."""
-        return max(0.0, self.allreduce_s - self.waiting_s)
+        """All-reduce time that ran under the backward pass (all-reduce − exposed, never below 0)."""
+        return max(0.0, self.allreduce_s - self.exposed_s)
 
 
 def _union_s(spans: list[tuple[float, float]]) -> float:
@@ -92,7 +92,7 @@ def _model(plan: StepPlan, device: str) -> Any:
 
 
 def _one_plan(plan: StepPlan, device: str, ddp: bool = True) -> list[tuple[float, float, float, float]]:
-    """(step, compute, all-reduce, waiting) seconds of each timed step of ``plan`` in this rank. ``ddp=False`` in a
+    """(step, compute, all-reduce, exposed) seconds of each timed step of ``plan`` in this rank. ``ddp=False`` in a
     process group: no DDP, every step started after a barrier (independent processes computing at the same time)."""
     import torch
     import torch.distributed as dist
@@ -130,12 +130,12 @@ def _one_plan(plan: StepPlan, device: str, ddp: bool = True) -> list[tuple[float
             dist.barrier()
         spans.clear()
         sync()
-        t0, waiting = time.perf_counter(), 0.0
+        t0, exposed = time.perf_counter(), 0.0
         for micro in range(plan.accumulate):
             quiet = ddp and (micro < plan.accumulate - 1 or not plan.overlap)
             with model.no_sync() if quiet else nullcontext():
                 model(x).square().mean().backward()
-            waiting += time.perf_counter() - last_grad[0]
+            exposed += time.perf_counter() - last_grad[0]
         if ddp and not plan.overlap:  # the all-reduce only starts once the whole backward pass is done
             start = time.perf_counter()
             grads = [p.grad for p in model.parameters()]
@@ -143,13 +143,13 @@ def _one_plan(plan: StepPlan, device: str, ddp: bool = True) -> list[tuple[float
             dist.all_reduce(flat)
             torch.nn.utils.vector_to_parameters(flat, grads)  # copies the reduced values back into each gradient
             spans.append((start, time.perf_counter()))
-            waiting += spans[-1][1] - start
+            exposed += spans[-1][1] - start
         opt.step()
         opt.zero_grad(set_to_none=not plan.gradient_as_bucket_view)
         sync()
         step_s = time.perf_counter() - t0
         if step >= 2:
-            records.append((step_s, step_s - waiting, _union_s(spans), waiting))
+            records.append((step_s, step_s - exposed, _union_s(spans), exposed))
     return records
 
 
@@ -161,7 +161,7 @@ def time_plans(plans: list[StepPlan], device: str = "cpu") -> list[list[tuple[fl
 def own_work_seconds(plans: list[StepPlan]) -> list[list[float]]:
     """In a process: every plan's timed steps trained on the CPU without DDP (no all-reduce). With a process group,
     each step starts after a barrier, so that independent processes really do the same work at the same time: the
-    limit of ``probes.limit_for``."""
+    ceiling of ``probes.machine_ceiling(plan)``."""
     return [[r[0] for r in _one_plan(p, "cpu", ddp=False)] for p in plans]
 
 
@@ -175,8 +175,8 @@ def summarise(plans: list[StepPlan], per_rank: list[list[list[tuple[float, float
         ranks = [r[i] for r in per_rank]
         steps = [max(r[k][0] for r in ranks) for k in range(len(ranks[0]))]
         k = min(range(len(steps)), key=steps.__getitem__)
-        _, compute, reduce, waiting = ranks[0][k]
-        out.append(StepSplit(plan, len(per_rank), threads_per_rank, steps[k], compute, reduce, waiting))
+        _, compute, reduce, exposed = ranks[0][k]
+        out.append(StepSplit(plan, len(per_rank), threads_per_rank, steps[k], compute, reduce, exposed))
     return out
 
 
@@ -205,7 +205,7 @@ def allreduce_seconds(sizes_bytes: list[int], repeats: int = 7, device: str = "c
 
 def matmul_seconds(n: int = 512, chunks: int = 8, per_chunk: int = 5) -> list[float]:
     """In a process: seconds of each chunk of ``per_chunk`` float32 ``n``×``n`` matmuls (one untimed first) — the
-    machine limit's work. With a process group, every chunk starts after a barrier, so that the processes really
+    machine ceiling's work. With a process group, every chunk starts after a barrier, so that the processes really
     compute at the same time."""
     import torch
     import torch.distributed as dist

@@ -32,13 +32,13 @@ def test_flops_of_a_step_are_six_per_weight_and_sample():
 def test_a_step_is_compute_plus_the_all_reduce_not_hidden():
     one = predict_step(1e9, 4e6, 1, flops_per_s=1e10)
     assert (one.compute_s, one.exposed_s, one.step_s) == (pytest.approx(0.1), 0, pytest.approx(0.1))
-    two = predict_step(1e9, 4e6, 2, flops_per_s=1e10, link=LINK, contention=0.5)
+    two = predict_step(1e9, 4e6, 2, flops_per_s=1e10, link=LINK, ceiling=1)  # 2 ranks no faster than 1: half each
     assert two.compute_s == pytest.approx(0.2) and two.allreduce_s == pytest.approx(0.0042)
     assert two.step_s == pytest.approx(0.2042)
     half_hidden = predict_step(1e9, 4e6, 2, flops_per_s=1e10, link=LINK, hidden=0.5, fixed_s=0.01)
     assert half_hidden.step_s == pytest.approx(0.1 + 0.01 + 0.0021)
     assert speedup(one, two) == pytest.approx(2 * 0.1 / 0.2042)
-    met = predict_step(1e9, 4e6, 2, flops_per_s=1e10, link=LINK, contention=0.5, sync_s=0.003)
+    met = predict_step(1e9, 4e6, 2, flops_per_s=1e10, link=LINK, ceiling=1, sync_s=0.003)
     assert met.allreduce_s == pytest.approx(0.0072) and met.step_s == pytest.approx(0.2072)
     assert predict_step(1e9, 4e6, 1, flops_per_s=1e10, sync_s=0.003).step_s == pytest.approx(0.1)  # 1 rank meets no one
 
@@ -51,12 +51,21 @@ def test_the_speedup_approaches_n_when_compute_dominates_and_falls_below_1_when_
 
 
 def test_the_crossover_batch_gives_a_speedup_of_exactly_the_target():
-    c, a, s = 0.05e-3, 3e-3, 0.93
-    b = crossover_batch(c, a, 2, s)
-    assert 2 * b * c / (b * c / s + a) == pytest.approx(1.0)
-    assert 2 * 2 * b * c / (2 * b * c / s + a) > 1
-    assert crossover_batch(c, a, 2, 0.4) == math.inf  # a share below 1/2: 2 ranks never pay
-    assert crossover_batch(c, 0, 2, 1) == 0
+    c, a, ceiling = 0.05e-3, 3e-3, 1.86  # each of 2 ranks computes at 1.86 / 2 = 93 % of its rate alone
+    b = crossover_batch(c, a, 2, ceiling)
+    assert 2 * b * c / (b * c * 2 / ceiling + a) == pytest.approx(1.0)
+    assert 2 * 2 * b * c / (2 * b * c * 2 / ceiling + a) > 1
+    assert crossover_batch(c, a, 2, 0.8) == math.inf  # a ceiling below 1: 2 ranks never pay
+    assert crossover_batch(c, a, 2, 1.0) == math.inf  # nor at 1: only the all-reduce is left to pay for
+    assert crossover_batch(c, 0, 2, 2) == crossover_batch(c, 0, 2) == 0  # without a ceiling: each rank owns a device
+    assert crossover_batch(c, a, 4, target=3.0) == pytest.approx(3 * a / (c * 4 * (1 - 3 / 4)))
+
+
+def test_the_ceiling_slows_each_rank_to_its_part_of_it():
+    alone = predict_step(1e9, 0, 1, flops_per_s=1e10)
+    four = predict_step(1e9, 0, 4, flops_per_s=1e10, link=LINK, ceiling=3)  # 4 ranks at most 3× one: 75 % each
+    assert four.compute_s == pytest.approx(alone.compute_s / 0.75)
+    assert predict_step(1e9, 0, 4, flops_per_s=1e10, link=LINK).compute_s == pytest.approx(alone.compute_s)
 
 
 V, T = ValueError, TypeError  # a value out of range; a value of the wrong kind (gpulab.core.arguments)
@@ -78,8 +87,16 @@ V, T = ValueError, TypeError  # a value out of range; a value of the wrong kind 
     (lambda: train_flops(100, 0), V, r"batch \(the samples per rank and step\)"),
     (lambda: predict_step(1e9, 4e6, 2, flops_per_s=1e10), V, "2 ranks all-reduce their gradients: pass link="),
     (lambda: predict_step(1e9, 4e6, 2, flops_per_s=0, link=LINK), V, r"flops_per_s \(one rank's FLOP rate\)"),
-    (lambda: predict_step(1e9, 4e6, 2, flops_per_s=1e10, link=LINK, contention=1.5), V, "contention is a share in"),
-    (lambda: predict_step(1e9, 4e6, 2, flops_per_s=1e10, link=LINK, hidden=2), V, "hidden a fraction in"),
+    (lambda: predict_step(1e9, 4e6, 2, flops_per_s=1e10, link=LINK, ceiling=2.5), V,
+     r"ceiling=2.5 is more than 2 ranks can reach: 2 ranks compute at most 2 times as fast as one \(a measured ceiling "
+     r"above 2 means the 1-process run was slowed by other programs\). Pass ceiling=min\(2, measured\)."),
+    (lambda: predict_step(1e9, 4e6, 2, flops_per_s=1e10, link=LINK, ceiling=0), V,
+     r"ceiling=0: ceiling \(how much faster the ranks compute together than one, at most\) must be a finite "
+     r"number > 0"),
+    (lambda: crossover_batch(1e-3, 1e-3, 2, "1.9×"), T, r"ceiling='1.9×' is a str; ceiling \(how much faster"),
+    (lambda: crossover_batch(1e-3, 1e-3, 2, 3), V, "ceiling=3 is more than 2 ranks can reach"),
+    (lambda: predict_step(1e9, 4e6, 2, flops_per_s=1e10, link=LINK, hidden=2), V,
+     r"hidden is the fraction of the all-reduce that the backward pass hides, in \[0, 1\]; got hidden=2\."),
     (lambda: crossover_batch(0, 1e-3), V, r"seconds_per_sample \(one rank's compute per sample\)"),
     (lambda: predict_step(1e9, 4e6, 2, flops_per_s=1e10, link=LINK, sync_s=-1e-3), V, r"sync_s \(a cost per step"),
 ])

@@ -7,8 +7,7 @@ import pytest
 
 from gpulab.scaling.cost import Link
 from gpulab.scaling.levers import FAST_LEVERS, lever_plans, levers, threads_vs_ranks
-from gpulab.scaling.probes import (TINY, ddp_sync_s, gloo_link, limit_for, limit_of, limit_times, machine_limit,
-                                   splits)
+from gpulab.scaling.probes import TINY, Ceiling, ddp_sync_s, gloo_link, machine_ceiling, splits
 from gpulab.scaling.steps import StepPlan, StepSplit, _union_s, own_work_seconds
 from gpulab.scaling.sweep import (MAX_STEPS, TWO_RANK_S, ScalingPoint, ScalingSweep, predict_two_ranks,
                                   scaling_sweep, steps_for)
@@ -18,13 +17,13 @@ from ..ranks.conftest import no_process_left  # noqa: F401  (the fixture)
 SMALL = StepPlan(width=32, batch=4, steps=3)
 
 
-def test_on_2_ranks_the_all_reduce_is_timed_and_compute_plus_waiting_is_the_step(no_process_left):
+def test_on_2_ranks_the_all_reduce_is_timed_and_compute_plus_exposed_is_the_step(no_process_left):
     one, two = splits([SMALL], 1)[0], splits([SMALL], 2)[0]
     assert (one.ranks, two.ranks) == (1, 2)
     for s in (one, two):
-        assert s.step_s > 0 and s.compute_s > 0 and s.waiting_s >= 0
-    assert one.compute_s + one.waiting_s == pytest.approx(one.step_s)  # one rank: its own step, split
-    assert two.compute_s + two.waiting_s <= two.step_s * 1.0001  # rank 0's split of a step as long as the slower rank
+        assert s.step_s > 0 and s.compute_s > 0 and s.exposed_s >= 0
+    assert one.compute_s + one.exposed_s == pytest.approx(one.step_s)  # one rank: its own step, split
+    assert two.compute_s + two.exposed_s <= two.step_s * 1.0001  # rank 0's split of a step as long as the slower rank
     assert two.allreduce_s > 0  # the hook saw the bucket go out and come back
     assert two.samples_per_s == pytest.approx(2 * 4 / two.step_s)
 
@@ -34,7 +33,7 @@ def test_accumulation_and_no_overlap_are_measured_for_what_they_are(no_process_l
              SMALL.but(gradient_as_bucket_view=True, static_graph=True, bucket_cap_mb=1)]
     acc, after, views = splits(plans, 2)
     assert acc.plan.accumulate == 3 and acc.samples_per_s == pytest.approx(2 * 4 * 3 / acc.step_s)
-    assert after.allreduce_s > 0 and after.waiting_s >= after.allreduce_s * 0.99  # nothing hidden: all waited for
+    assert after.allreduce_s > 0 and after.exposed_s >= after.allreduce_s * 0.99  # nothing hidden: all exposed
     assert views.allreduce_s > 0
 
 
@@ -43,12 +42,13 @@ def test_one_process_without_ddp_never_all_reduces(no_process_left):
     assert alone.allreduce_s == 0 and alone.threads_per_rank == 2
 
 
-def test_the_sweep_the_limit_and_the_link_are_measured_and_predicted(no_process_left):
-    limit = machine_limit(n=64, chunks=3)
+def test_the_sweep_the_ceiling_and_the_link_are_measured_and_predicted(no_process_left):
+    ceiling = machine_ceiling(matmul_size=64, chunks=3)
     link = gloo_link(launches=2)
-    # only that they were measured: how fast either runs depends on what else this machine does meanwhile (a limit
+    # only that they were measured: how fast either runs depends on what else this machine does meanwhile (a ceiling
     # above 2 is a disturbed 1-process run; benchmarks/bench_scaling.py reports how steady the numbers are)
-    assert math.isfinite(limit) and limit > 0 and link.bandwidth_bytes_per_s > 0 and link.latency_s >= 0
+    assert ceiling.alone_s > 0 and ceiling.pair_s > 0 and ceiling.speedup == 2 * ceiling.alone_s / ceiling.pair_s
+    assert link.bandwidth_bytes_per_s > 0 and link.latency_s >= 0
     assert "gloo on this machine: bare all-reduces of 4 B" in link.source and "the fastest of 2 launches" in link.source
     sync = ddp_sync_s(link)
     assert 0 <= sync < 1  # seconds: a tiny model's 2-rank step is nowhere near a second
@@ -56,9 +56,10 @@ def test_the_sweep_the_limit_and_the_link_are_measured_and_predicted(no_process_
     assert [(p.one.plan.width, p.one.plan.batch) for p in sweep.points] == [(16, 2), (16, 8)]
     assert [p.one.plan.steps for p in sweep.points] == [MAX_STEPS, MAX_STEPS]  # light points: many steps
     assert all(p.two.plan == p.one.plan for p in sweep.points)  # 1 and 2 ranks: the fastest of as many steps
-    assert all(p.predicted > 0 and p.measured > 0 and math.isfinite(p.limit) and p.limit > 0 for p in sweep.points)
+    assert all(p.predicted > 0 and p.measured > 0 and math.isfinite(p.ceiling) and p.ceiling > 0 for p in sweep.points)
     text = str(sweep)
-    assert "compute ms" in text and "all-reduce ms" in text and "waiting ms" in text and "worst model error" in text
+    assert "compute ms" in text and "all-reduce ms" in text and "exposed ms" in text and "worst model error" in text
+    assert "ceiling (2 independent processes ÷ 1, each doing the point's own work without DDP)" in text
     assert f"2 ranks meeting {sync * 1e3:.2f} ms per step" in text
     assert "<table" in sweep._repr_html_()
 
@@ -103,14 +104,20 @@ def test_overlapping_spans_count_once():
     (lambda: scaling_sweep([8], [8], link=None, sync_s=0, tries=0), ValueError,
      r"tries=0: tries \(how many times each point is measured\) must be a whole number ≥ 1"),
     (lambda: gloo_link(launches=0), ValueError, r"launches \(how many process groups"),
-    (lambda: limit_for((64, 8)), TypeError, r"limit_for measures StepPlans, such as StepPlan\(width=64, batch=8\); "
-                                            r"got \(64, 8\)"),
+    (lambda: machine_ceiling((64, 8)), TypeError, r"machine_ceiling measures StepPlans, such as StepPlan\(width=64, "
+                                                   r"batch=8\); got \(64, 8\)"),
     (lambda: splits([SMALL, (64, 8)], 1), TypeError, "splits measures StepPlans"),
-    (lambda: limit_times("64x8"), TypeError, "limit_times measures StepPlans"),
-    (lambda: limit_of(0.01, 0), ValueError, r"pair_s=0: pair_s \(the fastest step of the pair, in seconds\) must be a "
-                                            r"finite number > 0\."),
-    (lambda: limit_of("12 ms", 0.01), TypeError, r"one_s='12 ms' is a str; one_s \(the fastest step of one process "
-                                                 r"alone, in seconds\) takes a finite number > 0"),
+    (lambda: machine_ceiling(SMALL, chunks=3), ValueError, r"machine_ceiling times StepPlan\(width=32, .*'s own steps, "
+                                                           "so matmul_size, chunks and per_chunk .* do not apply"),
+    (lambda: machine_ceiling(matmul_size=0), ValueError,
+     r"matmul_size=0: matmul_size \(the matmuls' side\) must be a whole number ≥ 1 \(e.g. "
+     r"machine_ceiling\(matmul_size=512\)\)"),
+    (lambda: machine_ceiling(chunks=2.5), TypeError, r"chunks=2.5 is a float; chunks \(how many chunks of matmuls"),
+    (lambda: machine_ceiling(per_chunk=-1), ValueError, r"per_chunk \(the matmuls in one chunk\) must be"),
+    (lambda: Ceiling(0.01, 0), ValueError, r"pair_s=0: pair_s \(the fastest step of the pair, in seconds\) must be a "
+                                           r"finite number > 0\."),
+    (lambda: Ceiling("12 ms", 0.01), TypeError, r"alone_s='12 ms' is a str; alone_s \(the fastest step of one process "
+                                                r"alone, in seconds\) takes a finite number > 0"),
 ])
 def test_wrong_settings_are_refused(call, error, words):
     with pytest.raises(error, match=words):
@@ -123,17 +130,17 @@ def test_every_lever_changes_one_setting():
     assert set(FAST_LEVERS) <= {p.lever for p in plans}
 
 
-def test_a_points_limit_is_its_own_work_on_independent_processes(no_process_left):
-    limit = limit_for(SMALL)  # measured on real processes: 1, then 2 training SMALL's model without DDP
-    assert math.isfinite(limit) and limit > 0  # its size depends on the load beside it (see the sweep's test)
+def test_a_points_ceiling_is_its_own_work_on_independent_processes(no_process_left):
+    ceiling = machine_ceiling(SMALL)  # measured on real processes: 1, then 2 training SMALL's model without DDP
+    assert math.isfinite(ceiling.speedup) and ceiling.speedup > 0  # its size depends on the load beside it
     alone = own_work_seconds([SMALL, SMALL.but(steps=5)])  # here, without a process group: no barrier, no DDP
     assert [len(steps) for steps in alone] == [3, 5] and all(0 < s < 1 for steps in alone for s in steps)
 
 
-def test_the_limit_is_how_much_more_work_two_processes_do_than_one():
-    assert limit_of(0.010, 0.010) == 2  # each of the pair as fast as one alone: twice the work
-    assert limit_of(0.010, 0.020) == 1  # each twice as slow: no gain
-    assert limit_of(0.010, 0.008) == 2.5  # a 1-process run slowed by other programs reads above 2
+def test_the_ceiling_is_how_much_more_work_two_processes_do_than_one():
+    assert Ceiling(0.010, 0.010).speedup == 2  # each of the pair as fast as one alone: twice the work
+    assert Ceiling(0.010, 0.020).speedup == 1  # each twice as slow: no gain
+    assert Ceiling(0.010, 0.008).speedup == 2.5  # a 1-process run slowed by other programs reads above 2
 
 
 def test_light_points_get_more_steps_and_heavy_ones_the_fewest_asked():
@@ -159,7 +166,7 @@ def test_a_predicted_step_that_is_not_a_positive_time_is_refused(bad, error):
         steps_for(64, 8, 3, 8, step_s=bad)
 
 
-def test_the_prediction_is_the_1_rank_step_shared_plus_meeting_plus_the_ring():
+def test_the_prediction_is_the_1_rank_step_under_the_ceiling_plus_meeting_plus_the_ring():
     plan = StepPlan(64, 8)
     one = StepSplit(plan, 1, 1, 2e-3, 1.5e-3, 0.0, 0.5e-3)
     link = Link(1e9, 50e-6)
@@ -167,7 +174,7 @@ def test_the_prediction_is_the_1_rank_step_shared_plus_meeting_plus_the_ring():
     two_s = 2e-3 / 0.9 + 0.3e-3 + 2 * 50e-6 + gradient_bytes / 1e9  # 2 (N - 1)/N = 1 for N = 2
     assert predict_two_ranks(one, 1.8, link, 0.3e-3) == pytest.approx(2 * 2e-3 / two_s)
     assert predict_two_ranks(one, 2.4, link, 0) == pytest.approx(2 * 2e-3 / (2e-3 + 2 * 50e-6 + gradient_bytes / 1e9))
-    # each rank on its own device (limit 2) with the whole all-reduce under the backward pass: compute alone, 2×
+    # each rank on its own device (ceiling 2) with the whole all-reduce under the backward pass: compute alone, 2×
     assert predict_two_ranks(one, 2.0, link, 0.3e-3, hidden=1.0) == pytest.approx(2.0)
     assert predict_two_ranks(one, 2.0, link, 0.3e-3, hidden=0.5) == pytest.approx(
         2 * 2e-3 / (2e-3 + (0.3e-3 + 2 * 50e-6 + gradient_bytes / 1e9) / 2))
