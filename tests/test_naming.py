@@ -67,3 +67,46 @@ def test_the_word_check_finds_every_spelling_of_a_retired_word_and_spares_the_re
         "line 4: LEAS… (write reservation / reserve (a held GPU is a reservation))",
         "line 5: named_dir… (write reservations_dir(reservations, create=False))",
         "line 6: lockfiles… (write gpulab.reservations (the store of held GPUs))"]
+
+
+# Chapter 07's ideas, one word each. How much faster 2 ranks can run at most on this machine's cores is its *ceiling*,
+# measured by one entry point (``gpulab.scaling.machine_ceiling``); the all-reduce that the backward pass does not hide
+# is *exposed* (``exposed_s``), predicted (``StepCost``) or measured (``StepSplit``).
+SCALING_RETIRED = {
+    r"\b_?(?:machine_limit|limit_for|limit_times|limit_of)\b": "machine_ceiling (the machine's ceiling on speed-up)",
+    r"(?i)\bmachine limit\b": "machine ceiling",
+    r"\bcontention\b": "ceiling (how much faster the ranks compute together than one, at most)",
+    r"\bwaiting_s\b": "exposed_s (the all-reduce that the backward pass does not hide)",
+}
+
+
+def scaling_words(text: str) -> list[str]:
+    """``"line N: word (write ...)"`` for each of chapter 07's retired words in ``text``."""
+    return [f"line {number}: {m.group(0)} (write {instead})" for number, line in enumerate(text.splitlines(), 1)
+            for pattern, instead in SCALING_RETIRED.items() for m in re.finditer(pattern, line)]
+
+
+def _texts_and_benchmarks() -> dict[str, str]:
+    out = _texts()
+    out.update({p.relative_to(ROOT).as_posix(): p.read_text() for p in sorted((ROOT / "benchmarks").glob("*.py"))})
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(_texts_and_benchmarks()))
+def test_the_ceiling_and_the_exposed_all_reduce_have_one_name(name):
+    assert scaling_words(_texts_and_benchmarks()[name]) == []
+
+
+def test_the_scaling_word_check_finds_each_retired_name_and_spares_the_rest():
+    text = ("c = machine_limit()\nlimit_for(plan); limit_times(plan); _limit_times(plan)\nlimit_of(a, b)\n"
+            "print('Machine limit: 1.9×')\npredict_step(..., contention=0.5)\nsplit.waiting_s\n"
+            "cgroup_limit_of_this_process; memory_limit_bytes; ranks waiting for each other; exposed_s; ceiling\n")
+    assert scaling_words(text) == [
+        "line 1: machine_limit (write machine_ceiling (the machine's ceiling on speed-up))",
+        "line 2: limit_for (write machine_ceiling (the machine's ceiling on speed-up))",
+        "line 2: limit_times (write machine_ceiling (the machine's ceiling on speed-up))",
+        "line 2: _limit_times (write machine_ceiling (the machine's ceiling on speed-up))",
+        "line 3: limit_of (write machine_ceiling (the machine's ceiling on speed-up))",
+        "line 4: Machine limit (write machine ceiling)",
+        "line 5: contention (write ceiling (how much faster the ranks compute together than one, at most))",
+        "line 6: waiting_s (write exposed_s (the all-reduce that the backward pass does not hide))"]
