@@ -18,7 +18,7 @@ from PIL import Image  # noqa: E402
 
 from gpulab.core.settings import full_or_fast  # noqa: E402
 from gpulab.machine.simulated import SimulatedGpuReader  # noqa: E402
-from gpulab.monitoring.monitor import Monitor  # noqa: E402
+from gpulab.monitoring.live_monitor import Monitor  # noqa: E402
 from gpulab.monitoring.png import encode_png  # noqa: E402
 
 

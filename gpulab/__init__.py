@@ -55,13 +55,13 @@ _EXPORTS: dict[str, str] = {
     "parse_visible_devices": "core.visible", "visible_map": "core.visible",
     "set_visible_devices": "placement.setter", "CudaAlreadyStarted": "placement.setter",
     "patched_environ": "placement.setter",
-    "explain": "placement.explain", "choose_gpus": "placement.selection", "NoFreeGpu": "placement.selection",
+    "explain": "placement.device_rules", "choose_gpus": "placement.selection", "NoFreeGpu": "placement.selection",
     "reserve_gpus": "placement.reservation", "GpuPicker": "placement.picker", "run_shell": "notebook.shell",
     # 04 DDP: ranks from a notebook cell
     "launch": "ranks.launcher", "warm_up_launcher": "ranks.fork_server", "rank_speedup": "ranks.speed",
     "doctor": "checkup.doctor", "watchdog": "ranks.watchdog",
     # 05 live monitor
-    "monitor": "monitoring.monitor",
+    "monitor": "monitoring.live_monitor",
     # 06 Lightning's device flags, then and now
     "translate_trainer": "lightning.flags", "trainer_kwargs": "lightning.trainer_args", "MonitorCallback": "lightning.callback",
     "fork_check": "lightning.forkcheck", "autotune_comparison": "measure.autotune",

@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
             watch_terminal(interval_s=args.interval, frames=args.frames)
         elif args.command == "release":
             from .machine.resolve import as_reader
-            from .server.reservation_rows import release_gpu
+            from .server.reservation_list import release_gpu
 
             reader = as_reader(None)  # the standard library only: a student's own Python can run it
             print(release_gpu([reader.info(i) for i in range(reader.count())], args.gpu))

@@ -29,13 +29,13 @@ STORES = ["reservations"]
 TOP = ["__init__", "__main__", "testing"]  # the entry points above every floor
 PURE = ["core/units", "core/readings", "core/cuda_evidence", "core/arguments", "core/tables", "core/settings",
         "core/lazy", "core/frames", "core/widget_view", "core/renamed", "core/visible", "core/rank_devices",
-        "placement/selection", "placement/explanation", "monitoring/history", "monitoring/limits", "monitoring/png",
+        "placement/selection", "placement/explanation", "monitoring/ring_buffer", "monitoring/limits", "monitoring/png",
         "monitoring/decimate", "monitoring/panels", "server/render",
-        "lightning/call", "lightning/history", "lightning/draft", "lightning/devices", "lightning/strategy",
+        "lightning/call", "lightning/flag_history", "lightning/draft", "lightning/device_flags", "lightning/strategy",
         "lightning/flags", "lightning/translation", "exercises/feedback", "exercises/check",
-        "scaling/cost", "scaling/published", "dataparallel/devices"]
-VIEWS = ["__main__", "checkup/report", "placement/picker", "monitoring/view", "monitoring/monitor", "monitoring/figure",
-         "monitoring/blit", "monitoring/recorded", "server/watch", "lightning/callback"]
+        "scaling/cost", "scaling/published", "dataparallel/device_ids"]
+VIEWS = ["__main__", "checkup/report", "placement/picker", "monitoring/view", "monitoring/live_monitor",
+         "monitoring/figure", "monitoring/blit", "monitoring/recorded", "server/watch", "lightning/callback"]
 LIGHTNING = ["lightning/callback", "lightning/classifier", "lightning/fork_fit"]
 HEAVY = {"torch", "pynvml", "ipywidgets", "matplotlib", "psutil", "IPython", "lightning"}
 

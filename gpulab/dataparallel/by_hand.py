@@ -23,7 +23,7 @@ from itertools import chain
 import torch
 
 from ..core.tables import Table, TableView
-from .gradients import sample_weights
+from .gradient_comparison import sample_weights
 
 __all__ = ["data_parallel_step", "ParallelStep", "scatter_batch", "replicate_module", "apply_in_parallel",
            "gather_outputs", "resolve_devices"]

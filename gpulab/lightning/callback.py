@@ -13,7 +13,7 @@ from typing import Any
 import lightning
 from lightning.pytorch.utilities.data import extract_batch_size
 
-from ..monitoring.monitor import Monitor
+from ..monitoring.live_monitor import Monitor
 from .step_relay import StepRelay
 
 __all__ = ["MonitorCallback"]

@@ -1,6 +1,6 @@
 """A translation while it is being built: today's arguments so far, the changes and the notes (pure).
 
-The rules in ``devices.py``, ``strategy.py`` and ``flags.py`` each read the old call and write into one ``Draft``.
+The rules in ``device_flags.py``, ``strategy.py`` and ``flags.py`` each read the old call and write into one ``Draft``.
 Taught in ``notebooks/06_lightning.ipynb``.
 """
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from .call import render_value
-from .history import FLAG_HISTORY
+from .flag_history import FLAG_HISTORY
 from .translation import Change
 
 __all__ = ["Draft", "fmt", "removal"]

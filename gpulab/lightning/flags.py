@@ -2,7 +2,7 @@
 
 ``translate_trainer('pl.Trainer(gpus=[0, 2], accelerator="ddp", precision=32)')`` or
 ``translate_trainer(gpus=2, strategy="dp")`` → a ``Translation``: today's ``accelerator`` / ``devices`` / ``strategy``
-/ ``precision`` / ``callbacks``, one reason per change and the release that removed the old form (``history.py``).
+/ ``precision`` / ``callbacks``, one reason per change and the release that removed the old form (``flag_history.py``).
 A call that never worked (``gpus=-2``, ``accelerator="ddp"`` together with ``strategy=``, ``auto_select_gpus=True``
 with ``gpus=0``, ...) raises ``TranslationError`` saying why. ``notebook=True`` translates for a notebook, where
 Lightning refuses the strategies that re-launch a script. Taught in ``notebooks/06_lightning.ipynb``.
@@ -13,9 +13,9 @@ from collections.abc import Mapping
 
 from ..core.arguments import choice
 from .call import Code, TranslationError, parse_trainer_call, render_call, render_value
-from .devices import translate_devices
+from .device_flags import translate_devices
 from .draft import Draft, fmt, removal
-from .history import ACCELERATORS, PRECISION_ALIASES, PRECISIONS, STRATEGIES, TRAINER_PARAMETERS
+from .flag_history import ACCELERATORS, PRECISION_ALIASES, PRECISIONS, STRATEGIES, TRAINER_PARAMETERS
 from .strategy import NOT_IN_NOTEBOOK, translate_strategy
 from .translation import Translation
 

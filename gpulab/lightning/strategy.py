@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from .call import TranslationError
 from .draft import Draft, fmt, removal
-from .history import ACCELERATORS, FLAG_HISTORY, STRATEGIES
+from .flag_history import ACCELERATORS, FLAG_HISTORY, STRATEGIES
 
 __all__ = ["translate_strategy", "OLD_STRATEGY_NAMES", "NOT_IN_NOTEBOOK"]
 

@@ -20,7 +20,7 @@ from matplotlib.ticker import FuncFormatter, MaxNLocator
 from ..core.units import format_bytes
 from .blit import BlitFigure
 from .decimate import envelope
-from .history import History
+from .ring_buffer import History
 from .limits import grow_limit
 from .panels import (MANY_GPUS, change_since_start, column_maxima, mark_labels, panels_with_data, smoothed_rate,
                      smoothing_window)

@@ -24,7 +24,7 @@ from ..core.arguments import is_whole_number
 from ..machine.host import host_info, host_sample
 from ..machine.nvml import GpuReader, default_reader
 from ..core.readings import Unavailable
-from .history import History
+from .ring_buffer import History
 
 __all__ = ["Progress", "Sampler", "SAMPLER_THREAD_NAME"]
 

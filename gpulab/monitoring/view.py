@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .figure import MonitorFigure
-from .history import History
+from .ring_buffer import History
 
 __all__ = ["MonitorFigure", "LiveImage", "RENDER_THREAD_NAME"]
 

@@ -3,9 +3,9 @@
 ``cost`` predicts a DDP step from a FLOP rate and a link (pure); ``published`` holds the GPU setups' published figures
 (pure); ``steps`` measures a step's split into compute, all-reduce and waiting inside real ranks; ``probes`` runs
 those measurements on ranks and measures this machine's own limits (its CPU share, gloo's link, what DDP pays to
-meet); ``sweep`` runs the sweep of work per step on 1 and 2 ranks beside the model's predictions; ``levers`` measures
-what moves the crossover (batch, accumulation, buckets, overlap) and threads against ranks; ``on_gpus`` checks the
-model against a real NCCL run on two GPUs. Taught in ``notebooks/07_scaling.ipynb``.
+meet); ``sweep`` runs the sweep of work per step on 1 and 2 ranks beside the model's predictions; ``crossover_levers``
+measures what moves the crossover (batch, accumulation, buckets, overlap) and threads against ranks; ``on_gpus``
+compares the model with a real NCCL run on two GPUs. Taught in ``notebooks/07_scaling.ipynb``.
 """
 from ..core.lazy import export_lazily
 
@@ -14,6 +14,6 @@ export_lazily(__name__, {
     "predict_step": "cost", "ring_bytes": "cost", "speedup": "cost", "train_flops": "cost",
     "SETUPS": "published", "predicted_speedups": "published",
     "ddp_sync_s": "probes", "gloo_link": "probes", "machine_limit": "probes", "splits": "probes",
-    "StepPlan": "steps", "scaling_sweep": "sweep", "FAST_LEVERS": "levers", "levers": "levers",
-    "threads_vs_ranks": "levers", "compare_on_gpus": "on_gpus",
+    "StepPlan": "steps", "scaling_sweep": "sweep", "FAST_LEVERS": "crossover_levers", "levers": "crossover_levers",
+    "threads_vs_ranks": "crossover_levers", "compare_on_gpus": "on_gpus",
 })

@@ -24,7 +24,7 @@ from ..machine.nvml import GpuReader
 from ..machine.resolve import as_reader
 from ..core.renamed import renamed_keywords
 from ..core.widget_view import widget_bundle
-from .reservation_rows import reservation_rows
+from .reservation_list import reservation_rows
 from .owners import process_owner
 from ..reservations import reservation_holders
 from .render import ServerView, render_html, render_text

@@ -10,6 +10,6 @@ from ..core.lazy import export_lazily
 
 export_lazily(__name__, {
     "Digits": "digits", "load_digits": "digits", "load_mnist": "mnist", "DatasetUnavailable": "mnist",
-    "mlp": "models", "cnn": "models", "DigitsCNN": "models", "train": "train", "accuracy": "train",
-    "fit": "fit", "FitHistory": "fit", "EpochResult": "fit",
+    "mlp": "models", "cnn": "models", "DigitsCNN": "models", "train": "train_loop", "accuracy": "train_loop",
+    "fit": "fit_loop", "FitHistory": "fit_loop", "EpochResult": "fit_loop",
 })

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from gpulab.dataparallel.by_hand import data_parallel_step, resolve_devices, scatter_batch
-from gpulab.dataparallel.gradients import compare_gradients, full_batch_gradients, gradients, sample_weights
+from gpulab.dataparallel.gradient_comparison import compare_gradients, full_batch_gradients, gradients, sample_weights
 from gpulab.testing import requires_gpus
 from gpulab.workload import cnn, mlp
 

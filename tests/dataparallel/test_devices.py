@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from gpulab.dataparallel.devices import chunk_sizes, dataparallel_devices, dataparallel_table
+from gpulab.dataparallel.device_ids import chunk_sizes, dataparallel_devices, dataparallel_table
 from gpulab.machine.cuda import cuda_gpu_count
 from gpulab.testing import requires_gpus
 

@@ -8,7 +8,7 @@ import pytest
 import torch
 import torch.distributed as dist
 
-from gpulab.dataparallel.unwrap import load_unwrapped, strip_wrapper_prefixes, unwrap
+from gpulab.dataparallel.wrappers import load_unwrapped, strip_wrapper_prefixes, unwrap
 from gpulab.workload import cnn, mlp
 
 

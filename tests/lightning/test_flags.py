@@ -8,7 +8,7 @@ import pytest
 
 from gpulab.lightning.call import Code, TranslationError, parse_trainer_call, render_call
 from gpulab.lightning.flags import error_today, translate_trainer
-from gpulab.lightning.history import FLAG_HISTORY, flag_history_table
+from gpulab.lightning.flag_history import FLAG_HISTORY, flag_history_table
 from tests.lightning.rows import IDS, ROWS, comparable
 
 

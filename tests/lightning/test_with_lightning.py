@@ -1,7 +1,7 @@
 """The translations handed to the real Lightning: old calls fail as predicted, translated ones are accepted.
 
 Every row of the article is built with ``lightning.Trainer`` in its CPU form (same number of processes); the GPU
-forms are built where GPUs exist. The lists in ``history.py`` are compared with the installed Lightning.
+forms are built where GPUs exist. The lists in ``flag_history.py`` are compared with the installed Lightning.
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from lightning.pytorch.strategies import DDPStrategy, SingleDeviceStrategy, Stra
 
 from gpulab.lightning.call import Code, TranslationError  # noqa: E402
 from gpulab.lightning.flags import translate_trainer  # noqa: E402
-from gpulab.lightning.history import ACCELERATORS, PRECISIONS, STRATEGIES, TRAINER_PARAMETERS  # noqa: E402
+from gpulab.lightning.flag_history import ACCELERATORS, PRECISIONS, STRATEGIES, TRAINER_PARAMETERS  # noqa: E402
 from gpulab.lightning.trainer_args import trainer_kwargs  # noqa: E402
 from gpulab.testing import requires_gpus  # noqa: E402
 from tests.lightning.rows import IDS, ROWS  # noqa: E402

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from gpulab.machine.simulated import SimulatedGpuReader
-from gpulab.monitoring.monitor import monitor
+from gpulab.monitoring.live_monitor import monitor
 from gpulab.monitoring.recorded import FORMAT, RecordedRun, latest_recorded_run, record_run
 
 

@@ -139,7 +139,7 @@ def test_live_frames_leave_the_static_figure_as_it_would_have_been():
 def test_the_render_thread_skips_a_frame_when_nothing_new_was_sampled():
     import time
 
-    from gpulab.monitoring.history import History
+    from gpulab.monitoring.ring_buffer import History
     from gpulab.monitoring.view import LiveImage
 
     history = History(COLUMNS)

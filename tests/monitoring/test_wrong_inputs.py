@@ -9,7 +9,7 @@ from matplotlib.text import Text
 from hypothesis import given, settings
 
 import gpulab
-from gpulab.monitoring.monitor import Monitor
+from gpulab.monitoring.live_monitor import Monitor
 from gpulab.monitoring.sampler import SAMPLER_THREAD_NAME
 from gpulab.testing import FakeClock
 from tests.junk import JUNK, assert_ours

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from gpulab.core.readings import GpuInfo
-from gpulab.placement.explain import Explanation
+from gpulab.placement.device_rules import Explanation
 from gpulab.core.visible import visible_map
 from tests import process_group
 

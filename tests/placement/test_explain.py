@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from gpulab.placement.explain import explain
+from gpulab.placement.device_rules import explain
 from gpulab.machine.simulated import SimulatedGpuReader
 
 W8 = SimulatedGpuReader("workshop-8")

@@ -10,7 +10,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import gpulab
-from gpulab.placement.explain import CannotExplain
+from gpulab.placement.device_rules import CannotExplain
 from gpulab.placement.selection import NoFreeGpu, Policy
 from gpulab.testing import FakeClock
 from tests.junk import JUNK, assert_ours

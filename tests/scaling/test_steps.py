@@ -6,7 +6,7 @@ import math
 import pytest
 
 from gpulab.scaling.cost import Link
-from gpulab.scaling.levers import FAST_LEVERS, lever_plans, levers, threads_vs_ranks
+from gpulab.scaling.crossover_levers import FAST_LEVERS, lever_plans, levers, threads_vs_ranks
 from gpulab.scaling.probes import (TINY, ddp_sync_s, gloo_link, limit_for, limit_of, limit_times, machine_limit,
                                    splits)
 from gpulab.scaling.steps import StepPlan, StepSplit, _union_s, own_work_seconds

@@ -103,7 +103,7 @@ def test_no_gpu_message_names_each_holder_and_what_to_do(tmp_path):
 def test_watch_names_the_user_a_hub_reservation_is_for_and_the_process_that_holds_it(tmp_path):
     import pwd, os
 
-    from gpulab.server.reservation_rows import reservation_rows
+    from gpulab.server.reservation_list import reservation_rows
 
     w8 = SimulatedGpuReader("idle-8")
     gpus = [w8.info(i) for i in range(w8.count())]

@@ -12,7 +12,7 @@ import pytest
 from jupyter_client import BlockingKernelClient
 
 from gpulab.machine.simulated import SimulatedGpuReader
-from gpulab.server.reservation_rows import reservation_rows
+from gpulab.server.reservation_list import reservation_rows
 
 from .jupyter import jupyter
 

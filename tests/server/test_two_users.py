@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from gpulab.machine.simulated import SimulatedGpuReader
-from gpulab.server.reservation_rows import HIDDEN, reservation_rows
+from gpulab.server.reservation_list import HIDDEN, reservation_rows
 from gpulab.server.render import render_text
 from gpulab.server.watch import read_server
 from tests.other_user import readable_copy, system_python_for_nobody
@@ -34,7 +34,7 @@ sys.stdin.read()
 VIEW = """
 import json, sys
 from gpulab.machine.simulated import SimulatedGpuReader
-from gpulab.server.reservation_rows import reservation_rows
+from gpulab.server.reservation_list import reservation_rows
 r = SimulatedGpuReader("workshop-8")
 print(json.dumps([[x.physical_index, x.user, x.notebook] for x in reservation_rows([r.info(i) for i in range(8)],
 sys.argv[1])]))

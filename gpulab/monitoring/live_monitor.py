@@ -27,7 +27,7 @@ from ..machine.nvml import GpuReader
 from ..core.readings import Unavailable
 from ..core.renamed import renamed_keywords
 from ..core.settings import env_flag
-from .history import History
+from .ring_buffer import History
 from .options import checked_options
 from .sampler import Progress, Sampler
 from .summary import MonitorSummary, PeakMemory

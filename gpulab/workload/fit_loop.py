@@ -20,7 +20,7 @@ from ..core.arguments import whole_number
 from ..core.tables import Table, TableView
 from ..core.units import format_rate
 from .digits import Digits
-from .train import accuracy
+from .train_loop import accuracy
 
 __all__ = ["fit", "FitHistory", "EpochResult"]
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from ..core.arguments import is_whole_number
 from .call import TranslationError, render_value
 from .draft import Draft, fmt, removal
-from .history import ACCELERATORS
+from .flag_history import ACCELERATORS
 
 __all__ = ["parse_gpus", "translate_devices", "GPU_ACCELERATORS"]
 

@@ -2,8 +2,8 @@
 
 Every version below was read in Lightning's own sources at the release tags (the deprecation warnings the code
 printed) and in ``src/lightning/pytorch/CHANGELOG.md``; the pull request that made the change is named. The lists of
-what 2.6 accepts are checked against the installed Lightning by ``tests/lightning/test_history.py``, so a Lightning
-upgrade that changes them fails a test instead of silently outdating the chapter.
+what 2.6 accepts are compared with the installed Lightning by ``tests/lightning/test_with_lightning.py``, so a
+Lightning upgrade that changes them fails a test instead of silently outdating the chapter.
 Taught in ``notebooks/06_lightning.ipynb``.
 """
 from __future__ import annotations
