@@ -1,7 +1,7 @@
 """What this kernel's process holds that decides whether the next launch works: the facts ``doctor`` judges (probes).
 
 Each fact is read without starting anything: no CUDA, no fork, no new thread. ``KernelState`` is plain data, so
-``doctor``'s verdicts are checked on states built by hand as well as on real kernels.
+``doctor``'s findings are tested on states built by hand as well as on real kernels.
 """
 from __future__ import annotations
 

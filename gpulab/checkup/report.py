@@ -14,7 +14,7 @@ import textwrap
 from dataclasses import dataclass
 
 from .chapters import Chapter, chapters
-from .diagnosis import Check, Facts, diagnose, headline
+from .diagnosis import Finding, Facts, diagnose, headline
 from ..machine.host import shared_memory_bytes
 from ..machine.inventory import Inventory, devices
 from ..machine.cuda import CudaState, cuda_state
@@ -27,7 +27,7 @@ from ..machine.software import PACKAGES, TorchFacts, detect_platform, package_ve
 from ..core.tables import html_table, text_table
 from ..core.visible import VisibleMap, visible_map
 
-__all__ = ["Check", "EnvReport", "environment_report"]
+__all__ = ["Finding", "EnvReport", "environment_report"]
 
 
 @dataclass(frozen=True, repr=False)
@@ -38,7 +38,7 @@ class EnvReport:
     packages: dict[str, str | None]
     inventory: Inventory
     visible: VisibleMap
-    checks: tuple[Check, ...]
+    findings: tuple[Finding, ...]
     usable_gpus: int = 0  # GPUs PyTorch will use here (would use, on a described machine)
     summary: str = ""  # the headline: what the lessons will do here, or the real reason they cannot use a GPU
     chapters: tuple[Chapter, ...] = ()
@@ -82,7 +82,7 @@ class EnvReport:
         out += ["GPUs (physical numbering, as nvidia-smi):", _indent(self.inventory.text(brief=True)), ""]
         out += ["What torch will call each GPU:", _indent(str(self.visible)), ""]
         out += ["Checklist:"]
-        for c in self.checks:
+        for c in self.findings:
             out.append(f"  {c.mark} {c.what} — {c.meaning}")
             if c.fix and c.ok is not True:
                 out.append(f"      {c.fix_label}: {c.fix}")
@@ -97,11 +97,11 @@ class EnvReport:
             parts.append(html_table(head, rows, caption=title))
         parts.append("<h4>GPUs (physical numbering, as nvidia-smi)</h4>" + self.inventory.html(brief=True))
         parts.append("<h4>What torch will call each GPU</h4>" + self.visible._repr_html_())
-        checks = "".join(
+        findings = "".join(
             f"<li><span style='color:{_COLOURS[c.ok]}'>{c.mark}</span> {e(c.what)} — {e(c.meaning)}"
             + (f"<br><b>{c.fix_label}:</b> {e(c.fix)}" if c.fix and c.ok is not True else "") + "</li>"
-            for c in self.checks)
-        return "".join(parts) + f"<h4>Checklist</h4><ul style='list-style:none'>{checks}</ul></div>"
+            for c in self.findings)
+        return "".join(parts) + f"<h4>Checklist</h4><ul style='list-style:none'>{findings}</ul></div>"
 
 
 _COLOURS = {True: "#080", False: "#b00", None: "#a60"}
@@ -127,6 +127,6 @@ def environment_report(machine: GpuReader | str | None = None, *, torch: TorchFa
                   dict(os.environ), current_holders([g.uuid for g in inv.gpus]), shared_memory_bytes(),
                   "fork" in multiprocessing.get_all_start_methods(),
                   read, started.evidence if read is False else str(started), pk, chapters())
-    checks, usable = diagnose(facts)
-    return EnvReport(detect_platform(), simulated, t, pk, inv, visible_map(inv.gpus), checks, usable,
-                     headline(facts, checks, usable), facts.chapters, started.started_by, started)
+    findings, usable = diagnose(facts)
+    return EnvReport(detect_platform(), simulated, t, pk, inv, visible_map(inv.gpus), findings, usable,
+                     headline(facts, findings, usable), facts.chapters, started.started_by, started)

@@ -57,7 +57,7 @@ def test_cli_without_command_prints_help():
 
 
 # Calls that start the CUDA driver (is_available) or initialise CUDA in the process (get_device_capability and
-# everything built on get_device_properties). On this machine they find no GPU, so the context check above cannot
+# everything built on get_device_properties). On this machine they find no GPU, so the context finding above cannot
 # see them: record who calls them (each still runs for real).
 STARTERS_SCRIPT = """
 import torch, gpulab.checkup.report
@@ -115,6 +115,6 @@ def test_the_report_names_a_reservation_of_this_process_reserved_by_this_noteboo
         report = environment_report("workshop-8")
     finally:
         mine.release()
-    check = next(c for c in report.checks if c.what == "a free GPU to work on")
-    assert check.ok and "3 free now (GPU 1, 3, 5)" in check.meaning, check
-    assert "GPU 1, 3, 5 reserved by this notebook" in check.meaning and f"pid {os.getpid()}" not in str(report)
+    finding = next(c for c in report.findings if c.what == "a free GPU to work on")
+    assert finding.ok and "3 free now (GPU 1, 3, 5)" in finding.meaning, finding
+    assert "GPU 1, 3, 5 reserved by this notebook" in finding.meaning and f"pid {os.getpid()}" not in str(report)

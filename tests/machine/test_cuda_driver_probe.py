@@ -47,7 +47,7 @@ import gpulab
 from gpulab.machine.cuda import cuda_state
 from gpulab.placement.setter import CudaAlreadyStarted, set_visible_devices
 from gpulab.checkup.report import environment_report
-from gpulab.checkup.doctor import checks
+from gpulab.checkup.doctor import findings
 from gpulab.checkup.kernel_state import KernelState
 from gpulab.machine.software import TorchFacts
 from gpulab.ranks.fork_server import choose_start_method
@@ -76,8 +76,8 @@ for step in sys.argv[1:]:
             except CudaAlreadyStarted as exc:
                 setter = "refused: " + str(exc)
         report = environment_report("colab-T4", torch=TORCH)
-        row = next(c for c in report.checks if c.what.startswith("CUDA not yet started"))
-        doctor = checks(KernelState(state, None, None, None, True, None, 0, None, (), None))[0]
+        row = next(c for c in report.findings if c.what.startswith("CUDA not yet started"))
+        doctor = findings(KernelState(state, None, None, None, True, None, 0, None, (), None))[0]
         try:
             choose_start_method("fork")
         except ValueError as exc:  # the launcher always refuses fork; it quotes this process's state when it has one
