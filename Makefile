@@ -116,10 +116,10 @@ $(COMPAT_STAMP): pyproject.toml constraints-lowest.txt
 	$(COMPAT_PY) -m pip install --quiet --upgrade pip
 	$(COMPAT_PY) -m pip install --quiet -c constraints-lowest.txt $(PLATFORM)
 	$(COMPAT_PY) -m pip freeze --exclude-editable > $(COMPAT_VENV)/platform.txt
-	$(COMPAT_PY) tools/install_check.py -e '.[lightning]'
-	$(COMPAT_PY) tools/install_check.py .
+	$(COMPAT_PY) tools/install_changes.py -e '.[lightning]'
+	$(COMPAT_PY) tools/install_changes.py .
 	$(COMPAT_PY) -m pip install --quiet -c constraints-lowest.txt -e '.[dev,lightning]'
-	$(COMPAT_PY) tools/install_check.py --compare $(COMPAT_VENV)/platform.txt torch torchvision ipywidgets matplotlib numpy notebook
+	$(COMPAT_PY) tools/install_changes.py --compare $(COMPAT_VENV)/platform.txt torch torchvision ipywidgets matplotlib numpy notebook
 	touch $(COMPAT_STAMP)
 
 test-compat: $(COMPAT_STAMP)

@@ -4,7 +4,7 @@ The top level holds the verbs a learner types in the chapters, grouped by chapte
 subpackage, whose names read as the course's contents (floor by floor: each imports only from the floors above it
 in this list, ``tests/test_layers.py``):
 
-    gpulab.core          units, tables, settings, readings, argument checks, CUDA_VISIBLE_DEVICES's grammar (pure:
+    gpulab.core          units, tables, settings, readings, argument validation, CUDA_VISIBLE_DEVICES's grammar (pure:
                          the standard library only)
     gpulab.reservations  who holds which GPU: the lock files that placement, checkup and server share
     gpulab.machine       NVML reader, described (simulated) GPUs, which machine a learner meant, inventory, host,
@@ -17,7 +17,7 @@ in this list, ``tests/test_layers.py``):
     gpulab.dataparallel  DataParallel by hand, its gradients, throughput and GPU footprint
     gpulab.checkup       the environment report and its checklist
     gpulab.server        the whole server's GPUs and who holds them (the watch view)
-    gpulab.lightning     Lightning's old Trainer flags translated, the monitor callback, the fork/OpenMP check
+    gpulab.lightning     Lightning's old Trainer flags translated, the monitor callback, the fork/OpenMP experiment
     gpulab.scaling       when a second device pays: a DDP step predicted, measured and swept
     gpulab.notebook      the magics (%%gpu, %%ranks, %gpulab doctor), short tracebacks, the shell demo
     gpulab.exercises     the checkers behind each chapter's exercises (gpulab.check)
@@ -64,17 +64,21 @@ _EXPORTS: dict[str, str] = {
     "monitor": "monitoring.live_monitor",
     # 06 Lightning's device flags, then and now
     "translate_trainer": "lightning.flags", "trainer_kwargs": "lightning.trainer_args", "MonitorCallback": "lightning.callback",
-    "fork_check": "lightning.forkcheck", "autotune_comparison": "measure.autotune",
+    "fork_experiment": "lightning.fork_hang", "autotune_comparison": "measure.autotune",
     # the exercises at the end of every chapter
     "check": "exercises.check",
 }
 
 __all__ = list(_EXPORTS)
+_RENAMED = {"fork_check": "fork_experiment"}  # deprecated names -> today's, so that an older notebook learns the new
 
 
 def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
+        if name in _RENAMED:
+            raise AttributeError(f"gpulab.{name} is now gpulab.{_RENAMED[name]}, with the same arguments: write that "
+                                 "instead (gpulab gives each idea one name; 'check' is the exercises' gpulab.check).")
         raise AttributeError(f"module 'gpulab' has no attribute {name!r}")
     value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
     globals()[name] = value  # later lookups skip __getattr__

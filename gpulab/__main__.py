@@ -16,6 +16,8 @@ import sys
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one ``python -m gpulab`` command (``argv``: its words, ``sys.argv[1:]`` when None); returns the exit
+    status."""
     parser = argparse.ArgumentParser(prog="python -m gpulab", description="Helpers for the gpulab GPU course.")
     sub = parser.add_subparsers(dest="command", metavar="command")
     sub.add_parser("env", help="the classroom environment report (GPUs, CUDA, packages, checklist)")

@@ -27,6 +27,8 @@ class FakeClock:
             return self._t
 
     def advance(self, seconds: float) -> None:
+        """Move the clock ``seconds`` forward (never back); ``sleep`` is the same, so code that sleeps on this clock
+        returns at once."""
         if seconds < 0:
             raise ValueError("a clock cannot go backwards")
         with self._lock:

@@ -76,7 +76,7 @@ def test_numpy_integers_are_whole_numbers_wherever_one_is_taken():
     from gpulab.core.arguments import index_list, whole_number, whole_numbers
     from gpulab.dataparallel import dataparallel_devices
     from gpulab.dataparallel.gradient_comparison import sample_weights
-    from gpulab.lightning.forkcheck import ForkVariant
+    from gpulab.lightning.fork_hang import ForkVariant
     from gpulab.scaling import StepPlan, allreduce_s, crossover_batch, mlp_parameters, predict_step, train_flops
     from gpulab.scaling.sweep import steps_for
     from gpulab.workload import cnn, load_digits

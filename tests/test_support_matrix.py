@@ -29,7 +29,7 @@ def _vermin(*paths: str) -> subprocess.CompletedProcess[str]:
 
 def test_the_package_and_the_gpu_kit_use_nothing_newer_than_python_3_10():
     """The GPU kit runs with the GPU machine's own Python (3.10 on many HPC clusters), so it is checked too."""
-    done = _vermin("gpulab", "tools/gpu_run.py", "tools/gpukit", "tools/install_check.py")
+    done = _vermin("gpulab", "tools/gpu_run.py", "tools/gpukit", "tools/install_changes.py")
     assert done.returncode == 0, f"this uses Python newer than 3.10 (requires-python >= 3.10):\n{done.stdout}"
 
 

@@ -53,6 +53,7 @@ class Finding:
 
     @property
     def mark(self) -> str:
+        """``✔`` (true here), ``✘`` (false) or ``?`` (gpulab cannot tell)."""
         return {True: "✔", False: "✘", None: "?"}[self.ok]
 
     @property

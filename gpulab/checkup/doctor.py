@@ -31,6 +31,7 @@ class Doctor:
 
     @property
     def problems(self) -> tuple[Finding, ...]:
+        """The findings that fail here (``✘``): what would stop or hang the next launch."""
         return tuple(c for c in self.findings if c.ok is False)
 
     @property
@@ -206,7 +207,7 @@ def _lightning(s: KernelState) -> Finding:
     # lightning/fabric/strategies/launchers/multiprocessing.py (Lightning 2.6): ddp_notebook = ddp_fork; launch()
     # calls _check_bad_cuda_fork() for fork/forkserver, which refuses where torch.cuda.is_initialized() (older torch)
     # or lets the ranks fail with "Cannot re-initialize CUDA in forked subprocess"; each rank gets cores ÷ ranks
-    # OpenMP threads, and GNU OpenMP's pool does not survive the fork (gpulab.fork_check shows the hang).
+    # OpenMP threads, and GNU OpenMP's pool does not survive the fork (gpulab.fork_experiment shows the hang).
     if not s.fork_available:
         return Finding(False, "Lightning ddp_notebook would refuse", "it forks, and this platform has no fork",
                      "use gpulab.launch, or strategy='ddp' from a script.")

@@ -23,6 +23,10 @@ __all__ = ["KernelState", "kernel_state", "listening_ports", "visible_at_start"]
 
 @dataclass(frozen=True)
 class KernelState:
+    """What the doctor reads of this kernel: CUDA's state, ``CUDA_VISIBLE_DEVICES`` then and now, the start method,
+    threads, open process groups and ports, the reservation held, and what would make accelerate refuse. Built by
+    ``kernel_state()`` or by hand in tests."""
+
     cuda: CudaState
     visible_at_start: str | None  # CUDA_VISIBLE_DEVICES when this process started (None: unset)
     visible_now: str | None
@@ -39,6 +43,7 @@ class KernelState:
 
     @property
     def cuda_started_by(self) -> CudaStart | None:
+        """The line that started CUDA here (or asked it to), None when none is known."""
         return self.cuda.started_by
 
 

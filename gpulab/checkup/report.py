@@ -32,6 +32,9 @@ __all__ = ["Finding", "EnvReport", "environment_report"]
 
 @dataclass(frozen=True, repr=False)
 class EnvReport:
+    """The environment report: platform, torch, packages, GPUs, what ``CUDA_VISIBLE_DEVICES`` makes of them, the
+    checklist's findings, and the headline; ``str()`` and HTML show it all."""
+
     platform: str
     simulated: bool
     torch: TorchFacts

@@ -1,16 +1,16 @@
-"""Checking what a learner passed to a public function, once, at the door (pure).
+"""Validating what a learner passed to a public function, once, at the door (pure).
 
 Learners type into the helpers live, in front of a room. A wrong argument must stop the call at once with a message
 that says what was wrong, what was expected and what to type instead — never surface later as an ``AttributeError``
-from deep inside a helper, or after the work it was meant to watch has run. Each public function calls these checks
-first; the messages name the argument as the learner wrote it. Taught by every chapter's first mistakes.
+from deep inside a helper, or after the work it was meant to watch has run. Each public function calls these
+validators first; the messages name the argument as the learner wrote it. Taught by every chapter's first mistakes.
 
 One exception class per kind of mistake, everywhere in gpulab: a value of the wrong kind (text for a number, a
 fraction or ``True`` for a count, a set where order matters) raises ``TypeError``; a value of the right kind that is
 out of range or not among the choices (``0`` ranks, a negative time, ``NaN``) raises ``ValueError``. Each message says
 what was passed, what the argument is for and what it takes, with an example. Whole numbers accept what Python counts
 as one (``int``, numpy's integers: ``operator.index``), never ``bool``; real numbers accept ``numbers.Real`` (numpy's
-floats too). A hand-written ``isinstance`` check elsewhere would drift from these (``tests/core/test_arguments.py``
+floats too). A hand-written ``isinstance`` test elsewhere would drift from these (``tests/core/test_arguments.py``
 walks the package for them).
 """
 from __future__ import annotations
@@ -41,7 +41,7 @@ def _kind(value: Any) -> str:
 
 
 def is_whole_number(value: Any) -> bool:
-    """Whether ``value`` is a whole number as every check here counts one: an ``int`` or numpy integer, not ``bool``
+    """Whether ``value`` is a whole number as every validator here counts one: an ``int`` or numpy integer, not ``bool``
     (for code that answers a wrong kind otherwise than by raising: an exercise's feedback, a choice between forms)."""
     if isinstance(value, bool):
         return False
@@ -142,6 +142,7 @@ def choice(value: Any, name: str, choices: Sequence[Any], *, what: str = "") -> 
 
 
 def text(value: Any, name: str, *, example: str = "") -> str:
+    """``value`` if it is text (a ``str``), else ``TypeError`` naming ``name`` (and ``example`` when given)."""
     if not isinstance(value, str):
         hint = f" (e.g. {name}={example})" if example else ""
         raise TypeError(f"{name}={shown(value)} is a {type(value).__name__}; {name} takes text, a str{hint}.")
@@ -149,12 +150,14 @@ def text(value: Any, name: str, *, example: str = "") -> str:
 
 
 def flag(value: Any, name: str) -> bool:
+    """``value`` if it is ``True`` or ``False``, else ``TypeError``: 1, "yes" or None are not a flag."""
     if not isinstance(value, bool):
         raise TypeError(f"{name}={shown(value)}: {name} takes True or False, not a {type(value).__name__}.")
     return value
 
 
 def function(value: Any, name: str, *, example: str) -> Any:
+    """``value`` if it can be called, else ``TypeError`` with ``example`` (``train``, not ``train()``)."""
     if not callable(value):
         raise TypeError(f"{name}={shown(value)} is a {type(value).__name__}, not something to call; {name} takes a "
                         f"function, e.g. {name}={example}.")
@@ -259,6 +262,7 @@ def index_list(values: Any, name: str, *, example: str = "[2, 3]") -> tuple[int,
 
 
 def path_or_none(value: Any, name: str) -> str | os.PathLike[str] | None:
+    """``value`` if it is a path (``str`` or ``os.PathLike``) or None (the default folder), else ``TypeError``."""
     if value is not None and not isinstance(value, (str, os.PathLike)):
         raise TypeError(f"{name}={_kind(value)}: {name} takes a directory path (a str or pathlib.Path), or None for "
                         "the default.")

@@ -62,6 +62,7 @@ class DriverAnswer:
 
     @classmethod
     def not_loaded(cls) -> DriverAnswer:
+        """No libcuda is mapped in this process: CUDA cannot have started."""
         return cls(False, None, "libcuda is not loaded in this process")
 
     @classmethod
@@ -83,6 +84,7 @@ class DriverAnswer:
 
     @classmethod
     def unanswered(cls, path: str, why: str) -> DriverAnswer:
+        """The libcuda at ``path`` is loaded but could not be asked (``why``): whether CUDA started stays unknown."""
         return cls(True, None, f"{path.rsplit('/', 1)[-1]} is loaded but could not be asked ({why})")
 
     @staticmethod

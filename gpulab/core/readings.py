@@ -84,6 +84,7 @@ class GpuInfo:
     simulated: bool = False  # described by gpulab.machine.simulated, not read from a driver: outputs say SIMULATED
 
     def sample(self) -> GpuSample:
+        """This reading's memory and utilisation, as the monitor samples them."""
         return GpuSample(self.physical_index, self.memory_used_bytes, self.memory_total_bytes, self.utilization_gpu_percent)
 
     @property

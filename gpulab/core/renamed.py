@@ -37,7 +37,7 @@ def renamed_keywords(**renames: str) -> Callable[[F], F]:
         known: list[str] = []
 
         @functools.wraps(fn)
-        def checked(*args: Any, **kwargs: Any) -> Any:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
             for old, new in renames.items():
                 if old in kwargs:
                     raise TypeError(f"{label}() has no {old}= any more: write {new}= ({MEANINGS[new]}). "
@@ -53,7 +53,7 @@ def renamed_keywords(**renames: str) -> Callable[[F], F]:
                                 + f" Its options are {', '.join(k for k in known if k not in ('self', 'title'))}.")
             return fn(*args, **kwargs)
 
-        return checked  # type: ignore[return-value]
+        return wrapper  # type: ignore[return-value]
 
     return wrap
 

@@ -69,6 +69,7 @@ class TableView:
     """Mixin for a result that is one table: define ``table()``; ``print`` and Jupyter both show it."""
 
     def table(self) -> Table:
+        """The result as one ``Table``; each result class defines it, and ``print`` and Jupyter show it."""
         raise NotImplementedError
 
     def __str__(self) -> str:

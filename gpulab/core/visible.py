@@ -41,6 +41,7 @@ class VisibleSpec:
 
     @property
     def unset(self) -> bool:
+        """Whether the variable is unset, which makes every GPU visible."""
         return self.entries is None
 
     def __str__(self) -> str:
@@ -231,6 +232,8 @@ class VisibleMap(TableView):
         return tuple(d.cuda_index for d in self.devices if d.physical_index == physical_index)
 
     def rows(self) -> list[list[str]]:
+        """One row per visible device: ``cuda:k``, its physical index, its name and its UUID (the MIG slice's for a
+        slice)."""
         return [[f"cuda:{d.cuda_index}", str(d.physical_index), d.name, d.mig_uuid or d.uuid] for d in self.devices]
 
     _HEAD = ("torch sees", "physical (nvidia-smi)", "name", "uuid")
@@ -241,6 +244,7 @@ class VisibleMap(TableView):
         return f"CUDA_VISIBLE_DEVICES={'(unset)' if self.raw is None else shown(self.raw)}, CUDA_DEVICE_ORDER={order}"
 
     def table(self) -> Table:
+        """The map as a table, titled with the variables it was made for (and SIMULATED for described GPUs)."""
         head = self.environment_line()
         if self.simulated:
             head = "SIMULATED machine (described GPUs, not this computer's): " + head

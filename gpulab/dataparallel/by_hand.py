@@ -50,6 +50,8 @@ class ParallelStep(TableView):
         return sample_weights(self.chunk_sizes, per_replica=self.replica_losses is not None)
 
     def table(self) -> Table:
+        """The step as a table: each replica's chunk, loss and gradient norm, the gathered loss, and how exactly the
+        reduce summed the gradients."""
         torch_way, cpu = self.torch_primitives, not self.torch_primitives
         chunks = ", ".join(f"{n} → {d}" for n, d in zip(self.chunk_sizes, self.devices))
         if self.replica_losses is None:
@@ -81,7 +83,7 @@ class ParallelStep(TableView):
 
 
 def resolve_devices(devices: Sequence[str | torch.device]) -> list[torch.device]:
-    """``['cuda:0', 'cuda:1']`` or ``['cpu', 'cpu']`` → torch devices, checked: all CUDA (each once) or all CPU."""
+    """``['cuda:0', 'cuda:1']`` or ``['cpu', 'cpu']`` → torch devices, validated: all CUDA (each once) or all CPU."""
     if isinstance(devices, (str, torch.device)) or not devices:
         raise ValueError(f"devices is a list with one entry per replica, like ['cuda:0', 'cuda:1'] or, on a CPU, "
                          f"['cpu', 'cpu']; got {devices!r}.")
@@ -177,7 +179,7 @@ def gather_outputs(outputs: Sequence[torch.Tensor], output_device: torch.device)
     return torch.cat([o.to(output_device) for o in outputs])
 
 
-def _check_module_on(module: torch.nn.Module, device: torch.device) -> None:
+def _validate_module_on(module: torch.nn.Module, device: torch.device) -> None:
     for t in chain(module.parameters(), module.buffers()):
         if t.device != device:
             # DataParallel's own words, then what to do
@@ -204,7 +206,7 @@ def data_parallel_step(module: torch.nn.Module, inputs: torch.Tensor, targets: t
     if not isinstance(targets, torch.Tensor) or targets.dim() == 0 or len(targets) != len(inputs):
         raise ValueError(f"targets must hold one target per input along dimension 0; got "
                          f"{tuple(getattr(targets, 'shape', ()))} for inputs of shape {tuple(inputs.shape)}.")
-    _check_module_on(module, devs[0])
+    _validate_module_on(module, devs[0])
     module.zero_grad(set_to_none=True)
     chunks = scatter_batch(inputs, devs)  # 1
     used = devs[:len(chunks)]  # a batch smaller than the device list leaves the last devices idle

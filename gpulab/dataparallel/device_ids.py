@@ -91,6 +91,8 @@ class DataParallelDevices(TableView):
                 self.what_happens(), SEEN.get(self.gpu_count, "no: decided, tested")]
 
     def table(self) -> Table:
+        """The decision as one row for this GPU count: ``device_ids``, where the model, inputs, labels and outputs
+        go."""
         return Table(HEADERS, [self.row(64 * max(1, len(self.device_ids)))],
                      title=f"DataParallel's devices with {self.gpu_count} CUDA GPU(s), 64 images per GPU")
 

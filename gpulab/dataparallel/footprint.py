@@ -47,6 +47,9 @@ VARIANTS = {
 
 @dataclass(frozen=True)
 class GpuFootprint(TableView):
+    """The memory each GPU held before and during one DataParallel step of ``variant`` (NVML's count, every process):
+    which GPUs the step really occupied."""
+
     variant: str
     device_ids: tuple[int, ...]  # physical indices the step was meant to use
     used_before_bytes: tuple[int | Unavailable, ...]  # NVML, every process, per physical GPU
@@ -54,10 +57,12 @@ class GpuFootprint(TableView):
     reserved_bytes: dict[int, int]  # torch's caching allocator in the child, per CUDA index the step used
 
     def added_bytes(self, physical_index: int) -> int | None:
+        """Bytes GPU ``physical_index`` gained during the step (None where NVML could not read it)."""
         a, b = self.used_before_bytes[physical_index], self.used_during_bytes[physical_index]
         return None if isinstance(a, Unavailable) or isinstance(b, Unavailable) else b - a
 
     def table(self) -> Table:
+        """Per GPU: whether ``device_ids`` named it, and its memory before, during and added."""
         rows = []
         for i in range(len(self.used_before_bytes)):
             added = self.added_bytes(i)

@@ -1,4 +1,4 @@
-"""Checking a parallel step against one full-batch pass: the gradients, their difference, and the weight each
+"""A parallel step compared with one full-batch pass: the gradients, their difference, and the weight each
 example's loss gets when the batch is cut into chunks. Taught in ``notebooks/03_dataparallel.ipynb``.
 
 Why chunks can matter: a loss averaged over the whole batch of B examples gives each example the weight 1/B. Averaged
@@ -54,6 +54,7 @@ class GradientComparison(TableView):
     atol: float
 
     def table(self) -> Table:
+        """allclose, the largest difference (and its parameter) and the relative difference, under a verdict."""
         verdict = "equal up to rounding" if self.allclose else "DIFFERENT"
         return Table(["", "value"], [["allclose", f"{self.allclose} (rtol={self.rtol:g}, atol={self.atol:g})"],
                                      ["max |difference|", f"{self.max_abs_difference:.3g} ({self.worst_parameter})"],

@@ -26,6 +26,8 @@ SETUPS = ("one device", "DataParallel", "by hand")
 
 @dataclass(frozen=True)
 class ThroughputRow:
+    """One setup timed at one batch per device: its devices and median step, and samples per second."""
+
     setup: str  # "one device", "DataParallel" or "by hand"
     devices: tuple[str, ...]
     batch_per_device: int
@@ -35,6 +37,8 @@ class ThroughputRow:
 
 @dataclass(frozen=True)
 class Throughput(TableView):
+    """Training speed of one model on one device, DataParallel and by hand, at each batch size measured."""
+
     rows: tuple[ThroughputRow, ...]
     model: str
 
@@ -47,6 +51,7 @@ class Throughput(TableView):
         return speed[setup] / speed["one device"]
 
     def table(self) -> Table:
+        """Each setup's devices, batch, median step and samples/s, with the speedups over one device as notes."""
         rows = [[r.setup, ", ".join(r.devices), r.batch_per_device, r.batch_per_device * len(r.devices),
                  format_seconds(r.step_s), format_rate(r.samples_per_s, "samples")] for r in self.rows]
         notes = [f"batch {b} per device: {s} ÷ one device = {self.speedup(s, b):.2f}×"

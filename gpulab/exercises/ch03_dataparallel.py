@@ -27,6 +27,7 @@ class Encoder(nn.Module):
         self.head = nn.Linear(4, 3)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """The head applied to the submodule's output (after a ReLU)."""
         return self.head(torch.relu(self.submodule(x)))
 
 

@@ -37,6 +37,7 @@ def described_sweep() -> Table:
 
 
 def true_crossover() -> float:
+    """The batch per rank from which 2 ranks beat 1 on the described machine: what an answer is compared with."""
     return crossover_batch(COMPUTE_MS_PER_SAMPLE, ALLREDUCE_MS, 2, SHARE)
 
 

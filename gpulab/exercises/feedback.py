@@ -78,6 +78,7 @@ class Feedback:
 
     @property
     def passed(self) -> bool:
+        """Whether the answer was right (the verdict is ``correct``)."""
         return self.verdict == CORRECT
 
     def _headline(self) -> str:
@@ -120,6 +121,7 @@ def kind(value: Any) -> str:
 
 
 def first_line(exc: BaseException, limit: int = 200) -> str:
+    """The first line of ``exc``'s message, cut to ``limit`` characters: enough for a hint."""
     text = str(exc).strip().splitlines()
     line = text[0] if text else ""
     return line if len(line) <= limit else line[: limit - 1] + "…"

@@ -81,6 +81,8 @@ class MonitorCallback(lightning.Callback):
 
     # -- Lightning's hooks ---------------------------------------------------------------------------------------
     def setup(self, trainer: lightning.Trainer, pl_module: lightning.LightningModule, stage: str) -> None:
+        """Before a fit: decide how this process reports (start its own monitor, report to the one passed, relay to it
+        from a forked rank, or nothing)."""
         if stage != "fit":
             return
         self._role = self._choose_role(trainer)
@@ -90,29 +92,35 @@ class MonitorCallback(lightning.Callback):
         self._mark(f"fit: {n} process{'es' if n > 1 else ''}")
 
     def on_train_start(self, trainer: lightning.Trainer, pl_module: lightning.LightningModule) -> None:
+        """The first step's time counts from here, not from the set-up before it (sanity check, DDP starting)."""
         if self._role == "relay":
             self.relay.send_restart()  # type: ignore[union-attr]
         elif self._role in ("direct", "own"):
             self.monitor.restart_step_clock()  # type: ignore[union-attr]
 
     def on_train_epoch_start(self, trainer: lightning.Trainer, pl_module: lightning.LightningModule) -> None:
+        """Mark the epoch's start on the monitor's time axis."""
         self._mark(f"epoch {trainer.current_epoch + 1}")
 
     def on_validation_start(self, trainer: lightning.Trainer, pl_module: lightning.LightningModule) -> None:
+        """Mark a validation on the time axis (not the sanity check before the first epoch)."""
         if not trainer.sanity_checking:
             self._mark("validation")
 
     def on_train_batch_end(self, trainer: lightning.Trainer, pl_module: lightning.LightningModule, outputs: Any,
                            batch: Any, batch_idx: int) -> None:
+        """Count the batch as one step of batch size × processes samples."""
         if self._role is not None:
             self._step(extract_batch_size(batch) * trainer.world_size)
 
     def teardown(self, trainer: lightning.Trainer, pl_module: lightning.LightningModule, stage: str) -> None:
+        """After the fit: stop a monitor this callback started, or send a forked rank's last steps."""
         if stage == "fit":
             self._end("completed")
 
     def on_exception(self, trainer: lightning.Trainer, pl_module: lightning.LightningModule,
                      exception: BaseException) -> None:
+        """A fit that failed: mark it on the monitor and end as ``teardown`` does, naming the error."""
         if self._role is None and self.relay is not None and self.relay.in_owner and self.monitor is not None \
                 and self.monitor.running:  # a forked rank failed; Lightning reports it here, in the notebook
             self.monitor.mark(f"fit failed: {type(exception).__name__}")

@@ -37,6 +37,8 @@ class Draft:
         self.old_device_flag = False  # the devices came from gpus= or num_processes= (1.x defaults applied)
 
     def change(self, old: str, new: str, status: str, reason: str, removed: str | None = None) -> None:
+        """Record one change from the old call to today's, with its status, reason and the release that removed the old
+        form."""
         self.changes.append(Change(old, new, status, reason, removed))
 
     @property

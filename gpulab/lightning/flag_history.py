@@ -27,6 +27,7 @@ class FlagHistory:
     evidence: str  # where the versions were read
 
     def row(self) -> tuple[str, str, str, str]:
+        """The old flag, the release that deprecated it, the one that removed it, and what replaces it."""
         return self.old, self.deprecated_in or "(none)", self.removed_in, self.today
 
 

@@ -1,6 +1,6 @@
-"""The child side of ``gpulab.lightning.forkcheck``: CPU work, then a ``ddp_fork`` fit whose ranks say how far they get.
+"""The child side of ``gpulab.lightning.fork_hang``: CPU work, then a ``ddp_fork`` fit whose ranks say how far they get.
 
-Run in a fresh interpreter that ``forkcheck`` can kill (it may hang: that is what it shows). Imports Lightning.
+Run in a fresh interpreter that ``fork_experiment`` can kill (it may hang: that is what it shows). Imports Lightning.
 Taught in ``notebooks/06_lightning.ipynb``.
 """
 from __future__ import annotations
@@ -15,7 +15,7 @@ import torch
 
 from .classifier import DigitsClassifier
 
-__all__ = ["fork_fit_check"]
+__all__ = ["fork_fit_variants"]
 
 
 def _say(line: str) -> None:
@@ -39,8 +39,8 @@ class _PrintProgress(lightning.Callback):
         _say(f"rank {trainer.global_rank}: finished")
 
 
-def fork_fit_check(variants: list[tuple[int, int | None, int]], devices: int = 2, samples: int = 256) -> None:
-    """The child side of ``gpulab.lightning.forkcheck``, run in a fresh interpreter. Data and models are prepared on
+def fork_fit_variants(variants: list[tuple[int, int | None, int]], devices: int = 2, samples: int = 256) -> None:
+    """The child side of ``gpulab.lightning.fork_hang``, run in a fresh interpreter. Data and models are prepared on
     one thread (no OpenMP pool yet); then, per (work threads, OMP_NUM_THREADS, fit threads) variant: CPU work as a
     notebook does on that many threads, and a ``ddp_fork`` fit on ``devices`` CPU processes that says how far each
     rank gets."""

@@ -63,12 +63,15 @@ class StepRelay:
             self.dropped += 1
 
     def send_step(self, samples: int) -> None:
+        """From rank 0: one step of ``samples`` done (never blocks training; dropped if the pipe is full)."""
         self._send(f"S {int(samples)}")
 
     def send_mark(self, label: str) -> None:
+        """From rank 0: mark ``label`` on the monitor's time axis (one line, shortened)."""
         self._send("M " + " ".join(str(label).split())[:_MAX_LABEL])
 
     def send_restart(self) -> None:
+        """From rank 0: the first step's time counts from now."""
         self._send("R")
 
     def finish(self) -> bool:

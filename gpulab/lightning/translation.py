@@ -39,6 +39,7 @@ class Change:
             raise ValueError(f"status {self.status!r} is not one of {STATUSES}")
 
     def row(self) -> tuple[str, str, str, str]:
+        """The old form, today's, the release that removed the old one, and why."""
         return self.old, self.new, self.removed_in or "—", self.reason
 
     def __str__(self) -> str:
@@ -67,6 +68,8 @@ class Translation:
 
     @property
     def imports(self) -> tuple[str, ...]:
+        """The import lines today's call needs: ``Trainer``'s, and those of any code it holds
+        (``find_usable_cuda_devices``)."""
         found = ["from lightning import Trainer"]
         values = [v for value in self.kwargs.values() for v in (value if isinstance(value, list) else [value])]
         for v in values:

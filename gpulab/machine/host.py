@@ -161,6 +161,8 @@ def _usable_cores() -> int:
 
 
 def host_info() -> HostInfo:
+    """This computer's CPU model, cores (all, and those this process may use) and RAM, with a container's memory
+    limit."""
     vm = psutil.virtual_memory()
     limit, used = cgroup_memory()
     return HostInfo(_cpu_model(), os.cpu_count() or 1, _usable_cores(), vm.total, vm.available, limit, used)

@@ -68,6 +68,7 @@ class Inventory:
 
     @property
     def gpu_count(self) -> int:
+        """How many GPUs NVML lists (physical GPUs; MIG slices are inside them)."""
         return len(self.gpus)
 
     def _host_line(self) -> str:
@@ -104,6 +105,7 @@ class Inventory:
         return self.text()
 
     def html(self, *, brief: bool = False) -> str:
+        """The inventory as HTML (``brief``: the first clause of why NVML failed, for a cell's short answer)."""
         import html
 
         head = html.escape(self._gpu_header(brief))

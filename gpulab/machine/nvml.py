@@ -28,15 +28,20 @@ class GpuReader(Protocol):
     def error(self) -> str | None:
         """``None`` when GPUs can be read; otherwise why not, and what to do."""
 
-    def driver_version(self) -> str | Unavailable: ...
+    def driver_version(self) -> str | Unavailable:
+        """The NVIDIA driver's version (nvidia-smi's ``Driver Version``), or why it is unknown."""
 
-    def cuda_driver_version(self) -> str | Unavailable: ...
+    def cuda_driver_version(self) -> str | Unavailable:
+        """The newest CUDA the driver supports (nvidia-smi's ``CUDA Version``), or why it is unknown."""
 
-    def count(self) -> int: ...
+    def count(self) -> int:
+        """How many GPUs the driver lists (0 when it cannot be read)."""
 
-    def info(self, physical_index: int, *, processes: bool = True) -> GpuInfo: ...
+    def info(self, physical_index: int, *, processes: bool = True) -> GpuInfo:
+        """Everything about GPU ``physical_index`` (nvidia-smi's numbering); ``processes``: also who uses it."""
 
-    def sample(self, physical_index: int) -> GpuSample: ...
+    def sample(self, physical_index: int) -> GpuSample:
+        """GPU ``physical_index``'s memory and utilisation now: what the monitor reads several times a second."""
 
 
 # Why NVML could not start, keyed by the pynvml exception class name, in a learner's words.
@@ -134,6 +139,7 @@ class NvmlReader:
     # -- the GpuReader protocol ---------------------------------------------------------------------------------------
     @property
     def error(self) -> str | None:
+        """``None`` when NVML answers; otherwise why it cannot start, and what to do."""
         self._start()
         return self._error
 
@@ -146,6 +152,7 @@ class NvmlReader:
             self._error = None
 
     def driver_version(self) -> str | Unavailable:
+        """The driver's version (``nvmlSystemGetDriverVersion``), or why it is unknown."""
         return _text(self._query("nvmlSystemGetDriverVersion"))
 
     def cuda_driver_version(self) -> str | Unavailable:
@@ -154,6 +161,7 @@ class NvmlReader:
         return v if isinstance(v, Unavailable) else f"{v // 1000}.{(v % 1000) // 10}"
 
     def count(self) -> int:
+        """How many GPUs NVML lists (``nvmlDeviceGetCount``); 0 when NVML cannot start."""
         n = self._query("nvmlDeviceGetCount")
         return 0 if isinstance(n, Unavailable) else int(n)
 
@@ -169,6 +177,7 @@ class NvmlReader:
         return self._query("nvmlDeviceGetHandleByIndex", physical_index)
 
     def sample(self, physical_index: int) -> GpuSample:
+        """GPU ``physical_index``'s memory and utilisation now, each ``Unavailable`` where NVML refuses it."""
         h = self._handle(physical_index)
         if isinstance(h, Unavailable):
             return GpuSample(physical_index, h, h, h)

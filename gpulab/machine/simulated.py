@@ -106,19 +106,24 @@ class SimulatedGpuReader:
 
     @classmethod
     def from_env(cls, value: str) -> "SimulatedGpuReader":
+        """The reader that ``GPULAB_SIMULATE_GPUS=value`` asks for: a preset name or a JSON file."""
         return cls(value)
 
     @property
     def error(self) -> str | None:
+        """``None``, or the NVML failure this described machine plays (``error=`` when made)."""
         return self._error
 
     def driver_version(self) -> str | Unavailable:  # as NvmlReader answers: the reason itself is in ``error``
+        """The described driver version (unavailable, as with NVML, when this reader plays a failure)."""
         return Unavailable("NVML could not start") if self._error else self.description["driver_version"]
 
     def cuda_driver_version(self) -> str | Unavailable:
+        """The newest CUDA the described driver supports (unavailable when this reader plays a failure)."""
         return Unavailable("NVML could not start") if self._error else self.description["cuda_driver_version"]
 
     def count(self) -> int:
+        """How many GPUs are described (0 when this reader plays a failure)."""
         return 0 if self._error else len(self.description["gpus"])
 
     def _gpu(self, i: int) -> dict[str, Any]:
@@ -131,6 +136,8 @@ class SimulatedGpuReader:
         return Unavailable(_NOT_SUPPORTED) if key in g.get("unsupported", ()) else g[key]
 
     def set_usage(self, i: int, *, memory_used_bytes: int | None = None, utilization_gpu_percent: int | None = None) -> None:
+        """Change GPU ``i``'s memory used or utilisation, so that a monitor or a choice sees a busy GPU
+        (thread-safe)."""
         with self._lock:
             g = self._gpu(i)
             if memory_used_bytes is not None:
@@ -139,11 +146,14 @@ class SimulatedGpuReader:
                 g["utilization_gpu_percent"] = int(utilization_gpu_percent)
 
     def sample(self, i: int) -> GpuSample:
+        """Described GPU ``i``'s memory and utilisation now."""
         with self._lock:
             g = self._gpu(i)
             return GpuSample(i, g["memory_used_bytes"], g["memory_total_bytes"], self._value(g, "utilization_gpu_percent"))
 
     def info(self, i: int, *, processes: bool = True) -> GpuInfo:
+        """Everything described about GPU ``i``, as ``NvmlReader.info`` answers it (``processes``: its process list
+        too)."""
         with self._lock:
             g = self._gpu(i)
             migs = tuple(MigInstance(k, m["uuid"], m["memory_total_bytes"], m["memory_used_bytes"])
@@ -164,16 +174,17 @@ class SimulatedGpuReader:
             )
 
     def to_json(self) -> str:
+        """The description as JSON: save it to a file and pass its path to describe the same machine again."""
         with self._lock:
             return json.dumps(self.description, indent=1)
 
 
 def _load(description: Any) -> dict[str, Any]:
-    """A checked copy of the description: a preset name, a JSON file (path), a dict, or None (no GPU)."""
+    """A validated copy of the description: a preset name, a JSON file (path), a dict, or None (no GPU)."""
     if description is None:
         return {"driver_version": "N/A", "cuda_driver_version": "N/A", "gpus": []}
     if isinstance(description, dict):
-        return _checked(copy.deepcopy(description), "the simulated-GPU description given as a dict")
+        return _validated(copy.deepcopy(description), "the simulated-GPU description given as a dict")
     if isinstance(description, os.PathLike):
         description = os.fspath(description)
     if not isinstance(description, str):
@@ -195,7 +206,7 @@ def _load(description: Any) -> dict[str, Any]:
                              f"preset: {', '.join(PRESETS)}.") from exc
         except OSError as exc:
             raise ValueError(f"cannot read the simulated-GPU description {path} ({exc.strerror}).") from exc
-        return _checked(data, f"the simulated-GPU description {path}")
+        return _validated(data, f"the simulated-GPU description {path}")
     close = difflib.get_close_matches(description, PRESETS, n=1)
     raise ValueError(
         f"unknown simulated-GPU description {description[:80]!r}: it is neither a preset ({', '.join(PRESETS)}) "
@@ -210,7 +221,7 @@ _TEXT = ("name", "uuid", "pci_bus_id")
 _BUILD = "Build each entry with gpulab.machine.simulated.simulated_gpu(...) and save the JSON it returns"
 
 
-def _checked(data: Any, where: str) -> dict[str, Any]:
+def _validated(data: Any, where: str) -> dict[str, Any]:
     """Refuse, at load, a description the reader could not answer from, naming the GPU and the field."""
     if not isinstance(data, dict) or not isinstance(data.get("gpus"), list):
         raise ValueError(f"{where} needs a top-level object with a 'gpus' list, like "
@@ -220,7 +231,7 @@ def _checked(data: Any, where: str) -> dict[str, Any]:
         if not isinstance(data[key], str):
             raise ValueError(f"{where}: {key!r} is {data[key]!r}; it is text, e.g. \"550.90.07\".")
     for i, g in enumerate(data["gpus"]):
-        _check_gpu(where, i, g)
+        _validate_gpu(where, i, g)
     return data
 
 
@@ -234,7 +245,7 @@ def _whole(value: Any, most: int | None = None) -> str | None:
     return None
 
 
-def _check_gpu(where: str, i: int, g: Any) -> None:
+def _validate_gpu(where: str, i: int, g: Any) -> None:
     """A described GPU has every field the reader answers with (or lists it under ``unsupported``), of its type."""
     if not isinstance(g, dict):
         raise ValueError(f"GPU {i} of {where} is not an object: {g!r:.60}. {_BUILD}.")
@@ -246,29 +257,29 @@ def _check_gpu(where: str, i: int, g: Any) -> None:
     if missing:
         raise ValueError(f"GPU {i} of {where} lacks {', '.join(map(repr, missing))}. {_BUILD} (it fills every field), "
                          "or list fields NVML would refuse under \"unsupported\".")
-    checks: dict[str, str | None] = {k: None if isinstance(g[k], str) else f"is {g[k]!r}; it must be text"
+    problems: dict[str, str | None] = {k: None if isinstance(g[k], str) else f"is {g[k]!r}; it must be text"
                                      for k in _TEXT}
-    checks["memory_total_bytes"] = _whole(g["memory_total_bytes"])
-    checks["memory_used_bytes"] = _whole(g["memory_used_bytes"], g["memory_total_bytes"]
+    problems["memory_total_bytes"] = _whole(g["memory_total_bytes"])
+    problems["memory_used_bytes"] = _whole(g["memory_used_bytes"], g["memory_total_bytes"]
                                          if is_whole_number(g["memory_total_bytes"]) else None)
     for k in ("utilization_gpu_percent", "utilization_memory_percent"):
         if k not in refused:
-            checks[k] = _whole(g[k], 100)
+            problems[k] = _whole(g[k], 100)
     for k in ("temperature_c", "power_w"):
         if k not in refused and not is_real_number(g[k]):
-            checks[k] = f"is {g[k]!r}; it must be a number"
+            problems[k] = f"is {g[k]!r}; it must be a number"
     for key in ("mig_devices", "processes"):
         if not isinstance(g.get(key, []), list):
-            checks[key] = "must be a list of objects"
-    for k, m in enumerate(g.get("mig_devices", []) if not checks.get("mig_devices") else []):
+            problems[key] = "must be a list of objects"
+    for k, m in enumerate(g.get("mig_devices", []) if not problems.get("mig_devices") else []):
         if not isinstance(m, dict) or not isinstance(m.get("uuid"), str) or _whole(m.get("memory_total_bytes")) \
                 or _whole(m.get("memory_used_bytes")):
-            checks[f"mig_devices[{k}]"] = "needs a 'uuid' (text) and whole 'memory_total_bytes'/'memory_used_bytes'"
-    for k, p in enumerate(g.get("processes", []) if not checks.get("processes") else []):
+            problems[f"mig_devices[{k}]"] = "needs a 'uuid' (text) and whole 'memory_total_bytes'/'memory_used_bytes'"
+    for k, p in enumerate(g.get("processes", []) if not problems.get("processes") else []):
         if not isinstance(p, dict) or _whole(p.get("pid")) or _whole(p.get("used_memory_bytes")) \
                 or not isinstance(p.get("name"), str):
-            checks[f"processes[{k}]"] = "needs a whole 'pid', whole 'used_memory_bytes' and a 'name' (text)"
-    wrong = [(k, why) for k, why in checks.items() if why]
+            problems[f"processes[{k}]"] = "needs a whole 'pid', whole 'used_memory_bytes' and a 'name' (text)"
+    wrong = [(k, why) for k, why in problems.items() if why]
     if wrong:
         k, why = wrong[0]
         raise ValueError(f"GPU {i} of {where}: {k!r} {why}. {_BUILD}.")

@@ -69,6 +69,7 @@ def _cudnn_version(torch) -> str | None:
 
 
 def torch_facts() -> TorchFacts:
+    """What this torch was built with and sees (CUDA, cuDNN, NCCL, gloo, GPU count), read without starting CUDA."""
     import torch
     import torch.distributed as dist
 

@@ -44,6 +44,8 @@ class AutotuneComparison(TableView):
         p.text(str(self))
 
     def table(self) -> Table:
+        """Median step times with ``cudnn.benchmark`` off and on, for a fixed shape and for a new shape each step, and
+        each speedup."""
         rows = [("fixed shape", format_seconds(self.fixed_off.median_s), format_seconds(self.fixed_on.median_s),
                  f"{self.fixed_speedup:.2f}×"),
                 ("new shape every step", format_seconds(self.varying_off.median_s),

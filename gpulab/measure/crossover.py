@@ -51,6 +51,8 @@ OPS: dict[str, Op] = {
 
 @dataclass(frozen=True)
 class SizePoint:
+    """One op timed on one device at one size."""
+
     device: str
     size: int
     result: BenchmarkResult
@@ -67,6 +69,7 @@ class CrossoverSweep(TableView):
 
     @property
     def devices(self) -> tuple[str, ...]:
+        """The devices measured, in the order they were first timed."""
         return tuple(dict.fromkeys(p.device for p in self.points))
 
     @property
@@ -75,6 +78,7 @@ class CrossoverSweep(TableView):
         return tuple(sorted(set(p.size for p in self.points)))
 
     def median_s(self, device: str, size: int) -> float:
+        """The median seconds of the op on ``device`` at ``size`` (``KeyError`` if that pair was not measured)."""
         for p in self.points:
             if p.device == device and p.size == size:
                 return p.result.median_s
@@ -93,6 +97,7 @@ class CrossoverSweep(TableView):
         return found
 
     def verdict(self) -> str:
+        """One sentence: from which size each GPU beats the CPU, or why no crossover can be read from this sweep."""
         others = [d for d in self.devices if d != "cpu"]
         if "cpu" not in self.devices:
             return (f"Only {', '.join(self.devices)} measured, no cpu baseline: add 'cpu' to devices= to see where "
@@ -127,6 +132,7 @@ class CrossoverSweep(TableView):
         return f"{self.op} ({self.size_meaning}){copies}"
 
     def table(self) -> Table:
+        """The medians per size and device, with the verdict under them."""
         return Table(self._headers(), self._rows(), title=self._title(), notes=[self.verdict()])
 
     def plot(self, ax: Any = None) -> Any:
@@ -173,7 +179,7 @@ def crossover_sweep(sizes: Sequence[int], *, devices: Sequence[Any] = ("cpu",), 
         raise ValueError(f"{op} at size {max(sizes):,} needs {format_bytes(need)} for its inputs and result, and "
                          f"only {format_bytes(free)} is free here: use smaller sizes.")
     flag(include_transfer, "include_transfer")
-    resolved = [resolve_device(d) for d in devices]  # every device is checked before anything is timed
+    resolved = [resolve_device(d) for d in devices]  # every device is validated before anything is timed
     points = []
     for dev in resolved:
         for size in sorted(set(sizes)):  # smallest first: the table, the plot's lines, the verdict

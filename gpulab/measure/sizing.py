@@ -47,18 +47,22 @@ class ModuleSize(TableView):
 
     @property
     def parameter_count(self) -> int:
+        """How many numbers the parameters hold (``numel`` summed)."""
         return self._sum("parameters", "numel")
 
     @property
     def parameter_bytes(self) -> int:
+        """Bytes the parameters occupy (``nbytes`` summed over every dtype)."""
         return self._sum("parameters", "nbytes")
 
     @property
     def buffer_bytes(self) -> int:
+        """Bytes the buffers occupy (batch-norm statistics and the like), which ``.to()`` moves too."""
         return self._sum("buffers", "nbytes")
 
     @property
     def total_bytes(self) -> int:
+        """Parameters and buffers together: what moving the module to a device copies."""
         return self.parameter_bytes + self.buffer_bytes
 
     def bytes_as(self, dtype: Any) -> int:
@@ -82,6 +86,7 @@ class ModuleSize(TableView):
     HEADERS = ("kind", "dtype", "numbers", "bytes")
 
     def table(self) -> Table:
+        """Bytes per kind and dtype, with notes on the tensors ``.to()`` would leave behind."""
         return Table(self.HEADERS, self._rows() if self.shares else [], title=f"{self.name}:", notes=self._notes(),
                      empty="(no parameters or buffers)")
 

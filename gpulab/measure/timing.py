@@ -50,18 +50,22 @@ class BenchmarkResult:
 
     @property
     def repeats(self) -> int:
+        """How many timed repeats there were."""
         return len(self.times_s)
 
     @property
     def median_s(self) -> float:
+        """The median seconds per call: the number to report, steady against a few slow repeats."""
         return statistics.median(self.times_s)
 
     @property
     def q1_s(self) -> float:
+        """The first quartile of the seconds per call (a quarter of the repeats were faster)."""
         return quartiles(self.times_s)[0]
 
     @property
     def q3_s(self) -> float:
+        """The third quartile of the seconds per call (a quarter of the repeats were slower)."""
         return quartiles(self.times_s)[2]
 
     @property
@@ -71,10 +75,12 @@ class BenchmarkResult:
 
     @property
     def min_s(self) -> float:
+        """The fastest repeat's seconds per call."""
         return min(self.times_s)
 
     @property
     def max_s(self) -> float:
+        """The slowest repeat's seconds per call."""
         return max(self.times_s)
 
     def _summary(self) -> list[str]:
@@ -199,7 +205,7 @@ class _CudaBlocks:
         return start.elapsed_time(end) / 1e3  # elapsed_time is in milliseconds
 
 
-def _check_counts(warmup: int, repeats: int, number: int | None, min_block_s: float) -> None:
+def _validate_counts(warmup: int, repeats: int, number: int | None, min_block_s: float) -> None:
     whole_number(repeats, "repeats", minimum=1, what="timed repeats, whose median is reported; 20 or more give a "
                  "spread worth reading", example="benchmark(fn, repeats=20)")
     whole_number(warmup, "warmup", what="untimed calls before timing", example="benchmark(fn, warmup=3)")
@@ -235,7 +241,7 @@ def benchmark(fn: Callable[[], object], *, device: DeviceLike = "cpu", warmup: i
         raise TypeError(f"benchmark() needs a function to call, got {type(fn).__name__}: wrap the work in a lambda, "
                         f"e.g. benchmark(lambda: x @ x, device='cpu').")
     no_argument_function(fn, "fn", example="lambda: x @ x")
-    _check_counts(warmup, repeats, number, min_block_s)
+    _validate_counts(warmup, repeats, number, min_block_s)
     function(clock, "clock", example="time.perf_counter")
     if label is not None:
         text(label, "label", example="'matmul 1024'")

@@ -43,6 +43,7 @@ class CopyMeasurement:
 
     @property
     def series(self) -> str:
+        """The series this copy belongs to: direction and memory kind (``h2d pinned``)."""
         return f"{self.direction} {'pinned' if self.pinned else 'pageable'}"
 
 
@@ -80,6 +81,7 @@ class BandwidthSweep(TableView):
         return max(found)
 
     def table(self) -> Table:
+        """Each copy's direction, memory kind, size, median time, spread and bandwidth."""
         return Table(self.HEADERS, self._rows(), title=self._title())
 
     def plot(self, ax: Any = None) -> Any:

@@ -170,6 +170,7 @@ class MonitorFigure(BlitFigure):
         return window
 
     def set_notes(self, notes: Sequence[str]) -> None:
+        """Show ``notes`` under the panels, in full, wrapped at word boundaries (what could not be read)."""
         # in full, wrapped at word boundaries (never cut with "[…]"), backticks dropped: a figure has no code font
         lines = [line for n in notes for line in textwrap.wrap(n.replace("`", ""), 150)]
         self._notes_text = "\n".join(lines)
@@ -278,16 +279,20 @@ class MonitorFigure(BlitFigure):
 
     def update_from(self, history: History, marks: Sequence[tuple[float, str]] = (), *,
                     stepped: bool = False) -> None:
+        """Redraw every panel from ``history`` and the ``marks`` (``stepped``: a live frame, between two samples)."""
         self.update(*history.snapshot(), marks, stepped=stepped)
 
     # -- what BlitFigure draws --------------------------------------------------------------------------------------
     def moving(self) -> list[Any]:
+        """The lines and heat maps that change every frame."""
         return list(self.lines.values()) + [image for image, _ in self._maps.values()]
 
     def background_key(self) -> tuple:
+        """The panels, their limits, the marks, the notes, the legend and the title: a change redraws the background."""
         return (self.panels, tuple((ax.get_xlim(), ax.get_ylim()) for ax in self.figure.axes), self._marks_key,
                 self._notes_text, tuple(line.get_label() for line in self.lines.values()),
                 self.axes[self.panels[0]].get_title(loc="left"))
 
     def after_layout(self) -> None:
+        """Place the marks again, thinned for the width the layout gave the panels."""
         self._place_marks(self._last_marks)  # thinned for the width the layout really gave the panels

@@ -28,7 +28,7 @@ from ..core.readings import Unavailable
 from ..core.renamed import renamed_keywords
 from ..core.settings import env_flag
 from .ring_buffer import History
-from .options import checked_options
+from .options import validated_options
 from .sampler import Progress, Sampler
 from .summary import MonitorSummary, PeakMemory
 
@@ -86,7 +86,7 @@ class Monitor:
                  interval_s: float = 0.2, process_interval_s: float = 2.0, render_interval_s: float = 1.0,
                  capacity: int = 36_000, live: bool | str = "auto", show: bool = True,
                  clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], Any] | None = None) -> None:
-        reader, gpus, interval_s, process_interval_s, render_interval_s = checked_options(
+        reader, gpus, interval_s, process_interval_s, render_interval_s = validated_options(
             title=title, reader=machine, gpus=gpus, interval_s=interval_s, process_interval_s=process_interval_s,
             render_interval_s=render_interval_s, capacity=capacity, show=show, clock=clock, sleep=sleep)
         if live not in (True, False, "auto"):
@@ -112,6 +112,7 @@ class Monitor:
     # -- what the monitor holds ---------------------------------------------------------------------------------------
     @property
     def history(self) -> History:
+        """The readings so far (a ring buffer of fixed size: the oldest go first once it is full)."""
         return self._sampler.history
 
     @property
@@ -121,6 +122,7 @@ class Monitor:
 
     @property
     def running(self) -> bool:
+        """Whether the monitor is sampling now (inside its ``with`` block)."""
         return self._state == "running"
 
     def __repr__(self) -> str:
@@ -129,6 +131,8 @@ class Monitor:
 
     # -- start and stop -----------------------------------------------------------------------------------------------
     def start(self) -> Monitor:
+        """Start sampling (and the live figure where JupyterLab can show it); ``with gpulab.monitor(...)`` calls it. A
+        monitor records one run."""
         if self._state != "new":
             raise RuntimeError(f"this monitor is {self._state}: a Monitor records one run. Start a new one with "
                                "`with gpulab.monitor(...) as mon:`.")
@@ -238,6 +242,8 @@ class Monitor:
 
     # -- results ------------------------------------------------------------------------------------------------------
     def summary(self) -> MonitorSummary:
+        """What the run used at its peak (host, this process, each GPU) and how fast it went, as far as it was
+        reported."""
         h, s = self.history, self._sampler
         samples, steps, step_time = self._progress.state
         end = self._stopped_at if self._stopped_at is not None else self._clock()
@@ -303,6 +309,7 @@ class Monitor:
         return fig.figure
 
     def figure_png(self, notes: bool = True) -> bytes:
+        """The figure as PNG bytes (``notes``: what could not be read, under the panels)."""
         self.figure(notes)
         return self._figure.png()
 

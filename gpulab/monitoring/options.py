@@ -1,4 +1,4 @@
-"""``monitor()``'s options, checked when it is called, so a wrong one stops the cell before the work runs.
+"""``monitor()``'s options, validated when it is called, so a wrong one stops the cell before the work runs.
 
 ``with gpulab.monitor(123):`` would otherwise run the whole training loop and fail only when the block ends and the
 figure is drawn. Taught in ``notebooks/05_live_monitor.ipynb``.
@@ -10,15 +10,15 @@ from typing import Any
 from ..core.arguments import flag, function, index_list, seconds, shown, whole_number
 from ..machine.resolve import as_reader
 
-__all__ = ["checked_options", "MAX_CAPACITY"]
+__all__ = ["validated_options", "MAX_CAPACITY"]
 
 MAX_CAPACITY = 250_000  # readings kept in memory: over 13 hours at 5 a second
 MIN_INTERVAL_S = 0.01
 
 
-def checked_options(*, title: Any, reader: Any, gpus: Any, interval_s: Any, process_interval_s: Any,
-                    render_interval_s: Any, capacity: Any, show: Any, clock: Any, sleep: Any
-                    ) -> tuple[Any, list[int] | None, float, float, float]:
+def validated_options(*, title: Any, reader: Any, gpus: Any, interval_s: Any, process_interval_s: Any,
+                      render_interval_s: Any, capacity: Any, show: Any, clock: Any, sleep: Any
+                      ) -> tuple[Any, list[int] | None, float, float, float]:
     """The options as the monitor uses them (reader resolved, numbers as floats), or the first one that is wrong."""
     if not isinstance(title, str):
         raise TypeError(f"monitor()'s first argument is the figure's title, text such as gpulab.monitor(\"training\"); "

@@ -63,6 +63,7 @@ class History:
         return max(self._appended - self.capacity, 0)
 
     def index(self, column: str) -> int:
+        """The position of ``column`` in each row (``KeyError`` naming the columns there are)."""
         try:
             return self._index[column]
         except KeyError:
@@ -84,6 +85,7 @@ class History:
         return data[:, self.index(column)]
 
     def times(self) -> np.ndarray:
+        """The elapsed seconds of the rows held, oldest first (a copy)."""
         return self.snapshot()[0]
 
     def peak(self, column: str) -> float:

@@ -56,6 +56,7 @@ class Progress:
         self._last_t = self._clock()
 
     def step(self, samples: int = 1, steps: int = 1) -> None:
+        """Count ``samples`` and ``steps`` done since the last call, and the time they took."""
         now = self._clock()
         samples_done, steps_done, step_time = self.state
         self.state = (samples_done + samples, steps_done + steps, step_time + (now - self._last_t))
@@ -232,9 +233,11 @@ class Sampler:
     # -- the thread ---------------------------------------------------------------------------------------------------
     @property
     def running(self) -> bool:
+        """Whether the sampling thread is alive."""
         return self._thread is not None and self._thread.is_alive()
 
     def start(self) -> None:
+        """Start the sampling thread; time counts from now if nothing was sampled yet. A sampler records one run."""
         if self._thread is not None:
             raise RuntimeError("this sampler has already been started; a Sampler records one run, make a new one.")
         if self.history.appended == 0:  # made in one cell, started in a later one: time counts from now

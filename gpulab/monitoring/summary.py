@@ -33,6 +33,7 @@ class PeakMemory:
     limit_bytes: float  # NaN: no limit known
 
     def row(self) -> tuple[str, str, str, str]:
+        """The device, where the number comes from, the peak, and the limit with the peak's share of it."""
         share = (format_percent(self.peak_bytes / self.limit_bytes, is_fraction=True)
                  if self.limit_bytes and not math.isnan(self.limit_bytes) and not math.isnan(self.peak_bytes) else "")
         limit = "" if math.isnan(self.limit_bytes) else format_bytes(self.limit_bytes)

@@ -72,6 +72,7 @@ class LiveImage:
                 self.cpu_s += time.thread_time() - started
 
     def stop(self, timeout: float = 10.0) -> None:
+        """Stop redrawing and wait up to ``timeout`` seconds for the drawing thread to end."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout)

@@ -50,6 +50,7 @@ class Explanation:
 
     @property
     def error(self) -> str | None:
+        """The error the snippet would raise (PyTorch's message, from its last statement), or None."""
         return self.steps[-1].error if self.steps else None
 
     @property

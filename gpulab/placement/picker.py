@@ -24,7 +24,7 @@ from ..machine.resolve import as_reader
 from ..core.renamed import renamed_keywords
 from ..core.readings import GpuInfo, Unavailable, is_known
 from ..reservations import others_only, reservation_holders
-from .selection import NoFreeGpu, Policy, checked_policy, choose_gpus, rank_gpus
+from .selection import NoFreeGpu, Policy, validated_policy, choose_gpus, rank_gpus
 from ..core.tables import html_with_code, text_table
 from ..core.widget_view import widget_bundle
 from ..core.units import format_bytes
@@ -63,7 +63,7 @@ class GpuPicker:
                  policy: Policy | None = None, env: Mapping[str, str] | None = None,
                  reservations: str | None = None, this_kernel: bool | None = None) -> None:
         self.reader = as_reader(machine)
-        self.policy = checked_policy(policy)
+        self.policy = validated_policy(policy)
         env = environment(env)
         if this_kernel is not None and not isinstance(this_kernel, bool):
             raise TypeError(f"this_kernel={shown(this_kernel)}: this_kernel takes True, False or None (the default: "
@@ -97,7 +97,7 @@ class GpuPicker:
         self.apply_button.on_click(lambda _: self._clicked(self.apply))
         self.free_button.on_click(lambda _: self._clicked(lambda: self.pick_free(self.count.value)))
         self.refresh_button.on_click(lambda _: self.refresh())
-        self._checks: dict[int, w.Checkbox] = {}
+        self._boxes: dict[int, w.Checkbox] = {}
         banner = ("<b style='color:#a60'>SIMULATED machine</b> (described GPUs, not this computer's): nothing you "
                   "apply here changes this kernel." if self.simulated else "")
         self.rule_view = w.HTML()
@@ -120,13 +120,13 @@ class GpuPicker:
         self._holders = {uuid: str(h) for uuid, h in holders.items()}  # who holds each, this kernel's own included
         self._taken = others_only(holders)  # what this kernel's choices keep away from: not its own reservations
         self._verdicts = {v.gpu.physical_index: v for v in rank_gpus(self.gpus, self.policy, taken=self._taken)}
-        self._checks = {}
+        self._boxes = {}
         self.rows_box.children = [self._row(g) for g in self.gpus] or [self._cpu_row()]
         self.header.layout.display = None if self.gpus else "none"
         self.rule_view.value = f"<p style='color:#555'>{html.escape(self.rule())}</p>" if self.gpus else ""
         for i in self._order:
-            if i in self._checks:
-                self._checks[i].value = True
+            if i in self._boxes:
+                self._boxes[i].value = True
         self.apply_button.disabled = self.free_button.disabled = not self.gpus
         self._update()
 
@@ -136,7 +136,7 @@ class GpuPicker:
         box.observe(lambda ch, i=g.physical_index: self._ticked(i, ch["new"]), names="value")
         if g.physical_index not in self._allowed:
             box.disabled = True
-        self._checks[g.physical_index] = box
+        self._boxes[g.physical_index] = box
         used, total = g.memory_used_bytes, g.memory_total_bytes
         frac = used / total if is_known(used) and is_known(total) and total else 0.0
         state = self.state(g.physical_index)
@@ -214,10 +214,10 @@ class GpuPicker:
             raise ValueError(f"cannot select {list(physical_indices)}: {why}. Use the physical numbers shown in the "
                              "rows (nvidia-smi's numbering).")
         self._order = []
-        for box in self._checks.values():
+        for box in self._boxes.values():
             box.value = False
         for i in physical_indices:
-            self._checks[i].value = True  # observer appends in this order
+            self._boxes[i].value = True  # observer appends in this order
 
     def pick_free(self, n: int = 1) -> tuple[int, ...]:
         """Tick the ``n`` freest GPUs (``gpulab.placement.selection`` policy), reserved ones excluded.

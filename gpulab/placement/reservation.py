@@ -24,11 +24,11 @@ from ..machine.nvml import GpuReader
 from ..machine.resolve import as_reader
 from ..core.renamed import renamed_keywords
 from ..core.readings import GpuInfo
-from .selection import Choice, NoFreeGpu, Policy, checked_policy, choose_gpus
+from .selection import Choice, NoFreeGpu, Policy, validated_policy, choose_gpus
 from ..core.visible import visible_map
 from ..reservations import current_holders, hold, let_go, require_flock, reservations_dir, selection_lock
 
-__all__ = ["Reservation", "reserve_gpus", "checked_details"]
+__all__ = ["Reservation", "reserve_gpus", "validated_details"]
 
 
 @dataclass
@@ -51,18 +51,22 @@ class Reservation:
 
     @property
     def gpus(self) -> tuple[GpuInfo, ...]:
+        """The GPUs held, in the order ``cuda:0``, ``cuda:1``… will number them."""
         return self.choice.chosen
 
     @property
     def physical_indices(self) -> tuple[int, ...]:
+        """The held GPUs' physical indices (nvidia-smi's numbering), in ``cuda:k`` order."""
         return self.choice.physical_indices
 
     @property
     def visible_devices(self) -> str:
+        """The ``CUDA_VISIBLE_DEVICES`` value that makes this process use the held GPUs (their UUIDs)."""
         return self.choice.visible_devices
 
     @property
     def held(self) -> bool:
+        """Whether the locks are still held (False after ``release()``)."""
         return bool(self._fds)
 
     @property
@@ -80,6 +84,7 @@ class Reservation:
         set_visible_devices(self.visible_devices, order=None)
 
     def release(self) -> None:
+        """Let go of every GPU held, so other notebooks may take them; doing it twice is harmless."""
         for fd in self._fds.values():
             let_go(fd)
         self._fds = {}
@@ -110,7 +115,7 @@ class Reservation:
 MAX_DETAILS_BYTES = 2048  # holders read the first 4096 bytes of a lock file
 
 
-def checked_details(details: Mapping[str, str] | None) -> dict[str, str]:
+def validated_details(details: Mapping[str, str] | None) -> dict[str, str]:
     """``details`` as a plain dict of short strings, or a clear error saying what to pass instead."""
     if details is None:
         return {}
@@ -145,7 +150,7 @@ def reserve_gpus(n: int = 1, machine: GpuReader | str | None = None, policy: Pol
     require_flock()  # on Windows, refuse before touching any directory
     n = whole_number(n, "n", minimum=1, example="reserve_gpus(2) for two GPUs")
     reader = as_reader(machine)
-    policy = checked_policy(policy)
+    policy = validated_policy(policy)
     wait_s = seconds(wait_s, "wait_s", example="60")
     poll_s = seconds(poll_s, "poll_s", allow_zero=False, example="1.0")
     if poll_s < 0.05:
@@ -153,7 +158,7 @@ def reserve_gpus(n: int = 1, machine: GpuReader | str | None = None, policy: Pol
                          "and the driver for nothing (GPUs free up in seconds, not microseconds). Use poll_s=1.0.")
     function(clock, "clock", example="time.monotonic")
     function(sleep, "sleep", example="time.sleep")
-    details = checked_details(details)
+    details = validated_details(details)
     d = reservations_dir(reservations)
     deadline = clock() + wait_s
     while True:

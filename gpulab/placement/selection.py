@@ -16,7 +16,7 @@ from ..core.renamed import renamed_keywords
 from ..core.tables import Table, TableView
 from ..core.units import format_bytes
 
-__all__ = ["Policy", "Verdict", "Choice", "NoFreeGpu", "rank_gpus", "choose_gpus", "checked_policy"]
+__all__ = ["Policy", "Verdict", "Choice", "NoFreeGpu", "rank_gpus", "choose_gpus", "validated_policy"]
 
 
 @dataclass(frozen=True)
@@ -51,6 +51,8 @@ class Verdict:
 
     @property
     def sort_key(self) -> tuple[int, float, float, int]:
+        """Free GPUs first, then the most free memory, the least busy, the lowest index: the order GPUs are chosen
+        in."""
         free_b = self.gpu.memory_free_bytes if is_known(self.gpu.memory_free_bytes) else 0
         util = self.gpu.utilization_gpu_percent if is_known(self.gpu.utilization_gpu_percent) else 100
         return (0 if self.free else 1, -float(free_b), float(util), self.gpu.physical_index)
@@ -83,12 +85,12 @@ def rank_gpus(gpus: Sequence[GpuInfo], policy: Policy | None = None, *,
 
     ``taken`` maps UUIDs already reserved by someone to a description of who (``"pid 4242 (alice)"``).
     """
-    policy = checked_policy(policy) or Policy()
+    policy = validated_policy(policy) or Policy()
     taken = _taken(taken)
     return tuple(sorted((_judge(g, policy, taken) for g in gpu_list(gpus)), key=lambda v: v.sort_key))
 
 
-def checked_policy(policy: object) -> Policy | None:
+def validated_policy(policy: object) -> Policy | None:
     """``policy`` if it is a ``Policy`` or None; otherwise ``TypeError`` saying how to write one."""
     if policy is not None and not isinstance(policy, Policy):
         raise TypeError(f"policy={shown(policy)} is a {type(policy).__name__}; policy takes a Policy, e.g. "
@@ -118,6 +120,7 @@ class Choice(TableView):
 
     @property
     def physical_indices(self) -> tuple[int, ...]:
+        """The chosen GPUs' physical indices, in ``cuda:k`` order."""
         return tuple(g.physical_index for g in self.chosen)
 
     @property
@@ -126,6 +129,7 @@ class Choice(TableView):
         return ",".join(g.uuid for g in self.chosen)
 
     def rows(self) -> list[list[str]]:
+        """One row per GPU judged: index, name, the ``cuda:k`` it becomes (or free / busy), and why."""
         chosen = {g.uuid: k for k, g in enumerate(self.chosen)}
         return [[str(v.gpu.physical_index), v.gpu.name,
                  f"→ cuda:{chosen[v.gpu.uuid]}" if v.gpu.uuid in chosen else ("free" if v.free else "busy"),
@@ -139,6 +143,7 @@ class Choice(TableView):
         return any(v.gpu.simulated for v in self.ranking)
 
     def table(self) -> Table:
+        """Every GPU judged, titled with the ones picked (and SIMULATED for described GPUs)."""
         picked = ", ".join(map(str, self.physical_indices)) or "none"
         label = "SIMULATED machine (described GPUs, not this computer's): " if self.simulated else ""
         return Table(self._HEAD, self.rows(), title=f"{label}Picked physical GPU(s) {picked}")
@@ -156,7 +161,7 @@ def choose_gpus(n: int, machine: Sequence[GpuInfo], policy: Policy | None = None
     """
     n = whole_number(n, "n", minimum=1, what="how many GPUs you want", example="choose_gpus(2, gpulab.devices())")
     gpus = gpu_list(machine, "machine")
-    policy = checked_policy(policy)
+    policy = validated_policy(policy)
     taken = _taken(taken)
     if allowed is not None:
         if isinstance(allowed, (str, bytes)) or not isinstance(allowed, Collection):

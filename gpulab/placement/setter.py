@@ -72,7 +72,7 @@ def set_visible_devices(gpus: Sequence[int | str] | str | None, *, order: str | 
 
 
 def write_visible_devices(value: str | None, order: str | None) -> tuple[VisibleSpec, str | None]:
-    """Write a checked ``value`` (``None``: unset) unless CUDA has read the variable here (``CudaAlreadyStarted``).
+    """Write a validated ``value`` (``None``: unset) unless CUDA has read the variable here (``CudaAlreadyStarted``).
 
     Returns the parsed value and, where gpulab cannot tell whether CUDA read it, what to say about that (``None``
     otherwise): the picker shows it, ``set_visible_devices`` warns it."""
@@ -110,7 +110,7 @@ def patched_environ(**values: str | None) -> AbstractContextManager[None]:
     """Set (or, with ``None``, remove) environment variables inside a ``with`` block, then restore them exactly.
 
     For tests and demonstrations that run child processes. It does not make CUDA re-read anything in this process.
-    Values are checked here, when it is called, so a wrong one stops the cell before the block runs.
+    Values are validated here, when it is called, so a wrong one stops the cell before the block runs.
     """
     for k, v in values.items():
         if v is not None and not isinstance(v, str):

@@ -1,6 +1,6 @@
 """Ranks from a notebook cell: ``gpulab.launch(train, nprocs=2)`` and ``%%ranks 2``, and whether DDP is faster here.
 
-``launcher`` runs a notebook function on N ranks: ``launch_plan`` decides and checks what a launch will do (backend,
+``launcher`` runs a notebook function on N ranks: ``launch_plan`` decides and validates what a launch will do (backend,
 each rank's device from ``plan``, threads, environment, ports) before anything starts, and ``runner`` carries the plan
 out (``worker`` is what runs inside each rank, ``fork_server`` where ranks come from, ``rank_output`` their output in
 the cell, ``failures`` their errors); ``own_device`` runs a function on the device the plan gave its rank. ``cells``

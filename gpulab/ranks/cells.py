@@ -81,7 +81,7 @@ def run_cell(source: str, filename: str, namespace: dict[str, Any]) -> Any:
 
 
 def _variables_read(tree: ast.AST, user_ns: dict[str, Any]) -> dict[str, Any]:
-    """The notebook variables the cell mentions, each checked to be copyable (by cloudpickle, as ranks receive it).
+    """The notebook variables the cell mentions, each validated as copyable (by cloudpickle, as ranks receive it).
 
     A variable the cell also assigns may be left behind when it cannot be copied (the rank makes its own); one it
     only reads cannot, and the error names it.

@@ -45,6 +45,7 @@ class RankFailure:
 
     @property
     def signal_name(self) -> str | None:
+        """The signal that killed the rank (``SIGKILL``), or None when it was not killed by one."""
         if self.exitcode is None or self.exitcode >= 0:
             return None
         try:
@@ -53,6 +54,7 @@ class RankFailure:
             return f"number {-self.exitcode}"
 
     def summary(self) -> str:
+        """How the rank ended, in a few words: what it raised, the signal, or its exit code."""
         if self.error:
             return f"raised {self.error}"
         if self.signal_name:
@@ -88,22 +90,27 @@ class RankFailed(ChildFailedError):
 
     @property
     def rank(self) -> int:
+        """The rank where the failure started (the root cause; the others usually failed because of it)."""
         return self.root.rank
 
     @property
     def exitcode(self) -> int | None:
+        """That rank's exit code (negative: killed by a signal; None: unknown)."""
         return self.root.exitcode
 
     @property
     def signal(self) -> str | None:
+        """The name of the signal that killed that rank, or None."""
         return self.root.signal_name
 
     @property
     def error(self) -> str:
+        """What that rank raised (``"ValueError: boom"``), empty when nothing was raised in Python."""
         return self.root.error
 
     @property
     def traceback(self) -> str:
+        """That rank's traceback, as the rank printed it (empty when it raised nothing)."""
         return self.root.traceback
 
     def get_first_failure(self) -> tuple[int, ProcessFailure]:

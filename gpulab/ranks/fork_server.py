@@ -90,6 +90,7 @@ def warm_up_launcher() -> ServerState:
 
 
 def server_state() -> ServerState:
+    """The start method ranks get here, and the fork server's process and what it preloads, if one runs."""
     return ServerState(choose_start_method(), compat.forkserver_pid(), compat.forkserver_preload())
 
 

@@ -1,8 +1,8 @@
-"""What ``gpulab.launch`` will do, decided and checked before any process starts: a ``LaunchPlan``.
+"""What ``gpulab.launch`` will do, decided and validated before any process starts: a ``LaunchPlan``.
 
 A launch mixes decisions (how many ranks, which backend, each rank's device, threads per rank, how ranks start, each
 rank's environment, which ports the store may take) with actions (start the ranks, wait, stop them, clean up). The
-decisions live here, as one frozen value built and checked once by ``plan_launch``, so that a wrong argument is
+decisions live here, as one frozen value built and validated once by ``plan_launch``, so that a wrong argument is
 refused before anything starts and a test can read what a launch would do on 0, 1, 2 or 8 GPUs without starting a
 process (the GPU count is a fact the plan reads: ``machine.cuda.cuda_gpu_count``). ``runner`` carries a plan out.
 Taught in ``notebooks/04_ddp.ipynb``.
@@ -55,13 +55,13 @@ def plan_launch(fn: Callable[..., Any], nprocs: int = 2, args: tuple = (), kwarg
                 all_ranks: bool = False, backend: str = "auto", init_process_group: bool = True,
                 timeout_s: float = 60.0, threads_per_rank: int | None = None, start_method: str | None = None,
                 watchdog: bool = True) -> LaunchPlan:
-    """Check ``launch``'s arguments and decide everything it will do (same arguments, same messages); start nothing.
+    """Validate ``launch``'s arguments and decide everything it will do (same arguments, same messages); start nothing.
 
     Each rank's device is the launcher's decision (``plan_ranks`` for ``backend``) with or without a process group,
     so a function run through ``own_device.on_own_device`` computes where the plan put it: ``backend="gloo"`` keeps
     every rank on the CPU even where GPUs are.
     """
-    nprocs, timeout_s, threads_per_rank = _check(fn, nprocs, args, kwargs, timeout_s, threads_per_rank)
+    nprocs, timeout_s, threads_per_rank = _validated(fn, nprocs, args, kwargs, timeout_s, threads_per_rank)
     method = choose_start_method(start_method)
     decision = plan_ranks(backend, nprocs)
     threads = threads_per_rank or default_threads_per_rank(nprocs)
@@ -86,7 +86,8 @@ def default_threads_per_rank(nprocs: int) -> int:
     return max(1, host_info().usable_cores // nprocs)
 
 
-def _check(fn: Any, nprocs: Any, args: Any, kwargs: Any, timeout_s: Any, threads: Any) -> tuple[int, float, int | None]:
+def _validated(fn: Any, nprocs: Any, args: Any, kwargs: Any, timeout_s: Any,
+               threads: Any) -> tuple[int, float, int | None]:
     """The arguments refused at the door, or ``nprocs``, ``timeout_s`` and ``threads`` as plain numbers."""
     if not callable(fn):
         raise TypeError(f"launch() runs a function in every rank; got {type(fn).__name__} {fn!r}. Pass the function "

@@ -14,7 +14,7 @@ when one fails and records each rank's traceback. What this package adds is what
 - output streams live into the cell, labelled ``[rank k]`` (``rank_output``); failures name the rank with its
   traceback (``failures``); the stop button stops every rank.
 
-``launch`` first decides everything and checks it (``launch_plan.plan_launch``: a ``LaunchPlan`` that tests read
+``launch`` first decides everything and validates it (``launch_plan.plan_launch``: a ``LaunchPlan`` that tests read
 without starting a process), then carries the plan out (``runner.run_plan``). Taught in ``notebooks/04_ddp.ipynb``.
 """
 from __future__ import annotations
@@ -43,7 +43,7 @@ def launch(fn: Callable[..., Any], nprocs: int = 2, args: tuple = (), kwargs: di
     usable cores ÷ ranks. Raises ``RankFailed`` (elastic's ``ChildFailedError``) naming the first failing rank with
     its traceback; the other ranks are stopped. Interrupting the cell stops every rank. ``watchdog``: take every
     rank's stack before stopping them, and say which collective each waited in and which rank never arrived
-    (``watchdog``). Every argument is checked before any process starts (``plan_launch``).
+    (``watchdog``). Every argument is validated before any process starts (``plan_launch``).
     """
     __tracebackhide__ = True  # IPython: the learner's cell, then the message; not the launcher's insides
     plan = plan_launch(fn, nprocs, args, kwargs, all_ranks=all_ranks, backend=backend,

@@ -34,6 +34,7 @@ def reservation_ports(physical_indices: tuple[int, ...] | list[int], base: int =
 
 
 def format_ports(ports: range) -> str:
+    """``ports`` as ``"29500-29509"`` (both ends included): how a reservation writes its range."""
     return f"{ports.start}-{ports.stop - 1}"
 
 

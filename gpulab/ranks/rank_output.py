@@ -36,6 +36,7 @@ class RankLogs(LogsSpecs):
 
     @property
     def root_log_dir(self) -> str:
+        """The folder that holds one sub-folder of logs per rank."""
         return self._root
 
     def files(self, nprocs: int) -> dict[int, tuple[str, str]]:
@@ -44,6 +45,7 @@ class RankLogs(LogsSpecs):
                 for r in range(nprocs)}
 
     def reify(self, envs: dict[int, dict[str, str]]) -> LogsDest:
+        """elastic's log destinations for ``envs``' ranks: each rank's stdout, stderr and error file, folders made."""
         files = self.files(len(envs))
         errors = {}
         for r in envs:

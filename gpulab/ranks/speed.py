@@ -23,6 +23,8 @@ __all__ = ["SpeedRow", "RankSpeedup", "rank_speedup", "train_rate"]
 
 @dataclass(frozen=True)
 class SpeedRow:
+    """One setup timed: how many ranks, threads per rank and batch per rank, and the samples per second."""
+
     setup: str  # "1 process" (DataParallel on GPUs), "DDP"
     ranks: int
     threads_per_rank: int
@@ -44,6 +46,7 @@ class RankSpeedup(TableView):
         return speed[ranks] / speed[1]
 
     def table(self) -> Table:
+        """Each setup's ranks, threads, batch and samples/s, with 2 ranks ÷ 1 per batch size as notes."""
         rows = [[r.setup, r.ranks, r.threads_per_rank, r.batch_per_rank, format_rate(r.samples_per_s, "samples")]
                 for r in self.rows]
         batches = sorted({r.batch_per_rank for r in self.rows})

@@ -33,6 +33,8 @@ _LINE = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+),? in (?P<fun
 
 @dataclass(frozen=True)
 class Frame:
+    """One frame of a stack: file, line and function."""
+
     filename: str
     lineno: int
     function: str
@@ -129,6 +131,8 @@ class HangReport:
         return max(calls, key=lambda c: (counts[c], -calls.index(c)))
 
     def line_for(self, r: RankStack) -> str:
+        """Where rank ``r`` was, in one line: the collective it waited in, or where it was instead, and what it never
+        called."""
         awaited = self.awaited
         mine = r.learner
         at = f" at {self._place(mine)}" if mine else ""

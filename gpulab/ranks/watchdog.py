@@ -140,6 +140,7 @@ class LaunchWatch:
         self.code = _main_code() if enabled else {}
 
     def path(self, rank: int) -> str:
+        """The file rank ``rank`` dumps its stack into (empty when the watchdog is off)."""
         return self.paths.get(rank, "")
 
     def take(self, ctx: Any) -> bool:
@@ -156,6 +157,7 @@ class LaunchWatch:
             self.take(ctx)
 
     def report(self, tracebacks: dict[int, str], why: str) -> HangReport:
+        """The hang report from the stacks taken and the ranks' ``tracebacks``; ``why`` says what stopped the launch."""
         return report(self.nprocs, self.stacks or {}, tracebacks, why, self.cells, self.code)
 
     def hint(self, root: Any, others: list[Any], hint: str, timeout_s: float) -> str:

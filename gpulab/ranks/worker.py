@@ -51,6 +51,7 @@ def pack(obj: Any) -> bytes:
 
 
 def unpack(data: bytes) -> Any:
+    """The object ``pack`` serialised (a function, its arguments or a result)."""
     return cloudpickle.loads(data)
 
 

@@ -115,6 +115,7 @@ def require_flock():
 
 
 def have_flock() -> bool:
+    """Whether this system has POSIX file locks (not Windows), so that GPUs can be reserved."""
     try:
         require_flock()
     except OSError:
@@ -123,6 +124,7 @@ def have_flock() -> bool:
 
 
 def try_lock(fd: int) -> bool:
+    """Take the lock on ``fd``'s file if nobody holds it: True if taken, False at once if held (never waits)."""
     fcntl = require_flock()
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

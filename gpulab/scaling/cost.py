@@ -98,6 +98,7 @@ class StepCost:
 
     @property
     def step_s(self) -> float:
+        """Seconds per step: the compute, plus the all-reduce time the backward pass does not hide."""
         return self.compute_s + self.exposed_s
 
 

@@ -34,23 +34,31 @@ def lever_plans(base: StepPlan) -> list[StepPlan]:
 
 @dataclass(frozen=True)
 class LeverRow:
+    """One lever measured on 1 rank and on 2, side by side in time."""
+
     one: StepSplit
     two: StepSplit
 
     @property
     def speedup(self) -> float:
+        """Samples per second on 2 ranks ÷ on 1: above 1, the second rank pays with this lever."""
         return self.two.samples_per_s / self.one.samples_per_s
 
 
 @dataclass(frozen=True)
 class Levers(TableView):
+    """Every lever measured (the base plan first), and those not measured in this mode."""
+
     rows: tuple[LeverRow, ...]
     skipped: tuple[str, ...] = ()
 
     def speedup(self, lever: str) -> float:
+        """The 2-rank speed-up with ``lever`` pulled (one of the levers measured)."""
         return next(r.speedup for r in self.rows if r.one.plan.lever == lever)
 
     def table(self) -> Table:
+        """Each lever's step on 1 and 2 ranks, the speed-up, and how rank 0's all-reduce split into waiting and hidden
+        time."""
         base = self.rows[0].one.plan
         rows = [[r.one.plan.lever, r.one.plan.batch * r.one.plan.accumulate, f"{r.one.step_s * 1e3:.1f}",
                  f"{r.two.step_s * 1e3:.1f}", f"{r.speedup:.2f}×", f"{r.two.allreduce_s * 1e3:.1f}",
@@ -79,11 +87,14 @@ def levers(base: StepPlan, only: tuple[str, ...] | None = None) -> Levers:
 
 @dataclass(frozen=True)
 class ThreadsVsRanks(TableView):
+    """The same work done by 1 process on 1 thread, 1 process on 2 threads, and 2 DDP ranks on 1 thread each."""
+
     single: StepSplit  # 1 process, 1 thread, no DDP
     threads: StepSplit  # 1 process, 2 threads, no DDP
     ranks: StepSplit  # 2 DDP ranks, 1 thread each
 
     def table(self) -> Table:
+        """Each setup's step and samples/s, and its speed over 1 process on 1 thread."""
         p = self.single.plan
         base = self.single.samples_per_s
         rows = [[label, f"{s.step_s * 1e3:.1f}", f"{s.samples_per_s:,.0f}", f"{s.samples_per_s / base:.2f}×"]

@@ -68,6 +68,7 @@ class GpuComparison(TableView):
 
     @property
     def bus_bandwidth_gbps(self) -> float:
+        """NCCL's bandwidth measured here, in GB/s each way."""
         return self.link.bandwidth_bytes_per_s / 1e9
 
     def errors(self) -> list[float]:
@@ -75,6 +76,8 @@ class GpuComparison(TableView):
         return [(p - m) / m for p, m in zip(self.predicted, self.measured)]
 
     def table(self) -> Table:
+        """Each point's step on 1 and 2 GPUs, the measured speed-up, the model's bounds and the published-figures
+        prediction."""
         published = [f"{p:.2f}× ({e * 100:+.0f} %)" for p, e in zip(self.predicted, self.errors())] \
             or ["—"] * len(self.points)
         rows = [[w, b, f"{one:.2f}", f"{two:.2f}", f"{m:.2f}×", f"{lo:.2f}–{hi:.2f}×", pub]

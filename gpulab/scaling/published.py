@@ -34,6 +34,7 @@ class GpuSetup:
     flops_source: str
 
     def label(self) -> str:
+        """What a prediction for this setup rests on: its FP32 rate, its link, and the sources of each."""
         return (f"{self.name}: prediction from published figures — FP32 {self.fp32_flops_per_s / 1e12:g} TFLOP/s "
                 f"({self.flops_source}); link {self.link.bandwidth_bytes_per_s / 1e9:g} GB/s each way "
                 f"({self.link.source}); {NCCL_LATENCY_SOURCE}; {LAUNCH_SOURCE}")

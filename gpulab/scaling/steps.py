@@ -47,6 +47,7 @@ class StepPlan:
                         example="StepPlan(64, 8, bucket_cap_mb=25)")
 
     def but(self, **changes: Any) -> StepPlan:
+        """This plan with ``changes`` (``plan.but(batch=64)``), validated again."""
         return replace(self, **changes)
 
 
@@ -64,6 +65,7 @@ class StepSplit:
 
     @property
     def samples_per_s(self) -> float:
+        """Samples per second over all ranks at this step time."""
         return self.ranks * self.plan.batch * self.plan.accumulate / self.step_s
 
     @property

@@ -65,6 +65,9 @@ def predict_two_ranks(one: StepSplit, limit: float, link: Link, sync_s: float, h
 
 @dataclass(frozen=True)
 class ScalingPoint:
+    """One width and batch measured on 1 and 2 ranks, beside the model's prediction and what 2 independent processes
+    reach."""
+
     one: StepSplit
     two: StepSplit
     predicted: float
@@ -72,6 +75,7 @@ class ScalingPoint:
 
     @property
     def measured(self) -> float:
+        """Samples per second on 2 ranks ÷ on 1: the speed-up measured at this point."""
         return self.two.samples_per_s / self.one.samples_per_s
 
     @property
@@ -82,12 +86,16 @@ class ScalingPoint:
 
 @dataclass(frozen=True)
 class ScalingSweep(TableView):
+    """The sweep of work per step on 1 and 2 ranks, with the link, the model depth and the cost of meeting it was
+    predicted with."""
+
     points: tuple[ScalingPoint, ...]
     link: Link
     depth: int
     sync_s: float
 
     def best(self) -> ScalingPoint:
+        """The point where 2 ranks gained most."""
         return max(self.points, key=lambda p: p.measured)
 
     def pays_from(self, width: int) -> int | None:
@@ -96,6 +104,8 @@ class ScalingSweep(TableView):
         return min(paying) if paying else None
 
     def table(self) -> Table:
+        """Each point's steps, measured and predicted speed-ups and the prediction's error, with where 2 ranks start to
+        pay."""
         rows = [[p.one.plan.width, p.one.plan.batch, _ms(p.one.step_s), _ms(p.two.step_s), f"{p.measured:.2f}×",
                  _ms(p.two.compute_s), _ms(p.two.allreduce_s), _ms(p.two.waiting_s), f"{p.limit:.2f}×",
                  f"{p.predicted:.2f}×", f"{p.error * 100:+.0f} %"] for p in self.points]

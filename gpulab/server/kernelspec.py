@@ -34,11 +34,12 @@ def display_name(gpus: int) -> str:
 
 
 def default_name(gpus: int) -> str:
+    """The kernelspec's name for kernels that hold that many GPUs: ``gpulab-1-gpu``, or ``gpulab-no-gpu``."""
     return "gpulab-no-gpu" if gpus == 0 else f"gpulab-{gpus}-gpu"
 
 
 def parse_policy(text: str | None) -> dict[str, Any]:
-    """``"max_memory_used_fraction=0.5,max_utilization_percent=50"`` as ``Policy``'s fields, checked by ``Policy``."""
+    """``"max_memory_used_fraction=0.5,max_utilization_percent=50"`` as ``Policy``'s fields, validated by ``Policy``."""
     if not text:
         return {}
     known = {f.name: f.type for f in fields(Policy)}
@@ -56,7 +57,7 @@ def parse_policy(text: str | None) -> dict[str, Any]:
             raise ValueError(f"--policy: {key}={value!r} is not a {'yes/no' if key == 'allow_processes' else 'number'}; "
                              f"for example {key}={'yes' if key == 'allow_processes' else '0.5' if 'fraction' in key else '50'}"
                              ) from None
-    Policy(**out)  # its own checks (ranges) with its own messages
+    Policy(**out)  # its own validation (ranges) with its own messages
     return out
 
 
@@ -73,7 +74,7 @@ def kernel_json(gpus: int, policy: dict[str, Any] | None = None, wait_s: float =
             "metadata": {"debugger": True, "kernel_provisioner": {"provisioner_name": PROVISIONER, "config": config}}}
 
 
-def _check(gpus: int, name: str, wait_s: float) -> None:
+def _validate(gpus: int, name: str, wait_s: float) -> None:
     wrong = (f"--gpus {gpus!r}: how many GPUs each kernel holds, a whole number from 0 (a kernel that sees no GPU) to "
              "the GPUs of the server, for example --gpus 1 (install_kernelspec(1) from Python).")
     if not is_whole_number(gpus):
@@ -95,7 +96,7 @@ def install_kernelspec(gpus: int = 1, *, policy: str | None = None, name: str | 
     from jupyter_client.kernelspec import KernelSpecManager
 
     name = name or default_name(gpus)
-    _check(gpus, name, wait_s)
+    _validate(gpus, name, wait_s)
     spec = kernel_json(gpus, parse_policy(policy), wait_s)
     with tempfile.TemporaryDirectory(prefix="gpulab-kernelspec-") as tmp:
         (Path(tmp) / "kernel.json").write_text(json.dumps(spec, indent=1) + "\n")

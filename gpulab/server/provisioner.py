@@ -72,6 +72,8 @@ class GpuKernelProvisioner(LocalProvisioner):  # type: ignore[misc]
     _activity_task: asyncio.Task | None = None
 
     async def pre_launch(self, **kwargs: Any) -> dict[str, Any]:
+        """Start the kernel through ``reservation_start``, which reserves its GPUs first (or hide every GPU from a
+        kernel that holds none)."""
         kwargs = await super().pre_launch(**kwargs)
         if self.gpus < 0:
             raise GpuKernelStartFailed(f"this kernelspec asks for gpus={self.gpus}; reinstall it with "
@@ -98,6 +100,8 @@ class GpuKernelProvisioner(LocalProvisioner):  # type: ignore[misc]
         return kwargs
 
     async def launch_kernel(self, cmd: list[str], **kwargs: Any) -> Any:
+        """Launch, then read what the reservation got: a kernel whose GPUs were not free fails to start, saying what to
+        do."""
         if self.gpus == 0:
             return await super().launch_kernel(cmd, **kwargs)
         try:
@@ -138,6 +142,7 @@ class GpuKernelProvisioner(LocalProvisioner):  # type: ignore[misc]
             return {"ok": False, "error": f"the GPU reservation step said {data[:200]!r}, which is not its report"}
 
     async def post_launch(self, **kwargs: Any) -> None:
+        """Once the kernel runs: follow jupyter-server's activity, so that ``watch`` shows the kernel's idle time."""
         await super().post_launch(**kwargs)
         if self.reservation and self.parent is not None and self.parent.has_trait("last_activity"):  # jupyter-server's
             self._activity_task = asyncio.ensure_future(self._follow_activity(self.reservation))
@@ -171,17 +176,20 @@ class GpuKernelProvisioner(LocalProvisioner):  # type: ignore[misc]
             return None
 
     async def cleanup(self, restart: bool = False) -> None:
+        """Stop following the kernel's activity; the reservation ended with the kernel's process."""
         if self._activity_task is not None:
             self._activity_task.cancel()
             self._activity_task = None
         await super().cleanup(restart=restart)
 
     async def get_provisioner_info(self) -> dict[str, Any]:
+        """What jupyter-server saves about this kernel, with its reservation, so a restarted server still knows it."""
         info = await super().get_provisioner_info()
         info["gpulab_reservation"] = self.reservation
         return info
 
     async def load_provisioner_info(self, provisioner_info: dict) -> None:
+        """The reservation saved with the kernel (under the old key too), for a server that restarted."""
         await super().load_provisioner_info(provisioner_info)
         saved = provisioner_info.get("gpulab_reservation")
         self.reservation = saved if saved is not None else provisioner_info.get(_OLD_INFO_KEY)

@@ -12,7 +12,7 @@ written into the file, which anyone could write), the kernel, the notebook, the 
   held.
 - **Release** stops the process that holds a reservation: a lock belongs to its process, and only ending that process
   frees it. A student may release only their own reservations; root may release any. The operating system enforces the
-  same (a student cannot signal another user's process); the check here only says it clearly first.
+  same (a student cannot signal another user's process); the refusal here only says it clearly first.
 
 Only the standard library is used, so a student's own Python can run it. Taught in ``notebooks/02_choosing_gpus.ipynb``.
 """

@@ -52,6 +52,8 @@ def _arguments(argv: list[str]) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Reserve the GPUs, set the environment, report to the provisioner and become the kernel command; returns an exit
+    status only when that fails."""
     args = _arguments(sys.argv[1:] if argv is None else argv)
     try:
         from ..placement.reservation import reserve_gpus

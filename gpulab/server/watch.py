@@ -35,7 +35,7 @@ WATCH_THREAD_NAME = "gpulab-watch"
 _HOME_AND_CLEAR = "\x1b[H\x1b[2J"
 
 
-def _check_interval(interval_s: float) -> float:
+def _validated_interval(interval_s: float) -> float:
     if not is_real_number(interval_s):
         raise TypeError(f"interval_s={interval_s!r:.40} is a {type(interval_s).__name__}; interval_s takes a number of "
                         "seconds between redraws, written without quotes: interval_s=2.")
@@ -76,7 +76,7 @@ def watch_terminal(machine: GpuReader | None = None, *, interval_s: float = 2.0,
 
     On a terminal the screen is cleared and rewritten in place, in colour; into a pipe or file each view is
     appended, plain, separated by a blank line."""
-    interval_s = _check_interval(interval_s)
+    interval_s = _validated_interval(interval_s)
     out = out or sys.stdout
     tty = out.isatty()
     drawn = 0
@@ -105,7 +105,7 @@ class ServerWatch:
                  reservations: str | os.PathLike[str] | None = None) -> None:
         import ipywidgets  # the one import of ipywidgets for this view
 
-        self.interval_s = _check_interval(interval_s)
+        self.interval_s = _validated_interval(interval_s)
         self.reader = as_reader(machine)
         self._reservations, self._frames = reservations, frames
         self.view = read_server(self.reader, reservations, self.interval_s)
@@ -130,6 +130,7 @@ class ServerWatch:
 
     @property
     def running(self) -> bool:
+        """Whether the view is still redrawn."""
         return self._thread.is_alive()
 
     def stop(self, timeout: float = 10.0) -> None:

@@ -29,6 +29,8 @@ class Digits:
 
     @property
     def image_shape(self) -> tuple[int, ...]:
+        """The shape of one image as the tensors hold it: ``(64,)`` flat, else ``(1, 8, 8)`` (``(1, 28, 28)`` at
+        ``size=28``)."""
         return tuple(self.train.tensors[0].shape[1:])
 
     def loader(self, batch_size: int = 32, *, shuffle: bool = True) -> DataLoader:

@@ -27,6 +27,8 @@ __all__ = ["fit", "FitHistory", "EpochResult"]
 
 @dataclass(frozen=True)
 class EpochResult:
+    """One epoch of ``fit``: its loss, training and test accuracy, and the training pass's time and images."""
+
     epoch: int
     loss: float  # mean cross-entropy per training image
     train_accuracy: float  # share right while training (dropout on), counted as the article counts it
@@ -46,6 +48,7 @@ class FitHistory(TableView):
 
     @property
     def final_test_accuracy(self) -> float:
+        """The test accuracy after the last epoch (before any, when no epoch ran)."""
         return self.epochs[-1].test_accuracy if self.epochs else self.initial_test_accuracy
 
     @property
@@ -55,6 +58,7 @@ class FitHistory(TableView):
         return sum(e.samples for e in self.epochs) / seconds if seconds > 0 else float("nan")
 
     def table(self) -> Table:
+        """One row per epoch after the untrained model's: loss, accuracies and images per second."""
         rows = [["0 (untrained)", "", "", _percent(self.initial_test_accuracy), ""]]
         rows += [[e.epoch, f"{e.loss:.4f}", _percent(e.train_accuracy),
                   _percent(e.test_accuracy), format_rate(e.samples / e.train_seconds, "samples")]

@@ -37,6 +37,7 @@ class DigitsCNN(torch.nn.Module):
             torch.nn.Linear(hidden, classes))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Logits for a batch of images: the convolutions, flattened, then the dense layers."""
         # the article writes x.view(-1, 14 * 14 * 128): flatten(1) keeps the batch size even for a wrong image size
         return self.dense(self.conv1(x).flatten(1))
 

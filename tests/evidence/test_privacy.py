@@ -82,7 +82,7 @@ def test_a_schema_1_file_as_committed_still_passes_the_schema_but_is_never_writt
     old = copy.deepcopy(FIXTURE)
     old["schema"] = 1
     del old["mode"]
-    evidence.check(old)
+    evidence.validate(old)
     assert "chapters ran in" not in evidence.markdown(old)
     with pytest.raises(evidence.EvidenceError, match="schema 1 files are kept as they were written"):
         evidence.write(old, tmp_path)

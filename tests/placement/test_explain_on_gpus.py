@@ -132,7 +132,7 @@ def _this_machine():
     return gpus
 
 
-def _check(gpus, snippets, record_property) -> None:
+def _compare_with_pytorch(gpus, snippets, record_property) -> None:
     """Run the snippets, record the counts for make test-gpu's evidence (a JUnit property, ``corpus_counts``), and
     fail naming every snippet that disagrees."""
     outcomes = run(snippets)
@@ -148,11 +148,11 @@ def test_explain_agrees_with_pytorch_on_this_machine_s_gpus(record_property):
     gpus = _this_machine()
     snippets = [s for s in corpus(gpus) if s.needs <= 1]
     assert len(snippets) >= 30
-    _check(gpus, snippets, record_property)
+    _compare_with_pytorch(gpus, snippets, record_property)
 
 
 @pytest.mark.multigpu
 @requires_gpus(2)
 def test_explain_agrees_with_pytorch_across_several_gpus(record_property):
     gpus = _this_machine()
-    _check(gpus, [s for s in corpus(gpus) if s.needs >= 2], record_property)
+    _compare_with_pytorch(gpus, [s for s in corpus(gpus) if s.needs >= 2], record_property)

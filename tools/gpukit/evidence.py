@@ -57,7 +57,7 @@ def _typed(where: str, obj: dict[str, Any], keys: dict[str, type]) -> None:
             raise EvidenceError(f"{where}.{key} must be a {kind.__name__}, got {obj.get(key)!r}")
 
 
-def check(record: dict[str, Any]) -> None:
+def validate(record: dict[str, Any]) -> None:
     """Raise EvidenceError naming the first part of ``record`` that does not follow the schema."""
     if record.get("schema") not in SCHEMAS:
         raise EvidenceError(f"schema must be one of {SCHEMAS}, got {record.get('schema')!r}")
@@ -129,11 +129,11 @@ def _explain_line(corpus: dict[str, Any]) -> str:
 
 
 def write(record: dict[str, Any], folder: Path) -> tuple[Path, Path]:
-    """Check ``record`` and write it as JSON plus its Markdown summary into ``folder``; returns both paths.
+    """Validate ``record`` and write it as JSON plus its Markdown summary into ``folder``; returns both paths.
 
     Only the current schema is written, and only when neither file names a home folder, the user or this machine
     (``redact`` first)."""
-    check(record)
+    validate(record)
     if record["schema"] != SCHEMA_VERSION:
         raise EvidenceError(f"schema {record['schema']} files are kept as they were written; the kit writes schema "
                             f"{SCHEMA_VERSION} (with the mode, and paths rewritten)")

@@ -6,8 +6,8 @@ threads that were not copied. A notebook always has (loading data, building a mo
 gives each rank cores ÷ ranks threads unless ``OMP_NUM_THREADS`` is set — 1 on a 2-core machine, which is why it
 survives there, 4 on an 8-core laptop, where it hangs.
 
-``fork_check()`` runs each variant in a fresh interpreter (``python -c``, its own session) that prepares data, does
-CPU work and fits the digits model with ``strategy="ddp_fork"`` on 2 CPU processes; a run that prints nothing for
+``fork_experiment()`` runs each variant in a fresh interpreter (``python -c``, its own session) that prepares data,
+does CPU work and fits the digits model with ``strategy="ddp_fork"`` on 2 CPU processes; a run that prints nothing for
 ``stall_s`` seconds is hung and killed with its whole process group, so the lesson itself never hangs. Taught in
 ``notebooks/06_lightning.ipynb``.
 """
@@ -27,8 +27,8 @@ from pathlib import Path
 from ..core.arguments import whole_number
 from ..core.tables import html_table, text_table
 
-__all__ = ["ForkVariant", "ForkRun", "ForkCheck", "fork_check", "FAST_PLAN", "FULL_PLAN", "CAUSE", "FIX", "TWO_THREADS",
-           "LIGHTNING_DEFAULT", "ENV_ONLY"]
+__all__ = ["ForkVariant", "ForkRun", "ForkExperiment", "fork_experiment", "FAST_PLAN", "FULL_PLAN", "CAUSE", "FIX",
+           "TWO_THREADS", "LIGHTNING_DEFAULT", "ENV_ONLY"]
 
 _ROOT = Path(__file__).resolve().parents[2]  # the folder that holds the gpulab package
 
@@ -84,6 +84,7 @@ class ForkRun:
         return tuple(int(line.split("started, ")[1].split()[0]) for line in self.lines if ": started, " in line)
 
     def row(self) -> tuple[str, str, str, str]:
+        """The variant, whether OpenMP ran before the fork, the ranks' threads and what happened."""
         threads = ", ".join(map(str, self.rank_threads)) or "?"
         if self.outcome == "finished":
             what = f"finished in {self.seconds:.1f} s"
@@ -99,7 +100,7 @@ HEADERS = ("variant", "OpenMP ran before the fork", "threads per rank", "outcome
 
 
 @dataclass(frozen=True)
-class ForkCheck:
+class ForkExperiment:
     """Every variant's run, with the machine's cores and the silence that counted as a hang."""
 
     runs: tuple[ForkRun, ...]
@@ -136,11 +137,11 @@ _KEEP = ("parent:", "rank ", "variant ", "All distributed processes registered",
 def _session(variants: list[ForkVariant], stall_s: float, start_s: float) -> list[ForkRun]:
     """Run ``variants`` in order in one interpreter until one hangs; the rest are left to the caller."""
     plan = [(v.work_threads, v.omp_num_threads, v.fit_threads) for v in variants]
-    code = f"from gpulab.lightning.fork_fit import fork_fit_check; fork_fit_check({plan!r})"
+    code = f"from gpulab.lightning.fork_fit import fork_fit_variants; fork_fit_variants({plan!r})"
     env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
     env["PYTHONPATH"] = os.pathsep.join([str(_ROOT), *filter(None, [env.get("PYTHONPATH")])])
     # A hung session is killed, so nothing it made in the temporary folder is cleaned up by itself: give it its own.
-    scratch = tempfile.TemporaryDirectory(prefix="gpulab-forkcheck-")
+    scratch = tempfile.TemporaryDirectory(prefix="gpulab-fork-experiment-")
     env["TMPDIR"] = scratch.name
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
                             start_new_session=True)
@@ -180,12 +181,13 @@ def _session(variants: list[ForkVariant], stall_s: float, start_s: float) -> lis
     return runs
 
 
-def fork_check(plan: tuple[ForkVariant, ...] = FAST_PLAN, *, stall_s: float = 8.0, start_s: float = 180.0) -> ForkCheck:
+def fork_experiment(plan: tuple[ForkVariant, ...] = FAST_PLAN, *, stall_s: float = 8.0,
+                    start_s: float = 180.0) -> ForkExperiment:
     """Run each variant of ``plan`` (``FAST_PLAN``: no pool, the fix, the hang; ``FULL_PLAN``: also Lightning's own
     choice and the trap of setting only the variable) and report which finished and which hung. ``start_s`` bounds the interpreter's start (importing torch and
     Lightning); ``stall_s`` is the silence taken for a hang."""
     if not plan:
-        raise ValueError("plan is empty: pass variants to run, e.g. gpulab.lightning.forkcheck.FAST_PLAN.")
+        raise ValueError("plan is empty: pass variants to run, e.g. gpulab.lightning.FAST_PLAN.")
     if stall_s <= 0 or start_s <= 0:
         raise ValueError(f"stall_s={stall_s} and start_s={start_s} must be positive seconds.")
     runs: list[ForkRun] = []
@@ -194,4 +196,4 @@ def fork_check(plan: tuple[ForkVariant, ...] = FAST_PLAN, *, stall_s: float = 8.
         runs += done
         if not done or done[-1].outcome == "failed":
             break
-    return ForkCheck(tuple(runs), _usable_cores(), stall_s)
+    return ForkExperiment(tuple(runs), _usable_cores(), stall_s)

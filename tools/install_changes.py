@@ -1,8 +1,8 @@
 """Would installing gpulab here change a package this Python already holds? pip's own answer, without installing.
 
-    python tools/install_check.py -e '.[lightning]'      # the README's cell for Colab and Kaggle, editable
-    python tools/install_check.py .                      # the same from a path
-    python tools/install_check.py --compare frozen.txt torch ipywidgets   # after installing: still as frozen?
+    python tools/install_changes.py -e '.[lightning]'      # the README's cell for Colab and Kaggle, editable
+    python tools/install_changes.py .                      # the same from a path
+    python tools/install_changes.py --compare frozen.txt torch ipywidgets   # after installing: still as frozen?
 
 Runs ``pip install --dry-run --report`` with the arguments given, in the Python that runs this script, and compares
 the packages pip would install with the ones installed. Exit status 1, with each one named, when pip would replace
