@@ -101,11 +101,11 @@ def test_renders_without_the_widgets_own_mimebundle(monkeypatch):
 
 def test_ticking_rows_updates_the_mapping_live():
     picker = GpuPicker(SimulatedGpuReader("workshop-8"))
-    picker._checks[5].value = True  # what a click does
-    picker._checks[2].value = True
+    picker._boxes[5].value = True  # what a click does
+    picker._boxes[2].value = True
     assert picker.selected == (5, 2) and picker.value == "5,2"
     assert "cuda:0" in picker.mapping_view.value and picker.mapping.physical(1).physical_index == 2
-    picker._checks[5].value = False
+    picker._boxes[5].value = False
     assert picker.selected == (2,) and picker.mapping.physical(0).physical_index == 2
 
 
@@ -135,7 +135,7 @@ def test_bad_selection_is_refused():
 
 def test_gpus_hidden_from_the_kernel_cannot_be_ticked():
     picker = GpuPicker(SimulatedGpuReader("workshop-8"), env={"CUDA_VISIBLE_DEVICES": "4,5"})
-    assert [k for k, b in picker._checks.items() if not b.disabled] == [4, 5]
+    assert [k for k, b in picker._boxes.items() if not b.disabled] == [4, 5]
     assert "hidden from this kernel" in _texts(picker)
     picker.pick_free(1)
     assert picker.selected == (5,)
@@ -147,13 +147,13 @@ def test_pick_free_skips_reserved_gpus_and_button_reports_shortage(tmp_path):
         assert f"reserved by pid {pid}" in _texts(picker)
         picker.pick_free(2)
         assert picker.selected == (3, 5)
-        assert not picker._checks[1].disabled  # still shown and tickable, merely reserved
+        assert not picker._boxes[1].disabled  # still shown and tickable, merely reserved
         picker.count.value = 4
         picker.free_button.click()  # asks for 4: only 2 are free, so it ticks those and says so
         assert picker.selected == (3, 5)
         assert "Asked for 4 free GPU(s) but only 2 are free, so GPU 3, 5 are ticked" in picker.status.value
         assert f"GPU 1: reserved by pid {pid}" in picker.status.value and "color:#b00" not in picker.status.value
-        picker._checks[6].value = True  # a new selection: what Pick free said no longer applies
+        picker._boxes[6].value = True  # a new selection: what Pick free said no longer applies
         assert picker.status.value == ""
 
 
@@ -232,9 +232,9 @@ def test_the_widget_part_of_its_bundle_is_what_ipywidgets_displays_for_the_same_
 
 def test_ticking_a_busy_full_gpu_warns_and_a_free_one_does_not():
     picker = GpuPicker(SimulatedGpuReader("workshop-8"))
-    picker._checks[1].value = True  # free
+    picker._boxes[1].value = True  # free
     assert picker.warnings() == [] and "⚠" not in picker.mapping_view.value
-    picker._checks[4].value = True  # 38.9 of 40 GiB used, 100 % busy, a process on it
+    picker._boxes[4].value = True  # 38.9 of 40 GiB used, 100 % busy, a process on it
     [warning] = picker.warnings()
     assert warning.startswith("GPU 4 is not free: 97% full (38.9 GiB of 40.0 GiB), 100 % busy, 1 process(es) on it")
     assert "⚠ GPU 4 is not free" in picker.mapping_view.value and "⚠ GPU 4 is not free" in str(picker)
@@ -246,7 +246,7 @@ def test_the_mapping_shows_once_and_an_old_status_goes_when_the_selection_change
     assert str(picker).count("CUDA_VISIBLE_DEVICES") == 1 and str(picker).count("SIMULATED") == 1
     picker.apply_button.click()
     assert "CUDA_VISIBLE_DEVICES=5,1" in picker.status.value
-    picker._checks[5].value = False
+    picker._boxes[5].value = False
     assert picker.status.value == "" and picker.selected == (1,)
 
 
