@@ -301,5 +301,6 @@ def chapter_problems(name: str, cells: Sequence[tuple[str, Sequence[str]]]) -> l
                 f"`{f.code[:80]}` names {f.what}, which needs {f.gpus} GPUs, in a cell that runs {runs}. On a "
                 f"machine with fewer it fails (one GPU: 'Invalid device id' or 'invalid device ordinal'). Choose the "
                 f"devices from the GPU count (gpulab.dataparallel.dataparallel_devices), put it in an "
-                f"`if gpulab.cuda_gpu_count() >= {f.gpus}:` branch, or make it a `%%gpu {f.gpus}` cell tagged multigpu that says why it skips.")
+                f"`if gpulab.cuda_gpu_count() >= {f.gpus}:` branch, or make it a `%%gpu {f.gpus}` cell tagged "
+                "multigpu that says why it skips.")
     return problems

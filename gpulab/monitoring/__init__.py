@@ -3,8 +3,8 @@
 ``live_monitor.py`` holds the ``Monitor`` a learner uses and ``options.py`` its validated options; ``sampler.py``
 the reading thread; ``ring_buffer.py`` the readings it keeps; ``summary.py`` what is left in the cell. ``figure.py``
 is the figure (what each panel shows, with ``panels``, ``limits``, ``decimate`` and ``png`` as its pure helpers),
-``blit.py`` draws it live cheaply, and ``view.py`` shows it live in JupyterLab. ``recorded.py`` keeps a run from a real GPU machine and
-draws it again anywhere. Taught in ``notebooks/05_live_monitor.ipynb``.
+``blit.py`` draws it live cheaply, and ``view.py`` shows it live in JupyterLab. ``recorded.py`` keeps a run from a
+real GPU machine and draws it again anywhere. Taught in ``notebooks/05_live_monitor.ipynb``.
 """
 from ..core.lazy import export_lazily
 

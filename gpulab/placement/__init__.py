@@ -4,7 +4,8 @@
 ``setter`` sets the variable only while CUDA has not read it; ``device_rules`` predicts where each statement lands
 (``explain``; ``explanation`` holds its result and ``cuda_errors`` the errors PyTorch would raise); ``selection``
 decides which GPUs are free (pure); ``reservation`` holds them against other kernels, in the store of
-``gpulab.reservations``; ``picker`` is the widget that does all of it by ticking boxes. Taught in ``notebooks/02_choosing_gpus.ipynb``.
+``gpulab.reservations``; ``picker`` is the widget that does all of it by ticking boxes. Taught in
+``notebooks/02_choosing_gpus.ipynb``.
 """
 from ..core.lazy import export_lazily
 
