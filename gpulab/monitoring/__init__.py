@@ -3,7 +3,7 @@
 ``monitor.py`` holds the ``Monitor`` a learner uses, ``options.py`` its checked options, ``watched.py`` the loop it
 watches (``mon.wrap(loader)``) and ``frontend.py`` whether a live figure would be seen; ``sampler.py`` the
 reading thread; ``history.py`` its ring buffer; ``summary.py`` what is left in the cell. ``figure.py`` is the figure
-(what each panel shows, with ``panels``, ``limits``, ``decimate`` and ``png`` as its pure helpers), ``blit.py`` draws it
+(what each panel shows, with ``style``, ``panels``, ``limits``, ``decimate`` and ``png`` as its pure helpers), ``blit.py`` draws it
 live cheaply, and ``view.py`` shows it live in JupyterLab. ``recorded.py`` keeps a run from a real GPU machine and
 draws it again anywhere. Taught in ``notebooks/05_live_monitor.ipynb``.
 """
