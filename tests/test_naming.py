@@ -136,7 +136,7 @@ def counts_called_gpus(where: str, name: str, annotation: Any, default: Any) -> 
     """A parameter ``gpus`` that is a number (annotated so, or a whole number by default), or ``n_gpus`` that is not."""
     kinds = annotation_kinds(annotation)
     whole_default = isinstance(default, int) and not isinstance(default, bool)
-    written = ("" if annotation is EMPTY else f": {annotation}") + ("" if default is EMPTY else f" = {default!r}")
+    written = _written(annotation) + ("" if default is EMPTY else f" = {default!r}")
     if name == "gpus" and (kinds & NUMBERS or whole_default):
         return [f"{where}(gpus{written}): a number of GPUs is n_gpus=; gpus= says which GPUs"]
     if name == "n_gpus" and kinds != {"int"}:
@@ -144,17 +144,21 @@ def counts_called_gpus(where: str, name: str, annotation: Any, default: Any) -> 
     return []
 
 
+def _written(annotation: Any) -> str:
+    return "" if annotation is EMPTY else f": {annotation}"
+
+
 def machine_beside_the_door(where: str, annotation: Any) -> list[str]:
     """A ``machine`` annotated with kinds the door does not take, or without a described machine's name."""
     kinds = annotation_kinds(annotation)
     if kinds and kinds <= DOOR_KINDS and "str" in kinds:
         return []
-    return [f"{where}(machine: {annotation}): machine= takes what as_reader takes "
+    return [f"{where}(machine{_written(annotation)}): machine= takes what as_reader takes "
             f"({' | '.join(sorted(DOOR_KINDS))}), a described machine's name always among them"]
 
 
 def reaches_door(fn: Callable[..., Any], parameter: str, seen: set | None = None) -> bool:
-    """Whether ``fn`` hands its ``parameter``, unchanged, to the door: directly, or to a parameter of another function
+    """Whether ``fn`` hands its ``parameter``, by name, to the door: directly, or to a parameter of another function
     or class that does (followed through positional and keyword arguments, and imports inside the function)."""
     seen = set() if seen is None else seen
     fn = inspect.unwrap(fn)
@@ -348,6 +352,10 @@ def kept(machine: GpuReader | str | None = None) -> str:  # the door's kinds, bu
 
 def wide(machine: object = None) -> object:  # resolved, but annotated wider than the door
     return as_reader(machine)
+
+
+def bare(machine=None):  # resolved, but not annotated: a reader cannot tell what it takes
+    return as_reader(machine)
 """
 
 
@@ -368,13 +376,16 @@ def test_the_gpus_rule_catches_a_count_called_gpus_and_which_gpus_called_n_gpus(
                      "synthetic_names.spread(n_gpus: Sequence[int]): n_gpus= counts GPUs, an int"]
     # the tools' rule reads the same source without importing it: the counts, and machine's annotation (not its path)
     from_source = tool_problems({"synthetic_names.py": SYNTHETIC})
-    assert [p.split(" ", 1)[1].split("(")[0] for p in from_source] == ["install", "hooks", "spread", "mapped", "wide"]
+    assert [p.split(" ", 1)[1].split("(")[0] for p in from_source] == ["install", "hooks", "spread", "mapped", "wide",
+                                                                       "bare"]
 
 
 def test_the_machine_rule_catches_free_text_gpus_already_read_and_a_machine_never_resolved(tmp_path):
     functions = dict(defined_in(_synthetic(tmp_path)))
     found = [p for p in parameter_problems(functions) if "machine" in p]
     assert found == [
+        "synthetic_names.bare(machine): machine= takes what as_reader takes (GpuReader | None | PathLike | dict | "
+        "str), a described machine's name always among them",
         "synthetic_names.kept: machine is never handed to gpulab.machine.resolve.as_reader",
         "synthetic_names.mapped(machine: Sequence[GpuInfo]): machine= takes what as_reader takes "
         "(GpuReader | None | PathLike | dict | str), a described machine's name always among them",
