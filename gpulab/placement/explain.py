@@ -15,11 +15,10 @@ import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..core.arguments import shown
+from ..core.arguments import gpu_list, shown
 from .code_values import Opaque, cuda_index, name_of, target_of, value_of
-from ..core.readings import GpuInfo
 from ..machine.nvml import GpuReader
-from ..machine.resolve import machine_gpus
+from ..machine.resolve import as_reader
 from ..core.renamed import renamed_keywords
 from .cuda_errors import invalid_ordinal, no_gpu_error
 from .explanation import Explanation, Step
@@ -245,13 +244,13 @@ def _describe(vmap: VisibleMap, d: LogicalDevice) -> str:
     return f"cuda:{d.cuda_index} is physical GPU {d.physical_index} ({d.name}{slice_}): {because}"
 
 
-@renamed_keywords(gpus="machine")
-def explain(code: str, machine: Sequence[GpuInfo] | GpuReader | str | None = None,
+@renamed_keywords()
+def explain(code: str, machine: GpuReader | str | None = None,
             env: Mapping[str, str] | None = None, *, torch_version: str | None = None) -> Explanation:
     """Say where each statement of ``code`` would put its work on this (or a described) machine, and why.
 
-    ``machine``: a preset name (``"workshop-8"``), a ``GpuReader`` (e.g. ``SimulatedGpuReader("workshop-8")``), or GPUs
-    already read (``gpulab.devices()``); default: this machine, read through NVML (no CUDA context). ``env``: the
+    ``machine``: a preset name (``"workshop-8"``) or a ``GpuReader`` (e.g. ``SimulatedGpuReader("workshop-8")``);
+    default: this machine, read through NVML (no CUDA context). ``env``: the
     environment of the process that would run the code (default: this one), e.g. ``{"CUDA_VISIBLE_DEVICES":
     "2,3,4,5"}``. ``torch_version``: the torch release that would run it (default: this one), which decides the class
     of a CUDA error (``AcceleratorError`` from 2.8 on, ``RuntimeError`` before). Execution stops at the first statement
@@ -264,7 +263,7 @@ def explain(code: str, machine: Sequence[GpuInfo] | GpuReader | str | None = Non
     from ..machine.compat import cuda_error_class
 
     cuda_error = cuda_error_class(torch_version)  # refuses a version it cannot read before anything else
-    gpus = machine_gpus(machine)
+    gpus = gpu_list(as_reader(machine))  # read without processes: only the GPUs themselves matter here
     vmap = visible_map(gpus, env)
     source = textwrap.dedent(code).strip()
     try:
