@@ -124,7 +124,7 @@ def frame_stages(n: int, reader=None, label: str = "this machine") -> None:
             fig._margins = []  # what a first frame, new notes or wider tick labels do
         fig.draw_live()
 
-    kept, laid_out = (median_ms(lambda: full_draw(new), n) for new in (False, True))
+    kept, laid_out = (median_ms(lambda new=new: full_draw(new), n) for new in (False, True))
     frame = update + blit + ours
     print(f"4. CPU time per live frame on {label}, by stage (median of {n}; {pixels.shape[1]}×{pixels.shape[0]} px):")
     print(f"   update lines and stepped limits        {update:6.1f} ms")

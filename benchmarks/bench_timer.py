@@ -71,10 +71,10 @@ def main() -> None:
     for name, fn, number in cases(args.device):
         o, t, ow, tw = [], [], [], []
         for _ in range(args.rounds):
-            value, wall = timed(lambda: ours(fn, number, args.device))
+            value, wall = timed(lambda fn=fn, number=number: ours(fn, number, args.device))
             o.append(value)
             ow.append(wall)
-            value, wall = timed(lambda: theirs(fn, number))
+            value, wall = timed(lambda fn=fn, number=number: theirs(fn, number))
             t.append(value)
             tw.append(wall)
         om, tm = statistics.median(o), statistics.median(t)

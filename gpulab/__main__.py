@@ -5,7 +5,7 @@
     python -m gpulab visible    what cuda:k means under the current CUDA_VISIBLE_DEVICES
     python -m gpulab watch      every GPU of the server, who is on it, redrawn in place (Ctrl-C stops)
     python -m gpulab release N  free GPU N by stopping your process that holds it (yours only; root: any)
-    python -m gpulab kernelspec install --gpus 1   a Jupyter kernel that starts holding a free GPU
+    python -m gpulab kernelspec install --n-gpus 1   a Jupyter kernel that starts holding a free GPU
     python -m gpulab kernelspec list | remove NAME
 """
 from __future__ import annotations
@@ -32,7 +32,8 @@ def main(argv: list[str] | None = None) -> int:
     p_ks = sub.add_parser("kernelspec", help="install, list or remove the Jupyter kernels that hold free GPUs")
     ks = p_ks.add_subparsers(dest="action", metavar="action")
     p_in = ks.add_parser("install", help="install a kernelspec started by gpulab's kernel provisioner")
-    p_in.add_argument("--gpus", type=int, default=1, help="GPUs each kernel holds (0: a kernel with no GPU)")
+    p_in.add_argument("--n-gpus", type=int, default=1, metavar="N",
+                      help="how many GPUs each kernel holds (1; 0: a kernel with no GPU)")
     p_in.add_argument("--policy", default=None, metavar="K=V,...",
                       help="what counts as free, e.g. max_memory_used_fraction=0.5,max_utilization_percent=50")
     p_in.add_argument("--wait", type=float, default=0.0, metavar="S", help="seconds a start waits for a GPU (0)")
@@ -94,15 +95,15 @@ def _kernelspec(args: argparse.Namespace) -> int:
 
     if args.action == "install":
         prefix = sys.prefix if args.sys_prefix else args.prefix
-        where, spec = kernelspec.install_kernelspec(args.gpus, policy=args.policy, name=args.name, wait_s=args.wait,
+        where, spec = kernelspec.install_kernelspec(args.n_gpus, policy=args.policy, name=args.name, wait_s=args.wait,
                                                     user=args.user, prefix=prefix)
         print(f"installed kernelspec {os.path.basename(where)!r} in {where}: JupyterLab's launcher shows "
               f"\"{spec['display_name']}\". Each kernel started from it holds "
-              f"{args.gpus or 'no'} GPU(s) until it shuts down, restarts or dies.")
+              f"{args.n_gpus or 'no'} GPU(s) until it shuts down, restarts or dies.")
     elif args.action == "list":
         found = kernelspec.gpulab_kernelspecs()
         if not found:
-            print("no gpulab kernelspec is installed: python -m gpulab kernelspec install --gpus 1")
+            print("no gpulab kernelspec is installed: python -m gpulab kernelspec install --n-gpus 1")
         for name, info in sorted(found.items()):
             print(f"{name:<20} {info['spec']['display_name']:<36} {info['resource_dir']}")
     else:

@@ -46,7 +46,7 @@ class Finding:
     line: int
     code: str
     what: str  # "device index 1", "device_ids of 2 GPUs"
-    gpus: int  # the GPUs the machine needs for it: index + 1, or the list's length / highest index + 1
+    n_gpus: int  # the GPUs the machine needs for it: index + 1, or the list's length / highest index + 1
 
 
 def python_code(source: str) -> str:
@@ -282,7 +282,7 @@ def device_findings(source: str, tags: Iterable[str] = (), names: dict[str, ast.
                 trusted = True
                 break
             runs_on &= counts
-        if not trusted and any(c < finding.gpus for c in runs_on):
+        if not trusted and any(c < finding.n_gpus for c in runs_on):
             found.append(finding)
     return sorted(set(found), key=lambda f: (f.line, f.code, f.what))
 
@@ -298,9 +298,9 @@ def chapter_problems(name: str, cells: Sequence[tuple[str, Sequence[str]]]) -> l
             runs = "on any machine (no gpu/multigpu tag)" if needed == 0 else f"from {needed} GPU(s) up"
             problems.append(
                 f"{name}, code cell {k} (as nbval numbers them; it starts `{first[:60]}`), line {f.line}: "
-                f"`{f.code[:80]}` names {f.what}, which needs {f.gpus} GPUs, in a cell that runs {runs}. On a "
+                f"`{f.code[:80]}` names {f.what}, which needs {f.n_gpus} GPUs, in a cell that runs {runs}. On a "
                 f"machine with fewer it fails (one GPU: 'Invalid device id' or 'invalid device ordinal'). Choose the "
                 f"devices from the GPU count (gpulab.dataparallel.dataparallel_devices), put it in an "
-                f"`if gpulab.cuda_gpu_count() >= {f.gpus}:` branch, or make it a `%%gpu {f.gpus}` cell tagged "
+                f"`if gpulab.cuda_gpu_count() >= {f.n_gpus}:` branch, or make it a `%%gpu {f.n_gpus}` cell tagged "
                 "multigpu that says why it skips.")
     return problems

@@ -1,7 +1,7 @@
 """The public API as a learner meets it: one name per meaning, old spellings refused by name, cited names importable.
 
-``machine=`` always says which machine (a reader, a preset name such as ``'workshop-8'``, or GPUs already read),
-``gpus=`` always says which GPUs of it (indices or UUIDs), ``reservations=`` always the reservations folder. A
+``machine=`` always says which machine (a reader, or a preset name such as ``'workshop-8'``), ``gpus=`` always says
+which GPUs (indices, UUIDs, or GPUs already read), ``reservations=`` always the reservations folder. A
 docstring, a chapter, the README or the claims ledger that cites ``gpulab.x.y`` can be followed: the name exists there.
 """
 from __future__ import annotations
@@ -43,8 +43,8 @@ def _annotation(p: inspect.Parameter) -> str:
 def test_the_walk_sees_every_function_that_takes_a_machine_gpus_or_reservations():
     names = {(fn, p.name) for fn, p in _parameters()}
     assert {("devices", "machine"), ("environment_report", "machine"), ("explain", "machine"),
-            ("choose_gpus", "machine"), ("reserve_gpus", "machine"), ("GpuPicker", "machine"), ("monitor", "machine"),
-            ("visible_map", "machine"), ("server.watch.watch_gpus", "machine"), ("monitor", "gpus"),
+            ("choose_gpus", "gpus"), ("reserve_gpus", "machine"), ("GpuPicker", "machine"), ("monitor", "machine"),
+            ("visible_map", "gpus"), ("server.watch.watch_gpus", "machine"), ("monitor", "gpus"),
             ("set_visible_devices", "gpus"), ("reserve_gpus", "reservations"), ("GpuPicker", "reservations"),
             ("server.watch.watch_gpus", "reservations")} <= names
 
@@ -53,10 +53,11 @@ def test_the_walk_sees_every_function_that_takes_a_machine_gpus_or_reservations(
 def test_one_name_per_meaning(fn, p):
     kind = _annotation(p)
     assert p.name not in OLD_NAMES, f"{fn}({p.name}=): renamed; see gpulab.core.renamed.MEANINGS"
-    takes_machine = "GpuReader" in kind or "GpuInfo" in kind
-    assert takes_machine == (p.name == "machine"), f"{fn}({p.name}: {kind}): a machine is always machine="
+    assert ("GpuReader" in kind) == (p.name == "machine"), f"{fn}({p.name}: {kind}): a machine is always machine="
+    if "GpuInfo" in kind:
+        assert p.name == "gpus", f"{fn}({p.name}: {kind}): GPUs already read are gpus="
     if p.name == "gpus":
-        assert "int" in kind, f"{fn}(gpus: {kind}): gpus= takes GPU indices or UUIDs"
+        assert "int" in kind or "GpuInfo" in kind, f"{fn}(gpus: {kind}): gpus= takes GPU indices, UUIDs or GpuInfos"
     if p.name == "reservations":
         assert "str" in kind and "PathLike" in kind or kind == "str | None", f"{fn}(reservations: {kind})"
     if p.kind is p.VAR_KEYWORD:
@@ -66,9 +67,6 @@ def test_one_name_per_meaning(fn, p):
 OLD_SPELLINGS = [
     (lambda: gpulab.devices(reader="workshop-8"), "devices", "reader", "machine"),
     (lambda: gpulab.environment_report(reader="workshop-8"), "environment_report", "reader", "machine"),
-    (lambda: gpulab.explain("x.cuda()", gpus="workshop-8"), "explain", "gpus", "machine"),
-    (lambda: gpulab.choose_gpus(1, gpus=gpulab.devices("workshop-8")), "choose_gpus", "gpus", "machine"),
-    (lambda: gpulab.visible_map(gpus=gpulab.devices("workshop-8")), "visible_map", "gpus", "machine"),
     (lambda: gpulab.reserve_gpus(1, reader="workshop-8"), "reserve_gpus", "reader", "machine"),
     (lambda: gpulab.reserve_gpus(1, "workshop-8", directory="/tmp/x"), "reserve_gpus", "directory", "reservations"),
     (lambda: gpulab.GpuPicker(reader="workshop-8"), "GpuPicker", "reader", "machine"),

@@ -82,8 +82,8 @@ def test_a_cell_that_needs_more_gpus_than_it_may_have_fails(cell, tags, line, wh
 
 
 PASSES = [  # (cell, tags)
-    ('print(explain("model.cuda(1)", gpus, {}))', []),  # a string of code, explained, not run
-    ('explain("nn.DataParallel(model, device_ids=[2, 3])", gpulab.devices().gpus, {})', []),
+    ('print(explain("model.cuda(1)", workshop, {}))', []),  # a string of code, explained, not run
+    ('explain("nn.DataParallel(model, device_ids=[2, 3])", env={})', []),
     ('print("cuda:1 is physical GPU", m.physical(1).physical_index)', []),  # prose
     ("print('cuda:1')", []),
     ("x = model  # model.cuda(1) would fail on one GPU", []),  # a comment

@@ -57,15 +57,15 @@ def _machine() -> dict:
             "torch": torch.__version__, "python": platform.python_version()}
 
 
-def measure(machine: dict) -> dict:
+def measure(machine_facts: dict) -> dict:
     from gpukit import figures as f
 
-    n = len(machine["gpus"])
+    n = len(machine_facts["gpus"])
     figs = f.guarded(lambda: f.transfers("cuda:0"))
     if "not_measured" in figs:
         figs = {k: figs for k in ("h2d_pageable_gbps", "h2d_pinned_gbps", "d2h_pageable_gbps", "d2h_pinned_gbps")}
     figs["non_blocking_overlap"] = f.guarded(lambda: f.non_blocking_overlap("cuda:0"))
-    figs["matmul_tflops"] = f.guarded(lambda: f.matmul_tflops("cuda:0", gpu_name=machine["gpus"][0]["name"]))
+    figs["matmul_tflops"] = f.guarded(lambda: f.matmul_tflops("cuda:0", gpu_name=machine_facts["gpus"][0]["name"]))
     figs["cuda_context_bytes"] = f.guarded(lambda: f.cuda_context_bytes("cuda:0"))
     figs["dataparallel_samples_per_s"] = f.guarded(lambda: f.dataparallel_samples_per_s([f"cuda:{i}" for i in range(n)]))
     figs["ddp_samples_per_s"] = f.guarded(lambda: f.ddp_samples_per_s("auto"))  # where the launcher puts 2 ranks
@@ -122,14 +122,14 @@ def preflight(root: Path, env: dict, python: str = sys.executable) -> list[str]:
     return done.stdout.splitlines() if done.returncode else []
 
 
-def record_of(machine: dict, mode: str, tests: dict[str, str], figures: dict, pytest_exit: int, *,
+def record_of(machine_facts: dict, mode: str, tests: dict[str, str], figures: dict, pytest_exit: int, *,
               corpus: dict | None = None) -> dict:
     """The evidence record of this run (schema 2), its paths rewritten as the log shows them: the checkout as
     ``<repo>``, site-packages as ``.../site-packages`` (a figure's note may hold a traceback). ``corpus``: what
     ``explain_corpus`` read from the run's JUnit XML (none counted when not given)."""
     from gpukit import evidence
 
-    record = {"schema": evidence.SCHEMA_VERSION, "date": datetime.date.today().isoformat(), "machine": machine,
+    record = {"schema": evidence.SCHEMA_VERSION, "date": datetime.date.today().isoformat(), "machine": machine_facts,
               "mode": mode,
               "tests": {t: o for t, o in tests.items() if not t.startswith("tests.evidence")},
               "explain_corpus": corpus or {"snippets": 0, "disagreements": [], "uncounted": []}, "figures": figures,

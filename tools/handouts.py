@@ -53,10 +53,10 @@ def machine_line() -> tuple[str, bool]:
             f"PyTorch {_version('torch')}, Lightning {_version('lightning')}"), bool(real)
 
 
-def made_line(machine: str, fast: bool, when: dt.date) -> str:
+def made_line(ran_on: str, fast: bool, when: dt.date) -> str:
     sizes = ("small data sizes and few epochs (fast mode), so each chapter runs in seconds: numbers and curves are "
              "smaller than in the full lesson" if fast else "the lesson's full data sizes")
-    return (f"Printed from a run on {when:%Y-%m-%d} on {machine}; {sizes}. Cells marked “GPU cell” say on this "
+    return (f"Printed from a run on {when:%Y-%m-%d} on {ran_on}; {sizes}. Cells marked “GPU cell” say on this "
             "page why they skipped where there is no GPU.")
 
 

@@ -8,7 +8,7 @@ Choose the model with the environment variable ``GPULAB_HUB_MODEL`` when startin
     Set up once, in the Python environment the single-user servers run (as root, or the owner of that environment)::
 
         pip install -c constraints.txt -e '.[lightning,lab,hub]'     # from a checkout of this repository
-        python -m gpulab kernelspec install --gpus 1 --sys-prefix      # the kernelspec, for every user
+        python -m gpulab kernelspec install --n-gpus 1 --sys-prefix    # the kernelspec, for every user
 
     Each single-user server loads ``tools/jupyter_server_config.py`` (its culling of idle kernels: a forgotten kernel
     gives its GPU back). Students who should not bypass the reservation can be kept to the gpulab kernel with
@@ -63,8 +63,8 @@ if CHP.exists():
 if MODEL == "server":
     from gpulab.server.hub import gpu_hooks
 
-    c.Spawner.pre_spawn_hook, c.Spawner.post_stop_hook = gpu_hooks(gpus=GPUS_PER_SERVER)
-    # Optional: what free means, e.g. gpu_hooks(gpus=1, policy={"max_memory_used_fraction": 0.05}).
+    c.Spawner.pre_spawn_hook, c.Spawner.post_stop_hook = gpu_hooks(n_gpus=GPUS_PER_SERVER)
+    # Optional: what free means, e.g. gpu_hooks(n_gpus=1, policy={"max_memory_used_fraction": 0.05}).
     # A server left open holds its GPUs all day. JupyterHub's idle culler (pip install jupyterhub-idle-culler) stops
     # servers idle for an hour, which gives their GPUs back:
     #   c.JupyterHub.load_roles = [{"name": "idle-culler", "services": ["idle-culler"],

@@ -16,6 +16,7 @@ from pathlib import Path
 from ..machine import compat
 from ..machine.cuda import CudaState, cuda_state
 from ..machine.cuda_start import CudaStart
+from ..machine.nvml import GpuReader
 from ..machine.threads import native_threads, threads_at_torch_import
 
 __all__ = ["KernelState", "kernel_state", "listening_ports", "visible_at_start"]
@@ -95,7 +96,8 @@ def listening_ports() -> tuple[int, ...]:
                         - own))
 
 
-def _reservation(machine: object, reservations: str | os.PathLike[str] | None) -> tuple[tuple[int, str], ...]:
+def _reservation(machine: GpuReader | str | None,
+                 reservations: str | os.PathLike[str] | None) -> tuple[tuple[int, str], ...]:
     from ..machine.inventory import devices
     from ..reservations import reservation_holders
 
@@ -104,7 +106,8 @@ def _reservation(machine: object, reservations: str | os.PathLike[str] | None) -
     return tuple((g.physical_index, g.uuid) for g in gpus if g.uuid in holders and holders[g.uuid].mine)
 
 
-def kernel_state(machine: object = None, reservations: str | os.PathLike[str] | None = None) -> KernelState:
+def kernel_state(machine: GpuReader | str | None = None,
+                 reservations: str | os.PathLike[str] | None = None) -> KernelState:
     """Read this process's state (nothing is started; the first call measures torch's own threads in a child)."""
     torch = sys.modules.get("torch")
     threads = torch.get_num_threads() if torch is not None else None

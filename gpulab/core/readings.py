@@ -8,7 +8,6 @@ Index spaces are spelled out: ``physical_index`` is NVML's (= nvidia-smi's) numb
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Union
 
 __all__ = ["Unavailable", "GpuProcess", "MigInstance", "GpuInfo", "GpuSample", "is_known"]
 
@@ -31,7 +30,7 @@ def is_known(value: object) -> bool:
     return value is not None and not isinstance(value, Unavailable)
 
 
-Number = Union[int, float, Unavailable]
+Number = int | float | Unavailable
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,11 @@
 """Keywords that gpulab renamed: an old spelling stops the call with the new one named (pure).
 
 Each parameter name means one kind of value across the public API: ``machine=`` says which machine (a reader, a
-preset name such as ``'workshop-8'``, a JSON file, or the ``GpuInfo``s already read), ``gpus=`` says which GPUs of it
-(physical indices or UUIDs), ``reservations=`` says which folder holds the reservations. Older versions spelled these
-``reader=``, ``gpus=`` (for a machine), ``directory=`` and ``devices=``; a notebook written for them gets a
-``TypeError`` that says what to write now, instead of Python's bare "unexpected keyword argument".
+preset name such as ``'workshop-8'`` or a JSON file, resolved by ``gpulab.machine.resolve.as_reader``), ``gpus=``
+says which GPUs (physical indices, UUIDs, or the ``GpuInfo``s already read), ``n_gpus=`` how many, and
+``reservations=`` which folder holds the reservations. Older versions spelled these ``reader=``, ``directory=`` and
+``devices=``; a notebook written for them gets a ``TypeError`` that says what to write now, instead of Python's bare
+"unexpected keyword argument".
 """
 from __future__ import annotations
 
@@ -19,8 +20,8 @@ __all__ = ["renamed_keywords", "MEANINGS"]
 F = TypeVar("F", bound=Callable[..., Any])
 
 MEANINGS = {
-    "machine": "which machine: a reader, a preset name such as 'workshop-8', a JSON file, or GpuInfos already read",
-    "gpus": "which GPUs: physical indices, as nvidia-smi numbers them, or UUIDs",
+    "machine": "which machine: a reader, a preset name such as 'workshop-8', or a JSON file",
+    "gpus": "which GPUs: physical indices, as nvidia-smi numbers them, UUIDs, or the GpuInfos gpulab.devices() read",
     "reservations": "the folder that holds the GPU reservations, /tmp/gpulab-reservations by default",
 }
 

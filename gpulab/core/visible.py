@@ -263,15 +263,15 @@ def _cuda_order(gpus: Sequence[GpuInfo], order: str, notes: list[str]) -> list[G
     return ordered
 
 
-@renamed_keywords(gpus="machine")
-def visible_map(machine: Sequence[GpuInfo], env: Mapping[str, str] | None = None) -> VisibleMap:
+@renamed_keywords()
+def visible_map(gpus: Sequence[GpuInfo], env: Mapping[str, str] | None = None) -> VisibleMap:
     """Map each ``cuda:k`` to a physical GPU for a process started with ``env`` (default: this process's environment).
 
-    ``machine``: NVML's physical GPUs (``devices()`` or its ``.gpus``, or a ``SimulatedGpuReader``). Integer entries
-    count in CUDA's order, UUID entries match by unique prefix; both stop at the first entry that names no GPU, as CUDA
-    does. A map of described GPUs says SIMULATED.
+    ``gpus``: which GPUs, as NVML read them (``devices()`` or its ``.gpus``, or a ``SimulatedGpuReader``). Integer
+    entries count in CUDA's order, UUID entries match by unique prefix; both stop at the first entry that names no GPU,
+    as CUDA does. A map of described GPUs says SIMULATED.
     """
-    gpus = gpu_list(machine, "machine")
+    gpus = gpu_list(gpus, "gpus")
     env = os.environ if env is None else environment(env)
     raw = env.get("CUDA_VISIBLE_DEVICES")
     order = env.get("CUDA_DEVICE_ORDER", "FASTEST_FIRST")

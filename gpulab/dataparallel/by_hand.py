@@ -90,7 +90,7 @@ def resolve_devices(devices: Sequence[str | torch.device]) -> list[torch.device]
     try:
         devs = [torch.device(d) for d in devices]
     except (RuntimeError, TypeError) as e:
-        raise ValueError(f"{devices!r} holds something that is not a device name ({e}); use 'cpu' or 'cuda:<index>'.")
+        raise ValueError(f"{devices!r} holds something that is not a device name ({e}); use 'cpu' or 'cuda:<index>'.") from e
     kinds = {d.type for d in devs}
     if not kinds <= {"cpu", "cuda"} or len(kinds) > 1:
         raise ValueError(f"devices must be all CUDA GPUs or all the CPU (DataParallel replicates over GPUs; the CPU "

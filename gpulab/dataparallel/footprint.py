@@ -34,6 +34,7 @@ from ..core.arguments import whole_numbers
 from ..core.readings import Unavailable
 from ..core.tables import Table, TableView
 from ..core.units import format_bytes
+from ..machine.nvml import GpuReader
 
 __all__ = ["context_footprint", "GpuFootprint", "VARIANTS", "run_until_ready"]
 
@@ -107,8 +108,8 @@ def run_until_ready(argv: Sequence[str], *, env: dict[str, str] | None = None,
         raise
 
 
-def context_footprint(variant: str = "article", device_ids: Sequence[int] | None = None, *, machine: Any = None,
-                      timeout_s: float = 120.0) -> GpuFootprint:
+def context_footprint(variant: str = "article", device_ids: Sequence[int] | None = None, *,
+                      machine: GpuReader | str | None = None, timeout_s: float = 120.0) -> GpuFootprint:
     """Run one DataParallel step as ``variant`` does it, in a new process, and measure every GPU's memory meanwhile.
 
     ``device_ids`` are physical GPU indices, never 0 here (the point is to see whether GPU 0 is touched anyway);

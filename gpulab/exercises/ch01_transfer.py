@@ -2,6 +2,8 @@
 copy or share, and bytes in half precision. The ``meta`` device stands in for a GPU, as in the chapter."""
 from __future__ import annotations
 
+import functools
+
 from typing import Any
 
 import numpy as np
@@ -72,7 +74,7 @@ def _weighted_loss(answer: Any) -> str:
         reference = criterion(model(x), y).detach() if device == "cpu" else None
         loss = call_learner(answer, model, criterion, x, y, device, name="weighted_loss",
                             expects="a function weighted_loss(model, criterion, x, y, device)",
-                            explain=lambda exc: _explain_failure(model, criterion, device, exc))
+                            explain=functools.partial(_explain_failure, model, criterion, device))
         if not isinstance(loss, torch.Tensor):
             raise WrongType(f"weighted_loss returned {kind(loss)}: return the loss tensor itself (the notebook "
                             "calls .item() on it when it wants a number on the host).", TO_AND_CUDA)

@@ -12,7 +12,11 @@ from __future__ import annotations
 
 import importlib
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # loaded on first use by __getattr__ below, so that importing compat never imports torch
+    from torch.distributed.elastic.multiprocessing import LogsDest, LogsSpecs, RunProcsResult, Std, start_processes
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError, ProcessFailure
 
 __all__ = ["KNOWN_TORCH", "torch_known", "rank_waitables", "ranks_running", "rank_processes", "rank_error_files",
            "release_rank_queues", "cuda_device_index",

@@ -91,7 +91,7 @@ def autotune_comparison(device: Any = "cpu", *, batch: int = 16, size: int = 64,
     times: dict[tuple[str, bool], list[float]] = {(kind, flag): [] for kind, flag, _ in ways}
     before = torch.backends.cudnn.benchmark
     try:
-        for kind, flag, fn in ways * 2:  # warm-up: first calls pay for lazy set-up whatever the flag
+        for _kind, flag, fn in ways * 2:  # warm-up: first calls pay for lazy set-up whatever the flag
             torch.backends.cudnn.benchmark = flag
             fn()
         for _ in range(steps):  # the four ways take turns, so a machine that speeds up or slows down hits them alike

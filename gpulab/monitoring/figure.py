@@ -15,44 +15,19 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-from matplotlib.ticker import FuncFormatter, MaxNLocator
+from matplotlib.ticker import FuncFormatter
 
-from ..core.units import format_bytes
 from .blit import BlitFigure
 from .decimate import envelope
 from .ring_buffer import History
+from ..core.units import format_bytes
 from .limits import grow_limit
 from .panels import (MANY_GPUS, change_since_start, column_maxima, mark_labels, panels_with_data, smoothed_rate,
                      smoothing_window)
+from .style import (DPI, HEIGHT_IN, LEGEND_PT, MARK_PT, MIN_MEMORY_SPAN, PANEL_TITLE_PT, SMOOTHING_S, TICK_PT, TITLE_PT,
+                    TITLES, WIDTH_IN, BinaryLocator, memory_tick)
 
 __all__ = ["MonitorFigure"]
-
-SMOOTHING_S = 1.0
-MIN_MEMORY_SPAN = 64 * 2**20  # the memory panel spans at least this much: noise of a few MiB stays small
-# 920 px: the width of a JupyterLab cell's output on a 1400 px screen with the file browser open (a narrower
-# window scales the image down; 800 px left the panels themselves about 460 px wide)
-DPI, WIDTH_IN = 80, 11.5
-HEIGHT_IN = {"memory": 2.0, "utilisation": 2.0, "GPU memory": 2.0, "speed": 2.0, "GPU busy map": 1.3,
-             "GPU memory map": 1.3}
-TITLE_PT, PANEL_TITLE_PT, TICK_PT, LEGEND_PT, MARK_PT = 13, 11, 9.5, 9.5, 9.5
-TITLES = {"utilisation": "utilisation (%)", "GPU memory": "GPU memory", "speed": "speed (samples/s)",
-          "GPU busy map": "GPU utilisation (% busy; darker = busier)",
-          "GPU memory map": "GPU memory used (% of each GPU; darker = fuller)"}
-
-
-def _bytes(v: float, signed: bool) -> str:
-    text = format_bytes(abs(v), 1).replace(".0 ", " ")
-    return "0" if v == 0 else (("+" if v > 0 else "−") if signed else "") + text
-
-
-class _BinaryLocator(MaxNLocator):
-    """Round ticks in MiB or GiB (1, 2, 4, 5, 8 …), as memory is counted, not 953.7 MiB."""
-
-    def tick_values(self, vmin: float, vmax: float) -> np.ndarray:
-        span = max(abs(vmin), abs(vmax))
-        unit = 1024.0**3 if span >= 4 * 1024**3 else 1024.0**2 if span >= 1024**2 else 1.0
-        return super().tick_values(vmin / unit, vmax / unit) * unit
-
 
 class MonitorFigure(BlitFigure):
     """The monitor's panels over a ``History``'s columns."""
@@ -120,8 +95,8 @@ class MonitorFigure(BlitFigure):
             if col in self._at:
                 i = self._at[col]
                 self._line(ax, col, lambda t, v, i=i: change_since_start(v[:, i])[0], label)
-        ax.yaxis.set_major_locator(_BinaryLocator(nbins=5, steps=[1, 2, 4, 5, 8, 10]))
-        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: _bytes(v, signed=True)))
+        ax.yaxis.set_major_locator(BinaryLocator(nbins=5, steps=[1, 2, 4, 5, 8, 10]))
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: memory_tick(v, signed=True)))
 
     def _panel_utilisation(self, ax: Any) -> None:
         self._column(ax, "host_cpu_percent", "CPU, whole machine")
@@ -142,8 +117,8 @@ class MonitorFigure(BlitFigure):
                 idx = [self._at[c] for c in cols]
                 self._line(ax, f"cuda {what}", lambda t, v, idx=idx: np.nansum(v[:, idx], axis=1),
                            f"{what}, all {len(cols)} cuda devices (torch)", linestyle=style)
-        ax.yaxis.set_major_locator(_BinaryLocator(nbins=5, steps=[1, 2, 4, 5, 8, 10]))
-        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: _bytes(v, signed=False)))
+        ax.yaxis.set_major_locator(BinaryLocator(nbins=5, steps=[1, 2, 4, 5, 8, 10]))
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: memory_tick(v, signed=False)))
 
     def _panel_GPU_busy_map(self, ax: Any) -> None:
         self._map(ax, "busy", [f"gpu{k}_utilization_percent" for k in self.gpus])

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import csv
 import math
-import os
 import sys
 import time
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from os import PathLike
 from typing import Any
 
@@ -26,56 +25,14 @@ from ..core.arguments import shown, whole_number
 from ..machine.nvml import GpuReader
 from ..core.readings import Unavailable
 from ..core.renamed import renamed_keywords
-from ..core.settings import env_flag
+from .frontend import frontend_available
 from .ring_buffer import History
 from .options import validated_options
 from .sampler import Progress, Sampler
 from .summary import MonitorSummary, PeakMemory
+from .watched import Watched
 
 __all__ = ["monitor", "Monitor", "MonitorSummary", "PeakMemory", "History", "frontend_available"]
-
-
-def _batch_size(item: Any) -> int:
-    """Samples in a batch as loaders yield them: a tensor/array, ``(x, y)``, or a dict of tensors; else 1."""
-    first = item[0] if isinstance(item, (tuple, list)) and item else item
-    if isinstance(first, dict) and first:
-        first = next(iter(first.values()))
-    shape = getattr(first, "shape", None)
-    if shape is not None and len(shape) > 0:
-        return int(shape[0])
-    return len(first) if isinstance(first, (list, tuple)) else 1
-
-
-def frontend_available() -> bool:
-    """Whether a live widget would be seen: an IPython kernel started by a Jupyter server (JupyterLab, Notebook).
-
-    Headless runners (nbval, nbconvert, nbclient) start kernels without a server, so they get the static figure only.
-    ``GPULAB_MONITOR_LIVE=1`` / ``0`` overrides the guess (VS Code, Colab).
-    """
-    forced = env_flag("GPULAB_MONITOR_LIVE", None, meaning="to draw the live figure, 0 for the final one only")
-    if forced is not None:
-        return forced
-    ipython = sys.modules.get("IPython")
-    shell = ipython.get_ipython() if ipython is not None else None
-    return shell is not None and hasattr(shell, "kernel") and bool(os.environ.get("JPY_SESSION_NAME"))
-
-
-class _Watched:
-    """``mon.wrap(loader)``: iterates the loader and reports one step per item; keeps ``len`` for tqdm."""
-
-    def __init__(self, mon: Monitor, iterable: Iterable[Any], samples: int | Callable[[Any], int] | None) -> None:
-        self._mon, self._iterable, self._samples = mon, iterable, samples
-
-    def __len__(self) -> int:
-        return len(self._iterable)  # type: ignore[arg-type]
-
-    def __iter__(self) -> Iterator[Any]:
-        mon, samples = self._mon, self._samples
-        mon._progress.restart_step_clock()
-        for item in self._iterable:
-            yield item  # the step is counted when the loop asks for the next item: loading + compute
-            n = samples if isinstance(samples, int) else samples(item) if samples is not None else _batch_size(item)
-            mon.step(samples=n)
 
 
 class Monitor:
@@ -221,7 +178,7 @@ class Monitor:
         self._require_running("restart_step_clock()")
         self._progress.restart_step_clock()
 
-    def wrap(self, iterable: Iterable[Any], samples: int | Callable[[Any], int] | None = None) -> _Watched:
+    def wrap(self, iterable: Iterable[Any], samples: int | Callable[[Any], int] | None = None) -> Watched:
         """``for x, y in mon.wrap(loader):`` — one step per batch; ``samples`` = per-batch count or a function of it
         (default: the first dimension of the batch's first tensor). Works around a DataLoader or a tqdm bar."""
         self._require_running("wrap()")
@@ -233,7 +190,7 @@ class Monitor:
             samples = whole_number(samples, "samples", what="examples in each batch, or a function of the batch that "
                                    "counts them", example="mon.wrap(loader, samples=64); leave it out to count each "
                                    "batch's first dimension")
-        return _Watched(self, iterable, samples)
+        return Watched(iterable, samples, step=self.step, restart_clock=self._progress.restart_step_clock)
 
     def mark(self, label: str) -> None:
         """Put an event (``"epoch 2"``, ``"DDP starts"``) on the time axis, the summary and the CSV."""

@@ -6,7 +6,8 @@ and the chapter shows the newest such file with ``latest_recorded_run``, labelle
 was recorded. Until one exists the chapter says that no GPU run has been recorded yet; nothing is made up, and a run
 on described (SIMULATED) GPUs is refused as evidence.
 
-The file holds the least needed to draw the figure again: ``format``, ``machine`` (what ran it, in words), ``date``
+The file holds the least needed to draw the figure again: ``format``, ``machine`` (what it ran on, in words:
+``record_run``'s ``ran_on``), ``date``
 (ISO 8601, UTC), ``title``, ``gpus`` (physical indices watched), ``cuda_devices``, ``columns``, ``rows`` (one list of
 numbers per reading, ``null`` where a value could not be read), ``marks`` (``[seconds, label]``) and ``summary`` (the
 monitor's summary as text).
@@ -34,9 +35,9 @@ _KEYS = ("machine", "date", "title", "gpus", "cuda_devices", "columns", "rows", 
 
 @dataclass(frozen=True)
 class RecordedRun:
-    """One recorded monitor run: what ran it and when, and its readings."""
+    """One recorded monitor run: what it ran on (in words) and when, and its readings."""
 
-    machine: str
+    ran_on: str
     date: str
     title: str
     gpus: tuple[int, ...]
@@ -57,7 +58,7 @@ class RecordedRun:
             raise ValueError(f"{path} is not a recorded monitor run: it is not JSON ({exc}).") from None
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             raise ValueError(f"{path} is not a recorded monitor run: its \"format\" is not {FORMAT!r}. Write one with "
-                             "gpulab.monitoring.recorded.record_run(mon, machine=...) after a run on a GPU.")
+                             "gpulab.monitoring.recorded.record_run(mon, ran_on=...) after a run on a GPU.")
         missing = [k for k in _KEYS if k not in data]
         if missing:
             raise ValueError(f"{path} lacks {', '.join(missing)}: a recorded run needs {', '.join(_KEYS)}.")
@@ -75,7 +76,7 @@ class RecordedRun:
     def label(self) -> str:
         """What ran it and when, and that it is a recording (drawn again from its file, not measured here now)."""
         source = f"evidence/{self.path.name}" if self.path is not None else "its file"
-        return (f"Recorded GPU run: {self.title} — on {self.machine}, {self.date}. A recording, drawn again from "
+        return (f"Recorded GPU run: {self.title} — on {self.ran_on}, {self.date}. A recording, drawn again from "
                 f"{source}: not a reading of this computer.")
 
     def figure_png(self) -> bytes:
@@ -96,15 +97,16 @@ class RecordedRun:
                 f"alt='{html.escape(self.title)}' style='max-width:100%'><pre>{html.escape(self.summary)}</pre>")
 
 
-def record_run(mon: Any, path: str | os.PathLike[str] | None = None, *, machine: str) -> Path:
+def record_run(mon: Any, path: str | os.PathLike[str] | None = None, *, ran_on: str) -> Path:
     """Write a finished monitor's run to ``path`` (default ``evidence/ch05-monitor-gpu.json``) as evidence.
 
-    ``machine`` says what ran it, e.g. ``"1× NVIDIA H100 80GB, torch 2.11.0+cu130"``. Refused for a run that is
-    still going, and for described (SIMULATED) GPUs: evidence comes only from a real GPU.
+    ``ran_on`` says in words what it ran on, e.g. ``"1× NVIDIA H100 80GB, torch 2.11.0+cu130"`` (text for people,
+    shown with the recording; not a ``machine=`` to read). Refused for a run that is still going, and for described
+    (SIMULATED) GPUs: evidence comes only from a real GPU.
     """
-    if not isinstance(machine, str) or not machine.strip():
-        raise TypeError(f"machine={machine!r}: say what ran it in words, e.g. machine=\"1× NVIDIA H100 80GB, torch "
-                        "2.11\"; the recorded run is shown with it.")
+    if not isinstance(ran_on, str) or not ran_on.strip():
+        raise TypeError(f"ran_on={ran_on!r}: say in words what the run ran on, e.g. ran_on=\"1× NVIDIA H100 80GB, "
+                        "torch 2.11\"; the recorded run is shown with it.")
     if mon.running:
         raise RuntimeError("the monitor is still running: record the run after its with-block has ended.")
     sampler = mon._sampler
@@ -113,7 +115,7 @@ def record_run(mon: Any, path: str | os.PathLike[str] | None = None, *, machine:
                          "come from a machine with an NVIDIA GPU. Run the chapter's GPU cell there.")
     t, values = mon.history.snapshot()
     rows = [[_number(x) for x in (ti, *row)] for ti, row in zip(t.tolist(), values.tolist())]
-    data = {"format": FORMAT, "machine": machine.strip(), "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    data = {"format": FORMAT, "machine": ran_on.strip(), "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "title": mon.title, "gpus": list(sampler.gpus), "cuda_devices": sampler.cuda_devices,
             "columns": ["elapsed_s", *mon.history.columns], "rows": rows, "marks": [list(m) for m in mon.marks],
             "summary": str(mon.summary())}

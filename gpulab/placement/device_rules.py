@@ -13,13 +13,12 @@ from __future__ import annotations
 import ast
 import textwrap
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from ..core.arguments import shown
-from ..core.readings import GpuInfo
+from ..core.arguments import gpu_list, shown
+from .code_values import Opaque, cuda_index, name_of, target_of, value_of
 from ..machine.nvml import GpuReader
-from ..machine.resolve import machine_gpus
+from ..machine.resolve import as_reader
 from ..core.renamed import renamed_keywords
 from .cuda_errors import invalid_ordinal, no_gpu_error
 from .explanation import Explanation, Step
@@ -71,9 +70,9 @@ class _Walker:
                     return False
                 continue
             value = st.value if isinstance(st, (ast.Expr, ast.Assign, ast.AnnAssign)) else None
-            target = _target(st)
+            target = target_of(st)
             if target and value is not None and not isinstance(value, ast.Call):
-                self.names[target] = _value(value, self.names)  # a literal (or an unknown, remembered as such)
+                self.names[target] = value_of(value, self.names)  # a literal (or an unknown, remembered as such)
                 continue
             if not isinstance(value, ast.Call):
                 raise CannotExplain(f"explain() reads device calls, one per line; it cannot follow "
@@ -83,8 +82,8 @@ class _Walker:
             if step.error:
                 return False
             if target:  # dev = torch.device("cuda:1") is remembered; model = model.cuda() is not a device
-                is_device = _name(value.func) in ("torch.device", "device")
-                self.names[target] = _value(value, self.names) if is_device else _Opaque(target)
+                is_device = name_of(value.func) in ("torch.device", "device")
+                self.names[target] = value_of(value, self.names) if is_device else Opaque(target)
         return True
 
     def _with(self, st: ast.With) -> bool:
@@ -106,18 +105,18 @@ class _Walker:
         import torch
 
         code = ast.unparse(node) if not context else f"with {ast.unparse(node)}:"
-        name = _name(node.func)
+        name = name_of(node.func)
         last = name.rsplit(".", 1)[-1]
         try:
-            args = [_value(a, self.names) for a in node.args]  # torch.device(...) is built, and refused, by PyTorch
-            kw = {k.arg: _value(k.value, self.names) for k in node.keywords if k.arg}
+            args = [value_of(a, self.names) for a in node.args]  # torch.device(...) is built, and refused, by PyTorch
+            kw = {k.arg: value_of(k.value, self.names) for k in node.keywords if k.arg}
             if last in ("set_device", "set_device_index", "set_device_idx") or (last == "device" and "cuda" in name):
                 if last == "device" and not context:
                     return self._cpu(code, "torch.cuda.device(i) does nothing by itself: use it in a `with` block.")
                 arg = self._known(args[0] if args else kw.get("device"), code, "torch.cuda.set_device(1)")
                 if arg is None and context:  # torch.cuda.device(None) is documented as a no-op
                     return self._cpu(code, f"torch.cuda.device(None) is a no-op: the current device stays cuda:{self.current}.")
-                k = _cuda_index(arg)
+                k = cuda_index(arg)
                 if k < 0:  # PyTorch documents negative indices as a no-op
                     return self._cpu(code, f"a negative index is a no-op: the current device stays cuda:{self.current}.")
                 step = self._on(code, [k], f"makes cuda:{k} the current device"
@@ -174,7 +173,7 @@ class _Walker:
 
     def _known(self, value: Any, code: str, example: str) -> Any:
         """``value`` itself, unless it is a name or expression whose value explain() cannot see."""
-        unknown = [v for v in (value if isinstance(value, list) else [value]) if isinstance(v, _Opaque)]
+        unknown = [v for v in (value if isinstance(value, list) else [value]) if isinstance(v, Opaque)]
         if unknown:
             raise CannotExplain(
                 f"explain() cannot see what {shown(unknown[0].code, 40)} holds in {shown(code, 60)}: it reads devices "
@@ -217,14 +216,14 @@ class _Walker:
             ids = list(range(len(self.vmap.devices)))
             why = "device_ids defaults to every visible GPU"
         else:
-            ids = [_cuda_index(i) for i in ids]
+            ids = [cuda_index(i) for i in ids]
             why = f"device_ids={ids}"
         if not ids:  # PyTorch reads device_ids[0] for the model's GPU
             return Step(code, "device_ids=[] names no GPU: DataParallel takes device_ids[0] as the GPU the model "
                               "lives on, and there is none. Leave device_ids out to use every visible GPU, or name "
                               "them: device_ids=[0, 1].", error="IndexError: list index out of range")
         out = kw.get("output_device", args[2] if len(args) > 2 else None)
-        out = ids[0] if out is None else _cuda_index(out)
+        out = ids[0] if out is None else cuda_index(out)
         step = self._on(code, ids, f"{why}; the model must already be on cuda:{ids[0]} (device_ids[0]), is copied to "
                                    f"the others every forward, and outputs are gathered on cuda:{out}")
         if step.error == self.invalid_ordinal:  # DataParallel checks the ids itself first
@@ -245,74 +244,13 @@ def _describe(vmap: VisibleMap, d: LogicalDevice) -> str:
     return f"cuda:{d.cuda_index} is physical GPU {d.physical_index} ({d.name}{slice_}): {because}"
 
 
-def _name(node: ast.expr) -> str:
-    return ast.unparse(node)
-
-
-def _value(node: ast.expr, names: dict[str, Any] | None = None) -> Any:
-    """A literal, a name assigned above, a ``torch.<dtype>``, or ``torch.device(...)`` built by PyTorch itself;
-    anything else is carried along as ``_Opaque``."""
-    names = names or {}
-    if isinstance(node, ast.Name) and node.id in names:
-        return names[node.id]
-    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "torch":
-        import torch
-
-        if isinstance(getattr(torch, node.attr, None), torch.dtype):
-            return getattr(torch, node.attr)
-    if isinstance(node, ast.Call) and _name(node.func).rsplit(".", 1)[-1] == "device" and "cuda" not in _name(node.func):
-        import torch
-
-        args = [_value(a, names) for a in node.args]
-        kw = {k.arg: _value(k.value, names) for k in node.keywords if k.arg}
-        if any(isinstance(v, _Opaque) for v in [*args, *kw.values()]):
-            return _Opaque(ast.unparse(node))
-        return torch.device(*args, **kw)
-    if isinstance(node, ast.List):
-        return [_value(e, names) for e in node.elts]
-    try:
-        return ast.literal_eval(node)
-    except Exception:  # a variable, a call, an operator: not a value explain() can know
-        return _Opaque(ast.unparse(node))
-
-
-def _target(st: ast.stmt) -> str | None:
-    """The name a statement assigns to (``dev = ...``), if it assigns to exactly one plain name."""
-    if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
-        return st.targets[0].id
-    if isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name) and st.value is not None:
-        return st.target.id
-    return None
-
-
-@dataclass(frozen=True)
-class _Opaque:
-    """A non-literal argument (a variable, a model): it is not a device, so it is only carried along."""
-
-    code: str
-
-
-def _cuda_index(dev: Any) -> int:
-    """PyTorch's own ``_get_device_index`` for explicit indices (it raises PyTorch's messages for the wrong kind)."""
-    from ..machine.compat import cuda_device_index as _get_device_index
-
-    if isinstance(dev, int):
-        return dev
-    import torch
-
-    d = torch.device(dev) if isinstance(dev, str) else dev
-    if getattr(d, "type", None) == "cuda" and d.index is None:
-        raise ValueError(f"Expected a torch.device with a specified index or an integer, but got:{d}")
-    return _get_device_index(d)
-
-
-@renamed_keywords(gpus="machine")
-def explain(code: str, machine: Sequence[GpuInfo] | GpuReader | str | None = None,
+@renamed_keywords()
+def explain(code: str, machine: GpuReader | str | None = None,
             env: Mapping[str, str] | None = None, *, torch_version: str | None = None) -> Explanation:
     """Say where each statement of ``code`` would put its work on this (or a described) machine, and why.
 
-    ``machine``: a preset name (``"workshop-8"``), a ``GpuReader`` (e.g. ``SimulatedGpuReader("workshop-8")``), or GPUs
-    already read (``gpulab.devices()``); default: this machine, read through NVML (no CUDA context). ``env``: the
+    ``machine``: a preset name (``"workshop-8"``) or a ``GpuReader`` (e.g. ``SimulatedGpuReader("workshop-8")``);
+    default: this machine, read through NVML (no CUDA context). ``env``: the
     environment of the process that would run the code (default: this one), e.g. ``{"CUDA_VISIBLE_DEVICES":
     "2,3,4,5"}``. ``torch_version``: the torch release that would run it (default: this one), which decides the class
     of a CUDA error (``AcceleratorError`` from 2.8 on, ``RuntimeError`` before). Execution stops at the first statement
@@ -325,7 +263,7 @@ def explain(code: str, machine: Sequence[GpuInfo] | GpuReader | str | None = Non
     from ..machine.compat import cuda_error_class
 
     cuda_error = cuda_error_class(torch_version)  # refuses a version it cannot read before anything else
-    gpus = machine_gpus(machine)
+    gpus = gpu_list(as_reader(machine))  # read without processes: only the GPUs themselves matter here
     vmap = visible_map(gpus, env)
     source = textwrap.dedent(code).strip()
     try:

@@ -16,43 +16,24 @@ from collections.abc import Mapping, Sequence
 
 import ipywidgets as w
 
+from .picker_text import (HEADER, PICK_ENV, cpu_lines, free_rule, memory_text, not_free_warning, parse_pick,
+                          utilisation_text, who_uses)
 from .setter import CudaAlreadyStarted, write_visible_devices
 from ..core.arguments import environment, index_list, is_whole_number, path_or_none, shown, whole_number
-from ..machine.host import host_info
 from ..machine.nvml import GpuReader
 from ..machine.resolve import as_reader
 from ..core.renamed import renamed_keywords
-from ..core.readings import GpuInfo, Unavailable, is_known
+from ..core.readings import GpuInfo, is_known
 from ..reservations import others_only, reservation_holders
 from .selection import NoFreeGpu, Policy, validated_policy, choose_gpus, rank_gpus
 from ..core.tables import html_with_code, text_table
 from ..core.widget_view import widget_bundle
-from ..core.units import format_bytes
 from ..core.visible import VisibleMap, VisibleSpec, parse_visible_devices, visible_map
 
 __all__ = ["GpuPicker", "parse_pick"]
 
-PICK_ENV = "GPULAB_PICK_GPUS"
-HEADER = ("GPU", "model", "memory", "utilisation", "in use by")
 _WIDTHS = (130, 190, 250, 90, 330)  # px, one per HEADER column: the rows and the header line up
 _BADGE = {"free": "#2a7d2a", "busy": "#b36200", "hidden": "#777"}
-
-
-def parse_pick(text: str) -> tuple[int, ...] | int:
-    """``"2,0"`` → physical GPUs 2 then 0; ``"free:2"`` → pick two free ones (returned as the int 2)."""
-    if not isinstance(text, str):
-        raise TypeError(f"{PICK_ENV} is text such as \"2,0\" or \"free:2\"; got a {type(text).__name__}.")
-    t = text.strip()
-    try:
-        if t.startswith("free:"):
-            n = int(t[5:])
-            if n >= 1:
-                return n
-            raise ValueError
-        return tuple(int(x) for x in t.split(",") if x.strip())
-    except ValueError:
-        raise ValueError(f"{PICK_ENV}={text!r} is not understood: give physical GPU numbers in the order cuda:0, "
-                         "cuda:1, … should get them (\"2,0\"), or \"free:N\" to pick N free GPUs.") from None
 
 
 class GpuPicker:
@@ -146,8 +127,8 @@ class GpuPicker:
         badge = w.HTML(f"<span style='color:#fff;background:{_BADGE[state]};padding:0 6px;border-radius:3px'>"
                        f"{state}</span>", layout=w.Layout(width=f"{_WIDTHS[0] - 70}px"))
         _, model, mem_w, util_w, who_w = _WIDTHS
-        return w.HBox([box, badge, _cell(g.name, model), bar, _cell(_memory(g), mem_w - 100),
-                       _cell(_utilisation(g), util_w), _cell(self._who(g), who_w)])
+        return w.HBox([box, badge, _cell(g.name, model), bar, _cell(memory_text(g), mem_w - 100),
+                       _cell(utilisation_text(g), util_w), _cell(self._who(g), who_w)])
 
     def state(self, physical_index: int) -> str:
         """``"free"`` (``choose_gpus``'s rule, see ``rule()``), ``"busy"``, or ``"hidden"`` from this kernel."""
@@ -157,30 +138,13 @@ class GpuPicker:
 
     def rule(self) -> str:
         """The free rule in one sentence, as the widget states it under the table."""
-        p = self.policy or Policy()
-        procs = "" if p.allow_processes else ", no process on it"
-        return (f"free (green bar) = at most {p.max_memory_used_fraction * 100:.0f} % of memory used, at most "
-                f"{p.max_utilization_percent} % utilisation{procs}, not reserved by another notebook — the rule "
-                "Pick free and gpulab.choose_gpus apply. busy (orange bar) = anything else.")
+        return free_rule(self.policy)
 
     def _who(self, g: GpuInfo) -> str:
-        who = []
-        if g.physical_index not in self._allowed:
-            who.append("hidden from this kernel by CUDA_VISIBLE_DEVICES")
-        if g.uuid in self._holders:
-            who.append(f"reserved by {self._holders[g.uuid]}")
-        if isinstance(g.processes, Unavailable):
-            who.append(f"processes {g.processes}")
-        elif g.processes:
-            who.append(", ".join(f"pid {p.pid} {p.name}" for p in g.processes))
-        return "; ".join(who) or "no process"
+        return who_uses(g, self._allowed, self._holders)
 
     def _cpu_lines(self) -> list[str]:
-        h = host_info()
-        why = getattr(self.reader, "error", None) or "NVML lists no GPU"
-        return [f"CPU: {h.cpu_model}, {h.usable_cores} usable cores — the only device here.", f"No NVIDIA GPU: {why}",
-                f"On a GPU machine one row per GPU appears here ({' · '.join(HEADER)}); ticking rows builds "
-                "`CUDA_VISIBLE_DEVICES` and shows which `cuda:k` each becomes."]
+        return cpu_lines(getattr(self.reader, "error", None))
 
     def _cpu_row(self) -> w.HTML:
         first, *rest = self._cpu_lines()
@@ -270,26 +234,8 @@ class GpuPicker:
 
     def warnings(self) -> list[str]:
         """One sentence per ticked GPU that is not free: who holds it, how full and how busy it is."""
-        policy = self.policy or Policy()
-        out = []
-        for i in self._order:
-            g = next(g for g in self.gpus if g.physical_index == i)
-            why = []
-            if g.uuid in self._taken:  # this kernel's own reservation is no reason to untick
-                why.append(f"reserved by {self._taken[g.uuid]}")
-            used, total = g.memory_used_bytes, g.memory_total_bytes
-            if is_known(used) and is_known(total) and total and used / total > policy.max_memory_used_fraction:
-                why.append(f"{used / total:.0%} full ({format_bytes(used)} of {format_bytes(total)})")
-            if is_known(g.utilization_gpu_percent) and g.utilization_gpu_percent > policy.max_utilization_percent:
-                why.append(f"{g.utilization_gpu_percent} % busy")
-            if not isinstance(g.processes, Unavailable) and g.processes and not policy.allow_processes:
-                why.append(f"{len(g.processes)} process(es) on it (pid {', '.join(str(p.pid) for p in g.processes)})")
-            if g.mig_enabled is True:
-                why.append("in MIG mode: CUDA uses its MIG slices, not the whole GPU")
-            if why:
-                out.append(f"GPU {i} is not free: {', '.join(why)}. Work sent there shares it with others and may run "
-                           "slowly or out of memory; untick it, or press the 'Pick N free' button.")
-        return out
+        by_index = {g.physical_index: g for g in self.gpus}
+        return [w for w in (not_free_warning(by_index[i], self.policy, self._taken) for i in self._order) if w]
 
     def _update(self) -> None:
         if not self.gpus:
@@ -318,7 +264,7 @@ class GpuPicker:
         head = f"{label}{len(self.gpus)} GPU(s); selected: {', '.join(map(str, self._order)) or 'none'}"
         if not self.gpus:
             return "\n".join([head] + [f"  {line}".replace("`", "") for line in self._cpu_lines()])
-        rows = [[f"{g.physical_index} [{self.state(g.physical_index)}]", g.name, _memory(g), _utilisation(g),
+        rows = [[f"{g.physical_index} [{self.state(g.physical_index)}]", g.name, memory_text(g), utilisation_text(g),
                  self._who(g)] for g in self.gpus]
         lines = [head, text_table(HEADER, rows, indent="  "), textwrap.fill(self.rule(), 110, initial_indent="  ",
                                                                              subsequent_indent="  ")]
@@ -329,16 +275,6 @@ class GpuPicker:
 
     def _repr_mimebundle_(self, **kwargs: object) -> dict:
         return widget_bundle(self.widget.model_id, str(self))  # not the widget's own: ipywidgets 7 has none
-
-
-def _memory(g: GpuInfo) -> str:
-    used, total = g.memory_used_bytes, g.memory_total_bytes
-    return f"{format_bytes(used)} / {format_bytes(total)}" if is_known(used) and is_known(total) else str(used)
-
-
-def _utilisation(g: GpuInfo) -> str:
-    u = g.utilization_gpu_percent
-    return "N/A (MIG)" if g.mig_enabled is True else f"{u} %" if is_known(u) else str(u)
 
 
 def _header() -> w.HBox:

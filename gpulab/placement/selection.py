@@ -149,18 +149,18 @@ class Choice(TableView):
         return Table(self._HEAD, self.rows(), title=f"{label}Picked physical GPU(s) {picked}")
 
 
-@renamed_keywords(gpus="machine")
-def choose_gpus(n: int, machine: Sequence[GpuInfo], policy: Policy | None = None, *,
+@renamed_keywords()
+def choose_gpus(n: int, gpus: Sequence[GpuInfo], policy: Policy | None = None, *,
                 taken: Mapping[str, str] | None = None, allowed: Collection[int] | None = None,
                 prefer: Collection[str] = ()) -> Choice:
-    """Pick the ``n`` best free GPUs of ``machine`` (GPUs already read: ``gpulab.devices(...)``; pure). ``allowed``
+    """Pick the ``n`` best free GPUs of ``gpus`` (GPUs already read: ``gpulab.devices(...)``; pure). ``allowed``
     limits the candidates to these physical indices; free GPUs whose UUID is in ``prefer`` come first (a restarted
     kernel gets its GPUs back when they are still free).
 
     Raises ``NoFreeGpu`` (saying why each GPU was passed over) when fewer than ``n`` are free.
     """
     n = whole_number(n, "n", minimum=1, what="how many GPUs you want", example="choose_gpus(2, gpulab.devices())")
-    gpus = gpu_list(machine, "machine")
+    gpus = gpu_list(gpus, "gpus")
     policy = validated_policy(policy)
     taken = _taken(taken)
     if allowed is not None:

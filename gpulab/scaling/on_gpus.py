@@ -29,12 +29,12 @@ __all__ = ["setup_for", "nccl_link", "GpuComparison", "compare_on_gpus", "BUS_BY
 BUS_BYTES = 64 * 1024 * 1024  # large enough that latency is a small part of it (nccl-tests reach their peak there)
 
 
-def setup_for(gpu_name: str, gpus: int = 2) -> GpuSetup | None:
-    """The published setup of the card called ``gpu_name`` (``"NVIDIA A100-SXM4-80GB"``), at ``gpus`` GPUs."""
+def setup_for(gpu_name: str, n_gpus: int = 2) -> GpuSetup | None:
+    """The published setup of the card called ``gpu_name`` (``"NVIDIA A100-SXM4-80GB"``), at ``n_gpus`` GPUs."""
     for setup in SETUPS:
         card = setup.name.split("×")[1].split()[0]  # "T4", "A100", "H100"
         if card.lower() in gpu_name.lower():
-            return replace(setup, gpus=gpus, name=f"{gpus}×{gpu_name} (figures of {setup.name})")
+            return replace(setup, n_gpus=n_gpus, name=f"{n_gpus}×{gpu_name} (figures of {setup.name})")
     return None
 
 

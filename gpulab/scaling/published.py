@@ -28,7 +28,7 @@ class GpuSetup:
     """N GPUs of one kind, their FP32 rate and the link between them, with where each number comes from."""
 
     name: str
-    gpus: int
+    n_gpus: int
     fp32_flops_per_s: float
     link: Link
     flops_source: str
@@ -60,6 +60,6 @@ def predicted_speedups(setup: GpuSetup, points: Sequence[tuple[int, int]], depth
         kernels = 3 * depth + 2 * depth
         kw = dict(flops_per_s=setup.fp32_flops_per_s, link=setup.link, fixed_s=kernels * LAUNCH_S)
         one = predict_step(train_flops(params, batch), 4 * params, 1, **kw)
-        many = predict_step(train_flops(params, batch), 4 * params, setup.gpus, **kw)
+        many = predict_step(train_flops(params, batch), 4 * params, setup.n_gpus, **kw)
         out.append(speedup(one, many))
     return out

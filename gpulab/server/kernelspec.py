@@ -1,9 +1,9 @@
 """The kernelspecs that start GPU kernels: ``python -m gpulab kernelspec install|remove|list`` (a probe: files).
 
 A kernelspec is the ``kernel.json`` JupyterLab's launcher lists. gpulab's names the kernel provisioner
-(``metadata.kernel_provisioner.provisioner_name = "gpulab-provisioner"``) with its settings (how many GPUs, the
-policy, how long to wait), so choosing "Python 3 · 1 free GPU (gpulab)" starts a kernel that holds a free GPU.
-Written through jupyter_client's ``KernelSpecManager`` (``--user``, ``--prefix``, ``--sys-prefix`` as
+(``metadata.kernel_provisioner.provisioner_name = "gpulab-provisioner"``) with its settings (``n_gpus``, how many
+GPUs; the policy; how long to wait), so choosing "Python 3 · 1 free GPU (gpulab)" starts a kernel that holds a free
+GPU. Written through jupyter_client's ``KernelSpecManager`` (``--user``, ``--prefix``, ``--sys-prefix`` as
 ``jupyter kernelspec install`` has them). Taught in ``notebooks/02_choosing_gpus.ipynb``.
 """
 from __future__ import annotations
@@ -16,7 +16,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from ..core.arguments import is_whole_number
+from ..core.arguments import whole_number
 from ..placement.selection import Policy
 
 __all__ = ["kernel_json", "install_kernelspec", "remove_kernelspec", "gpulab_kernelspecs", "parse_policy",
@@ -26,16 +26,16 @@ PROVISIONER = "gpulab-provisioner"  # the entry point's name (pyproject.toml), a
 _NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
 
 
-def display_name(gpus: int) -> str:
+def display_name(n_gpus: int) -> str:
     """What JupyterLab's launcher shows: ``"Python 3 · 1 free GPU (gpulab)"``."""
-    if gpus == 0:
+    if n_gpus == 0:
         return "Python 3 · no GPU (gpulab)"
-    return f"Python 3 · {gpus} free GPU{'s' if gpus > 1 else ''} (gpulab)"
+    return f"Python 3 · {n_gpus} free GPU{'s' if n_gpus > 1 else ''} (gpulab)"
 
 
-def default_name(gpus: int) -> str:
+def default_name(n_gpus: int) -> str:
     """The kernelspec's name for kernels that hold that many GPUs: ``gpulab-1-gpu``, or ``gpulab-no-gpu``."""
-    return "gpulab-no-gpu" if gpus == 0 else f"gpulab-{gpus}-gpu"
+    return "gpulab-no-gpu" if n_gpus == 0 else f"gpulab-{n_gpus}-gpu"
 
 
 def parse_policy(text: str | None) -> dict[str, Any]:
@@ -61,26 +61,20 @@ def parse_policy(text: str | None) -> dict[str, Any]:
     return out
 
 
-def kernel_json(gpus: int, policy: dict[str, Any] | None = None, wait_s: float = 0.0,
+def kernel_json(n_gpus: int, policy: dict[str, Any] | None = None, wait_s: float = 0.0,
                 python: str | None = None) -> dict[str, Any]:
     """The kernelspec: ipykernel on ``python`` (default: this one), started by gpulab's provisioner."""
-    config: dict[str, Any] = {"gpus": gpus}
+    config: dict[str, Any] = {"n_gpus": n_gpus}
     if policy:
         config["policy"] = dict(policy)
     if wait_s:
         config["wait_s"] = float(wait_s)
     return {"argv": [python or sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-            "display_name": display_name(gpus), "language": "python",
+            "display_name": display_name(n_gpus), "language": "python",
             "metadata": {"debugger": True, "kernel_provisioner": {"provisioner_name": PROVISIONER, "config": config}}}
 
 
-def _validate(gpus: int, name: str, wait_s: float) -> None:
-    wrong = (f"--gpus {gpus!r}: how many GPUs each kernel holds, a whole number from 0 (a kernel that sees no GPU) to "
-             "the GPUs of the server, for example --gpus 1 (install_kernelspec(1) from Python).")
-    if not is_whole_number(gpus):
-        raise TypeError(wrong)
-    if not 0 <= gpus <= 64:
-        raise ValueError(wrong)
+def _validate(name: str, wait_s: float) -> None:
     if not _NAME.match(name):
         raise ValueError(f"--name {name!r}: a kernelspec's name may hold only letters, digits, '.', '_' and '-' "
                          "(Jupyter's rule); for example --name gpulab-1-gpu.")
@@ -89,15 +83,18 @@ def _validate(gpus: int, name: str, wait_s: float) -> None:
                          "day; for example --wait 300.")
 
 
-def install_kernelspec(gpus: int = 1, *, policy: str | None = None, name: str | None = None, wait_s: float = 0.0,
+def install_kernelspec(n_gpus: int = 1, *, policy: str | None = None, name: str | None = None, wait_s: float = 0.0,
                        user: bool = False, prefix: str | None = None) -> tuple[str, dict[str, Any]]:
     """Install the kernelspec; returns where it went and its ``kernel.json``. Without ``user`` or ``prefix`` it goes
     to the system-wide folder (as ``jupyter kernelspec install`` does)."""
     from jupyter_client.kernelspec import KernelSpecManager
 
-    name = name or default_name(gpus)
-    _validate(gpus, name, wait_s)
-    spec = kernel_json(gpus, parse_policy(policy), wait_s)
+    n_gpus = whole_number(n_gpus, "n_gpus", minimum=0, maximum=64,
+                          what="how many GPUs each kernel holds, 0 for a kernel that sees no GPU",
+                          example="install_kernelspec(n_gpus=1), or --n-gpus 1 on the command line")
+    name = name or default_name(n_gpus)
+    _validate(name, wait_s)
+    spec = kernel_json(n_gpus, parse_policy(policy), wait_s)
     with tempfile.TemporaryDirectory(prefix="gpulab-kernelspec-") as tmp:
         (Path(tmp) / "kernel.json").write_text(json.dumps(spec, indent=1) + "\n")
         try:

@@ -36,7 +36,9 @@ def _report(fd: int, message: dict) -> None:
 def _arguments(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog=f"python -m {START_MODULE}")
     parser.add_argument("--report-fd", type=int, required=True)
-    parser.add_argument("--gpus", type=int, default=1)
+    parser.add_argument("--n-gpus", type=int, default=1, help="how many GPUs to reserve")
+    # deprecated: what an older provisioner passes (through lease_start) until its server restarts
+    parser.add_argument("--gpus", dest="n_gpus", type=int, default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     parser.add_argument("--policy", default="{}", help="JSON: Policy's fields")
     parser.add_argument("--wait-s", type=float, default=0.0)
     parser.add_argument("--prefer", default="", help="UUIDs to pick first, comma-separated")
@@ -60,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
         from ..placement.selection import NoFreeGpu, Policy
         from ..ranks.ports import PORTS_VAR, format_ports, reservation_ports
 
-        reservation = reserve_gpus(args.gpus, policy=Policy(**json.loads(args.policy)),
+        reservation = reserve_gpus(args.n_gpus, policy=Policy(**json.loads(args.policy)),
                                    reservations=args.reservations, wait_s=args.wait_s,
                                    prefer=[u for u in args.prefer.split(",") if u],
                                    details=json.loads(args.details))

@@ -46,7 +46,7 @@ def _validated_interval(interval_s: float) -> float:
 
 
 @renamed_keywords(reader="machine", directory="reservations")
-def read_server(machine: GpuReader | None = None, reservations: str | os.PathLike[str] | None = None,
+def read_server(machine: GpuReader | str | None = None, reservations: str | os.PathLike[str] | None = None,
                 interval_s: float = 2.0) -> ServerView:
     """One reading: every GPU with its processes, the reservations in ``reservations`` (default: the shared one) and
     the owner of each pid seen."""
@@ -69,7 +69,7 @@ def read_server(machine: GpuReader | None = None, reservations: str | os.PathLik
 
 
 @renamed_keywords(reader="machine", directory="reservations")
-def watch_terminal(machine: GpuReader | None = None, *, interval_s: float = 2.0, frames: int | None = None,
+def watch_terminal(machine: GpuReader | str | None = None, *, interval_s: float = 2.0, frames: int | None = None,
                    reservations: str | os.PathLike[str] | None = None, out: TextIO | None = None,
                    sleep: Callable[[float], Any] = time.sleep) -> int:
     """Redraw the server view every ``interval_s`` until Ctrl-C (or ``frames`` views); returns the views drawn.
@@ -101,7 +101,7 @@ class ServerWatch:
     thread that made it; only its value is set from the watching thread (the ipywidgets pattern for threads)."""
 
     @renamed_keywords(reader="machine", directory="reservations")
-    def __init__(self, machine: GpuReader | None = None, *, interval_s: float = 2.0, frames: int | None = None,
+    def __init__(self, machine: GpuReader | str | None = None, *, interval_s: float = 2.0, frames: int | None = None,
                  reservations: str | os.PathLike[str] | None = None) -> None:
         import ipywidgets  # the one import of ipywidgets for this view
 
@@ -153,7 +153,7 @@ class ServerWatch:
 
 
 @renamed_keywords(reader="machine", directory="reservations")
-def watch_gpus(machine: GpuReader | None = None, *, interval_s: float = 2.0, frames: int | None = None,
+def watch_gpus(machine: GpuReader | str | None = None, *, interval_s: float = 2.0, frames: int | None = None,
                reservations: str | os.PathLike[str] | None = None) -> ServerWatch:
     """``gpulab.server.watch.watch_gpus()`` as a cell's last line: the server view, redrawn every ``interval_s``
     until ``.stop()``. ``python -m gpulab watch`` is the same in a terminal."""

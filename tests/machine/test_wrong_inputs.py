@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import gpulab
-from gpulab.machine.resolve import as_reader, machine_gpus
+from gpulab.machine.resolve import as_reader
 from gpulab.machine.simulated import PRESETS, SimulatedGpuReader, simulated_gpu
 from gpulab.placement.selection import rank_gpus
 from gpulab.core.visible import visible_map
@@ -53,7 +53,13 @@ WRONG = [
     (lambda: as_reader(5), TypeError, r"machine=5 is a int, not a machine to read. Leave machine out for this machine, "
                                       r"or name a described one: machine=\"workshop-8\""),
     (lambda: as_reader([SimulatedGpuReader("colab-T4")]), TypeError, r"is a list, not a machine to read"),
-    (lambda: machine_gpus(3.5), TypeError, r"machine=float 3.5: machine takes the GPUs as read by gpulab.devices\(\)"),
+    (lambda: as_reader(gpulab.devices("colab-T4")), TypeError,
+     r"^machine= was given an Inventory \(what gpulab.devices\(\) returns\): GPUs already read, not a machine to "
+     r"read\. machine says which machine: name it, e\.g\. machine=\"workshop-8\""),
+    (lambda: as_reader(list(gpulab.devices("colab-T4").gpus)), TypeError, r"^machine= was given 1 GpuInfo "
+                                                                          r"record\(s\): GPUs already read.*call them "
+                                                                          r"gpus=\.$"),
+    (lambda: as_reader(gpulab.devices(SimulatedGpuReader(None))), TypeError, r"given an Inventory"),  # with no GPU
     (lambda: gpulab.devices(5), TypeError, r"machine=5 is a int, not a machine to read"),
     (lambda: gpulab.devices("workshop-8", processes="no"), TypeError, r"processes='no': processes takes True or "
                                                                       r"False"),
@@ -85,7 +91,7 @@ def test_a_preset_name_or_path_is_taken_wherever_a_reader_is():
     assert as_reader("workshop-8").count() == 8 and isinstance(as_reader(None), gpulab.default_reader().__class__)
     r = SimulatedGpuReader("kaggle-2xT4")
     assert as_reader(r) is r
-    assert gpulab.devices("workshop-8").gpu_count == 8 and len(machine_gpus(gpulab.devices("colab-T4"))) == 1
+    assert gpulab.devices("workshop-8").gpu_count == 8 and gpulab.devices("colab-T4").gpu_count == 1
     assert gpulab.environment_report("kaggle-2xT4").inventory.gpu_count == 2
 
 

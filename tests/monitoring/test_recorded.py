@@ -30,11 +30,12 @@ def _run(reader) -> object:
 
 def test_a_run_is_recorded_read_back_and_drawn_with_its_machine_and_date(tmp_path):
     mon = _run(StandInNvml("colab-T4"))
-    path = record_run(mon, tmp_path / "ch05-monitor-gpu.json", machine="1× Tesla T4 (test file), torch 2.14.1")
+    path = record_run(mon, tmp_path / "ch05-monitor-gpu.json", ran_on="1× Tesla T4 (test file), torch 2.14.1")
     data = json.loads(path.read_text())
     assert data["format"] == FORMAT and data["columns"][0] == "elapsed_s" and data["gpus"] == [0]
+    assert data["machine"] == "1× Tesla T4 (test file), torch 2.14.1"  # the file's key, as recorded runs have it
     run = RecordedRun.load(path)
-    assert run.machine == "1× Tesla T4 (test file), torch 2.14.1" and run.date == data["date"]
+    assert run.ran_on == "1× Tesla T4 (test file), torch 2.14.1" and run.date == data["date"]
     assert run.label.startswith("Recorded GPU run: digits MLP on cuda:0 — on 1× Tesla T4 (test file)")
     assert run.label.endswith("A recording, drawn again from evidence/ch05-monitor-gpu.json: not a reading of this "
                               "computer.")  # DESIGN.md, Labels: recorded elsewhere says so where it is shown
@@ -77,10 +78,10 @@ def test_what_is_not_a_recorded_run_is_refused_saying_why(tmp_path):
 
 def test_only_a_finished_run_on_a_real_gpu_is_recorded(tmp_path):
     with pytest.raises(ValueError, match="must come from a machine with an NVIDIA GPU"):
-        record_run(_run(SimulatedGpuReader("colab-T4")), tmp_path / "x.json", machine="a described T4")
-    with pytest.raises(TypeError, match="say what ran it in words"):
-        record_run(_run(StandInNvml("colab-T4")), tmp_path / "x.json", machine="")
+        record_run(_run(SimulatedGpuReader("colab-T4")), tmp_path / "x.json", ran_on="a described T4")
+    with pytest.raises(TypeError, match=r"^ran_on='': say in words what the run ran on, e\.g\. ran_on=\"1× NVIDIA"):
+        record_run(_run(StandInNvml("colab-T4")), tmp_path / "x.json", ran_on="")
     with monitor("still going", machine=StandInNvml("colab-T4"), show=False) as mon:
         with pytest.raises(RuntimeError, match="still running"):
-            record_run(mon, tmp_path / "x.json", machine="1× Tesla T4")
+            record_run(mon, tmp_path / "x.json", ran_on="1× Tesla T4")
     assert not (tmp_path / "x.json").exists()

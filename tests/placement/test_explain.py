@@ -91,7 +91,7 @@ def test_dataparallel_maps_device_ids_and_checks_them():
     assert bad.error.startswith("AssertionError:") and bad.physical_indices == ()
     # no GPU: PyTorch wraps nothing and raises nothing (run for real here), and explain() agrees
     real = torch.nn.DataParallel(torch.nn.Linear(2, 2), device_ids=[2, 3])
-    quiet = explain("nn.DataParallel(model, device_ids=[2, 3])", [], {})
+    quiet = explain("nn.DataParallel(model, device_ids=[2, 3])", SimulatedGpuReader(None), {})
     assert real.device_ids == [] and quiet.error is None and quiet.steps[0].on_cpu
 
 
@@ -167,7 +167,7 @@ def test_a_bad_device_built_inside_the_call_is_reported_not_raised(code):
 def test_naming_a_gpu_for_later_raises_nothing_even_without_one(naming, first_tensor):
     exec(naming + ("\n    pass" if naming.startswith("with") else ""), {"torch": torch})
     torch.set_default_device(None)  # for real, on this machine without a GPU: PyTorch accepted the name
-    e = explain(f"{naming}\n{first_tensor}", [], {})
+    e = explain(f"{naming}\n{first_tensor}", SimulatedGpuReader(None), {})
     assert e.steps[0].error is None, str(e)
     # the first tensor made there is the step that raises, with the message this machine really gives
     assert e.steps[1].error.split(".")[0] == _real_error(f"{naming}\n{first_tensor}").split(".")[0]

@@ -17,6 +17,7 @@ from tests.junk import JUNK, assert_ours
 
 W8 = gpulab.SimulatedGpuReader("workshop-8")
 GPUS = gpulab.devices(W8).gpus
+NO_GPU = gpulab.SimulatedGpuReader(None)  # a machine described with no GPU at all
 
 
 @pytest.fixture(autouse=True)
@@ -40,9 +41,9 @@ WRONG = [
                                                          r"env=\{'CUDA_VISIBLE_DEVICES': '0'\}"),
     (lambda t: gpulab.visible_map(GPUS, {"CUDA_VISIBLE_DEVICES": 2}), TypeError,
      r"env\['CUDA_VISIBLE_DEVICES'\]=2 is a int: environment values are text"),
-    (lambda t: gpulab.visible_map("workshop-8"), TypeError, r"machine takes the GPUs themselves, not a name. For the "
-                                                            r"described machine 'workshop-8' write machine=gpulab.devices"),
-    (lambda t: gpulab.visible_map(None), TypeError, r"machine=NoneType None: machine takes the GPUs as read by"),
+    (lambda t: gpulab.visible_map("workshop-8"), TypeError, r"gpus takes the GPUs themselves, not a name. For the "
+                                                            r"described machine 'workshop-8' write gpus=gpulab\.devic"),
+    (lambda t: gpulab.visible_map(None), TypeError, r"gpus=NoneType None: gpus takes the GPUs as read by"),
     (lambda t: gpulab.visible_map(GPUS, {}).physical(8), IndexError, r"cuda:8 does not exist here: this process would "
                                                                      r"see 8 GPU\(s\).*numbers the visible GPUs 0..7"),
     (lambda t: gpulab.visible_map(GPUS, {}).physical("1"), TypeError, r"cuda_index='1' is a str"),
@@ -69,7 +70,13 @@ WRONG = [
     (lambda t: gpulab.explain(None, W8), TypeError, r"explain\(\) reads PyTorch code given as text, e.g. "
                                                     r"explain\(\"model.cuda\(1\)\"\); got a NoneType"),
     (lambda t: gpulab.explain("x.cuda(1)", W8, env="2,3"), TypeError, r"env='2,3': env is the whole environment"),
-    (lambda t: gpulab.explain("x.cuda(1)", 5), TypeError, r"machine=int 5: machine takes the GPUs as read by gpulab.devices"),
+    (lambda t: gpulab.explain("x.cuda(1)", 5), TypeError, r"machine=5 is a int, not a machine to read. Leave machine "
+                                                          r"out for this machine, or name a described one"),
+    (lambda t: gpulab.explain("x.cuda(1)", GPUS), TypeError,
+     r"^machine= was given 8 GpuInfo record\(s\): GPUs already read, not a machine to read\. machine says which "
+     r"machine: name it, e\.g\. machine=\"workshop-8\".*call them gpus=\.$"),
+    (lambda t: gpulab.explain("x.cuda(1)", gpulab.devices(W8)), TypeError,
+     r"^machine= was given an Inventory \(what gpulab\.devices\(\) returns\): GPUs already read"),
     (lambda t: gpulab.explain("x.cuda(1)", "workshop8"), ValueError, r"Did you mean 'workshop-8'\?"),
     (lambda t: gpulab.explain("x" + ".cuda()" * 3000, W8), ValueError, r"nested too deeply"),
     (lambda t: gpulab.explain("x.to(dev)", W8), CannotExplain, r"explain\(\) cannot see what 'dev' holds in "
@@ -80,7 +87,7 @@ WRONG = [
     # choose_gpus / Policy
     (lambda t: gpulab.choose_gpus("2", GPUS), TypeError, r"n='2' is a str; n \(how many GPUs you want\) takes a whole "
                                                          r"number ≥ 1 \(e.g. choose_gpus\(2, gpulab.devices\(\)\)\)"),
-    (lambda t: gpulab.choose_gpus(1, 8), TypeError, r"machine=int 8: machine takes the GPUs as read by gpulab.devices"),
+    (lambda t: gpulab.choose_gpus(1, 8), TypeError, r"gpus=int 8: gpus takes the GPUs as read by gpulab.devices"),
     (lambda t: gpulab.choose_gpus(1, GPUS, {"max_utilization_percent": 50}), TypeError,
      r"policy=\{'max_utilization_percent': 50\} is a dict; policy takes a Policy, e.g. "),
     (lambda t: gpulab.choose_gpus(1, GPUS, allowed=1), TypeError, r"allowed=1: allowed takes the physical GPU numbers"),
@@ -132,7 +139,7 @@ def test_each_wrong_input_gets_what_was_wrong_and_what_to_type(call, kind, messa
 
 def test_conveniences_a_learner_expects_are_accepted(tmp_path):
     assert gpulab.explain("x.cuda(1)", "workshop-8", {"CUDA_VISIBLE_DEVICES": "2,3"}).physical_indices == (3,)
-    assert gpulab.explain("x.cuda(1)", gpulab.devices(W8), {}).physical_indices == (1,)
+    assert gpulab.explain("x.cuda(1)", W8, {}).physical_indices == (1,)
     with gpulab.reserve_gpus(1, "workshop-8", reservations=tmp_path) as r:
         assert r.physical_indices == (1,)
     assert len(gpulab.GpuPicker("workshop-8").gpus) == 8
@@ -165,7 +172,7 @@ def test_every_output_of_a_described_machine_says_simulated(tmp_path):
     assert str(outputs[2]).startswith("Predicted by gpulab.explain on a SIMULATED machine (described GPUs, not this "
                                       "computer's): nothing ran on a GPU.")
     outputs[3].release()
-    real = [gpulab.visible_map(gpulab.devices(), {}), gpulab.explain("x.cuda()", gpulab.devices(), {})]
+    real = [gpulab.visible_map(gpulab.devices(), {}), gpulab.explain("x.cuda()", None, {})]
     assert not any("SIMULATED" in str(o) + o._repr_html_() for o in real)
     assert str(real[1]).startswith("Predicted by gpulab.explain for a machine with no GPU: nothing ran")
 
@@ -231,13 +238,13 @@ _LINE = st.one_of(_CALL, _CALL.map(lambda c: f"y = {c}"), _ARG.map(lambda a: f"d
 
 
 @settings(max_examples=1000, deadline=None)
-@given(st.lists(_LINE, max_size=4).map("\n".join), st.sampled_from(["workshop-8", "colab-T4", []]),
+@given(st.lists(_LINE, max_size=4).map("\n".join), st.sampled_from(["workshop-8", "colab-T4", NO_GPU]),
        st.sampled_from([{}, {"CUDA_VISIBLE_DEVICES": "2,3"}, {"CUDA_VISIBLE_DEVICES": ""}]))
 @example("nn.DataParallel(model, device_ids=[])", "workshop-8", {})  # each once escaped as an IndexError
 @example("torch.set_default_device()", "workshop-8", {})
-def test_random_pytorch_like_code_is_explained_or_refused_with_our_message(code, gpus, env):
+def test_random_pytorch_like_code_is_explained_or_refused_with_our_message(code, machine, env):
     try:
-        e = gpulab.explain(code, gpus, env)
+        e = gpulab.explain(code, machine, env)
     except Exception as exc:
         assert_ours(exc)
         return
@@ -245,10 +252,10 @@ def test_random_pytorch_like_code_is_explained_or_refused_with_our_message(code,
 
 
 def test_an_empty_device_ids_on_a_machine_without_gpus_says_what_a_gpu_machine_would_raise():
-    e = gpulab.explain("nn.DataParallel(m, device_ids=[])", [], {})  # a machine described with no GPU at all
+    e = gpulab.explain("nn.DataParallel(m, device_ids=[])", NO_GPU, {})
     assert e.steps[0].on_cpu and "silently wraps nothing" in str(e)
     assert "On a machine with a GPU this line raises IndexError: list index out of range" in str(e)
-    assert "raises IndexError" not in str(gpulab.explain("nn.DataParallel(m)", [], {}))
+    assert "raises IndexError" not in str(gpulab.explain("nn.DataParallel(m)", NO_GPU, {}))
 
 
 def test_no_free_gpu_on_a_described_machine_says_simulated(tmp_path):
@@ -258,6 +265,6 @@ def test_no_free_gpu_on_a_described_machine_says_simulated(tmp_path):
 
 
 def test_set_default_device_without_a_device_raises_on_any_machine():
-    for machine in ([], W8):  # torch's own signature refuses the call, GPU or not
+    for machine in (NO_GPU, W8):  # torch's own signature refuses the call, GPU or not
         e = gpulab.explain("torch.set_default_device()", machine, {})
         assert e.error == "TypeError: set_default_device() missing 1 required positional argument: 'device'"

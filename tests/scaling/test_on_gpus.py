@@ -44,7 +44,7 @@ def test_without_2_gpus_the_comparison_says_what_it_needs():
 def test_the_table_puts_measurement_and_both_predictions_side_by_side():
     link = Link(12e9, 5e-6, "NCCL on this machine's GPUs")
     setup = setup_for("Tesla T4")
-    assert setup is not None and setup.gpus == 2 and "T4" in setup.name
+    assert setup is not None and setup.n_gpus == 2 and "T4" in setup.name
     known = GpuComparison("Tesla T4", setup, link, 0.02e-3, ((64, 8),), ((0.31, 0.34),), (1.82,), ((1.70, 1.95),), (1.84,))
     text = str(known)
     assert "2×Tesla T4, one GPU per rank: NCCL bus bandwidth 12.0 GB/s, latency 5 µs per message, ranks meeting 0.02 ms per step" in text

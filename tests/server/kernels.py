@@ -30,8 +30,8 @@ class ProvisionedKernels:
         self.managers: list = []
         self.pids: set[int] = set()
 
-    def install(self, gpus: int = 1, **kw) -> str:
-        where, _ = install_kernelspec(gpus, prefix=str(self.tmp), **kw)
+    def install(self, n_gpus: int = 1, **kw) -> str:
+        where, _ = install_kernelspec(n_gpus, prefix=str(self.tmp), **kw)
         return os.path.basename(where)
 
     async def start(self, name: str, notebook: str = "lesson.ipynb"):

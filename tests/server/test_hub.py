@@ -50,7 +50,7 @@ def _free_port() -> int:
 def _config(tmp: Path, token: str, marker: str, ports: dict[str, int], model: str) -> str:
     root = os.geteuid() == 0
     hooks = ("from gpulab.server.hub import gpu_hooks\n"
-             "c.Spawner.pre_spawn_hook, c.Spawner.post_stop_hook = gpu_hooks(gpus=3)") if model == "server" else ""
+             "c.Spawner.pre_spawn_hook, c.Spawner.post_stop_hook = gpu_hooks(n_gpus=3)") if model == "server" else ""
     return f"""
 c = get_config()
 load_subconfig({str(ROOT / 'tools' / 'jupyterhub_config.py')!r})  # GPULAB_HUB_MODEL: the hooks, poll, proxy

@@ -18,14 +18,16 @@ from tests.placement.other_kernel import held_elsewhere
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.parametrize("gpus, error, text", [
-    (-1, ValueError, r"gpus=-1: gpus must be a whole number ≥ 0 \(e.g. gpu_hooks\(gpus=1\) for one GPU"),
-    ("2", TypeError, r"gpus='2' is a str; gpus takes a whole number"),
-    (1.5, TypeError, r"gpus=1.5 is a float"),
+@pytest.mark.parametrize("n_gpus, error, text", [
+    (-1, ValueError, r"n_gpus=-1: n_gpus \(how many GPUs each single-user server holds\) must be a whole number ≥ 0 "
+                     r"\(e.g. gpu_hooks\(n_gpus=1\) for one GPU"),
+    ("2", TypeError, r"n_gpus='2' is a str; n_gpus \(how many GPUs each single-user server holds\) takes a whole "
+                     r"number"),
+    (1.5, TypeError, r"n_gpus=1.5 is a float"),
 ])
-def test_a_wrong_number_of_gpus_is_refused_when_the_hub_reads_its_config(gpus, error, text):
+def test_a_wrong_number_of_gpus_is_refused_when_the_hub_reads_its_config(n_gpus, error, text):
     with pytest.raises(error, match=text):
-        gpu_hooks(gpus=gpus)
+        gpu_hooks(n_gpus=n_gpus)
 
 
 @pytest.mark.parametrize("policy, error, text", [
@@ -36,7 +38,7 @@ def test_a_wrong_number_of_gpus_is_refused_when_the_hub_reads_its_config(gpus, e
 ])
 def test_an_unknown_policy_is_refused_with_the_settings_there_are(policy, error, text):
     with pytest.raises(error, match=text):
-        gpu_hooks(gpus=1, policy=policy)
+        gpu_hooks(n_gpus=1, policy=policy)
 
 
 def test_a_policy_may_be_written_as_a_dict_of_its_settings():
@@ -54,7 +56,7 @@ def test_a_wrong_machine_is_refused_naming_the_described_ones():
 def test_the_hooks_are_a_coroutine_and_a_function_for_the_spawner():
     import inspect
 
-    pre, post = gpu_hooks(gpus=2, policy={"max_utilization_percent": 20}, machine="idle-8")
+    pre, post = gpu_hooks(n_gpus=2, policy={"max_utilization_percent": 20}, machine="idle-8")
     assert inspect.iscoroutinefunction(pre) and callable(post) and not inspect.iscoroutinefunction(post)
 
 

@@ -165,7 +165,7 @@ def test_a_reservation_that_cannot_be_taken_says_why(kernels):
 @pytest.mark.parametrize("config, message", [
     ({"policy": {"max_memory": 0.5}}, r"policy \{'max_memory': 0.5\} is not one gpulab can use .*"
                                       "Reinstall it: python -m gpulab kernelspec install"),
-    ({"gpus": -1}, r"asks for gpus=-1; reinstall it with python -m gpulab kernelspec install --gpus 1"),
+    ({"n_gpus": -1}, r"asks for n_gpus=-1; reinstall it with python -m gpulab kernelspec install --n-gpus 1"),
 ])
 def test_a_kernelspec_edited_by_hand_into_nonsense_is_refused_with_how_to_reinstall(kernels, config, message):
     name = kernels.install(1)
@@ -195,3 +195,4 @@ def test_the_environment_report_in_a_provisioned_kernel_names_its_reservation_as
         await km.shutdown_kernel(now=True)
 
     asyncio.run(scenario())
+

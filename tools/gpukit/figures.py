@@ -195,14 +195,14 @@ def ddp_samples_per_s(device: str = "auto", batch: int = 128, images: int | None
     return _figure(ddp.samples_per_s, "samples/s", note=f"{ddp.ranks} ranks, batch {batch} per rank, on {device}{why}")
 
 
-def nccl_allreduce_busbw_gbps(gpus: int, nbytes: int = 1 << 28) -> dict[str, Any]:
-    """NCCL all-reduce bus bandwidth (nccl-tests' definition: 2(n-1)/n x bytes / time) over ``gpus`` GPUs."""
-    if gpus < 2:
-        return {"not_measured": f"an all-reduce between GPUs needs 2 or more; this machine has {gpus}"}
+def nccl_allreduce_busbw_gbps(n_gpus: int, nbytes: int = 1 << 28) -> dict[str, Any]:
+    """NCCL all-reduce bus bandwidth (nccl-tests' definition: 2(n-1)/n x bytes / time) over ``n_gpus`` GPUs."""
+    if n_gpus < 2:
+        return {"not_measured": f"an all-reduce between GPUs needs 2 or more; this machine has {n_gpus}"}
     from gpulab.ranks.launcher import launch
 
-    t = max(launch(_allreduce_seconds, nprocs=gpus, backend="nccl", args=(nbytes,), all_ranks=True))
-    return _figure(2 * (gpus - 1) / gpus * nbytes / t / 1e9, "GB/s", note=f"{gpus} GPUs, {nbytes >> 20} MiB")
+    t = max(launch(_allreduce_seconds, nprocs=n_gpus, backend="nccl", args=(nbytes,), all_ranks=True))
+    return _figure(2 * (n_gpus - 1) / n_gpus * nbytes / t / 1e9, "GB/s", note=f"{n_gpus} GPUs, {nbytes >> 20} MiB")
 
 
 def _allreduce_seconds(nbytes: int) -> float:
