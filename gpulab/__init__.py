@@ -52,7 +52,7 @@ _EXPORTS: dict[str, str] = {
     "bandwidth_sweep": "measure.transfer", "nonblocking_hazard": "measure.transfer",
     "crossover_sweep": "measure.crossover", "module_size": "measure.sizing", "allocated_bytes": "measure.sizing",
     # 02 choosing GPUs
-    "parse_visible_devices": "core.visible", "visible_map": "core.visible",
+    "parse_visible_devices": "core.visible_text", "visible_map": "core.visible",
     "set_visible_devices": "placement.setter", "CudaAlreadyStarted": "placement.setter",
     "patched_environ": "placement.setter",
     "explain": "placement.device_rules", "choose_gpus": "placement.selection", "NoFreeGpu": "placement.selection",

@@ -28,9 +28,9 @@ FLOORS = {
 STORES = ["reservations"]
 TOP = ["__init__", "__main__", "testing"]  # the entry points above every floor
 PURE = ["core/units", "core/readings", "core/cuda_evidence", "core/arguments", "core/tables", "core/settings",
-        "core/lazy", "core/frames", "core/widget_view", "core/renamed", "core/visible", "core/rank_devices",
+        "core/lazy", "core/frames", "core/widget_view", "core/renamed", "core/visible", "core/visible_text", "core/rank_devices",
         "placement/selection", "placement/explanation", "monitoring/ring_buffer", "monitoring/limits", "monitoring/png",
-        "monitoring/decimate", "monitoring/panels", "server/render",
+        "monitoring/decimate", "monitoring/panels", "monitoring/watched", "machine/described", "server/render",
         "lightning/call", "lightning/flag_history", "lightning/draft", "lightning/device_flags", "lightning/strategy",
         "lightning/flags", "lightning/translation", "exercises/feedback", "exercises/check",
         "scaling/cost", "scaling/published", "dataparallel/device_ids"]

@@ -23,7 +23,8 @@ from ..core.readings import GpuInfo, Unavailable
 from ..core.units import format_bytes
 from ..reservations import THIS_NOTEBOOK
 from ..placement.selection import rank_gpus
-from ..core.visible import parse_visible_devices, visible_map
+from ..core.visible import visible_map
+from ..core.visible_text import parse_visible_devices
 from .chapters import Chapter
 from ..machine.software import TorchFacts
 

@@ -70,7 +70,7 @@ def too_few_gpus(needed: int = 1) -> str | None:
 
 def _hides_every_gpu() -> bool:
     """True when ``CUDA_VISIBLE_DEVICES`` is set to a value under which CUDA uses no GPU at all (``""``, ``-1``, …)."""
-    from ..core.visible import parse_visible_devices
+    from ..core.visible_text import parse_visible_devices
 
     raw = os.environ.get("CUDA_VISIBLE_DEVICES")
     return raw is not None and not parse_visible_devices(raw).entries

@@ -28,7 +28,8 @@ from ..reservations import others_only, reservation_holders
 from .selection import NoFreeGpu, Policy, validated_policy, choose_gpus, rank_gpus
 from ..core.tables import html_with_code, text_table
 from ..core.widget_view import widget_bundle
-from ..core.visible import VisibleMap, VisibleSpec, parse_visible_devices, visible_map
+from ..core.visible import VisibleMap, visible_map
+from ..core.visible_text import VisibleSpec, parse_visible_devices
 
 __all__ = ["GpuPicker", "parse_pick"]
 

@@ -18,7 +18,7 @@ from contextlib import AbstractContextManager, contextmanager
 from ..machine.cuda import CudaState, cuda_state
 from ..core.arguments import is_whole_number, shown
 from ..core.renamed import renamed_keywords
-from ..core.visible import VisibleSpec, format_visible_devices, parse_visible_devices
+from ..core.visible_text import VisibleSpec, format_visible_devices, parse_visible_devices
 
 __all__ = ["CudaAlreadyStarted", "CudaStartUnverified", "set_visible_devices", "write_visible_devices", "refusal",
            "unverified",

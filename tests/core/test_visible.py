@@ -14,7 +14,8 @@ from gpulab.core.cuda_evidence import DriverAnswer, driver_in_maps, mapped_drive
 from gpulab.machine.cuda import CudaState
 from gpulab.placement.setter import CudaAlreadyStarted, CudaStartUnverified, patched_environ, set_visible_devices
 from gpulab.machine.simulated import PRESETS, SimulatedGpuReader, simulated_gpu
-from gpulab.core.visible import _strtoul, format_visible_devices, parse_visible_devices, visible_map
+from gpulab.core.visible import visible_map
+from gpulab.core.visible_text import _strtoul, format_visible_devices, parse_visible_devices
 from tests import process_group
 
 W8 = SimulatedGpuReader("workshop-8")
