@@ -38,10 +38,10 @@ class RankLogs(LogsSpecs):
     def root_log_dir(self) -> str:
         return self._root
 
-    def files(self, nprocs: int) -> dict[int, tuple[str, str]]:
+    def files(self, world_size: int) -> dict[int, tuple[str, str]]:
         """Local rank -> (stdout path, stderr path)."""
         return {r: (os.path.join(self._root, str(r), "stdout.log"), os.path.join(self._root, str(r), "stderr.log"))
-                for r in range(nprocs)}
+                for r in range(world_size)}
 
     def reify(self, envs: dict[int, dict[str, str]]) -> LogsDest:
         files = self.files(len(envs))
