@@ -34,7 +34,7 @@ def main() -> None:
     rows, first = [], runs[0]
     for i, row in enumerate(first.rows):
         rates = [run.rows[i].samples_per_s for run in runs]
-        rows.append([row.setup, row.ranks, row.threads_per_rank, row.batch_per_rank,
+        rows.append([row.setup, row.world_size, row.threads_per_rank, row.batch_per_rank,
                      format_rate(statistics.median(rates), "samples"), " ".join(f"{r:.0f}" for r in rates)])
     print(text_table(["setup", "ranks", "threads each", "batch per rank", "median speed", "each round"], rows))
     for b in args.batch:

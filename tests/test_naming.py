@@ -11,6 +11,11 @@ of GPUs is ``n_gpus=``; ``machine=`` always says which machine and is always res
 ``gpulab.machine.resolve.as_reader`` (a reader, a described machine's name or file, or None). The rules below walk
 every function and method gpulab defines, and the tools' source, and each is shown failing on a small module.
 
+How many ranks (processes) a job has is ``world_size=`` in every public signature: torch.distributed's own word
+(``dist.get_world_size()``, ``init_process_group(world_size=...)``, the ``WORLD_SIZE`` that torchrun sets), which
+chapter 04 teaches; never ``nprocs=``, ``n_ranks=`` or an integer ``ranks=`` (``ranks`` stays free for a list of rank
+numbers). Only calls into torch keep torch's word (``mp.spawn(nprocs=...)``, torchrun's ``--nproc-per-node``).
+
 "Check" is what a learner does to an exercise (``gpulab.check("ch00-ex1", answer)``), the first check the chapters
 ask for. Every other idea has a word of its own: the report's and the doctor's rows are findings (``Finding``), an
 argument is validated (``validated_policy``), the fork/OpenMP hang is reproduced by an experiment
@@ -429,3 +434,92 @@ def test_annotations_are_read_as_the_kinds_they_allow():
         "GpuReader", "str"}
     assert annotation_kinds("os.PathLike[str] | dict[str, Any]") == {"PathLike", "dict"}
     assert annotation_kinds(int) == {"int"} and annotation_kinds(EMPTY) == set()
+
+
+# -- the number of ranks is world_size= --------------------------------------------------------------------------------
+# a parameter name for the number of ranks -> whose word it is; ``ranks`` only when it holds a number (a list of rank
+# numbers is ``ranks`` too, rightly)
+RANK_COUNT_WORDS = {"nprocs": "torch.multiprocessing's word", "n_ranks": "a word of our own", "ranks": "a count"}
+
+
+def counts_ranks_under_another_name(where: str, name: str, annotation: Any, default: Any) -> list[str]:
+    """A parameter ``nprocs`` or ``n_ranks``, or ``ranks`` that is a whole number (annotated ``int``, or unannotated
+    with a whole number for default)."""
+    if name not in RANK_COUNT_WORDS:
+        return []
+    whole_default = isinstance(default, int) and not isinstance(default, bool)
+    if name == "ranks" and "int" not in annotation_kinds(annotation) and not (annotation is EMPTY and whole_default):
+        return []
+    return [f"{where}({name}{_written(annotation)}): the number of ranks is world_size= ({RANK_COUNT_WORDS[name]})"]
+
+
+def is_public(where: str) -> bool:
+    """Whether a dotted name from ``defined_in`` is public: no module, class or function in it starts with ``_``
+    (``__init__`` is a class's public signature)."""
+    return not any(part.startswith("_") for part in where.split(".") if part != "__init__")
+
+
+def rank_count_problems(functions: dict[str, Callable[..., Any]]) -> list[str]:
+    found = []
+    for where, fn in sorted(functions.items()):
+        if is_public(where):
+            for p in inspect.signature(fn).parameters.values():
+                found += counts_ranks_under_another_name(where, p.name, p.annotation, p.default)
+    return found
+
+
+def test_the_number_of_ranks_is_world_size_in_every_public_signature():
+    functions = gpulab_functions()
+    assert rank_count_problems(functions) == []
+    # the walk reaches what the rule is about: functions, methods, classes' __init__ (a dataclass's generated one too)
+    takes = {w for w, fn in functions.items() if is_public(w) and "world_size" in inspect.signature(fn).parameters}
+    assert {"gpulab.ranks.launcher.launch", "gpulab.ranks.launch_plan.plan_launch", "gpulab.ranks.plan.plan_ranks",
+            "gpulab.ranks.plan.choose_backend", "gpulab.ranks.ports.open_store",
+            "gpulab.ranks.rank_output.RankLogs.files", "gpulab.ranks.watchdog.LaunchWatch.__init__",
+            "gpulab.ranks.speed.RankSpeedup.ratio", "gpulab.ranks.speed.SpeedRow.__init__",
+            "gpulab.core.rank_devices.gpus_of_one_machine", "gpulab.scaling.cost.predict_step",
+            "gpulab.scaling.cost.crossover_batch", "gpulab.scaling.probes.splits", "gpulab.scaling.on_gpus.nccl_link",
+            "gpulab.scaling.steps.StepSplit.__init__"} <= takes
+
+
+RANK_COUNTS = """
+from __future__ import annotations
+
+
+def launch(fn, nprocs: int = 2): ...  # torch.multiprocessing's word
+def ring(gradient_bytes: float, ranks: int): ...  # a count called ranks
+def gloo_link(ranks=2): ...  # a count with no annotation: its default tells
+def maybe(ranks: int | None = None): ...
+
+
+class Plan:
+    def __init__(self, n_ranks: int): ...
+    def ratio(self, batch: int, ranks: int = 2): ...
+    @staticmethod
+    def again(nprocs): ...
+    def _hidden(self, nprocs): ...  # private: not the rule's business
+
+
+def listed(word: str, ranks: list[int]): ...  # right: rank numbers, not a count
+def magic(ranks: bool = True): ...  # right: a flag
+def good(fn, world_size: int = 2): ...  # right
+def _private(nprocs): ...
+"""
+
+
+def test_the_rank_count_rule_catches_every_other_word_and_spares_lists_of_ranks_flags_and_private_names(tmp_path):
+    path = tmp_path / "synthetic_ranks.py"
+    path.write_text(RANK_COUNTS)
+    spec = importlib.util.spec_from_file_location("synthetic_ranks", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    functions = dict(defined_in(module))
+    assert {"synthetic_ranks._private", "synthetic_ranks.Plan._hidden", "synthetic_ranks.listed"} <= set(functions)
+    assert rank_count_problems(functions) == [
+        "synthetic_ranks.Plan.__init__(n_ranks: int): the number of ranks is world_size= (a word of our own)",
+        "synthetic_ranks.Plan.again(nprocs): the number of ranks is world_size= (torch.multiprocessing's word)",
+        "synthetic_ranks.Plan.ratio(ranks: int): the number of ranks is world_size= (a count)",
+        "synthetic_ranks.gloo_link(ranks): the number of ranks is world_size= (a count)",
+        "synthetic_ranks.launch(nprocs: int): the number of ranks is world_size= (torch.multiprocessing's word)",
+        "synthetic_ranks.maybe(ranks: int | None): the number of ranks is world_size= (a count)",
+        "synthetic_ranks.ring(ranks: int): the number of ranks is world_size= (a count)"]

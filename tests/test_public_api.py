@@ -77,6 +77,7 @@ OLD_SPELLINGS = [
     (lambda: watch.watch_terminal("workshop-8", directory="/tmp/x"), "watch_terminal", "directory", "reservations"),
     (lambda: watch.read_server(reader="workshop-8"), "read_server", "reader", "machine"),
     (lambda: watch.ServerWatch("workshop-8", directory="/tmp/x"), "ServerWatch", "directory", "reservations"),
+    (lambda: gpulab.launch(print, nprocs=2), "launch", "nprocs", "world_size"),  # checked before any process starts
 ]
 
 

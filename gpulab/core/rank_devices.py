@@ -43,10 +43,10 @@ class RankDevices:
         return self.reason
 
 
-def gpus_of_one_machine(nprocs: int, gpu_count: int) -> list[RankGpu | None]:
+def gpus_of_one_machine(world_size: int, gpu_count: int) -> list[RankGpu | None]:
     """Ranks started on one machine: rank k may use ``cuda:k`` while k < ``gpu_count`` (distinct indices are
     distinct GPUs in one process's numbering; CUDA refuses a list that names a GPU twice)."""
-    return [RankGpu(k, f"cuda:{k}") if k < gpu_count else None for k in range(nprocs)]
+    return [RankGpu(k, f"cuda:{k}") if k < gpu_count else None for k in range(world_size)]
 
 
 def decide_rank_devices(gpus: Sequence[RankGpu | None], *, nccl_available: bool, requested: str = "auto"
@@ -63,7 +63,7 @@ def decide_rank_devices(gpus: Sequence[RankGpu | None], *, nccl_available: bool,
     strays = [g for g in gpus if g is not None and not isinstance(g, RankGpu)]
     if strays:
         raise TypeError(f"each rank's GPU is a RankGpu(cuda_index, uuid) or None (no GPU for that rank); got "
-                        f"{strays[0]!r}. gpus_of_one_machine(nprocs, gpu_count) builds the list for one machine.")
+                        f"{strays[0]!r}. gpus_of_one_machine(world_size, gpu_count) builds the list for one machine.")
     if not isinstance(requested, str):
         raise TypeError(f"backend is a name such as 'auto', 'gloo' or 'nccl'; got {requested!r}.")
     requested = requested.lower()  # torch.distributed accepts 'NCCL' and 'Gloo' too

@@ -6,6 +6,9 @@ says which GPUs (physical indices, UUIDs, or the ``GpuInfo``s already read), ``n
 ``reservations=`` which folder holds the reservations. Older versions spelled these ``reader=``, ``directory=`` and
 ``devices=``; a notebook written for them gets a ``TypeError`` that says what to write now, instead of Python's bare
 "unexpected keyword argument".
+
+The number of ranks a launch starts is ``world_size=``, torch.distributed's own word (``dist.get_world_size()``,
+``$WORLD_SIZE``); it was ``nprocs=``.
 """
 from __future__ import annotations
 
@@ -23,6 +26,7 @@ MEANINGS = {
     "machine": "which machine: a reader, a preset name such as 'workshop-8', or a JSON file",
     "gpus": "which GPUs: physical indices, as nvidia-smi numbers them, UUIDs, or the GpuInfos gpulab.devices() read",
     "reservations": "the folder that holds the GPU reservations, /tmp/gpulab-reservations by default",
+    "world_size": "how many processes (ranks) to start, torch.distributed's WORLD_SIZE",
 }
 
 
@@ -39,6 +43,7 @@ def renamed_keywords(**renames: str) -> Callable[[F], F]:
 
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
+            __tracebackhide__ = True  # IPython: the learner's cell, then the message; not this wrapper
             for old, new in renames.items():
                 if old in kwargs:
                     raise TypeError(f"{label}() has no {old}= any more: write {new}= ({MEANINGS[new]}). "

@@ -1,4 +1,4 @@
-"""Ranks from a notebook cell: ``gpulab.launch(train, nprocs=2)`` and ``%%ranks 2``, and whether DDP is faster here.
+"""Ranks from a notebook cell: ``gpulab.launch(train, world_size=2)`` and ``%%ranks 2``, and whether DDP is faster here.
 
 ``launcher`` runs a notebook function on N ranks: ``launch_plan`` decides and validates what a launch will do (backend,
 each rank's device from ``plan``, threads, environment, ports) before anything starts, and ``runner`` carries the plan

@@ -32,7 +32,7 @@ class _Parser(argparse.ArgumentParser):
 
 def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog="%%ranks", add_help=False, exit_on_error=False)
-    p.add_argument("nprocs", type=int)
+    p.add_argument("world_size", type=int)
     p.add_argument("--timeout", type=float, default=60.0)
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--all", action="store_true")
@@ -50,7 +50,7 @@ def ranks_cell(line: str, cell: str, user_ns: dict[str, Any]) -> Any:
         opts, extra = _parser().parse_known_args(shlex.split(line))
     except (argparse.ArgumentError, ValueError) as e:
         raise ValueError(f"%%ranks could not read {line.strip()!r} ({e}): {usage}.") from None
-    if extra or opts.nprocs < 1:
+    if extra or opts.world_size < 1:
         raise ValueError(f"%%ranks could not read {line.strip()!r}: {usage}.")
     tree = ast.parse(cell)  # a syntax error shows here, in the notebook, with the cell's line
     _cells_run += 1
@@ -62,8 +62,8 @@ def ranks_cell(line: str, cell: str, user_ns: dict[str, Any]) -> Any:
     shipped = _variables_read(tree, user_ns)
     from .launcher import launch
 
-    return launch(run_cell, opts.nprocs, args=("\n" + cell, filename, shipped), all_ranks=opts.all, timeout_s=opts.timeout,
-                  threads_per_rank=opts.threads, backend=opts.backend)
+    return launch(run_cell, opts.world_size, args=("\n" + cell, filename, shipped), all_ranks=opts.all,
+                  timeout_s=opts.timeout, threads_per_rank=opts.threads, backend=opts.backend)
 
 
 def run_cell(source: str, filename: str, namespace: dict[str, Any]) -> Any:

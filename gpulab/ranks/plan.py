@@ -13,8 +13,8 @@ from ..core.rank_devices import RankDevices, decide_rank_devices, gpus_of_one_ma
 __all__ = ["plan_ranks", "choose_backend", "nccl_available"]
 
 
-def plan_ranks(requested: str, nprocs: int) -> RankDevices:
-    """The backend and each rank's device for ``nprocs`` ranks on this machine: ``auto`` is NCCL, rank k on
+def plan_ranks(requested: str, world_size: int) -> RankDevices:
+    """The backend and each rank's device for ``world_size`` ranks on this machine: ``auto`` is NCCL, rank k on
     ``cuda:k``, when every rank can have a GPU of its own and NCCL is built in; else gloo on the CPU."""
     from ..machine.cuda import cuda_gpu_count
 
@@ -22,7 +22,7 @@ def plan_ranks(requested: str, nprocs: int) -> RankDevices:
     if requested in ("mpi", "ucc", "xccl") and not dist.is_backend_available(requested):
         raise ValueError(f"backend={requested!r} is not available in this PyTorch build; use 'auto', 'gloo' or, "
                          f"with GPUs, 'nccl'.")
-    gpus = gpus_of_one_machine(nprocs, cuda_gpu_count() if requested in ("auto", "nccl") else 0)
+    gpus = gpus_of_one_machine(world_size, cuda_gpu_count() if requested in ("auto", "nccl") else 0)
     return decide_rank_devices(gpus, nccl_available=nccl_available(), requested=requested)
 
 
@@ -31,6 +31,6 @@ def nccl_available() -> bool:
     return dist.is_nccl_available()
 
 
-def choose_backend(requested: str, nprocs: int) -> str:
-    """The backend ``plan_ranks`` decides for ``nprocs`` ranks on this machine."""
-    return plan_ranks(requested, nprocs).backend
+def choose_backend(requested: str, world_size: int) -> str:
+    """The backend ``plan_ranks`` decides for ``world_size`` ranks on this machine."""
+    return plan_ranks(requested, world_size).backend

@@ -59,7 +59,7 @@ def store_ports(env: Mapping[str, str] | None = None) -> list[int]:
     return list(parse_ports(text)) if text else [0]
 
 
-def open_store(nprocs: int, timeout_s: float, candidates: Sequence[int] | None = None) -> Any:
+def open_store(world_size: int, timeout_s: float, candidates: Sequence[int] | None = None) -> Any:
     """The rendezvous store on a port the system picks, or on the first free port of this kernel's private range
     (``GPULAB_MASTER_PORTS``): torch.distributed's ``TCPStore``, hosted by the launching process. ``candidates``:
     the ports to try, in order (default ``store_ports()``; the launch plan holds them)."""
@@ -70,7 +70,7 @@ def open_store(nprocs: int, timeout_s: float, candidates: Sequence[int] | None =
     candidates = store_ports() if candidates is None else candidates
     for port in candidates:
         try:
-            return dist.TCPStore("127.0.0.1", port, world_size=nprocs, is_master=True, wait_for_workers=False,
+            return dist.TCPStore("127.0.0.1", port, world_size=world_size, is_master=True, wait_for_workers=False,
                                  timeout=timedelta(seconds=timeout_s))
         except (RuntimeError, OSError):  # DistNetworkError (a RuntimeError): the port is in use; try the next one
             if port == 0:

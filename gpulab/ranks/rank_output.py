@@ -39,10 +39,10 @@ class RankLogs(LogsSpecs):
         """The folder that holds one sub-folder of logs per rank."""
         return self._root
 
-    def files(self, nprocs: int) -> dict[int, tuple[str, str]]:
+    def files(self, world_size: int) -> dict[int, tuple[str, str]]:
         """Local rank -> (stdout path, stderr path)."""
         return {r: (os.path.join(self._root, str(r), "stdout.log"), os.path.join(self._root, str(r), "stderr.log"))
-                for r in range(nprocs)}
+                for r in range(world_size)}
 
     def reify(self, envs: dict[int, dict[str, str]]) -> LogsDest:
         """elastic's log destinations for ``envs``' ranks: each rank's stdout, stderr and error file, folders made."""

@@ -54,7 +54,7 @@ _last: LaunchStats | None = None
 class LaunchStats:
     """What the last launch did and how long it took (``gpulab.ranks.launcher.last_launch()``)."""
 
-    nprocs: int
+    world_size: int
     backend: str | None
     start_method: str
     threads_per_rank: int
@@ -67,7 +67,7 @@ class LaunchStats:
     def __str__(self) -> str:
         ready = "n/a" if self.ready_s is None else f"{self.ready_s:.3f} s"
         server = ", fork server started by this launch" if self.started_server else ""
-        return (f"{self.nprocs} ranks ({self.backend or 'no process group'}, {self.start_method}{server}, "
+        return (f"{self.world_size} ranks ({self.backend or 'no process group'}, {self.start_method}{server}, "
                 f"{self.threads_per_rank} thread(s) each, port {self.master_port}): all ready after {ready}, "
                 f"done after {self.total_s:.3f} s" + (f"\n{self.why}" if self.why else ""))
 
@@ -90,21 +90,21 @@ def run_plan(plan: LaunchPlan) -> Any:
     global _last
     __tracebackhide__ = True  # IPython: the learner's cell, then the message; not the launcher's insides
     t0, wall0 = time.perf_counter(), time.time()
-    nprocs, method = plan.nprocs, plan.start_method
+    world_size, method = plan.world_size, plan.start_method
     started_server = method == "forkserver" and server_state().pid is None
     if method == "forkserver":
         _ensure_server()
-    store = open_store(nprocs, plan.timeout_s, plan.ports)
+    store = open_store(world_size, plan.timeout_s, plan.ports)
     root = tempfile.mkdtemp(prefix="gpulab-launch-")
     logs = RankLogs(root)
-    files = logs.files(nprocs)
-    envs = {r: plan.environment(r, store.port) for r in range(nprocs)}
+    files = logs.files(world_size)
+    envs = {r: plan.environment(r, store.port) for r in range(world_size)}
     sources = _notebook_sources()
-    watch = LaunchWatch(root, nprocs, sources, enabled=plan.watchdog)
+    watch = LaunchWatch(root, world_size, sources, enabled=plan.watchdog)
     args = {r: (plan.payload, RankPlan({**os.environ, **envs[r]}, plan.threads_per_rank, plan.backend, plan.timeout_s,
                                        *files[r], redirect_in_python=sys.platform in ("darwin", "win32"),
                                        sources=sources, stack_path=watch.path(r), device=plan.devices[r]))
-            for r in range(nprocs)}
+            for r in range(world_size)}
     relay = OutputRelay(files)
     ready_s, ctx = None, None
     try:
@@ -120,12 +120,12 @@ def run_plan(plan: LaunchPlan) -> Any:
                 relay.finish()
                 if stopped:
                     print(watch.report({}, "you stopped the cell"), file=sys.stderr)
-                print(f"[launch] stopped all {nprocs} ranks.", file=sys.stderr)
+                print(f"[launch] stopped all {world_size} ranks.", file=sys.stderr)
                 raise
         relay.finish()
         if result.is_failed():
             raise _failure(plan, result, root, relay, watch) from None
-        values = [result.return_values[r] for r in range(nprocs)]
+        values = [result.return_values[r] for r in range(world_size)]
         missing = [r for r, v in enumerate(values) if v is None]
         if missing:  # SystemExit(0) in the function: elastic's @record turns it into "returned None"
             raise RuntimeError(f"rank(s) {missing} ended with sys.exit() before the function returned, so there is "
@@ -140,7 +140,7 @@ def run_plan(plan: LaunchPlan) -> Any:
         _remove_error_files(ctx)
         release_rank_queues(ctx)
         ctx = None  # a failed launch's traceback keeps this frame, and so the context, alive
-        _last = LaunchStats(nprocs, plan.backend, method, plan.threads_per_rank, int(envs[0]["MASTER_PORT"]),
+        _last = LaunchStats(world_size, plan.backend, method, plan.threads_per_rank, int(envs[0]["MASTER_PORT"]),
                             started_server, ready_s, time.perf_counter() - t0, plan.why)
 
 
@@ -148,12 +148,12 @@ def _failure(plan: LaunchPlan, result: RunProcsResult, root: str, relay: OutputR
              ) -> RankFailed:
     """``RankFailed`` for the first failing rank: its traceback, the others', the hint that fits, its last lines."""
     root_cause, others = read_failures(result.failures, {r: os.path.join(root, str(r), "error.json")
-                                                          for r in range(plan.nprocs)})
+                                                          for r in range(plan.world_size)})
     hint = hint_for(root_cause.error + root_cause.traceback, timeout_s=plan.timeout_s, backend=plan.backend)
     hint = watch.hint(root_cause, others, hint, plan.timeout_s)
     if not root_cause.error and root_cause.exitcode == 1:
         hint = hint or _unguarded_script_hint()
-    return RankFailed(root_cause, others, plan.nprocs, hint, relay.recent_lines(root_cause.rank))
+    return RankFailed(root_cause, others, plan.world_size, hint, relay.recent_lines(root_cause.rank))
 
 
 def _remove_error_files(ctx: object) -> None:

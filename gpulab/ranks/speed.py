@@ -26,7 +26,7 @@ class SpeedRow:
     """One setup timed: how many ranks, threads per rank and batch per rank, and the samples per second."""
 
     setup: str  # "1 process" (DataParallel on GPUs), "DDP"
-    ranks: int
+    world_size: int
     threads_per_rank: int
     batch_per_rank: int
     samples_per_s: float
@@ -40,18 +40,19 @@ class RankSpeedup(TableView):
     cores: int
     device: str
 
-    def ratio(self, batch_per_rank: int, ranks: int = 2) -> float:
-        """DDP on ``ranks`` ranks ÷ DDP on 1 rank, in samples/s, at ``batch_per_rank`` images per rank and step."""
-        speed = {r.ranks: r.samples_per_s for r in self.rows if r.setup == "DDP" and r.batch_per_rank == batch_per_rank}
-        return speed[ranks] / speed[1]
+    def ratio(self, batch_per_rank: int, world_size: int = 2) -> float:
+        """DDP on ``world_size`` ranks ÷ DDP on 1 rank, in samples/s, at ``batch_per_rank`` images per rank and step."""
+        speed = {r.world_size: r.samples_per_s for r in self.rows
+                 if r.setup == "DDP" and r.batch_per_rank == batch_per_rank}
+        return speed[world_size] / speed[1]
 
     def table(self) -> Table:
         """Each setup's ranks, threads, batch and samples/s, with 2 ranks ÷ 1 per batch size as notes."""
-        rows = [[r.setup, r.ranks, r.threads_per_rank, r.batch_per_rank, format_rate(r.samples_per_s, "samples")]
+        rows = [[r.setup, r.world_size, r.threads_per_rank, r.batch_per_rank, format_rate(r.samples_per_s, "samples")]
                 for r in self.rows]
         batches = sorted({r.batch_per_rank for r in self.rows})
         notes = [f"batch {b} per rank: 2 DDP ranks ÷ 1 = {self.ratio(b):.2f}×" for b in batches
-                 if {1, 2} <= {r.ranks for r in self.rows if r.setup == "DDP" and r.batch_per_rank == b}]
+                 if {1, 2} <= {r.world_size for r in self.rows if r.setup == "DDP" and r.batch_per_rank == b}]
         return Table(["setup", "ranks", "threads each", "batch per rank", "speed"], rows,
                      title=f"digits MLP, {self.device}, {self.cores} usable cores", notes=notes)
 
@@ -123,17 +124,17 @@ def rank_speedup(batch_sizes: Sequence[int] = (32, 128), *, epochs: int = 2, ima
     backend = _ddp_backend(device)
     rows = []
     for batch in batch_sizes:
-        for setup, ranks in (("1 process", 1), ("DDP", 1), ("DDP", 2)):
+        for setup, world_size in (("1 process", 1), ("DDP", 1), ("DDP", 2)):
             threads = cores if setup == "1 process" else 1  # a DDP rank gets one core, as it would get one GPU
             if setup == "DDP":  # each rank trains where the launch plan put it: its own GPU under NCCL, else the CPU
-                out = launch(on_own_device(train_rate), ranks, args=(batch, epochs, True), kwargs={"images": images},
-                             all_ranks=True, threads_per_rank=threads, backend=backend)
+                out = launch(on_own_device(train_rate), world_size, args=(batch, epochs, True),
+                             kwargs={"images": images}, all_ranks=True, threads_per_rank=threads, backend=backend)
             else:
                 out = launch(train_rate, 1, args=(batch, epochs, False, device, images), all_ranks=True,
                              threads_per_rank=threads, init_process_group=False)
             rate = sum(n for n, _ in out) / max(s for _, s in out)
-            rows.append(SpeedRow(setup if device == "cpu" or setup == "DDP" else "DataParallel", ranks, threads, batch,
-                                 rate))
+            rows.append(SpeedRow(setup if device == "cpu" or setup == "DDP" else "DataParallel", world_size, threads,
+                                 batch, rate))
     return RankSpeedup(tuple(rows), cores, device)
 
 

@@ -132,9 +132,9 @@ class LaunchWatch:
     """The watchdog of one ``gpulab.launch``: where each rank dumps its stack, taking the stacks once (at the first
     failure or the stop button, before the ranks are stopped), and the report made of them."""
 
-    def __init__(self, root: str, nprocs: int, sources: dict[str, list[str]], *, enabled: bool = True) -> None:
-        self.enabled, self.nprocs = enabled, nprocs
-        self.paths = {r: os.path.join(root, f"stack-{r}.txt") for r in range(nprocs)} if enabled else {}
+    def __init__(self, root: str, world_size: int, sources: dict[str, list[str]], *, enabled: bool = True) -> None:
+        self.enabled, self.world_size = enabled, world_size
+        self.paths = {r: os.path.join(root, f"stack-{r}.txt") for r in range(world_size)} if enabled else {}
         self.cells = {name: n for name in sources if (n := ipython_cell_number(name)) is not None}
         self.stacks: dict[int, str] | None = None
         self.code = _main_code() if enabled else {}
@@ -158,7 +158,7 @@ class LaunchWatch:
 
     def report(self, tracebacks: dict[int, str], why: str) -> HangReport:
         """The hang report from the stacks taken and the ranks' ``tracebacks``; ``why`` says what stopped the launch."""
-        return report(self.nprocs, self.stacks or {}, tracebacks, why, self.cells, self.code)
+        return report(self.world_size, self.stacks or {}, tracebacks, why, self.cells, self.code)
 
     def hint(self, root: Any, others: list[Any], hint: str, timeout_s: float) -> str:
         """The report in place of the launcher's hint when a collective was involved (else the hint as it was)."""
@@ -210,13 +210,13 @@ def watchdog() -> None:
     sys.excepthook = on_failure
 
 
-def _report_from_rank(folder: Path, rank: int, world: int, etype: type[BaseException], value: BaseException,
-                      tb: Any) -> None:
+def _report_from_rank(folder: Path, rank: int, world_size: int, etype: type[BaseException],
+                      value: BaseException, tb: Any) -> None:
     try:  # the first rank to fail reports; the others' failures are its consequences
         os.close(os.open(folder / "reported", os.O_CREAT | os.O_EXCL | os.O_WRONLY))
     except OSError:  # FileExistsError: another rank reports; FileNotFoundError: it has reported and tidied up
         return
-    paths = {r: str(folder / f"rank-{r}.txt") for r in range(world)}
+    paths = {r: str(folder / f"rank-{r}.txt") for r in range(world_size)}
     pids = {}
     for r, path in paths.items():
         try:
@@ -228,7 +228,7 @@ def _report_from_rank(folder: Path, rank: int, world: int, etype: type[BaseExcep
     stacks = collect(paths, pids)
     own = "".join(traceback.format_exception(etype, value, tb))
     why = f"rank {rank} raised {etype.__name__}"
-    print(str(report(world, stacks, {rank: own}, why, {})), file=sys.stderr, flush=True)
+    print(str(report(world_size, stacks, {rank: own}, why, {})), file=sys.stderr, flush=True)
     shutil.rmtree(folder, ignore_errors=True)  # torchrun stops the other ranks with SIGTERM: their atexit never runs
 
 

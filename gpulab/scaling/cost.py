@@ -40,8 +40,9 @@ __all__ = ["Link", "StepCost", "allreduce_s", "ring_bytes", "train_flops", "mlp_
            "speedup", "crossover_batch"]
 
 
-def _ranks(n: object) -> int:
-    return whole_number(n, "ranks", minimum=1, what="how many processes share the work", example="ranks=2")
+def _world_size(n: object) -> int:
+    return whole_number(n, "world_size", minimum=1, what="how many processes (ranks) share the work",
+                        example="world_size=2")
 
 
 @dataclass(frozen=True)
@@ -58,16 +59,16 @@ class Link:
                         zero_ok=True)
 
 
-def ring_bytes(gradient_bytes: float, ranks: int) -> float:
+def ring_bytes(gradient_bytes: float, world_size: int) -> float:
     """Bytes each rank sends in a ring all-reduce of ``gradient_bytes``: 2 (N − 1)/N of them (0 on one rank)."""
-    n = _ranks(ranks)
+    n = _world_size(world_size)
     size = positive_number(gradient_bytes, "gradient_bytes", what="the size of the gradients", zero_ok=True)
     return 2 * (n - 1) / n * size
 
 
-def allreduce_s(gradient_bytes: float, ranks: int, link: Link) -> float:
-    """Seconds of a ring all-reduce of ``gradient_bytes`` over ``ranks`` ranks on ``link``."""
-    n = _ranks(ranks)
+def allreduce_s(gradient_bytes: float, world_size: int, link: Link) -> float:
+    """Seconds of a ring all-reduce of ``gradient_bytes`` over ``world_size`` ranks on ``link``."""
+    n = _world_size(world_size)
     if n == 1:
         return 0.0
     return 2 * (n - 1) * link.latency_s + ring_bytes(gradient_bytes, n) / link.bandwidth_bytes_per_s
@@ -91,7 +92,7 @@ def train_flops(parameters: int, batch: int) -> float:
 class StepCost:
     """A predicted step: ``compute_s`` + ``exposed_s`` (the all-reduce not hidden) = ``step_s``."""
 
-    ranks: int
+    world_size: int
     compute_s: float
     allreduce_s: float
     exposed_s: float
@@ -102,16 +103,16 @@ class StepCost:
         return self.compute_s + self.exposed_s
 
 
-def predict_step(flops: float, gradient_bytes: float, ranks: int, *, flops_per_s: float, link: Link | None = None,
+def predict_step(flops: float, gradient_bytes: float, world_size: int, *, flops_per_s: float, link: Link | None = None,
                  contention: float = 1.0, hidden: float = 0.0, fixed_s: float = 0.0, sync_s: float = 0.0) -> StepCost:
-    """One rank's step when ``ranks`` ranks each do ``flops`` and all-reduce ``gradient_bytes``.
+    """One rank's step when ``world_size`` ranks each do ``flops`` and all-reduce ``gradient_bytes``.
 
     ``flops_per_s`` is one rank's rate when it computes alone; ``contention`` the share of it each keeps when all
     compute at once; ``hidden`` the fraction of the all-reduce the backward pass hides; ``fixed_s`` a cost per step
     that does not scale with the work (kernel launches, Python); ``sync_s`` a cost per step that only several ranks
     pay (meeting at the all-reduce), counted with the all-reduce.
     """
-    n = _ranks(ranks)
+    n = _world_size(world_size)
     rate = positive_number(flops_per_s, "flops_per_s", what="one rank's FLOP rate")
     share = positive_number(contention, "contention",
                             what="the share of its FLOP rate a rank keeps beside the others")
@@ -131,17 +132,17 @@ def predict_step(flops: float, gradient_bytes: float, ranks: int, *, flops_per_s
 
 def speedup(one: StepCost, many: StepCost) -> float:
     """Samples per second of ``many`` ranks ÷ of one, each rank with the same batch."""
-    return many.ranks * one.step_s / many.step_s
+    return many.world_size * one.step_s / many.step_s
 
 
-def crossover_batch(seconds_per_sample: float, allreduce_seconds: float, ranks: int = 2, contention: float = 1.0,
+def crossover_batch(seconds_per_sample: float, allreduce_seconds: float, world_size: int = 2, contention: float = 1.0,
                     target: float = 1.0) -> float:
-    """The batch per rank from which ``ranks`` ranks reach ``target`` × one rank (1: they start to pay).
+    """The batch per rank from which ``world_size`` ranks reach ``target`` × one rank (1: they start to pay).
 
     With c seconds of compute per sample on one rank, a share s kept beside the others and an all-reduce of a:
     N·b·c ÷ (b·c/s + a) = target  →  b = target·a ÷ (c·(N − target/s)). ``inf`` when no batch gets there.
     """
-    n = _ranks(ranks)
+    n = _world_size(world_size)
     c = positive_number(seconds_per_sample, "seconds_per_sample", what="one rank's compute per sample")
     a = positive_number(allreduce_seconds, "allreduce_seconds", what="the all-reduce per step", zero_ok=True)
     s = positive_number(contention, "contention", what="the share of its FLOP rate a rank keeps beside the others")

@@ -38,15 +38,16 @@ def setup_for(gpu_name: str, n_gpus: int = 2) -> GpuSetup | None:
     return None
 
 
-def nccl_link(ranks: int = 2) -> Link:
+def nccl_link(world_size: int = 2) -> Link:
     """Latency (a 4-byte all-reduce over the ring's 2 (N − 1) messages) and bus bandwidth (``BUS_BYTES``) of NCCL
-    between ``ranks`` GPUs here, one per rank."""
+    between ``world_size`` GPUs here, one per rank."""
     from ..ranks.launcher import launch
     from ..ranks.own_device import on_own_device
 
-    tiny, large = launch(on_own_device(allreduce_seconds), ranks, args=([LATENCY_BYTES, BUS_BYTES], 10), backend="nccl")
-    factor = 2 * (ranks - 1) / ranks
-    return Link(factor * BUS_BYTES / large, tiny / (2 * (ranks - 1)),
+    tiny, large = launch(on_own_device(allreduce_seconds), world_size, args=([LATENCY_BYTES, BUS_BYTES], 10),
+                         backend="nccl")
+    factor = 2 * (world_size - 1) / world_size
+    return Link(factor * BUS_BYTES / large, tiny / (2 * (world_size - 1)),
                 f"NCCL on this machine's GPUs: all-reduce of 4 B {tiny * 1e6:.0f} µs, of {BUS_BYTES >> 20} MiB "
                 f"{large * 1e3:.2f} ms")
 

@@ -23,19 +23,20 @@ LATENCY_BYTES, SMALL_BYTES, LARGE_BYTES = 4, 4 * 1024, 8 * 1024 * 1024
 TINY = StepPlan(8, 1, depth=1, steps=200)
 
 
-def splits(plans: list[StepPlan], ranks: int, *, threads_per_rank: int = 1, ddp: bool = True,
+def splits(plans: list[StepPlan], world_size: int, *, threads_per_rank: int = 1, ddp: bool = True,
            device: str = "cpu") -> list[StepSplit]:
-    """Every plan measured on ``ranks`` ranks (``ddp=False``: one process, no DDP, for the threads comparison)."""
+    """Every plan measured on ``world_size`` ranks (``ddp=False``: one process, no DDP, for the threads comparison)."""
     if not plans:
         raise ValueError("splits needs at least one StepPlan to measure.")
     _refuse_other_than_plans("splits", plans)
-    if not ddp and ranks != 1:
-        raise ValueError(f"ddp=False measures one process without DDP; got ranks={ranks}. Use ranks=1.")
+    if not ddp and world_size != 1:
+        raise ValueError(f"ddp=False measures one process without DDP; got world_size={world_size}. Use "
+                         f"world_size=1.")
     if device not in ("cpu", "cuda"):
         raise ValueError(f"device is 'cpu' (gloo) or 'cuda' (NCCL, a GPU per rank); got {device!r}.")
     if device == "cuda":  # refused before any process starts where a rank would have no GPU of its own
-        plan_ranks("nccl", ranks)
-    per_rank = launch(on_own_device(time_plans), ranks, args=(plans,), all_ranks=True,
+        plan_ranks("nccl", world_size)
+    per_rank = launch(on_own_device(time_plans), world_size, args=(plans,), all_ranks=True,
                       threads_per_rank=threads_per_rank, init_process_group=ddp,
                       backend="nccl" if device == "cuda" else "gloo", timeout_s=120)
     return summarise(plans, per_rank, threads_per_rank)
@@ -104,8 +105,8 @@ def _fastest_pair(two: list[list[float]]) -> float:
     return min(max(pair) for pair in zip(*two))
 
 
-def gloo_link(ranks: int = 2, launches: int = 1) -> Link:
-    """Latency and bandwidth of gloo's all-reduce between ``ranks`` ranks here (bare all-reduces, no DDP).
+def gloo_link(world_size: int = 2, launches: int = 1) -> Link:
+    """Latency and bandwidth of gloo's all-reduce between ``world_size`` ranks here (bare all-reduces, no DDP).
 
     Latency: a 4-byte all-reduce, spread over the ring's 2 (N − 1) messages. Bandwidth: the slope between an
     all-reduce of 4 KiB and one of 8 MiB, each rank sending 2 (N − 1)/N of the bytes. Each is the fastest of 15, and
@@ -117,24 +118,24 @@ def gloo_link(ranks: int = 2, launches: int = 1) -> Link:
     gradients every step, so it runs warm."""
     launches = whole_number(launches, "launches", minimum=1, what="how many process groups the link is measured in",
                             example="gloo_link(launches=3)")
-    runs = [launch(allreduce_seconds, ranks, args=([LARGE_BYTES, LATENCY_BYTES, SMALL_BYTES, LARGE_BYTES], 15),
+    runs = [launch(allreduce_seconds, world_size, args=([LARGE_BYTES, LATENCY_BYTES, SMALL_BYTES, LARGE_BYTES], 15),
                    backend="gloo", threads_per_rank=1)[1:] for _ in range(launches)]
     tiny, small, large = (min(sizes) for sizes in zip(*runs))
-    factor = 2 * (ranks - 1) / ranks
+    factor = 2 * (world_size - 1) / world_size
     bandwidth = factor * (LARGE_BYTES - SMALL_BYTES) / max(large - small, 1e-9)
-    return Link(bandwidth, tiny / (2 * (ranks - 1)),
+    return Link(bandwidth, tiny / (2 * (world_size - 1)),
                 f"gloo on this machine: bare all-reduces of 4 B ({tiny * 1e3:.2f} ms), 4 KiB ({small * 1e3:.2f} ms) "
                 f"and 8 MiB ({large * 1e3:.1f} ms)" + (f", the fastest of {launches} launches" if launches > 1 else ""))
 
 
-def ddp_sync_s(link: Link, ranks: int = 2, device: str = "cpu") -> float:
-    """Seconds a DDP step of ``ranks`` ranks pays once per step beyond its messages: the ranks meeting at the
+def ddp_sync_s(link: Link, world_size: int = 2, device: str = "cpu") -> float:
+    """Seconds a DDP step of ``world_size`` ranks pays once per step beyond its messages: the ranks meeting at the
     all-reduce (the scheduler waking gloo's threads, the slower rank's lag) and DDP's hook and future around it.
 
-    Measured on ``TINY`` (a model whose compute and bytes are next to nothing): its step on ``ranks`` ranks minus
-    its 1-rank step slowed to the share a rank keeps (``limit_for(TINY)`` ÷ ``ranks``) minus the all-reduce of its
+    Measured on ``TINY`` (a model whose compute and bytes are next to nothing): its step on ``world_size`` ranks minus
+    its 1-rank step slowed to the share a rank keeps (``limit_for(TINY)`` ÷ ``world_size``) minus the all-reduce of its
     gradients on ``link``. Never below 0. ``device="cuda"``: one GPU per rank, which no rank shares (share 1)."""
-    one, many = splits([TINY], 1, device=device)[0], splits([TINY], ranks, device=device)[0]
-    share = 1.0 if device == "cuda" else min(1.0, limit_for(TINY) / ranks)
+    one, many = splits([TINY], 1, device=device)[0], splits([TINY], world_size, device=device)[0]
+    share = 1.0 if device == "cuda" else min(1.0, limit_for(TINY) / world_size)
     gradient_bytes = 4 * mlp_parameters(TINY.width, TINY.depth)
-    return max(0.0, many.step_s - one.step_s / share - allreduce_s(gradient_bytes, ranks, link))
+    return max(0.0, many.step_s - one.step_s / share - allreduce_s(gradient_bytes, world_size, link))

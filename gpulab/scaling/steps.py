@@ -53,10 +53,11 @@ class StepPlan:
 
 @dataclass(frozen=True)
 class StepSplit:
-    """The fastest timed step of one plan on ``ranks`` ranks (as long as its slowest rank; rank 0's split of it)."""
+    """The fastest timed step of one plan on ``world_size`` ranks (as long as its slowest rank; rank 0's split of
+    it)."""
 
     plan: StepPlan
-    ranks: int
+    world_size: int
     threads_per_rank: int
     step_s: float
     compute_s: float
@@ -66,7 +67,7 @@ class StepSplit:
     @property
     def samples_per_s(self) -> float:
         """Samples per second over all ranks at this step time."""
-        return self.ranks * self.plan.batch * self.plan.accumulate / self.step_s
+        return self.world_size * self.plan.batch * self.plan.accumulate / self.step_s
 
     @property
     def hidden_s(self) -> float:
@@ -101,7 +102,7 @@ def _one_plan(plan: StepPlan, device: str, ddp: bool = True) -> list[tuple[float
 
     grouped = dist.is_initialized()
     ddp = ddp and grouped
-    world = dist.get_world_size() if ddp else 1
+    world_size = dist.get_world_size() if ddp else 1
     model = _model(plan, device)
     last_grad = [0.0]
     for p in model.parameters():
@@ -115,7 +116,7 @@ def _one_plan(plan: StepPlan, device: str, ddp: bool = True) -> list[tuple[float
 
         def timed_allreduce(_state, bucket):  # no annotations: DDP checks them against its own types
             start = time.perf_counter()
-            buffer = bucket.buffer().div_(world)
+            buffer = bucket.buffer().div_(world_size)
             future = dist.all_reduce(buffer, async_op=True).get_future()
 
             def arrived(f):
@@ -141,7 +142,7 @@ def _one_plan(plan: StepPlan, device: str, ddp: bool = True) -> list[tuple[float
         if ddp and not plan.overlap:  # the all-reduce only starts once the whole backward pass is done
             start = time.perf_counter()
             grads = [p.grad for p in model.parameters()]
-            flat = torch.cat([g.flatten() for g in grads]).div_(world)
+            flat = torch.cat([g.flatten() for g in grads]).div_(world_size)
             dist.all_reduce(flat)
             torch.nn.utils.vector_to_parameters(flat, grads)  # copies the reduced values back into each gradient
             spans.append((start, time.perf_counter()))

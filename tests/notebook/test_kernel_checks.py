@@ -34,6 +34,6 @@ def test_a_hang_in_a_kernel_is_reported_by_cell_and_line():
     body = ("def evaluate():\n    time.sleep(60)\n\ndef body():\n    t = torch.ones(2)\n    if dist.get_rank() == 0:\n"
             "        dist.all_reduce(t)\n    else:\n        evaluate()")
     out = _run("%load_ext gpulab\nimport gpulab, time, torch\nimport torch.distributed as dist", body,
-               "gpulab.launch(body, nprocs=2, timeout_s=5)", raises=(2,))
+               "gpulab.launch(body, world_size=2, timeout_s=5)", raises=(2,))
     assert "rank 0 was waiting in all_reduce at cell [2], line 7 (`dist.all_reduce(t)`)" in out[2], out[2]
     assert "rank 1 is in `evaluate()` at cell [2], line 2 (`time.sleep(60)`) and never called all_reduce" in out[2]

@@ -29,22 +29,23 @@ def _work(device: str = "cpu") -> str:
     return device
 
 
-@pytest.mark.parametrize("gpus, ranks, backend, devices", [
+@pytest.mark.parametrize("gpus, world_size, backend, devices", [
     (0, 1, "gloo", ("cpu",)), (0, 2, "gloo", ("cpu", "cpu")),
     (1, 1, "nccl", ("cuda:0",)), (1, 2, "gloo", ("cpu", "cpu")),
     (2, 2, "nccl", ("cuda:0", "cuda:1")), (2, 3, "gloo", ("cpu",) * 3),
     (8, 2, "nccl", ("cuda:0", "cuda:1")), (8, 8, "nccl", tuple(f"cuda:{k}" for k in range(8)))])
 @pytest.mark.parametrize("nccl", [True, False])
-def test_the_plan_gives_each_rank_a_device_from_the_gpu_count_without_starting_a_process(monkeypatch, gpus, ranks,
-                                                                                          backend, devices, nccl):
+def test_the_plan_gives_each_rank_a_device_from_the_gpu_count_without_starting_a_process(monkeypatch, gpus,
+                                                                                          world_size, backend, devices,
+                                                                                          nccl):
     _pretend_gpus(monkeypatch, gpus, nccl)
-    plan = plan_launch(_work, ranks, threads_per_rank=1)
+    plan = plan_launch(_work, world_size, threads_per_rank=1)
     assert isinstance(plan, LaunchPlan)
-    assert (plan.backend, plan.devices) == ((backend, devices) if nccl else ("gloo", ("cpu",) * ranks))
-    assert f"{ranks} rank" in plan.why and ("no NCCL" in plan.why) == (not nccl)
-    assert plan_launch(_work, ranks, backend="gloo").devices == ("cpu",) * ranks  # gloo: the CPU, GPUs or not
+    assert (plan.backend, plan.devices) == ((backend, devices) if nccl else ("gloo", ("cpu",) * world_size))
+    assert f"{world_size} rank" in plan.why and ("no NCCL" in plan.why) == (not nccl)
+    assert plan_launch(_work, world_size, backend="gloo").devices == ("cpu",) * world_size  # gloo: the CPU, GPUs or not
     with pytest.raises(dataclasses.FrozenInstanceError):
-        plan.nprocs = 3  # type: ignore[misc]
+        plan.world_size = 3  # type: ignore[misc]
 
 
 @pytest.mark.parametrize("gpus", [0, 1, 2, 8])
@@ -53,7 +54,7 @@ def test_the_plan_holds_each_ranks_torchrun_environment_threads_start_method_and
     monkeypatch.setenv("GPULAB_MASTER_PORTS", "29510-29512")
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     plan = plan_launch(_work, 2, threads_per_rank=3, start_method="spawn", timeout_s=9)
-    assert (plan.nprocs, plan.threads_per_rank, plan.start_method, plan.timeout_s) == (2, 3, "spawn", 9)
+    assert (plan.world_size, plan.threads_per_rank, plan.start_method, plan.timeout_s) == (2, 3, "spawn", 9)
     assert plan.ports == (29510, 29511, 29512)
     env = plan.environment(1, 29511)
     assert {k: env[k] for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
@@ -75,8 +76,10 @@ def test_without_a_process_group_the_plan_starts_no_backend_yet_still_places_eac
 
 @pytest.mark.parametrize("call, error, words", [
     (lambda: plan_launch(torch.get_num_threads(), 2), TypeError, "Pass the function itself, without calling it"),
-    (lambda: plan_launch(_work, 0), ValueError, r"nprocs=0: nprocs \(how many processes \(ranks\) to start\) must be"),
-    (lambda: plan_launch(_work, True), TypeError, "nprocs=True is a bool"),
+    (lambda: plan_launch(_work, 0), ValueError,
+     r"world_size=0: world_size \(how many processes \(ranks\) to start\) must be"),
+    (lambda: plan_launch(_work, True), TypeError, "world_size=True is a bool"),
+    (lambda: plan_launch(_work, nprocs=2), TypeError, r"plan_launch\(\) has no nprocs= any more: write world_size="),
     (lambda: plan_launch(_work, 2, args=5), TypeError, "note the comma for one argument"),
     (lambda: plan_launch(_work, 2, kwargs=[1]), TypeError, "kwargs is a dict"),
     (lambda: plan_launch(_work, 2, timeout_s=-1), ValueError, "timeout_s must be a positive number of seconds"),

@@ -140,9 +140,10 @@ def test_auto_backend_is_gloo_without_a_gpu_per_rank():  # on this machine, what
 
 @pytest.mark.parametrize("call, error, words", [
     (lambda: launch(torch.get_num_threads(), 2), TypeError, "Pass the function itself, without calling it"),
-    (lambda: launch(summed_ranks, 0), ValueError, r"nprocs=0: nprocs \(how many processes \(ranks\) to start\) must "
-                                                  r"be a whole number ≥ 1 \(e.g. launch\(train, nprocs=2\)\)"),
-    (lambda: launch(summed_ranks, "2"), TypeError, "nprocs='2' is a str; nprocs .* takes a whole number ≥ 1"),
+    (lambda: launch(summed_ranks, 0), ValueError, r"world_size=0: world_size \(how many processes \(ranks\) to "
+                                                  r"start\) must be a whole number ≥ 1 \(e.g. launch\(train, "
+                                                  r"world_size=2\)\)"),
+    (lambda: launch(summed_ranks, "2"), TypeError, "world_size='2' is a str; world_size .* takes a whole number ≥ 1"),
     (lambda: launch(summed_ranks, 2, args=5), TypeError, "note the comma for one argument"),
     (lambda: launch(summed_ranks, 2, kwargs=[1]), TypeError, "kwargs is a dict"),
     (lambda: launch(summed_ranks, 2, timeout_s=0), ValueError, r"timeout_s=0: timeout_s must be a positive number of "
@@ -181,18 +182,18 @@ def _pretend_gpus(monkeypatch, count: int) -> None:
     monkeypatch.setattr(gpulab.machine.cuda, "cuda_gpu_count", lambda: count)
 
 
-@pytest.mark.parametrize("gpus, ranks, backend, devices", [
+@pytest.mark.parametrize("gpus, world_size, backend, devices", [
     (0, 2, "gloo", ("cpu", "cpu")), (1, 1, "nccl", ("cuda:0",)), (1, 2, "gloo", ("cpu", "cpu")),
     (2, 2, "nccl", ("cuda:0", "cuda:1")), (8, 2, "nccl", ("cuda:0", "cuda:1"))])
-def test_the_launchers_plan_reads_the_gpu_count_and_never_gives_a_rank_a_gpu_past_it(monkeypatch, gpus, ranks,
+def test_the_launchers_plan_reads_the_gpu_count_and_never_gives_a_rank_a_gpu_past_it(monkeypatch, gpus, world_size,
                                                                                        backend, devices):
     from gpulab.ranks.launcher import plan_ranks
 
     _pretend_gpus(monkeypatch, gpus)
-    plan = plan_ranks("auto", ranks)
+    plan = plan_ranks("auto", world_size)
     nccl = torch.distributed.is_nccl_available()
-    assert (plan.backend, plan.devices) == ((backend, devices) if nccl else ("gloo", ("cpu",) * ranks))
-    assert plan_ranks("gloo", ranks).devices == ("cpu",) * ranks
+    assert (plan.backend, plan.devices) == ((backend, devices) if nccl else ("gloo", ("cpu",) * world_size))
+    assert plan_ranks("gloo", world_size).devices == ("cpu",) * world_size
 
 
 def test_two_ranks_where_one_gpu_is_seen_run_on_gloo_on_the_cpu_and_the_launch_says_why(monkeypatch,

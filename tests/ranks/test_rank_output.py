@@ -6,10 +6,10 @@ import io
 from gpulab.ranks.rank_output import OutputRelay, RankLogs
 
 
-def relay_over(tmp_path, nprocs=2):
+def relay_over(tmp_path, world_size=2):
     logs = RankLogs(str(tmp_path))
-    files = logs.files(nprocs)
-    logs.reify({r: {} for r in range(nprocs)})  # makes the folders, as elastic does before starting ranks
+    files = logs.files(world_size)
+    logs.reify({r: {} for r in range(world_size)})  # makes the folders, as elastic does before starting ranks
     out, err = io.StringIO(), io.StringIO()
     return OutputRelay(files, out, err), files, out, err
 

@@ -8,7 +8,7 @@ from gpulab.ranks.speed import RankSpeedup, SpeedRow, rank_speedup, train_rate
 
 def test_every_setup_is_measured_and_the_ratio_is_ddp_2_over_1(no_process_left):
     result = rank_speedup((64,), epochs=1, images=256, cores=2)
-    assert [(r.setup, r.ranks, r.threads_per_rank, r.batch_per_rank) for r in result.rows] == [
+    assert [(r.setup, r.world_size, r.threads_per_rank, r.batch_per_rank) for r in result.rows] == [
         ("1 process", 1, 2, 64), ("DDP", 1, 1, 64), ("DDP", 2, 1, 64)]
     assert all(r.samples_per_s > 0 for r in result.rows)
     assert result.ratio(64) == result.rows[2].samples_per_s / result.rows[1].samples_per_s
@@ -50,7 +50,7 @@ def test_ranks_whose_model_stays_on_the_cpu_use_gloo_even_where_a_gpu_is_seen(mo
 
     monkeypatch.setattr(gpulab.machine.cuda, "cuda_gpu_count", lambda: 1)
     result = rank_speedup((32,), epochs=1, images=64, cores=2)
-    assert [(r.setup, r.ranks) for r in result.rows] == [("1 process", 1), ("DDP", 1), ("DDP", 2)]
+    assert [(r.setup, r.world_size) for r in result.rows] == [("1 process", 1), ("DDP", 1), ("DDP", 2)]
     assert last_launch().backend == "gloo"
 
 

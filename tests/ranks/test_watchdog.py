@@ -43,7 +43,7 @@ def lines_of(fn, text: str) -> int:
 
 def test_two_ranks_the_report_names_each_ranks_frame_and_the_collective(no_process_left):
     with pytest.raises(RankFailed) as info:
-        launch(only_rank_0_reduces, nprocs=2, timeout_s=3)
+        launch(only_rank_0_reduces, world_size=2, timeout_s=3)
     text = str(info.value)
     reduce_line, sleep_line = lines_of(only_rank_0_reduces, "all_reduce(t)"), lines_of(evaluate, "time.sleep")
     assert "Watchdog: the collective timeout (3 s) ran out in rank 0" in text, text
@@ -64,7 +64,7 @@ def three_reduce_one_broadcasts() -> None:
 @pytest.mark.slow
 def test_four_ranks_the_odd_collective_is_named(no_process_left):
     with pytest.raises(RankFailed) as info:
-        launch(three_reduce_one_broadcasts, nprocs=4, timeout_s=4)
+        launch(three_reduce_one_broadcasts, world_size=4, timeout_s=4)
     text = str(info.value)
     for r in range(3):
         assert f"rank {r} was waiting in all_reduce" in text or f"rank {r} waits in all_reduce" in text, text
@@ -87,7 +87,7 @@ def test_the_stop_button_reports_every_rank_before_stopping_them():
 
         if __name__ == "__main__":
             try:
-                gpulab.launch(stuck, nprocs=2, args=(os.getpid(),), timeout_s=100)
+                gpulab.launch(stuck, world_size=2, args=(os.getpid(),), timeout_s=100)
             except KeyboardInterrupt:
                 print("interrupted")
     """, timeout=240)

@@ -67,9 +67,9 @@ V, T = ValueError, TypeError  # a value out of range; a value of the wrong kind 
                                "be a finite number > 0"),
     (lambda: Link(1e9, -1), V, r"latency_s=-1: latency_s \(.*\) must be a finite number ≥ 0"),
     (lambda: Link(float("nan"), 0), V, "finite number"),
-    (lambda: ring_bytes(1000, 0), V, r"ranks=0: ranks \(how many processes share the work\) must be a whole number ≥ 1 "
-                                     r"\(e.g. ranks=2\)"),
-    (lambda: ring_bytes(1000, 2.0), T, "ranks=2.0 is a float; ranks .* takes a whole number ≥ 1"),
+    (lambda: ring_bytes(1000, 0), V, r"world_size=0: world_size \(how many processes \(ranks\) share the work\) must "
+                                     r"be a whole number ≥ 1 \(e.g. world_size=2\)"),
+    (lambda: ring_bytes(1000, 2.0), T, "world_size=2.0 is a float; world_size .* takes a whole number ≥ 1"),
     (lambda: ring_bytes(-5, 2), V, r"gradient_bytes \(the size of the gradients\)"),
     (lambda: allreduce_s("4e6", 2, LINK), T, "gradient_bytes='4e6' is a str; gradient_bytes .* takes a finite number"),
     (lambda: mlp_parameters(0, 3), V, r"width=0: width \(the model's features\) must be a whole number ≥ 1 "

@@ -20,7 +20,7 @@ SMALL = StepPlan(width=32, batch=4, steps=3)
 
 def test_on_2_ranks_the_all_reduce_is_timed_and_compute_plus_waiting_is_the_step(no_process_left):
     one, two = splits([SMALL], 1)[0], splits([SMALL], 2)[0]
-    assert (one.ranks, two.ranks) == (1, 2)
+    assert (one.world_size, two.world_size) == (1, 2)
     for s in (one, two):
         assert s.step_s > 0 and s.compute_s > 0 and s.waiting_s >= 0
     assert one.compute_s + one.waiting_s == pytest.approx(one.step_s)  # one rank: its own step, split
@@ -74,8 +74,8 @@ def test_levers_and_threads_are_measured_on_real_ranks(no_process_left):
 
 
 def test_the_table_says_from_which_batch_2_ranks_paid():
-    def split(batch, ranks, step):
-        return StepSplit(StepPlan(64, batch), ranks, 1, step, step, 0.0, 0.0)
+    def split(batch, world_size, step):
+        return StepSplit(StepPlan(64, batch), world_size, 1, step, step, 0.0, 0.0)
     points = (ScalingPoint(split(8, 1, 1.0), split(8, 2, 4.0), 0.5, 1.9),
               ScalingPoint(split(64, 1, 1.0), split(64, 2, 1.5), 1.3, 1.8))
     sweep = ScalingSweep(points, Link(1e9, 0), 3, 0.0)
@@ -173,10 +173,10 @@ def test_the_prediction_is_the_1_rank_step_shared_plus_meeting_plus_the_ring():
         2 * 2e-3 / (2e-3 + (0.3e-3 + 2 * 50e-6 + gradient_bytes / 1e9) / 2))
 
 
-@pytest.mark.parametrize("gpus, ranks, why", [(1, 2, r"2 ranks but only 1 GPU\(s\), so rank 1 would have none"),
-                                              (0, 1, "no rank has a CUDA GPU")])
-def test_on_gpus_a_rank_without_a_gpu_of_its_own_is_refused_before_any_process_starts(monkeypatch, gpus, ranks, why,
-                                                                                     no_process_left):  # noqa: F811
+@pytest.mark.parametrize("gpus, world_size, why", [(1, 2, r"2 ranks but only 1 GPU\(s\), so rank 1 would have none"),
+                                                   (0, 1, "no rank has a CUDA GPU")])
+def test_on_gpus_a_rank_without_a_gpu_of_its_own_is_refused_before_any_process_starts(monkeypatch, gpus, world_size,
+                                                                                     why, no_process_left):  # noqa: F811
     """Each rank used to time on ``cuda:LOCAL_RANK`` whatever the launch decided: on one GPU, rank 1 of 2 asked for
     ``cuda:1`` ("invalid device ordinal" on the H100, evidence/2026-11-26-h100-80gb-hbm3.json). Now the ranks run
     where the plan puts them, and a rank the plan cannot give a GPU is refused up front with the reason."""
@@ -186,4 +186,4 @@ def test_on_gpus_a_rank_without_a_gpu_of_its_own_is_refused_before_any_process_s
     monkeypatch.setattr(gpulab.machine.cuda, "cuda_gpu_count", lambda: gpus)  # our seams: NVML's count, NCCL built in
     monkeypatch.setattr(gpulab.ranks.plan, "nccl_available", lambda: True)
     with pytest.raises(ValueError, match=r"backend='nccl' cannot work here: " + why):
-        splits([SMALL], ranks, device="cuda")
+        splits([SMALL], world_size, device="cuda")

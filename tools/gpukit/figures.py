@@ -191,8 +191,9 @@ def ddp_samples_per_s(device: str = "auto", batch: int = 128, images: int | None
         plan = plan_ranks("auto", 2)
         device, why = ("cuda" if plan.backend == "nccl" else "cpu"), f"; {plan.reason}"
     speed = rank_speedup(batch_sizes=(batch,), epochs=1, images=images, device=device)
-    ddp = max((r for r in speed.rows if r.setup == "DDP"), key=lambda r: r.ranks)
-    return _figure(ddp.samples_per_s, "samples/s", note=f"{ddp.ranks} ranks, batch {batch} per rank, on {device}{why}")
+    ddp = max((r for r in speed.rows if r.setup == "DDP"), key=lambda r: r.world_size)
+    return _figure(ddp.samples_per_s, "samples/s",
+                   note=f"{ddp.world_size} ranks, batch {batch} per rank, on {device}{why}")
 
 
 def nccl_allreduce_busbw_gbps(n_gpus: int, nbytes: int = 1 << 28) -> dict[str, Any]:
@@ -201,7 +202,7 @@ def nccl_allreduce_busbw_gbps(n_gpus: int, nbytes: int = 1 << 28) -> dict[str, A
         return {"not_measured": f"an all-reduce between GPUs needs 2 or more; this machine has {n_gpus}"}
     from gpulab.ranks.launcher import launch
 
-    t = max(launch(_allreduce_seconds, nprocs=n_gpus, backend="nccl", args=(nbytes,), all_ranks=True))
+    t = max(launch(_allreduce_seconds, world_size=n_gpus, backend="nccl", args=(nbytes,), all_ranks=True))
     return _figure(2 * (n_gpus - 1) / n_gpus * nbytes / t / 1e9, "GB/s", note=f"{n_gpus} GPUs, {nbytes >> 20} MiB")
 
 
