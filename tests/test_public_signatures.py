@@ -124,7 +124,7 @@ def test_the_walk_reaches_every_module_and_names_beyond_all(walked):
     files = {".".join(f.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
              for f in (ROOT / "gpulab").rglob("*.py") if "__pycache__" not in f.parts}
     assert files - paths == set()
-    assert {"gpulab.machine.nvml.NvmlReader.count", "gpulab.checkup.diagnosis.Finding",
+    assert {"gpulab.machine.nvml.NvmlReader.count", "gpulab.checkup.facts.Finding",
             "gpulab.ranks.launch_plan.plan_launch", "gpulab.placement.selection.validated_policy"} <= paths
     assert len(walked) > 10 * len(gpulab.__all__)
 

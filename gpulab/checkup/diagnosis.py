@@ -16,136 +16,23 @@ Taught in ``notebooks/00_setup.ipynb``.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
 
-from ..core.readings import GpuInfo, Unavailable
 from ..core.units import format_bytes
 from ..reservations import THIS_NOTEBOOK
 from ..placement.selection import rank_gpus
 from ..core.visible import visible_map
 from ..core.visible_text import parse_visible_devices
+from .build_findings import build_findings, major_minor
 from .chapters import Chapter
-from ..machine.software import TorchFacts
+from .facts import Facts, Finding
 
-__all__ = ["Finding", "Facts", "diagnose", "usable_gpus", "headline", "wheel_index_url", "CUDA_BUILDS"]
+__all__ = ["diagnose", "usable_gpus", "headline"]
 
-WHEEL_INDEX = "https://download.pytorch.org/whl/"
-# CUDA versions PyTorch has published wheels for (download.pytorch.org/whl/cuXYZ); not every torch release has each.
-CUDA_BUILDS = ((11, 8), (12, 1), (12, 4), (12, 6), (12, 8), (12, 9), (13, 0))
-# The oldest Linux driver that runs any program built with CUDA <major>.x (CUDA's minor-version compatibility).
-MIN_DRIVER = {11: "450.80.02", 12: "525.60.13", 13: "580.65.06"}
 SHM_ENOUGH_BYTES = 1 << 30
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One finding, a row of the checklist: is ``what`` true here, what that means, and (when not) ``fix``: what to do
-    about it.
-
-    ``ok`` is ``None`` where gpulab cannot tell (marked ``?``; its ``fix`` says how to be sure). ``blocks_gpus``: when
-    this fails, PyTorch will use no GPU at all, whatever else is true."""
-
-    ok: bool | None
-    what: str
-    meaning: str
-    fix: str = ""
-    blocks_gpus: bool = False
-
-    @property
-    def mark(self) -> str:
-        """``✔`` (true here), ``✘`` (false) or ``?`` (gpulab cannot tell)."""
-        return {True: "✔", False: "✘", None: "?"}[self.ok]
-
-    @property
-    def fix_label(self) -> str:
-        """How the fix is introduced: ``fix`` for a failure, ``to be sure`` where gpulab cannot tell."""
-        return "to be sure" if self.ok is None else "fix"
-
-    def __str__(self) -> str:
-        return f"{self.mark} {self.what} — {self.meaning}" + (
-            f" {self.fix_label.capitalize()}: {self.fix}" if self.fix and self.ok is not True else "")
-
-
-@dataclass(frozen=True)
-class Facts:
-    """What the report read (or was given): torch's build, NVML's GPUs and driver, and the process's surroundings."""
-
-    torch: TorchFacts
-    gpus: tuple[GpuInfo, ...]
-    driver_version: str | Unavailable
-    cuda_driver_version: str | Unavailable  # the newest CUDA the driver supports (nvidia-smi's "CUDA Version")
-    nvml_error: str | None
-    simulated: bool = False
-    env: Mapping[str, str] = field(default_factory=dict)
-    holders: Mapping[str, str] = field(default_factory=dict)  # uuid -> who holds a gpulab reservation on it
-    shm_bytes: int | None = None
-    fork: bool = True
-    cuda_read: bool | None = False  # has CUDA read CUDA_VISIBLE_DEVICES here (None: cannot tell; CudaState)
-    cuda_said: str = ""  # why: the whole state when read or unknown, the evidence when not
-    packages: Mapping[str, str | None] = field(default_factory=dict)
-    chapters: tuple[Chapter, ...] = ()
-
-
-def _version(text: object) -> tuple[int, int] | None:
-    """``"12.4"`` → (12, 4); anything unreadable (N/A, None) → None."""
-    try:
-        major, minor = str(text).split(".")[:2]
-        return int(major), int(minor)
-    except (ValueError, TypeError):
-        return None
-
-
-def wheel_index_url(driver_cuda: tuple[int, int]) -> str:
-    """The PyTorch wheel index of the newest CUDA build that a driver for CUDA ``driver_cuda`` runs as it is."""
-    fits = [v for v in CUDA_BUILDS if v <= driver_cuda] or [CUDA_BUILDS[0]]
-    major, minor = fits[-1]
-    return f"{WHEEL_INDEX}cu{major}{minor}"
 
 
 def _names(chapters: tuple[Chapter, ...]) -> str:
     return ", ".join(c.name for c in chapters) or "none of the chapters here"
-
-
-def _build_findings(f: Facts) -> list[Finding]:
-    t, out = f.torch, []
-    driver = _version(f.cuda_driver_version)
-    if t.built_with_cuda is None:
-        if f.gpus:
-            where = (f"; for this driver (CUDA ≤ {f.cuda_driver_version}): pip install torch --index-url "
-                     f"{wheel_index_url(driver)}" if driver else "")
-            out.append(Finding(False, "PyTorch built with CUDA",
-                             f"torch {t.version} is a CPU-only build: it can never use the {len(f.gpus)} GPU(s) NVML "
-                             "lists.", "install a CUDA build of torch" + where + ", then restart the kernel.", True))
-        else:
-            out.append(Finding(True, "PyTorch built with CUDA", f"no: torch {t.version} is a CPU-only build, which is "
-                             "all a machine without an NVIDIA GPU needs"))
-        return out
-    out.append(Finding(True, "PyTorch built with CUDA", f"CUDA {t.built_with_cuda} build (torch {t.version})"))
-    build = _version(t.built_with_cuda)
-    if build is None or driver is None or not f.gpus:
-        return out
-    if build[0] > driver[0]:
-        need = MIN_DRIVER.get(build[0])
-        out.append(Finding(
-            False, "torch's CUDA fits the driver",
-            f"torch {t.version} was built with CUDA {t.built_with_cuda}, but this driver ({f.driver_version}) supports "
-            f"CUDA up to {f.cuda_driver_version}: PyTorch will find no GPU (torch.cuda.is_available() is False, with "
-            "the warning 'The NVIDIA driver on your system is too old').",
-            f"install a torch built for CUDA {driver[0]}: pip install torch --index-url {wheel_index_url(driver)} "
-            f"(download.pytorch.org/whl/torch lists which torch versions have that build), then restart the kernel; "
-            f"or have the driver upgraded" + (f" to ≥ {need} (Linux) for CUDA {build[0]}.x builds." if need else "."),
-            True))
-    elif build > driver:
-        out.append(Finding(True, "torch's CUDA fits the driver",
-                         f"CUDA {t.built_with_cuda} build on a driver for CUDA ≤ {f.cuda_driver_version}: it runs "
-                         f"through CUDA's minor-version compatibility (any {build[0]}.x build on a driver ≥ "
-                         f"{MIN_DRIVER.get(build[0], '?')}); only kernels compiled at run time (torch.compile) may "
-                         f"need a driver for CUDA {t.built_with_cuda}"))
-    else:
-        out.append(Finding(True, "torch's CUDA fits the driver",
-                         f"CUDA {t.built_with_cuda} build on a driver for CUDA ≤ {f.cuda_driver_version}"))
-    return out
 
 
 def _visibility_findings(f: Facts) -> list[Finding]:
@@ -253,7 +140,7 @@ def _use_findings(f: Facts, usable: int) -> list[Finding]:
                          "--ipc=host; on Kubernetes mount an emptyDir with medium: Memory at /dev/shm), or use "
                          "num_workers=0."))
     widgets = f.packages.get("ipywidgets")
-    widgets_ok = (_version(widgets) or (0, 0)) >= (7, 7)  # 7.7 (Colab's) and 8 are both tested
+    widgets_ok = (major_minor(widgets) or (0, 0)) >= (7, 7)  # 7.7 (Colab's) and 8 are both tested
     out.append(Finding(widgets_ok, "ipywidgets ≥ 7.7",
                        "the GPU picker and the live monitor are interactive" if widgets_ok
                        else f"{widgets} is too old: the picker does not show" if widgets else
@@ -282,7 +169,7 @@ def _cuda_finding(f: Facts) -> Finding:
 
 def diagnose(f: Facts) -> tuple[tuple[Finding, ...], int]:
     """The checklist for these facts, and how many GPUs PyTorch will use (would use, on a described machine)."""
-    findings = _build_findings(f) + _visibility_findings(f)
+    findings = build_findings(f) + _visibility_findings(f)
     usable = usable_gpus(f, findings)
     return tuple(findings + _use_findings(f, usable)), usable
 

@@ -14,7 +14,7 @@ import html
 import os
 from dataclasses import dataclass
 
-from .diagnosis import Finding
+from .facts import Finding
 from .kernel_state import KernelState, kernel_state
 from ..machine.nvml import GpuReader
 

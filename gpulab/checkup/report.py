@@ -14,7 +14,8 @@ import textwrap
 from dataclasses import dataclass
 
 from .chapters import Chapter, chapters
-from .diagnosis import Finding, Facts, diagnose, headline
+from .diagnosis import diagnose, headline
+from .facts import Facts, Finding
 from ..machine.host import shared_memory_bytes
 from ..machine.inventory import Inventory, devices
 from ..machine.cuda import CudaState, cuda_state

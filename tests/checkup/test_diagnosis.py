@@ -9,7 +9,9 @@ import pytest
 
 from gpulab.checkup import report as report_module
 from gpulab.checkup.chapters import chapters
-from gpulab.checkup.diagnosis import Facts, diagnose, headline, wheel_index_url
+from gpulab.checkup.build_findings import wheel_index_url
+from gpulab.checkup.diagnosis import diagnose, headline
+from gpulab.checkup.facts import Facts
 from gpulab.machine.host import shared_memory_bytes
 from gpulab.checkup.report import environment_report
 from gpulab.machine.simulated import SimulatedGpuReader, simulated_gpu
