@@ -4,6 +4,7 @@ Only our own seam in front of missing hardware (NVML) is faked: tests describe G
 ``gpulab.machine.simulated.SimulatedGpuReader`` (default: two GPUs, one a MIG parent, one with a refused field).
 torch.distributed, processes, matplotlib and widgets run for real in the tests.
 """
+
 from __future__ import annotations
 
 import threading

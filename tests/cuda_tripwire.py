@@ -14,6 +14,7 @@ test runs, the tripwire records every call that would start CUDA on a GPU machin
 Use it from a test's child script: ``sys.path.insert(0, "<tests dir>"); import cuda_tripwire; cuda_tripwire.install()``
 first, ``print(cuda_tripwire.STARTS)`` last (``PRELUDE`` and ``REPORT`` below do exactly that).
 """
+
 from __future__ import annotations
 
 import sys
@@ -25,8 +26,10 @@ __all__ = ["STARTS", "install", "PRELUDE", "REPORT"]
 
 STARTS: list[str] = []  # one line per call that would start CUDA: what, and the first caller outside torch
 
-PRELUDE = (f"import sys; sys.path.insert(0, {str(Path(__file__).resolve().parent)!r}); "
-           "import cuda_tripwire; cuda_tripwire.install()\n")
+PRELUDE = (
+    f"import sys; sys.path.insert(0, {str(Path(__file__).resolve().parent)!r}); "
+    "import cuda_tripwire; cuda_tripwire.install()\n"
+)
 REPORT = "\nprint('CUDA starts:', cuda_tripwire.STARTS)\n"
 
 

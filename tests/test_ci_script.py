@@ -1,6 +1,7 @@
 """.ci/run is what CI runs on a clean clone: it must parse, stop at the first failure, and run every leg in order.
 A stray edit once pasted two commands into its header comment; bash ran the first (make test-kit) and then stopped on
 a syntax error, so no leg after it ran and CI failed in 219 s. These checks read the script as bash does."""
+
 from __future__ import annotations
 
 import subprocess

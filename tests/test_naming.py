@@ -22,6 +22,7 @@ argument is validated (``validated_policy``), the fork/OpenMP hang is reproduced
 (``fork_experiment``), DataParallel's gradients are compared (``compare_gradients``). ``CHECK`` finds the word in a
 name; ``tests/test_public_signatures.py`` walks every public name of gpulab with it.
 """
+
 from __future__ import annotations
 
 import ast
@@ -69,8 +70,12 @@ def retired_words(text: str) -> list[str]:
 
 def _texts() -> dict[str, str]:
     """Every text a reader meets: the package's source, the README, the server configs, the chapters' cells."""
-    paths = [*sorted((ROOT / "gpulab").rglob("*.py")), ROOT / "README.md", ROOT / "tools" / "jupyterhub_config.py",
-             ROOT / "tools" / "jupyter_server_config.py"]
+    paths = [
+        *sorted((ROOT / "gpulab").rglob("*.py")),
+        ROOT / "README.md",
+        ROOT / "tools" / "jupyterhub_config.py",
+        ROOT / "tools" / "jupyter_server_config.py",
+    ]
     out = {p.relative_to(ROOT).as_posix(): p.read_text() for p in paths if "__pycache__" not in p.parts}
     for nb in sorted((ROOT / "notebooks").glob("*.ipynb")):
         cells = json.loads(nb.read_text())["cells"]
@@ -89,9 +94,11 @@ def test_the_shims_still_exist_and_say_they_are_deprecated():
 
 
 def test_the_word_check_finds_every_spelling_of_a_retired_word_and_spares_the_rest():
-    text = ("class LeaseRow: ...\nhub_leases()\n# every kernel leases\nPORTS_PER_LEASE = 10\nd = named_dir(x)\n"
-            "from ..placement.lockfiles import lock_path\nrelease(); at least; please\n"
-            "KEY = 'gpulab_lease'  # deprecated: the old key\nr = gpulab.fork_check(); ForkCheck; forkcheck.py\n")
+    text = (
+        "class LeaseRow: ...\nhub_leases()\n# every kernel leases\nPORTS_PER_LEASE = 10\nd = named_dir(x)\n"
+        "from ..placement.lockfiles import lock_path\nrelease(); at least; please\n"
+        "KEY = 'gpulab_lease'  # deprecated: the old key\nr = gpulab.fork_check(); ForkCheck; forkcheck.py\n"
+    )
     assert retired_words(text) == [
         "line 1: Leas… (write reservation / reserve (a held GPU is a reservation))",
         "line 2: leas… (write reservation / reserve (a held GPU is a reservation))",
@@ -99,13 +106,25 @@ def test_the_word_check_finds_every_spelling_of_a_retired_word_and_spares_the_re
         "line 4: LEAS… (write reservation / reserve (a held GPU is a reservation))",
         "line 5: named_dir… (write reservations_dir(reservations, create=False))",
         "line 6: lockfiles… (write gpulab.reservations (the store of held GPUs))",
-        *[f"line 9: {w}… (write fork_experiment / ForkExperiment (gpulab.check is the exercises' checker))"
-          for w in ("fork_check", "ForkCheck", "forkcheck")]]
+        *[
+            f"line 9: {w}… (write fork_experiment / ForkExperiment (gpulab.check is the exercises' checker))"
+            for w in ("fork_check", "ForkCheck", "forkcheck")
+        ],
+    ]
 
 
 def test_the_check_word_is_found_in_every_spelling_and_only_there():
-    named = ["check", "checks", "checked_policy", "_check_interval", "ForkCheck", "forkcheck", "fork_fit_check",
-             "Checker", "checking"]
+    named = [
+        "check",
+        "checks",
+        "checked_policy",
+        "_check_interval",
+        "ForkCheck",
+        "forkcheck",
+        "fork_fit_check",
+        "Checker",
+        "checking",
+    ]
     spared = ["checkup", "checklist", "checkpoint", "checkout", "Checkbox", "enable_checkpointing", "finding"]
     assert [n for n in named if not CHECK.search(n)] == []
     assert [n for n in spared if CHECK.search(n)] == []
@@ -184,8 +203,10 @@ def machine_beside_the_door(where: str, annotation: Any) -> list[str]:
     kinds = annotation_kinds(annotation)
     if kinds and kinds <= DOOR_KINDS and "str" in kinds:
         return []
-    return [f"{where}(machine{_written(annotation)}): machine= takes what as_reader takes "
-            f"({' | '.join(sorted(DOOR_KINDS))}), a described machine's name always among them"]
+    return [
+        f"{where}(machine{_written(annotation)}): machine= takes what as_reader takes "
+        f"({' | '.join(sorted(DOOR_KINDS))}), a described machine's name always among them"
+    ]
 
 
 def reaches_door(fn: Callable[..., Any], parameter: str, seen: set | None = None) -> bool:
@@ -201,8 +222,12 @@ def reaches_door(fn: Callable[..., Any], parameter: str, seen: set | None = None
     except (OSError, TypeError):  # no source to read (a generated __init__, a built-in)
         return False
     body = next(n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
-    imported = {a.asname or a.name: (n.module or "", n.level, a.name) for n in ast.walk(body)
-                if isinstance(n, ast.ImportFrom) for a in n.names}
+    imported = {
+        a.asname or a.name: (n.module or "", n.level, a.name)
+        for n in ast.walk(body)
+        if isinstance(n, ast.ImportFrom)
+        for a in n.names
+    }
     for call in (n for n in ast.walk(body) if isinstance(n, ast.Call)):
         places = [i for i, a in enumerate(call.args) if isinstance(a, ast.Name) and a.id == parameter]
         keywords = [k.arg for k in call.keywords if k.arg and isinstance(k.value, ast.Name) and k.value.id == parameter]
@@ -320,8 +345,12 @@ def test_the_walk_sees_every_subpackage_and_the_parameters_the_rules_are_about()
     takes = {name for fn in functions.values() for name in inspect.signature(fn).parameters}
     machines = [w for w, fn in functions.items() if "machine" in inspect.signature(fn).parameters]
     assert {"gpus", "n_gpus", "machine"} <= takes and len(machines) >= 15
-    assert {"gpulab.placement.device_rules.explain", "gpulab.monitoring.live_monitor.Monitor.__init__",
-            "gpulab.server.hub.gpu_hooks", "gpulab.checkup.kernel_state._reservation"} <= set(machines)
+    assert {
+        "gpulab.placement.device_rules.explain",
+        "gpulab.monitoring.live_monitor.Monitor.__init__",
+        "gpulab.server.hub.gpu_hooks",
+        "gpulab.checkup.kernel_state._reservation",
+    } <= set(machines)
     assert "gpulab.server.kernelspec.install_kernelspec" in functions and "gpulab.core.visible.visible_map" in functions
 
 
@@ -402,13 +431,21 @@ def _synthetic(tmp_path: Path) -> Any:
 def test_the_gpus_rule_catches_a_count_called_gpus_and_which_gpus_called_n_gpus(tmp_path):
     functions = dict(defined_in(_synthetic(tmp_path)))
     found = [p for p in parameter_problems(functions) if "gpus" in p]
-    assert found == ["synthetic_names.hooks(gpus = 2): a number of GPUs is n_gpus=; gpus= says which GPUs",
-                     "synthetic_names.install(gpus: int = 1): a number of GPUs is n_gpus=; gpus= says which GPUs",
-                     "synthetic_names.spread(n_gpus: Sequence[int]): n_gpus= counts GPUs, an int"]
+    assert found == [
+        "synthetic_names.hooks(gpus = 2): a number of GPUs is n_gpus=; gpus= says which GPUs",
+        "synthetic_names.install(gpus: int = 1): a number of GPUs is n_gpus=; gpus= says which GPUs",
+        "synthetic_names.spread(n_gpus: Sequence[int]): n_gpus= counts GPUs, an int",
+    ]
     # the tools' rule reads the same source without importing it: the counts, and machine's annotation (not its path)
     from_source = tool_problems({"synthetic_names.py": SYNTHETIC})
-    assert [p.split(" ", 1)[1].split("(")[0] for p in from_source] == ["install", "hooks", "spread", "mapped", "wide",
-                                                                       "bare"]
+    assert [p.split(" ", 1)[1].split("(")[0] for p in from_source] == [
+        "install",
+        "hooks",
+        "spread",
+        "mapped",
+        "wide",
+        "bare",
+    ]
 
 
 def test_the_machine_rule_catches_free_text_gpus_already_read_and_a_machine_never_resolved(tmp_path):
@@ -423,15 +460,22 @@ def test_the_machine_rule_catches_free_text_gpus_already_read_and_a_machine_neve
         "synthetic_names.mapped: machine is never handed to gpulab.machine.resolve.as_reader",
         "synthetic_names.record: machine is never handed to gpulab.machine.resolve.as_reader",
         "synthetic_names.wide(machine: object): machine= takes what as_reader takes "
-        "(GpuReader | None | PathLike | dict | str), a described machine's name always among them"]
-    assert {"synthetic_names.report", "synthetic_names.relay", "synthetic_names.View.__init__",
-            "synthetic_names.lazily"} <= set(functions)  # walked, and passed
+        "(GpuReader | None | PathLike | dict | str), a described machine's name always among them",
+    ]
+    assert {
+        "synthetic_names.report",
+        "synthetic_names.relay",
+        "synthetic_names.View.__init__",
+        "synthetic_names.lazily",
+    } <= set(functions)  # walked, and passed
 
 
 def test_annotations_are_read_as_the_kinds_they_allow():
     assert annotation_kinds("Sequence[int] | str | None") == {"Sequence", "str", "None"}
     assert annotation_kinds("Optional[int]") == {"int", "None"} and annotation_kinds("Union['GpuReader', str]") == {
-        "GpuReader", "str"}
+        "GpuReader",
+        "str",
+    }
     assert annotation_kinds("os.PathLike[str] | dict[str, Any]") == {"PathLike", "dict"}
     assert annotation_kinds(int) == {"int"} and annotation_kinds(EMPTY) == set()
 
@@ -473,13 +517,23 @@ def test_the_number_of_ranks_is_world_size_in_every_public_signature():
     assert rank_count_problems(functions) == []
     # the walk reaches what the rule is about: functions, methods, classes' __init__ (a dataclass's generated one too)
     takes = {w for w, fn in functions.items() if is_public(w) and "world_size" in inspect.signature(fn).parameters}
-    assert {"gpulab.ranks.launcher.launch", "gpulab.ranks.launch_plan.plan_launch", "gpulab.ranks.plan.plan_ranks",
-            "gpulab.ranks.plan.choose_backend", "gpulab.ranks.ports.open_store",
-            "gpulab.ranks.rank_output.RankLogs.files", "gpulab.ranks.watchdog.LaunchWatch.__init__",
-            "gpulab.ranks.speed.RankSpeedup.ratio", "gpulab.ranks.speed.SpeedRow.__init__",
-            "gpulab.core.rank_devices.gpus_of_one_machine", "gpulab.scaling.cost.predict_step",
-            "gpulab.scaling.cost.crossover_batch", "gpulab.scaling.probes.splits", "gpulab.scaling.on_gpus.nccl_link",
-            "gpulab.scaling.steps.StepSplit.__init__"} <= takes
+    assert {
+        "gpulab.ranks.launcher.launch",
+        "gpulab.ranks.launch_plan.plan_launch",
+        "gpulab.ranks.plan.plan_ranks",
+        "gpulab.ranks.plan.choose_backend",
+        "gpulab.ranks.ports.open_store",
+        "gpulab.ranks.rank_output.RankLogs.files",
+        "gpulab.ranks.watchdog.LaunchWatch.__init__",
+        "gpulab.ranks.speed.RankSpeedup.ratio",
+        "gpulab.ranks.speed.SpeedRow.__init__",
+        "gpulab.core.rank_devices.gpus_of_one_machine",
+        "gpulab.scaling.cost.predict_step",
+        "gpulab.scaling.cost.crossover_batch",
+        "gpulab.scaling.probes.splits",
+        "gpulab.scaling.on_gpus.nccl_link",
+        "gpulab.scaling.steps.StepSplit.__init__",
+    } <= takes
 
 
 RANK_COUNTS = """
@@ -522,4 +576,5 @@ def test_the_rank_count_rule_catches_every_other_word_and_spares_lists_of_ranks_
         "synthetic_ranks.gloo_link(ranks): the number of ranks is world_size= (a count)",
         "synthetic_ranks.launch(nprocs: int): the number of ranks is world_size= (torch.multiprocessing's word)",
         "synthetic_ranks.maybe(ranks: int | None): the number of ranks is world_size= (a count)",
-        "synthetic_ranks.ring(ranks: int): the number of ranks is world_size= (a count)"]
+        "synthetic_ranks.ring(ranks: int): the number of ranks is world_size= (a count)",
+    ]

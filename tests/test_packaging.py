@@ -1,4 +1,5 @@
 """The project's own install files agree with each other (no kernel, no network)."""
+
 from __future__ import annotations
 
 import json
@@ -101,5 +102,8 @@ def test_the_lab_config_turns_off_the_news_popup_with_jupyterlabs_own_overrides(
     assert folder == ROOT / "tools" / "lab_settings"
     overrides = json.loads((folder / "overrides.json").read_text())
     assert overrides["@jupyterlab/apputils-extension:notification"]["fetchNews"] == "false"
-    assert config.LabApp.custom_css and Path(config.ServerApp.tornado_settings["static_custom_path"][0]) == ROOT / "tools" / "lab_custom"
+    assert (
+        config.LabApp.custom_css
+        and Path(config.ServerApp.tornado_settings["static_custom_path"][0]) == ROOT / "tools" / "lab_custom"
+    )
     assert "word-break: normal" in (ROOT / "tools" / "lab_custom" / "custom.css").read_text()

@@ -2,6 +2,7 @@
 HPC module) changes none of them: pip's dry-run report, in the environment that runs the tests. make test-compat
 runs this in Colab's versions (torch 2.11.0, ipywidgets 7.7.1, classic Notebook); make test in today's.
 The same check runs in make test-compat's build on the platform alone, before gpulab's dependencies are there."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -30,7 +31,9 @@ def test_the_environment_under_test_holds_the_platform():
     have = {n: metadata.version(n) for n in PLATFORM}  # raises PackageNotFoundError where one is missing
     assert have["ipywidgets"].split(".")[0] in ("7", "8"), f"ipywidgets {have['ipywidgets']} is not a supported one"
     if os.environ.get("GPULAB_COMPAT") == "1":
-        assert {n: have[n].split("+")[0] for n in COLAB} == COLAB, f"make test-compat is not on Colab's versions: {have}"
+        assert {n: have[n].split("+")[0] for n in COLAB} == COLAB, (
+            f"make test-compat is not on Colab's versions: {have}"
+        )
         with pytest.raises(metadata.PackageNotFoundError):
             metadata.version("jupyterlab")  # Colab brings its own front end: the compat leg has none
 

@@ -4,6 +4,7 @@
 which GPUs (indices, UUIDs, or GPUs already read), ``reservations=`` always the reservations folder. A
 docstring, a chapter, the README or the claims ledger that cites ``gpulab.x.y`` can be followed: the name exists there.
 """
+
 from __future__ import annotations
 
 import ast
@@ -21,11 +22,16 @@ from gpulab.server import watch
 
 ROOT = Path(__file__).resolve().parents[1]
 PUBLIC = {name: getattr(gpulab, name) for name in gpulab.__all__ if callable(getattr(gpulab, name))} | {
-    f"server.watch.{n}": getattr(watch, n) for n in ("watch_gpus", "watch_terminal", "read_server", "ServerWatch")}
+    f"server.watch.{n}": getattr(watch, n) for n in ("watch_gpus", "watch_terminal", "read_server", "ServerWatch")
+}
 OLD_NAMES = {"reader", "directory"}  # renamed machine= and reservations=
 # the only public ** parameters, each a pass-through whose keys are another API's names
-PASS_THROUGH = {("translate_trainer", "kwargs"), ("trainer_kwargs", "overrides"), ("MonitorCallback", "monitor_options"),
-                ("patched_environ", "values")}
+PASS_THROUGH = {
+    ("translate_trainer", "kwargs"),
+    ("trainer_kwargs", "overrides"),
+    ("MonitorCallback", "monitor_options"),
+    ("patched_environ", "values"),
+}
 
 
 def _parameters():
@@ -42,11 +48,22 @@ def _annotation(p: inspect.Parameter) -> str:
 
 def test_the_walk_sees_every_function_that_takes_a_machine_gpus_or_reservations():
     names = {(fn, p.name) for fn, p in _parameters()}
-    assert {("devices", "machine"), ("environment_report", "machine"), ("explain", "machine"),
-            ("choose_gpus", "gpus"), ("reserve_gpus", "machine"), ("GpuPicker", "machine"), ("monitor", "machine"),
-            ("visible_map", "gpus"), ("server.watch.watch_gpus", "machine"), ("monitor", "gpus"),
-            ("set_visible_devices", "gpus"), ("reserve_gpus", "reservations"), ("GpuPicker", "reservations"),
-            ("server.watch.watch_gpus", "reservations")} <= names
+    assert {
+        ("devices", "machine"),
+        ("environment_report", "machine"),
+        ("explain", "machine"),
+        ("choose_gpus", "gpus"),
+        ("reserve_gpus", "machine"),
+        ("GpuPicker", "machine"),
+        ("monitor", "machine"),
+        ("visible_map", "gpus"),
+        ("server.watch.watch_gpus", "machine"),
+        ("monitor", "gpus"),
+        ("set_visible_devices", "gpus"),
+        ("reserve_gpus", "reservations"),
+        ("GpuPicker", "reservations"),
+        ("server.watch.watch_gpus", "reservations"),
+    } <= names
 
 
 @pytest.mark.parametrize("fn, p", list(_parameters()), ids=lambda v: v if isinstance(v, str) else v.name)
@@ -126,13 +143,19 @@ def _cited() -> set[tuple[str, str]]:
         for node in ast.walk(ast.parse(p.read_text())):
             if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
                 out |= {(p.relative_to(ROOT).as_posix(), m) for m in DOTTED.findall(ast.get_docstring(node) or "")}
-    texts = {f"notebooks/{nb.name}": "\n".join("".join(c["source"]) for c in json.loads(nb.read_text())["cells"])
-             for nb in sorted((ROOT / "notebooks").glob("*.ipynb"))}
+    texts = {
+        f"notebooks/{nb.name}": "\n".join("".join(c["source"]) for c in json.loads(nb.read_text())["cells"])
+        for nb in sorted((ROOT / "notebooks").glob("*.ipynb"))
+    }
     texts |= {f: (ROOT / f).read_text() for f in ("README.md", "notebooks/claims_ledger.md")}
     for where, text in texts.items():
         out |= {(where, m) for m in DOTTED.findall(text)}
-        out |= {(where, f"{module}.{n.strip()}") for module, names in FROM_IMPORT.findall(text)
-                for n in names.split(",") if n.strip()}
+        out |= {
+            (where, f"{module}.{n.strip()}")
+            for module, names in FROM_IMPORT.findall(text)
+            for n in names.split(",")
+            if n.strip()
+        }
     return out
 
 

@@ -6,6 +6,7 @@ leading underscore, defined in the module walked) says what it is in a docstring
 retired word (``tests/test_naming.RETIRED``), and says "check" only if it belongs to the exercises
 (``tests/test_naming.CHECK``). Each rule is shown to fail on a small package that the test writes.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -34,8 +35,10 @@ class Public:
 
 def modules(package: ModuleType) -> list[ModuleType]:
     """``package`` and every module under it, imported (an import that fails fails the walk, naming the module)."""
-    return [package, *(importlib.import_module(m.name) for m in pkgutil.walk_packages(package.__path__,
-                                                                                      package.__name__ + "."))]
+    return [
+        package,
+        *(importlib.import_module(m.name) for m in pkgutil.walk_packages(package.__path__, package.__name__ + ".")),
+    ]
 
 
 def _members(cls: type) -> list[tuple[str, object]]:
@@ -56,8 +59,11 @@ def public(package: ModuleType) -> list[Public]:
     for module in modules(package):
         out.append(Public(module.__name__, module))
         for name, obj in vars(module).items():
-            if name.startswith("_") or getattr(obj, "__module__", None) != module.__name__ or not (
-                    inspect.isfunction(obj) or inspect.isclass(obj)):
+            if (
+                name.startswith("_")
+                or getattr(obj, "__module__", None) != module.__name__
+                or not (inspect.isfunction(obj) or inspect.isclass(obj))
+            ):
                 continue
             out.append(Public(f"{module.__name__}.{name}", obj))
             if inspect.isclass(obj):
@@ -104,14 +110,20 @@ def unannotated(items: list[Public]) -> list[str]:
 def retired(items: list[Public]) -> list[str]:
     """``path: name`` for each name or parameter that uses a retired word, shims aside."""
     shims = {s.removesuffix(".py").replace("/", ".") for s in SHIMS}
-    return [f"{p.path}: {n}" for p in items if not any(p.path.startswith(s) for s in shims)
-            for n in _names(p) if retired_words(n)]
+    return [
+        f"{p.path}: {n}"
+        for p in items
+        if not any(p.path.startswith(s) for s in shims)
+        for n in _names(p)
+        if retired_words(n)
+    ]
 
 
 def misplaced_checks(items: list[Public], home: str = CHECK_HOME) -> list[str]:
     """``path: name`` for each name or parameter outside ``home`` that says "check"."""
-    return [f"{p.path}: {n}" for p in items if not f"{p.path}.".startswith(f"{home}.")
-            for n in _names(p) if CHECK.search(n)]
+    return [
+        f"{p.path}: {n}" for p in items if not f"{p.path}.".startswith(f"{home}.") for n in _names(p) if CHECK.search(n)
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -121,11 +133,18 @@ def walked() -> list[Public]:
 
 def test_the_walk_reaches_every_module_and_names_beyond_all(walked):
     paths = {p.path for p in walked}
-    files = {".".join(f.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
-             for f in (ROOT / "gpulab").rglob("*.py") if "__pycache__" not in f.parts}
+    files = {
+        ".".join(f.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+        for f in (ROOT / "gpulab").rglob("*.py")
+        if "__pycache__" not in f.parts
+    }
     assert files - paths == set()
-    assert {"gpulab.machine.nvml.NvmlReader.count", "gpulab.checkup.facts.Finding",
-            "gpulab.ranks.launch_plan.plan_launch", "gpulab.placement.selection.validated_policy"} <= paths
+    assert {
+        "gpulab.machine.nvml.NvmlReader.count",
+        "gpulab.checkup.facts.Finding",
+        "gpulab.ranks.launch_plan.plan_launch",
+        "gpulab.placement.selection.validated_policy",
+    } <= paths
     assert len(walked) > 10 * len(gpulab.__all__)
 
 
@@ -196,7 +215,7 @@ class Thing:
 ''',
     "exercises/__init__.py": '"""The exercises."""\n',
     "exercises/check.py": '"""Where check belongs."""\n\n\ndef check(answer: int, checker: str = "") -> None:\n'
-                          '    """Check an answer."""\n',
+    '    """Check an answer."""\n',
 }
 
 
@@ -207,8 +226,11 @@ def test_each_rule_can_fail(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
     try:
         items = public(importlib.import_module("walkdemo"))
-        assert {p.path for p in items} >= {"walkdemo.tool.documented", "walkdemo.tool.Thing.make",
-                                            "walkdemo.exercises.check.check"}
+        assert {p.path for p in items} >= {
+            "walkdemo.tool.documented",
+            "walkdemo.tool.Thing.make",
+            "walkdemo.exercises.check.check",
+        }
         assert not {"walkdemo.tool.join", "walkdemo.tool._private"} & {p.path for p in items}
         assert sorted(undocumented(items)) == ["walkdemo.tool.Thing.area", "walkdemo.tool.bare"]
         assert sorted(unannotated(items)) == ["walkdemo.tool.Thing.__init__(size)", "walkdemo.tool.loose(x)"]

@@ -6,6 +6,7 @@ heavy (``gpulab.core.lazy``). A module's name says what it holds: no two modules
 exports a name that is also one of its modules (``import gpulab.<package>.<name> as m`` would give the function, and
 importing the module would hide the function).
 """
+
 from __future__ import annotations
 
 import ast
@@ -43,8 +44,11 @@ def _exports(package: str, root: Path = PKG) -> dict[str, str]:
 def _face(package: str) -> set[str]:
     """The names ``gpulab.<package>`` exports: its lazy ones, or the ``__all__`` of an ``__init__`` that binds them."""
     tree = ast.parse((PKG / package / "__init__.py").read_text())
-    listed = [ast.literal_eval(n.value) for n in tree.body if isinstance(n, ast.Assign)
-              and any(getattr(t, "id", "") == "__all__" for t in n.targets)]
+    listed = [
+        ast.literal_eval(n.value)
+        for n in tree.body
+        if isinstance(n, ast.Assign) and any(getattr(t, "id", "") == "__all__" for t in n.targets)
+    ]
     return set(_exports(package)).union(*listed)
 
 
@@ -59,26 +63,34 @@ def test_each_exported_name_lives_in_the_module_named_and_is_that_object(package
     missing = [f"{m}.py" for m in set(exports.values()) if not (PKG / package / f"{m}.py").exists()]
     assert not missing, f"gpulab.{package} names module files that do not exist: {missing}"
     # each name's module imported first, by the module path as another module of gpulab would: the name must win
-    code = (f"import importlib, types\nexports = {exports!r}\n"
-            f"for m in sorted(set(exports.values())): importlib.import_module('gpulab.{package}.' + m)\n"
-            f"import gpulab.{package} as p\n"
-            "for n, m in exports.items():\n"
-            f"    v = getattr(p, n); w = getattr(importlib.import_module('gpulab.{package}.' + m), n)\n"
-            "    assert v is w and not isinstance(v, types.ModuleType), (n, v)\n"
-            "assert sorted(p.__all__) == sorted(exports) and set(exports) <= set(dir(p))\nprint('ok')\n")
+    code = (
+        f"import importlib, types\nexports = {exports!r}\n"
+        f"for m in sorted(set(exports.values())): importlib.import_module('gpulab.{package}.' + m)\n"
+        f"import gpulab.{package} as p\n"
+        "for n, m in exports.items():\n"
+        f"    v = getattr(p, n); w = getattr(importlib.import_module('gpulab.{package}.' + m), n)\n"
+        "    assert v is w and not isinstance(v, types.ModuleType), (n, v)\n"
+        "assert sorted(p.__all__) == sorted(exports) and set(exports) <= set(dir(p))\nprint('ok')\n"
+    )
     assert _run(code).strip() == "ok"
 
 
 def test_importing_a_subpackage_loads_nothing_heavy():
-    code = (f"import sys, importlib\nfor p in {SUBPACKAGES!r}: importlib.import_module('gpulab.' + p)\n"
-            f"print([m for m in {HEAVY!r} if m in sys.modules])")
+    code = (
+        f"import sys, importlib\nfor p in {SUBPACKAGES!r}: importlib.import_module('gpulab.' + p)\n"
+        f"print([m for m in {HEAVY!r} if m in sys.modules])"
+    )
     assert _run(code).strip() == "[]"
 
 
 def names_like_modules(root: Path) -> list[str]:
     """``package.name`` for each name a subpackage of ``root`` exports that is also one of that subpackage's modules."""
-    return sorted(f"{p.parent.name}.{name}" for p in root.glob("*/__init__.py")
-                  for name in _exports(p.parent.name, root) if (p.parent / f"{name}.py").exists())
+    return sorted(
+        f"{p.parent.name}.{name}"
+        for p in root.glob("*/__init__.py")
+        for name in _exports(p.parent.name, root)
+        if (p.parent / f"{name}.py").exists()
+    )
 
 
 def shared_module_names(root: Path) -> dict[str, list[str]]:
@@ -99,10 +111,16 @@ def test_no_two_modules_share_a_name():
 
 
 def test_the_module_name_rules_can_fail(tmp_path):
-    for folder, files in {"one": {"__init__.py": "from gpulab.core.lazy import export_lazily\n"
-                                  "export_lazily(__name__, {'tool': 'tool', 'other': 'helpers'})\n",
-                                  "tool.py": "", "helpers.py": "", "history.py": ""},
-                          "two": {"__init__.py": "", "history.py": ""}}.items():
+    for folder, files in {
+        "one": {
+            "__init__.py": "from gpulab.core.lazy import export_lazily\n"
+            "export_lazily(__name__, {'tool': 'tool', 'other': 'helpers'})\n",
+            "tool.py": "",
+            "helpers.py": "",
+            "history.py": "",
+        },
+        "two": {"__init__.py": "", "history.py": ""},
+    }.items():
         (tmp_path / folder).mkdir()
         for name, text in files.items():
             (tmp_path / folder / name).write_text(text)

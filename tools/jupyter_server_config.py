@@ -9,6 +9,7 @@ on IOPub — and that request type is missing from jupyter-server's default list
 rest of a cell that is still running. Observed with JupyterLab 4.6.6, jupyter-server 2.21.1, ipykernel 7.4.0; gone
 with the subshell requests added below.
 """
+
 import os
 from pathlib import Path
 
@@ -16,8 +17,14 @@ from jupyter_server.services.kernels.kernelmanager import MappingKernelManager
 
 c = get_config()  # noqa: F821 - provided by the config loader
 
-SUBSHELL_MESSAGES = ["create_subshell_request", "create_subshell_reply", "delete_subshell_request",
-                     "delete_subshell_reply", "list_subshell_request", "list_subshell_reply"]
+SUBSHELL_MESSAGES = [
+    "create_subshell_request",
+    "create_subshell_reply",
+    "delete_subshell_request",
+    "delete_subshell_reply",
+    "list_subshell_request",
+    "list_subshell_reply",
+]
 DEFAULT = list(MappingKernelManager.class_traits()["untracked_message_types"].default())
 c.MappingKernelManager.untracked_message_types = DEFAULT + [m for m in SUBSHELL_MESSAGES if m not in DEFAULT]
 

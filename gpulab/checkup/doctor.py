@@ -8,15 +8,16 @@ refuse or hang here — said before the learner tries. The findings (``findings`
 (``kernel_state`` reads it); each quotes the launcher's own condition, with its source in a comment.
 Taught in ``notebooks/04_ddp.ipynb``.
 """
+
 from __future__ import annotations
 
 import html
 import os
 from dataclasses import dataclass
 
+from ..machine.nvml import GpuReader
 from .facts import Finding
 from .kernel_state import KernelState, kernel_state
-from ..machine.nvml import GpuReader
 
 __all__ = ["Doctor", "doctor", "findings"]
 
@@ -67,10 +68,14 @@ class Doctor:
         colour = {True: "#080", False: "#b00", None: "#a60"}
         rows = "".join(
             f"<li><span style='color:{colour[c.ok]}'>{c.mark}</span> <b>{e(c.what)}</b> — {e(c.meaning)}"
-            + (f"<br><b>{c.fix_label}:</b> {e(c.fix)}" if c.fix and c.ok is not True else "") + "</li>"
-            for c in self.findings)
-        return (f"<div class='gpulab-doctor'><h4>gpulab doctor: {e(self._head())}</h4>"
-                f"<ul style='list-style:none'>{rows}</ul></div>")
+            + (f"<br><b>{c.fix_label}:</b> {e(c.fix)}" if c.fix and c.ok is not True else "")
+            + "</li>"
+            for c in self.findings
+        )
+        return (
+            f"<div class='gpulab-doctor'><h4>gpulab doctor: {e(self._head())}</h4>"
+            f"<ul style='list-style:none'>{rows}</ul></div>"
+        )
 
 
 def doctor(machine: GpuReader | str | None = None, *, reservations: str | os.PathLike[str] | None = None) -> Doctor:
@@ -83,8 +88,17 @@ def doctor(machine: GpuReader | str | None = None, *, reservations: str | os.Pat
 
 def findings(s: KernelState) -> tuple[Finding, ...]:
     """Every finding on a state (pure: a state built by hand gives the same findings as a kernel in that state)."""
-    return (_cuda(s), _visible(s), _reservation(s), _start_method(s), _openmp(s), _group(s), _ports(s), _lightning(s),
-            _accelerate(s))
+    return (
+        _cuda(s),
+        _visible(s),
+        _reservation(s),
+        _start_method(s),
+        _openmp(s),
+        _group(s),
+        _ports(s),
+        _lightning(s),
+        _accelerate(s),
+    )
 
 
 def _cuda(s: KernelState) -> Finding:
@@ -92,19 +106,34 @@ def _cuda(s: KernelState) -> Finding:
     read = s.cuda.variable_read
     if read is True:
         by = f" {rec}" if rec else " (before gpulab was imported, or not through torch, so the line is unknown)"
-        return Finding(False, "CUDA started in this kernel", f"{s.cuda._state()}{by}",
-                     f"{_RESTART}; move it into the function you launch. gpulab.launch still works (its ranks come "
-                     "from a fork server that never touched CUDA); fork-based launchers do not.")
+        return Finding(
+            False,
+            "CUDA started in this kernel",
+            f"{s.cuda._state()}{by}",
+            f"{_RESTART}; move it into the function you launch. gpulab.launch still works (its ranks come "
+            "from a fork server that never touched CUDA); fork-based launchers do not.",
+        )
     if rec is not None:
-        return Finding(False, "CUDA asked for in this kernel",
-                     f"{rec} On a GPU machine that line starts CUDA, and fork-based launchers then refuse.",
-                     f"{_RESTART}; move it into the function you launch, or after the launch.")
+        return Finding(
+            False,
+            "CUDA asked for in this kernel",
+            f"{rec} On a GPU machine that line starts CUDA, and fork-based launchers then refuse.",
+            f"{_RESTART}; move it into the function you launch, or after the launch.",
+        )
     if read is None:
-        return Finding(None, "CUDA started in this kernel? cannot tell", s.cuda._state(),
-                     "if a cell before this one used CUDA (torch.cuda.is_available(), a tensor on a GPU), restart the "
-                     "kernel (Kernel → Restart) and run that line after the launch, or inside the launched function.")
-    return Finding(True, "CUDA not started", f"no CUDA call since gpulab was imported, and {s.cuda.evidence}: "
-                 "CUDA_VISIBLE_DEVICES can still be changed and any launcher may fork this kernel")
+        return Finding(
+            None,
+            "CUDA started in this kernel? cannot tell",
+            s.cuda._state(),
+            "if a cell before this one used CUDA (torch.cuda.is_available(), a tensor on a GPU), restart the "
+            "kernel (Kernel → Restart) and run that line after the launch, or inside the launched function.",
+        )
+    return Finding(
+        True,
+        "CUDA not started",
+        f"no CUDA call since gpulab was imported, and {s.cuda.evidence}: "
+        "CUDA_VISIBLE_DEVICES can still be changed and any launcher may fork this kernel",
+    )
 
 
 def _visible(s: KernelState) -> Finding:
@@ -113,33 +142,46 @@ def _visible(s: KernelState) -> Finding:
     if start == now:
         return Finding(True, "CUDA_VISIBLE_DEVICES unchanged", said)
     if s.cuda.variable_read is None and s.cuda_started_by is None:
-        return Finding(None, "CUDA_VISIBLE_DEVICES changed; whether CUDA had read it first cannot be told",
-                     f"{said}; {s.cuda.evidence}",
-                     "if a cell before the change used CUDA, restart the kernel (Kernel → Restart) with "
-                     "gpulab.set_visible_devices(...) or reservation.apply() as the first cell.")
+        return Finding(
+            None,
+            "CUDA_VISIBLE_DEVICES changed; whether CUDA had read it first cannot be told",
+            f"{said}; {s.cuda.evidence}",
+            "if a cell before the change used CUDA, restart the kernel (Kernel → Restart) with "
+            "gpulab.set_visible_devices(...) or reservation.apply() as the first cell.",
+        )
     if s.cuda.variable_read or s.cuda_started_by is not None:
-        return Finding(False, "CUDA_VISIBLE_DEVICES changed after CUDA was asked",
-                     f"{said}; CUDA reads it once, when it starts, so this kernel keeps the GPUs of that moment "
-                     "(child processes get the new value)",
-                     f"{_RESTART}, with gpulab.set_visible_devices(...) or reservation.apply() as the first cell.")
+        return Finding(
+            False,
+            "CUDA_VISIBLE_DEVICES changed after CUDA was asked",
+            f"{said}; CUDA reads it once, when it starts, so this kernel keeps the GPUs of that moment "
+            "(child processes get the new value)",
+            f"{_RESTART}, with gpulab.set_visible_devices(...) or reservation.apply() as the first cell.",
+        )
     return Finding(True, "CUDA_VISIBLE_DEVICES changed before CUDA started", f"{said}: CUDA will read the new value")
 
 
 def _reservation(s: KernelState) -> Finding:
     if not s.reservation:
-        return Finding(True, "no GPU reserved by this notebook", "nothing held (gpulab.reserve_gpus(n) holds GPUs "
-                     "against the other notebooks on this machine)")
+        return Finding(
+            True,
+            "no GPU reserved by this notebook",
+            "nothing held (gpulab.reserve_gpus(n) holds GPUs against the other notebooks on this machine)",
+        )
     held = ", ".join(f"GPU {i}" for i, _ in s.reservation)
     tokens = [t.strip() for t in (s.visible_now or "").split(",") if t.strip()]
-    points = bool(tokens) and all(any(t == str(i) or (t.startswith("GPU-") and u.startswith(t))
-                                      for i, u in s.reservation) for t in tokens)
+    points = bool(tokens) and all(
+        any(t == str(i) or (t.startswith("GPU-") and u.startswith(t)) for i, u in s.reservation) for t in tokens
+    )
     if points:
         return Finding(True, f"{held} reserved by this notebook", f"CUDA_VISIBLE_DEVICES={s.visible_now!r} uses them")
-    return Finding(False, f"{held} reserved by this notebook, but not used",
-                 f"CUDA_VISIBLE_DEVICES={_shown(s.visible_now)} does not point at them, so work here may land on "
-                 "another user's GPU",
-                 "call reservation.apply() before CUDA starts (or pass reservation.env() to the processes you "
-                 "start); release() what you do not use.")
+    return Finding(
+        False,
+        f"{held} reserved by this notebook, but not used",
+        f"CUDA_VISIBLE_DEVICES={_shown(s.visible_now)} does not point at them, so work here may land on "
+        "another user's GPU",
+        "call reservation.apply() before CUDA starts (or pass reservation.env() to the processes you "
+        "start); release() what you do not use.",
+    )
 
 
 def _fork_unsafe(s: KernelState) -> list[str]:
@@ -149,8 +191,10 @@ def _fork_unsafe(s: KernelState) -> list[str]:
     elif s.cuda.variable_read is True:  # cuInit ran (is_available() is enough): CUDA does not survive a fork after it
         why.append("the CUDA driver has started here (a forked child cannot use CUDA)")
     if s.extra_threads:
-        why.append(f"OpenMP's thread pool is running ({s.extra_threads} thread(s) beyond torch's own): a forked "
-                   "child's first multi-threaded op waits for threads that were not copied")
+        why.append(
+            f"OpenMP's thread pool is running ({s.extra_threads} thread(s) beyond torch's own): a forked "
+            "child's first multi-threaded op waits for threads that were not copied"
+        )
     return why
 
 
@@ -161,46 +205,64 @@ def _start_method(s: KernelState) -> Finding:
         return Finding(True, f"start method: {method}", "this platform has no fork: every launcher spawns")
     if not why:
         return Finding(True, f"start method: {method}", "a fork is safe now")
-    return Finding(False, f"start method: {method}; a fork is not safe now", "; ".join(why),
-                 "use gpulab.launch (its ranks come from a fork server started clean), or restart the kernel and "
-                 "launch before any CPU or CUDA work.")
+    return Finding(
+        False,
+        f"start method: {method}; a fork is not safe now",
+        "; ".join(why),
+        "use gpulab.launch (its ranks come from a fork server started clean), or restart the kernel and "
+        "launch before any CPU or CUDA work.",
+    )
 
 
 def _openmp(s: KernelState) -> Finding:
     if s.torch_threads is None:
         return Finding(True, "OpenMP threads: torch not imported", "no thread pool yet")
     if not s.extra_threads:
-        return Finding(True, f"OpenMP threads: pool not started (torch uses {s.torch_threads})",
-                     "no CPU op has run on two or more threads here yet")
-    return Finding(False, f"OpenMP threads: pool started ({s.extra_threads} thread(s) beyond torch's own, torch uses "
-                 f"{s.torch_threads})",
-                 "a process forked from this kernel hangs at its first op on two or more threads (GNU OpenMP does "
-                 "not survive fork; notebooks/06_lightning.ipynb shows it)",
-                 "launch with gpulab.launch; with a fork-based launcher set OMP_NUM_THREADS=1 and "
-                 "torch.set_num_threads(1) before any CPU work (restart the kernel first).")
+        return Finding(
+            True,
+            f"OpenMP threads: pool not started (torch uses {s.torch_threads})",
+            "no CPU op has run on two or more threads here yet",
+        )
+    return Finding(
+        False,
+        f"OpenMP threads: pool started ({s.extra_threads} thread(s) beyond torch's own, torch uses {s.torch_threads})",
+        "a process forked from this kernel hangs at its first op on two or more threads (GNU OpenMP does "
+        "not survive fork; notebooks/06_lightning.ipynb shows it)",
+        "launch with gpulab.launch; with a fork-based launcher set OMP_NUM_THREADS=1 and "
+        "torch.set_num_threads(1) before any CPU work (restart the kernel first).",
+    )
 
 
 def _group(s: KernelState) -> Finding:
     if s.process_group is None:
         return Finding(True, "no process group open", "torch.distributed.is_initialized() is False here")
-    return Finding(False, f"a {s.process_group} process group is open in this kernel",
-                 "init_process_group ran in the notebook itself: a second one raises, and its store keeps a port",
-                 "torch.distributed.destroy_process_group(); start process groups inside the launched function "
-                 "(gpulab.launch does it for you).")
+    return Finding(
+        False,
+        f"a {s.process_group} process group is open in this kernel",
+        "init_process_group ran in the notebook itself: a second one raises, and its store keeps a port",
+        "torch.distributed.destroy_process_group(); start process groups inside the launched function "
+        "(gpulab.launch does it for you).",
+    )
 
 
 def _ports(s: KernelState) -> Finding:
-    last = f" (the last gpulab.launch used {s.launch_port}, now free)" if s.launch_port and \
-        s.launch_port not in s.ports else ""
+    last = (
+        f" (the last gpulab.launch used {s.launch_port}, now free)"
+        if s.launch_port and s.launch_port not in s.ports
+        else ""
+    )
     if not s.ports:
         return Finding(True, "no port held by this kernel", "besides Jupyter's own" + last)
     default = " including 29500, torchrun's and notebook_launcher's default," if 29500 in s.ports else ""
-    return Finding(False, f"port(s) {', '.join(map(str, s.ports))} held by this kernel",
-                 f"this kernel listens on them{default} besides Jupyter's own: a store or process group from an "
-                 "earlier launch or cell is still open, and a launcher that picks one of these ports fails with "
-                 "'address already in use'",
-                 "destroy_process_group() / `del store` in the cell that opened them, or restart the kernel; "
-                 "gpulab.launch picks a free port every time.")
+    return Finding(
+        False,
+        f"port(s) {', '.join(map(str, s.ports))} held by this kernel",
+        f"this kernel listens on them{default} besides Jupyter's own: a store or process group from an "
+        "earlier launch or cell is still open, and a launcher that picks one of these ports fails with "
+        "'address already in use'",
+        "destroy_process_group() / `del store` in the cell that opened them, or restart the kernel; "
+        "gpulab.launch picks a free port every time.",
+    )
 
 
 def _lightning(s: KernelState) -> Finding:
@@ -209,15 +271,28 @@ def _lightning(s: KernelState) -> Finding:
     # or lets the ranks fail with "Cannot re-initialize CUDA in forked subprocess"; each rank gets cores ÷ ranks
     # OpenMP threads, and GNU OpenMP's pool does not survive the fork (gpulab.fork_experiment shows the hang).
     if not s.fork_available:
-        return Finding(False, "Lightning ddp_notebook would refuse", "it forks, and this platform has no fork",
-                     "use gpulab.launch, or strategy='ddp' from a script.")
+        return Finding(
+            False,
+            "Lightning ddp_notebook would refuse",
+            "it forks, and this platform has no fork",
+            "use gpulab.launch, or strategy='ddp' from a script.",
+        )
     if s.cuda.initialized:
-        return Finding(False, "Lightning ddp_notebook would fail", "CUDA is initialised in this kernel: its forked "
-                     "ranks stop with 'Cannot re-initialize CUDA in forked subprocess'", _RESTART + ".")
+        return Finding(
+            False,
+            "Lightning ddp_notebook would fail",
+            "CUDA is initialised in this kernel: its forked "
+            "ranks stop with 'Cannot re-initialize CUDA in forked subprocess'",
+            _RESTART + ".",
+        )
     if s.extra_threads and os.environ.get("OMP_NUM_THREADS", "") != "1":
-        return Finding(False, "Lightning ddp_notebook would hang", "OpenMP's pool is running here and each forked rank "
-                     "gets several threads: the first multi-threaded op in a rank never ends",
-                     "restart the kernel, set OMP_NUM_THREADS=1 and torch.set_num_threads(1) in the first cell.")
+        return Finding(
+            False,
+            "Lightning ddp_notebook would hang",
+            "OpenMP's pool is running here and each forked rank "
+            "gets several threads: the first multi-threaded op in a rank never ends",
+            "restart the kernel, set OMP_NUM_THREADS=1 and torch.set_num_threads(1) in the first cell.",
+        )
     return Finding(True, "Lightning ddp_notebook would start", "nothing here makes its fork fail or hang")
 
 
@@ -228,21 +303,40 @@ def _accelerate(s: KernelState) -> Finding:
     # torch.cuda.is_initialized(); then forks on master_port 29500 unless use_port is given (PR #4059: torch ≥ 2.9's
     # LaunchConfig itself touched CUDA before that fix).
     if s.accelerator_made:
-        return Finding(False, "accelerate notebook_launcher would refuse", "an Accelerator was created in this "
-                     "kernel (it must be created inside the training function)", _RESTART + ".")
+        return Finding(
+            False,
+            "accelerate notebook_launcher would refuse",
+            "an Accelerator was created in this kernel (it must be created inside the training function)",
+            _RESTART + ".",
+        )
     if s.bitsandbytes:
-        return Finding(False, "accelerate notebook_launcher would refuse", "bitsandbytes is imported here, and it "
-                     "initialises CUDA", "restart the kernel; import bitsandbytes inside the training function.")
+        return Finding(
+            False,
+            "accelerate notebook_launcher would refuse",
+            "bitsandbytes is imported here, and it initialises CUDA",
+            "restart the kernel; import bitsandbytes inside the training function.",
+        )
     if s.cuda.initialized:
-        return Finding(False, "accelerate notebook_launcher would refuse",
-                     f"CUDA is initialised in this kernel{': ' + str(s.cuda_started_by) if s.cuda_started_by else ''}",
-                     _RESTART + ".")
+        return Finding(
+            False,
+            "accelerate notebook_launcher would refuse",
+            f"CUDA is initialised in this kernel{': ' + str(s.cuda_started_by) if s.cuda_started_by else ''}",
+            _RESTART + ".",
+        )
     if 29500 in s.ports:
-        return Finding(False, "accelerate notebook_launcher would fail",
-                       "its default port 29500 is held by this kernel", "pass use_port='29501' (or free the port).")
+        return Finding(
+            False,
+            "accelerate notebook_launcher would fail",
+            "its default port 29500 is held by this kernel",
+            "pass use_port='29501' (or free the port).",
+        )
     if s.extra_threads and os.environ.get("OMP_NUM_THREADS", "") != "1":
-        return Finding(False, "accelerate notebook_launcher may hang", "it forks this kernel, whose OpenMP pool is "
-                     "running", "restart the kernel and set OMP_NUM_THREADS=1 before any CPU work.")
+        return Finding(
+            False,
+            "accelerate notebook_launcher may hang",
+            "it forks this kernel, whose OpenMP pool is running",
+            "restart the kernel and set OMP_NUM_THREADS=1 before any CPU work.",
+        )
     return Finding(True, "accelerate notebook_launcher would start", "nothing here makes it refuse or hang")
 
 

@@ -3,6 +3,7 @@
 Kept apart from the rules that turn one into the other (``diagnosis.py``, ``build_findings.py``) so that a described
 machine, a test or a rehearsal can build either by hand.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -41,7 +42,8 @@ class Finding:
 
     def __str__(self) -> str:
         return f"{self.mark} {self.what} — {self.meaning}" + (
-            f" {self.fix_label.capitalize()}: {self.fix}" if self.fix and self.ok is not True else "")
+            f" {self.fix_label.capitalize()}: {self.fix}" if self.fix and self.ok is not True else ""
+        )
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@
 Each fact is read without starting anything: no CUDA, no fork, no new thread. ``KernelState`` is plain data, so
 ``doctor``'s findings are tested on states built by hand as well as on real kernels.
 """
+
 from __future__ import annotations
 
 import functools
@@ -69,11 +70,14 @@ def _threads_of_torch_import() -> int:
     counted = threads_at_torch_import()
     if counted is not None:
         return counted
-    code = ("import torch, sys; sys.path.insert(0, %r); from gpulab.machine.threads import native_threads; "
-            "print(native_threads())" % str(Path(__file__).resolve().parents[2]))
+    code = (
+        "import torch, sys; sys.path.insert(0, %r); from gpulab.machine.threads import native_threads; "
+        "print(native_threads())" % str(Path(__file__).resolve().parents[2])
+    )
     try:
-        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
-                             start_new_session=True)
+        out = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, start_new_session=True
+        )
         return int(out.stdout.strip().splitlines()[-1])
     except (OSError, ValueError, IndexError, subprocess.TimeoutExpired):
         return 1
@@ -92,12 +96,12 @@ def listening_ports() -> tuple[int, ...]:
     except (psutil.Error, OSError):
         return ()
     own = set(compat.jupyter_ports())
-    return tuple(sorted({c.laddr.port for c in conns if c.status == psutil.CONN_LISTEN and c.laddr}
-                        - own))
+    return tuple(sorted({c.laddr.port for c in conns if c.status == psutil.CONN_LISTEN and c.laddr} - own))
 
 
-def _reservation(machine: GpuReader | str | None,
-                 reservations: str | os.PathLike[str] | None) -> tuple[tuple[int, str], ...]:
+def _reservation(
+    machine: GpuReader | str | None, reservations: str | os.PathLike[str] | None
+) -> tuple[tuple[int, str], ...]:
     from ..machine.inventory import devices
     from ..reservations import reservation_holders
 
@@ -106,8 +110,9 @@ def _reservation(machine: GpuReader | str | None,
     return tuple((g.physical_index, g.uuid) for g in gpus if g.uuid in holders and holders[g.uuid].mine)
 
 
-def kernel_state(machine: GpuReader | str | None = None,
-                 reservations: str | os.PathLike[str] | None = None) -> KernelState:
+def kernel_state(
+    machine: GpuReader | str | None = None, reservations: str | os.PathLike[str] | None = None
+) -> KernelState:
     """Read this process's state (nothing is started; the first call measures torch's own threads in a child)."""
     torch = sys.modules.get("torch")
     threads = torch.get_num_threads() if torch is not None else None
@@ -120,8 +125,18 @@ def kernel_state(machine: GpuReader | str | None = None,
     last = launcher.last_launch() if launcher is not None else None
     state = sys.modules.get("accelerate.state")
     made = bool(getattr(getattr(state, "AcceleratorState", None), "_shared_state", None))
-    return KernelState(cuda_state(), visible_at_start(), os.environ.get("CUDA_VISIBLE_DEVICES"),
-                       multiprocessing.get_start_method(allow_none=True),
-                       "fork" in multiprocessing.get_all_start_methods(), threads, extra, group, listening_ports(),
-                       last.master_port if last is not None else None, _reservation(machine, reservations), made,
-                       "bitsandbytes" in sys.modules)
+    return KernelState(
+        cuda_state(),
+        visible_at_start(),
+        os.environ.get("CUDA_VISIBLE_DEVICES"),
+        multiprocessing.get_start_method(allow_none=True),
+        "fork" in multiprocessing.get_all_start_methods(),
+        threads,
+        extra,
+        group,
+        listening_ports(),
+        last.master_port if last is not None else None,
+        _reservation(machine, reservations),
+        made,
+        "bitsandbytes" in sys.modules,
+    )

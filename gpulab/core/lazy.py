@@ -9,6 +9,7 @@ No exported name is also the name of a module of its subpackage (``tests/test_su
 submodule to its package's attribute when anything first imports it, which would hide a function of the same name
 behind its module, and ``import gpulab.<package>.<name> as m`` would give the function where the module was meant.
 """
+
 from __future__ import annotations
 
 import importlib

@@ -5,6 +5,7 @@ Every field that the hardware or driver may refuse is ``value | Unavailable``: a
 ``N/A (reason)`` and is falsy, so nothing downstream crashes on a field a GPU lacks.
 Index spaces are spelled out: ``physical_index`` is NVML's (= nvidia-smi's) numbering, never a ``cuda:k`` index.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -84,7 +85,9 @@ class GpuInfo:
 
     def sample(self) -> GpuSample:
         """This reading's memory and utilisation, as the monitor samples them."""
-        return GpuSample(self.physical_index, self.memory_used_bytes, self.memory_total_bytes, self.utilization_gpu_percent)
+        return GpuSample(
+            self.physical_index, self.memory_used_bytes, self.memory_total_bytes, self.utilization_gpu_percent
+        )
 
     @property
     def short_uuid(self) -> str:

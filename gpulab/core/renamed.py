@@ -10,6 +10,7 @@ says which GPUs (physical indices, UUIDs, or the ``GpuInfo``s already read), ``n
 The number of ranks a launch starts is ``world_size=``, torch.distributed's own word (``dist.get_world_size()``,
 ``$WORLD_SIZE``); it was ``nprocs=``.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -37,6 +38,7 @@ def renamed_keywords(**renames: str) -> Callable[[F], F]:
     Python would only say "unexpected keyword argument". The wrapped function keeps its signature
     (``inspect.signature``, Tab completion and Jupyter's ``?`` show the new names only).
     """
+
     def wrap(fn: F) -> F:
         label = fn.__qualname__.removesuffix(".__init__")
         known: list[str] = []
@@ -46,17 +48,21 @@ def renamed_keywords(**renames: str) -> Callable[[F], F]:
             __tracebackhide__ = True  # IPython: the learner's cell, then the message; not this wrapper
             for old, new in renames.items():
                 if old in kwargs:
-                    raise TypeError(f"{label}() has no {old}= any more: write {new}= ({MEANINGS[new]}). "
-                                    f"gpulab gives each kind of value one name in every function, so {old}= was "
-                                    f"renamed {new}=; the value you passed can stay as it is.")
+                    raise TypeError(
+                        f"{label}() has no {old}= any more: write {new}= ({MEANINGS[new]}). "
+                        f"gpulab gives each kind of value one name in every function, so {old}= was "
+                        f"renamed {new}=; the value you passed can stay as it is."
+                    )
             if not known:
                 known.extend(_keywords(fn))
             unknown = [k for k in kwargs if k not in known]
             if unknown and "**" not in known:
                 close = difflib.get_close_matches(unknown[0], known, n=1)
-                raise TypeError(f"{label}() has no option {unknown[0]!r}"
-                                + (f"; did you mean {close[0]}=?" if close else ".")
-                                + f" Its options are {', '.join(k for k in known if k not in ('self', 'title'))}.")
+                raise TypeError(
+                    f"{label}() has no option {unknown[0]!r}"
+                    + (f"; did you mean {close[0]}=?" if close else ".")
+                    + f" Its options are {', '.join(k for k in known if k not in ('self', 'title'))}."
+                )
             return fn(*args, **kwargs)
 
         return wrapper  # type: ignore[return-value]

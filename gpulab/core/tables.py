@@ -1,4 +1,5 @@
 """Plain-text and HTML tables (pure). Every gpulab result renders both ways: ``__str__`` and ``_repr_html_``."""
+
 from __future__ import annotations
 
 import html

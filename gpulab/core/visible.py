@@ -5,6 +5,7 @@ The variable itself is read as CUDA reads it in ``visible_text.py``. Indices cou
 machines with mixed GPU models. NVML (and so nvidia-smi) ignores the variable: map through UUIDs, as this module
 does. Taught in ``notebooks/02_choosing_gpus.ipynb``.
 """
+
 from __future__ import annotations
 
 import os
@@ -18,6 +19,7 @@ from .tables import Table, TableView
 from .visible_text import Entry, parse_visible_devices
 
 __all__ = ["LogicalDevice", "VisibleMap", "visible_map"]
+
 
 @dataclass(frozen=True)
 class LogicalDevice:
@@ -74,8 +76,9 @@ class VisibleMap(TableView):
         head = self.environment_line()
         if self.simulated:
             head = "SIMULATED machine (described GPUs, not this computer's): " + head
-        return Table(self._HEAD, self.rows(), title=head, notes=[f"  note: {n}" for n in self.notes],
-                     empty="no GPU visible")
+        return Table(
+            self._HEAD, self.rows(), title=head, notes=[f"  note: {n}" for n in self.notes], empty="no GPU visible"
+        )
 
 
 def _cuda_order(gpus: Sequence[GpuInfo], order: str, notes: list[str]) -> list[GpuInfo]:
@@ -104,8 +107,10 @@ def visible_map(gpus: Sequence[GpuInfo], env: Mapping[str, str] | None = None) -
     default_order = "CUDA_DEVICE_ORDER" not in env
     notes: list[str] = []
     if order not in ("FASTEST_FIRST", "PCI_BUS_ID"):
-        notes.append(f"CUDA_DEVICE_ORDER={shown(order)} is not a value CUDA knows (FASTEST_FIRST or PCI_BUS_ID); "
-                     "CUDA uses FASTEST_FIRST.")
+        notes.append(
+            f"CUDA_DEVICE_ORDER={shown(order)} is not a value CUDA knows (FASTEST_FIRST or PCI_BUS_ID); "
+            "CUDA uses FASTEST_FIRST."
+        )
         order, default_order = "FASTEST_FIRST", True
     spec = parse_visible_devices(raw)
     notes.extend(n for n in spec.notes if not spec.unset)
@@ -120,20 +125,30 @@ def visible_map(gpus: Sequence[GpuInfo], env: Mapping[str, str] | None = None) -
             if found is None:
                 break
             if any((d.physical_index, d.mig_uuid) == (found.physical_index, found.mig_uuid) for d in out):
-                notes.append(f"{shown(entry, 40)} names a GPU already in the list: the whole list is invalid, no GPU is "
-                             "visible.")
+                notes.append(
+                    f"{shown(entry, 40)} names a GPU already in the list: the whole list is invalid, no GPU is visible."
+                )
                 out, repeated = [], True
                 break
             out.append(LogicalDevice(len(out), found.physical_index, found.uuid, found.name, found.mig_uuid))
     for d in out:
         g = next((g for g in gpus if g.physical_index == d.physical_index), None)
         if g is not None and g.mig_enabled is True and d.mig_uuid is None:
-            notes.append(f"GPU {g.physical_index} is in MIG mode: CUDA runs work on its MIG slices, never on the whole "
-                         "GPU. Name one slice by its MIG-… UUID (nvidia-smi -L lists them) to use it.")
+            notes.append(
+                f"GPU {g.physical_index} is in MIG mode: CUDA runs work on its MIG slices, never on the whole "
+                "GPU. Name one slice by its MIG-… UUID (nvidia-smi -L lists them) to use it."
+            )
     if not gpus:
         notes.append("No GPU was found on this machine, so no cuda:k exists whatever the variable says.")
-    return VisibleMap(raw, order, tuple(out), tuple(notes), simulated=any(g.simulated for g in gpus),
-                      order_is_default=default_order, repeated=repeated and bool(gpus))
+    return VisibleMap(
+        raw,
+        order,
+        tuple(out),
+        tuple(notes),
+        simulated=any(g.simulated for g in gpus),
+        order_is_default=default_order,
+        repeated=repeated and bool(gpus),
+    )
 
 
 def _resolve(entry: Entry, cuda_order: list[GpuInfo], notes: list[str]) -> LogicalDevice | None:
@@ -154,8 +169,10 @@ def _resolve(entry: Entry, cuda_order: list[GpuInfo], notes: list[str]) -> Logic
         kind = "GPU"
     if len(hits) != 1:
         if cuda_order:
-            notes.append(f"{shown(entry, 40)} matches {'no' if not hits else 'more than one'} {kind} UUID, so CUDA stops "
-                         "reading there.")
+            notes.append(
+                f"{shown(entry, 40)} matches {'no' if not hits else 'more than one'} {kind} UUID, so CUDA stops "
+                "reading there."
+            )
         return None
     g, m = hits[0]
     return LogicalDevice(-1, g.physical_index, g.uuid, g.name, m.uuid if m else None)

@@ -4,6 +4,7 @@ CUDA reads the list left to right and stops at the first entry it cannot use; a 
 list invalid (no GPU at all). Entries are indices (parsed like C's ``strtoul``: ``"1gpu"`` is 1), ``GPU-<uuid>``
 (a unique prefix is enough) or ``MIG-<uuid>``. What the entries map to on a machine is ``visible.py``'s job.
 """
+
 from __future__ import annotations
 
 import operator
@@ -42,8 +43,9 @@ class VisibleSpec:
         if self.entries is None:
             return "CUDA_VISIBLE_DEVICES is unset: every GPU is visible."
         seen = ", ".join(map(str, self.entries)) or "nothing"
-        return "\n".join([f"CUDA_VISIBLE_DEVICES={shown(self.raw)} → CUDA uses: {seen}",
-                          *(f"  note: {n}" for n in self.notes)])
+        return "\n".join(
+            [f"CUDA_VISIBLE_DEVICES={shown(self.raw)} → CUDA uses: {seen}", *(f"  note: {n}" for n in self.notes)]
+        )
 
 
 def _leading(s: str) -> tuple[int, str]:
@@ -53,7 +55,7 @@ def _leading(s: str) -> tuple[int, str]:
     end = len(sign)
     while end < len(s) and s[end] in _ASCII_DIGITS:
         end += 1
-    digits = s[len(sign):end]
+    digits = s[len(sign) : end]
     if not digits:
         return -1, s
     value = int(digits) if len(digits) <= 20 else ULONG_MAX + 1  # int() of thousands of digits is refused
@@ -70,12 +72,16 @@ def _strtoul(s: str) -> int:
 def _read_as(elem: str, x: int, rest: str) -> str | None:
     """A note when CUDA reads an entry as something other than what it seems to say (``0x1``, ``2;3``, huge)."""
     if x == ULONG_MAX:
-        return (f"{shown(elem.strip(), 30)} is larger than any number CUDA holds: it reads it as {ULONG_MAX}, a GPU "
-                "no machine has.")
+        return (
+            f"{shown(elem.strip(), 30)} is larger than any number CUDA holds: it reads it as {ULONG_MAX}, a GPU "
+            "no machine has."
+        )
     if not rest:
         return None
-    head = f"{shown(elem.strip(), 30)} is read as GPU {x}: CUDA reads the leading decimal digits and ignores the rest " \
-           f"({shown(rest, 20)})"
+    head = (
+        f"{shown(elem.strip(), 30)} is read as GPU {x}: CUDA reads the leading decimal digits and ignores the rest "
+        f"({shown(rest, 20)})"
+    )
     if x == 0 and rest[:1] in ("x", "X"):
         try:
             decimal = f" ({int(elem.strip(), 16)} here)"
@@ -106,23 +112,39 @@ def parse_visible_devices(raw: str | None) -> VisibleSpec:
     (``"+"``) is an invalid entry here where PyTorch raises ``ValueError``, and only ASCII digits count as digits.
     """
     if raw is None:
-        return VisibleSpec(None, None, ("CUDA_VISIBLE_DEVICES is unset: every GPU is visible, cuda:k is the k-th in CUDA's order.",))
+        return VisibleSpec(
+            None, None, ("CUDA_VISIBLE_DEVICES is unset: every GPU is visible, cuda:k is the k-th in CUDA's order.",)
+        )
     if not isinstance(raw, str):
         example = ",".join(map(str, raw)) if isinstance(raw, (list, tuple)) else str(raw)
-        raise TypeError(f"parse_visible_devices reads the variable's text, a str such as {example!r}; got a "
-                        f"{type(raw).__name__} {shown(raw)}. To set the variable from a list of GPUs, use "
-                        "gpulab.set_visible_devices([2, 3]).")
+        raise TypeError(
+            f"parse_visible_devices reads the variable's text, a str such as {example!r}; got a "
+            f"{type(raw).__name__} {shown(raw)}. To set the variable from a list of GPUs, use "
+            "gpulab.set_visible_devices([2, 3])."
+        )
     elems = raw.split(",")
     for prefix in ("GPU-", "MIG-"):
         if raw.startswith(prefix):
             out: list[str] = []
             for pos, elem in enumerate(elems):
                 if elem in out:
-                    return VisibleSpec(raw, (), (f"{shown(elem)} is listed twice, which makes the whole list invalid: "
-                                                 "no GPU is visible.",), pos, True)
+                    return VisibleSpec(
+                        raw,
+                        (),
+                        (f"{shown(elem)} is listed twice, which makes the whole list invalid: no GPU is visible.",),
+                        pos,
+                        True,
+                    )
                 if not elem.startswith(prefix):
-                    return VisibleSpec(raw, tuple(out), (f"{shown(elem)} does not start with {prefix!r} like the first "
-                                                         f"entry, so CUDA stops reading there{_after(out)}.",), pos)
+                    return VisibleSpec(
+                        raw,
+                        tuple(out),
+                        (
+                            f"{shown(elem)} does not start with {prefix!r} like the first "
+                            f"entry, so CUDA stops reading there{_after(out)}.",
+                        ),
+                        pos,
+                    )
                 out.append(elem)
             return VisibleSpec(raw, tuple(out))
     nums: list[int] = []
@@ -130,8 +152,17 @@ def parse_visible_devices(raw: str | None) -> VisibleSpec:
     for pos, elem in enumerate(elems):
         x, rest = _leading(elem.strip())
         if x >= 0 and x in nums:
-            return VisibleSpec(raw, (), (*notes, f"GPU {x} is listed twice ({shown(elem, 30)}), which makes the whole "
-                                         "list invalid: no GPU is visible."), pos, True)
+            return VisibleSpec(
+                raw,
+                (),
+                (
+                    *notes,
+                    f"GPU {x} is listed twice ({shown(elem, 30)}), which makes the whole "
+                    "list invalid: no GPU is visible.",
+                ),
+                pos,
+                True,
+            )
         if x < 0:
             note = f"{shown(elem, 30)} {_why_invalid(elem)}, so CUDA stops reading there{_after(nums)}."
             if not nums:
@@ -177,11 +208,15 @@ def _entry_text(entry: object, entries: Sequence[object]) -> str:
             return e.lstrip("+")  # a negative index is refused with CUDA's reason by the caller
         spec = parse_visible_devices(e)
         why = spec.notes[-1] if spec.notes else f"{shown(e)} does not start with a number"
-        raise ValueError(f"{shown(entry)} in {shown(list(entries))} is not one GPU: {why} Write each GPU as its own "
-                         "entry, a whole number (nvidia-smi's numbering) or a UUID: e.g. [2, 3] or 'GPU-5a16…'.")
+        raise ValueError(
+            f"{shown(entry)} in {shown(list(entries))} is not one GPU: {why} Write each GPU as its own "
+            "entry, a whole number (nvidia-smi's numbering) or a UUID: e.g. [2, 3] or 'GPU-5a16…'."
+        )
     if is_whole_number(entry):
         return str(operator.index(entry))
     finite = isinstance(entry, float) and 0 <= entry < 2**63
     extra = f" (CUDA would read '{entry}' as GPU {int(entry)})" if finite else ""
-    raise TypeError(f"{shown(entry)} in {shown(list(entries))} is a {type(entry).__name__}, not a GPU{extra}: "
-                    "GPUs are whole numbers 0, 1, 2, … (nvidia-smi's numbering) or UUID strings 'GPU-…'.")
+    raise TypeError(
+        f"{shown(entry)} in {shown(list(entries))} is a {type(entry).__name__}, not a GPU{extra}: "
+        "GPUs are whole numbers 0, 1, 2, … (nvidia-smi's numbering) or UUID strings 'GPU-…'."
+    )

@@ -9,10 +9,19 @@ translation being built; ``translation.py`` is the result a learner reads. ``tra
 which reproduces the ``ddp_fork`` hang after OpenMP in interpreters it can kill); ``step_relay.py`` carries a forked
 rank 0's steps to the notebook's monitor. Taught in ``notebooks/06_lightning.ipynb``.
 """
+
 from ..core.lazy import export_lazily
 
-export_lazily(__name__, {
-    "translate_trainer": "flags", "flag_history_table": "flag_history", "trainer_kwargs": "trainer_args",
-    "fork_experiment": "fork_hang", "FAST_PLAN": "fork_hang", "FULL_PLAN": "fork_hang",
-    "MonitorCallback": "callback", "DigitsClassifier": "classifier",
-})
+export_lazily(
+    __name__,
+    {
+        "translate_trainer": "flags",
+        "flag_history_table": "flag_history",
+        "trainer_kwargs": "trainer_args",
+        "fork_experiment": "fork_hang",
+        "FAST_PLAN": "fork_hang",
+        "FULL_PLAN": "fork_hang",
+        "MonitorCallback": "callback",
+        "DigitsClassifier": "classifier",
+    },
+)

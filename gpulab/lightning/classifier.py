@@ -1,5 +1,5 @@
-"""The chapters' digits MLP as a ``LightningModule`` (imports Lightning). Taught in ``notebooks/06_lightning.ipynb``.
-"""
+"""The chapters' digits MLP as a ``LightningModule`` (imports Lightning). Taught in ``notebooks/06_lightning.ipynb``."""
+
 from __future__ import annotations
 
 from typing import Any

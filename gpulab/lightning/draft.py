@@ -3,6 +3,7 @@
 The rules in ``device_flags.py``, ``strategy.py`` and ``flags.py`` each read the old call and write into one ``Draft``.
 Taught in ``notebooks/06_lightning.ipynb``.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping

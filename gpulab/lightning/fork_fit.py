@@ -3,6 +3,7 @@
 Run in a fresh interpreter that ``fork_experiment`` can kill (it may hang: that is what it shows). Imports Lightning.
 Taught in ``notebooks/06_lightning.ipynb``.
 """
+
 from __future__ import annotations
 
 import os
@@ -30,8 +31,9 @@ class _PrintProgress(lightning.Callback):
     def setup(self, trainer: lightning.Trainer, pl_module: lightning.LightningModule, stage: str) -> None:
         _say(f"rank {trainer.global_rank}: started, {torch.get_num_threads()} thread(s)")
 
-    def on_train_batch_end(self, trainer: lightning.Trainer, pl_module: lightning.LightningModule, outputs: Any,
-                           batch: Any, batch_idx: int) -> None:
+    def on_train_batch_end(
+        self, trainer: lightning.Trainer, pl_module: lightning.LightningModule, outputs: Any, batch: Any, batch_idx: int
+    ) -> None:
         if batch_idx == 0 and trainer.current_epoch == 0:
             _say(f"rank {trainer.global_rank}: first step done")
 
@@ -67,8 +69,16 @@ def fork_fit_variants(variants: list[tuple[int, int | None, int]], devices: int 
         _say(f"variant {k}: begin")
         _say(f"parent: OpenMP pool started before the fork: {'yes' if pool_started else 'no'}")
         start = time.perf_counter()
-        trainer = lightning.Trainer(accelerator="cpu", devices=devices, strategy="ddp_fork", max_epochs=1,
-                                    callbacks=[_PrintProgress()], logger=False, enable_checkpointing=False,
-                                    enable_progress_bar=False, enable_model_summary=False)
+        trainer = lightning.Trainer(
+            accelerator="cpu",
+            devices=devices,
+            strategy="ddp_fork",
+            max_epochs=1,
+            callbacks=[_PrintProgress()],
+            logger=False,
+            enable_checkpointing=False,
+            enable_progress_bar=False,
+            enable_model_summary=False,
+        )
         trainer.fit(model, loader)
         _say(f"variant {k}: finished in {time.perf_counter() - start:.2f} s")

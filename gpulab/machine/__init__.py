@@ -6,9 +6,19 @@ GPU and the CPU side (``gpulab.devices()``); ``host`` reads cores and RAM (cgrou
 ``cuda`` how many GPUs CUDA would give this process and whether CUDA has started here. Taught in
 ``notebooks/00_setup.ipynb``.
 """
+
 from ..core.lazy import export_lazily
 
-export_lazily(__name__, {
-    "devices": "inventory", "host_info": "host", "default_reader": "nvml", "SimulatedGpuReader": "simulated",
-    "best_device": "cuda", "cuda_gpu_count": "cuda", "too_few_gpus": "cuda", "cuda_state": "cuda",
-})
+export_lazily(
+    __name__,
+    {
+        "devices": "inventory",
+        "host_info": "host",
+        "default_reader": "nvml",
+        "SimulatedGpuReader": "simulated",
+        "best_device": "cuda",
+        "cuda_gpu_count": "cuda",
+        "too_few_gpus": "cuda",
+        "cuda_state": "cuda",
+    },
+)

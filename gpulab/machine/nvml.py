@@ -8,6 +8,7 @@ library/driver mismatch), ``reader.error`` says why and what to do, and the read
 NVML numbers GPUs by PCI bus (as nvidia-smi does) and ignores ``CUDA_VISIBLE_DEVICES``: these are ``physical_index``es.
 Taught in ``notebooks/00_setup.ipynb``.
 """
+
 from __future__ import annotations
 
 import os
@@ -63,8 +64,10 @@ _INIT_REASONS = {
     "NVMLError_Uninitialized": "NVML was used before it was initialised (a gpulab bug: please report it).",
 }
 
-_OLD_DRIVER = ("this NVIDIA driver is older than the nvidia-ml-py package and lacks this query; upgrade the driver, "
-               "or install an nvidia-ml-py release from the driver's era")
+_OLD_DRIVER = (
+    "this NVIDIA driver is older than the nvidia-ml-py package and lacks this query; upgrade the driver, "
+    "or install an nvidia-ml-py release from the driver's era"
+)
 
 # Why one field could not be read.
 _FIELD_REASONS = {
@@ -130,8 +133,11 @@ class NvmlReader:
             with self._lock:
                 return getattr(self._lib, fn)(*args)
         except Exception as exc:
-            refusals = tuple(c for c in (getattr(self._lib, "NVMLError", None),
-                                         getattr(self._lib, "NVMLLibraryMismatchError", None)) if isinstance(c, type))
+            refusals = tuple(
+                c
+                for c in (getattr(self._lib, "NVMLError", None), getattr(self._lib, "NVMLLibraryMismatchError", None))
+                if isinstance(c, type)
+            )
             if not isinstance(exc, refusals):
                 raise
             return Unavailable(explain_nvml_error(exc))
@@ -194,16 +200,27 @@ class NvmlReader:
         """One GPU, like ``nvidia-smi -q -i <physical_index>``. ``processes=False`` skips the slow process list."""
         h = self._handle(physical_index)
         if isinstance(h, Unavailable):  # every field is refused for the same reason; the other GPUs are still read
-            return GpuInfo(physical_index, str(h), str(h), str(h), h, h, h, h, h, h, h, mig_enabled=h,
-                           processes=h if processes else Unavailable("not asked for"))
+            return GpuInfo(
+                physical_index,
+                str(h),
+                str(h),
+                str(h),
+                h,
+                h,
+                h,
+                h,
+                h,
+                h,
+                h,
+                mig_enabled=h,
+                processes=h if processes else Unavailable("not asked for"),
+            )
         mem = self._query("nvmlDeviceGetMemoryInfo", h)
         util = self._query("nvmlDeviceGetUtilizationRates", h)
         pci = self._query("nvmlDeviceGetPciInfo", h)
         power_mw = self._query("nvmlDeviceGetPowerUsage", h)
         mig_mode = self._query("nvmlDeviceGetMigMode", h)
-        mig_enabled: bool | Unavailable = (
-            mig_mode if isinstance(mig_mode, Unavailable) else bool(mig_mode[0])
-        )
+        mig_enabled: bool | Unavailable = mig_mode if isinstance(mig_mode, Unavailable) else bool(mig_mode[0])
         if isinstance(mig_enabled, Unavailable) and "not supported" in mig_enabled.reason:
             mig_enabled = False  # GPUs without MIG support are simply not in MIG mode
         return GpuInfo(
@@ -231,7 +248,11 @@ class NvmlReader:
             if isinstance(mh, Unavailable):  # an empty slot
                 continue
             mem = self._query("nvmlDeviceGetMemoryInfo", mh)
-            out.append(MigInstance(i, str(_text(self._query("nvmlDeviceGetUUID", mh))), _field(mem, "total"), _field(mem, "used")))
+            out.append(
+                MigInstance(
+                    i, str(_text(self._query("nvmlDeviceGetUUID", mh))), _field(mem, "total"), _field(mem, "used")
+                )
+            )
         return tuple(out)
 
     def _processes(self, h: Any) -> tuple[GpuProcess, ...] | Unavailable:
@@ -241,7 +262,11 @@ class NvmlReader:
         out = []
         for p in procs:
             used = p.usedGpuMemory
-            out.append(GpuProcess(int(p.pid), Unavailable("hidden by the driver") if used is None else int(used), _process_name(p.pid)))
+            out.append(
+                GpuProcess(
+                    int(p.pid), Unavailable("hidden by the driver") if used is None else int(used), _process_name(p.pid)
+                )
+            )
         return tuple(out)
 
 

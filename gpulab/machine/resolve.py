@@ -7,6 +7,7 @@ to type instead. ``machine=`` means nothing else anywhere: GPUs already read are
 ``tests/test_naming.py`` holds every ``machine`` parameter to this door. Reading a machine never creates a CUDA
 context. Taught in ``notebooks/00_setup.ipynb``.
 """
+
 from __future__ import annotations
 
 import os
@@ -35,18 +36,28 @@ def as_reader(reader: Any, name: str = "machine") -> GpuReader:
     if isinstance(reader, GpuReader):
         return reader
     if _already_read(reader):
-        what = ("an Inventory (what gpulab.devices() returns)" if hasattr(reader, "gpus") else
-                f"{len(reader)} GpuInfo record(s)")
-        raise TypeError(f"{name}= was given {what}: GPUs already read, not a machine to read. {name} says which "
-                        f"machine: name it, e.g. {name}=\"workshop-8\" (the described machine they were read from), "
-                        "or leave it out for this one. Functions that take GPUs already read call them gpus=.")
-    raise TypeError(f"{name}={shown(reader)} is a {type(reader).__name__}, not a machine to read. Leave {name} out for "
-                    f"this machine, or name a described one: {name}=\"workshop-8\" (presets: {', '.join(PRESETS)}), "
-                    f"or pass a reader such as gpulab.SimulatedGpuReader(\"workshop-8\").")
+        what = (
+            "an Inventory (what gpulab.devices() returns)"
+            if hasattr(reader, "gpus")
+            else f"{len(reader)} GpuInfo record(s)"
+        )
+        raise TypeError(
+            f"{name}= was given {what}: GPUs already read, not a machine to read. {name} says which "
+            f'machine: name it, e.g. {name}="workshop-8" (the described machine they were read from), '
+            "or leave it out for this one. Functions that take GPUs already read call them gpus=."
+        )
+    raise TypeError(
+        f"{name}={shown(reader)} is a {type(reader).__name__}, not a machine to read. Leave {name} out for "
+        f'this machine, or name a described one: {name}="workshop-8" (presets: {", ".join(PRESETS)}), '
+        f'or pass a reader such as gpulab.SimulatedGpuReader("workshop-8").'
+    )
 
 
 def _already_read(value: Any) -> bool:
     """An ``Inventory`` (``gpulab.devices()``, its ``gpus`` perhaps empty) or a non-empty list of ``GpuInfo``s."""
     gpus = getattr(value, "gpus", value)
-    return (isinstance(gpus, (tuple, list)) and (gpus is not value or bool(gpus))
-            and all(isinstance(g, GpuInfo) for g in gpus))
+    return (
+        isinstance(gpus, (tuple, list))
+        and (gpus is not value or bool(gpus))
+        and all(isinstance(g, GpuInfo) for g in gpus)
+    )

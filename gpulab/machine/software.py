@@ -3,6 +3,7 @@
 Torch is imported (its version and build facts need it) but CUDA is never initialised: nothing here creates a
 CUDA context. Taught in ``notebooks/00_setup.ipynb``.
 """
+
 from __future__ import annotations
 
 import os
@@ -114,4 +115,6 @@ def detect_platform(env: dict[str, str] | None = None) -> str:
     if not where and _in_container():
         where.append("a container")
     base = ", ".join(where) if where else "a plain machine"
-    return f"{base}; {platform.system()} {platform.release()} ({platform.machine()}), Python {platform.python_version()}"
+    return (
+        f"{base}; {platform.system()} {platform.release()} ({platform.machine()}), Python {platform.python_version()}"
+    )

@@ -7,10 +7,18 @@ figure (what each panel shows, with ``style``, ``panels``, ``limits``, ``decimat
 ``blit.py`` draws it live cheaply, and ``view.py`` shows it live in JupyterLab. ``recorded.py`` keeps a run from a
 real GPU machine and draws it again anywhere. Taught in ``notebooks/05_live_monitor.ipynb``.
 """
+
 from ..core.lazy import export_lazily
 
-export_lazily(__name__, {
-    "monitor": "live_monitor", "Monitor": "live_monitor", "frontend_available": "frontend",
-    "MonitorSummary": "summary", "PeakMemory": "summary",
-    "record_run": "recorded", "latest_recorded_run": "recorded",
-})
+export_lazily(
+    __name__,
+    {
+        "monitor": "live_monitor",
+        "Monitor": "live_monitor",
+        "frontend_available": "frontend",
+        "MonitorSummary": "summary",
+        "PeakMemory": "summary",
+        "record_run": "recorded",
+        "latest_recorded_run": "recorded",
+    },
+)

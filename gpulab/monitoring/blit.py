@@ -7,6 +7,7 @@ layout is redone only when it must be: the first time, after ``needs_layout``, o
 labels wider than the layout left room for. ``png`` draws everything in one pass for the static picture.
 Taught in ``notebooks/05_live_monitor.ipynb``.
 """
+
 from __future__ import annotations
 
 import io

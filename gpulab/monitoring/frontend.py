@@ -1,4 +1,5 @@
 """Whether anyone would see a live figure: the monitor draws live only in a kernel that a Jupyter server started."""
+
 from __future__ import annotations
 
 import os

@@ -6,6 +6,7 @@ a full redraw (and a new layout) each time. So the live view's limits only grow,
 jumps to a round number with room to spare (``grow_limit``): a run redraws its axes a handful of times, early on.
 The static figure left at the end still fits the data exactly. Taught in ``notebooks/05_live_monitor.ipynb``.
 """
+
 from __future__ import annotations
 
 import math

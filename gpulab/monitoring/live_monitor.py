@@ -8,6 +8,7 @@ Ctrl-C — the thread stops and a static figure and a ``MonitorSummary`` are lef
 Data: ``mon.records()`` (list of dicts: ``pandas.DataFrame(mon.records())``) and ``mon.to_csv(path)``.
 Taught in ``notebooks/05_live_monitor.ipynb``; used by chapters 00–02.
 """
+
 from __future__ import annotations
 
 import csv
@@ -22,12 +23,12 @@ from typing import Any
 import numpy as np
 
 from ..core.arguments import shown, whole_number
-from ..machine.nvml import GpuReader
 from ..core.readings import Unavailable
 from ..core.renamed import renamed_keywords
+from ..machine.nvml import GpuReader
 from .frontend import frontend_available
-from .ring_buffer import History
 from .options import validated_options
+from .ring_buffer import History
 from .sampler import Progress, Sampler
 from .summary import MonitorSummary, PeakMemory
 from .watched import Watched
@@ -39,23 +40,53 @@ class Monitor:
     """A monitored stretch of code. Use ``gpulab.monitor(...)`` as a context manager; one Monitor records one run."""
 
     @renamed_keywords(reader="machine")
-    def __init__(self, title: str = "", *, machine: GpuReader | str | None = None, gpus: Sequence[int] | None = None,
-                 interval_s: float = 0.2, process_interval_s: float = 2.0, render_interval_s: float = 1.0,
-                 capacity: int = 36_000, live: bool | str = "auto", show: bool = True,
-                 clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], Any] | None = None) -> None:
+    def __init__(
+        self,
+        title: str = "",
+        *,
+        machine: GpuReader | str | None = None,
+        gpus: Sequence[int] | None = None,
+        interval_s: float = 0.2,
+        process_interval_s: float = 2.0,
+        render_interval_s: float = 1.0,
+        capacity: int = 36_000,
+        live: bool | str = "auto",
+        show: bool = True,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Any] | None = None,
+    ) -> None:
         reader, gpus, interval_s, process_interval_s, render_interval_s = validated_options(
-            title=title, reader=machine, gpus=gpus, interval_s=interval_s, process_interval_s=process_interval_s,
-            render_interval_s=render_interval_s, capacity=capacity, show=show, clock=clock, sleep=sleep)
+            title=title,
+            reader=machine,
+            gpus=gpus,
+            interval_s=interval_s,
+            process_interval_s=process_interval_s,
+            render_interval_s=render_interval_s,
+            capacity=capacity,
+            show=show,
+            clock=clock,
+            sleep=sleep,
+        )
         if live not in (True, False, "auto"):
             raise ValueError(f"live= takes True, False or 'auto' (live only in JupyterLab); got {shown(live)}.")
         if not render_interval_s >= 0.5:
-            raise ValueError(f"render_interval_s={render_interval_s} would redraw more than twice a second; each "
-                             "redraw takes the training loop's CPU time. Use 1.0 (the default) or at least 0.5.")
+            raise ValueError(
+                f"render_interval_s={render_interval_s} would redraw more than twice a second; each "
+                "redraw takes the training loop's CPU time. Use 1.0 (the default) or at least 0.5."
+            )
         self.title = title
         self._clock = clock
         self._progress = Progress(clock)
-        self._sampler = Sampler(reader=reader, progress=self._progress, gpus=gpus, interval_s=interval_s,
-                                process_interval_s=process_interval_s, capacity=capacity, clock=clock, sleep=sleep)
+        self._sampler = Sampler(
+            reader=reader,
+            progress=self._progress,
+            gpus=gpus,
+            interval_s=interval_s,
+            process_interval_s=process_interval_s,
+            capacity=capacity,
+            clock=clock,
+            sleep=sleep,
+        )
         self._live_wanted = live
         self._render_interval_s = render_interval_s
         self._show = show
@@ -91,8 +122,10 @@ class Monitor:
         """Start sampling (and the live figure where JupyterLab can show it); ``with gpulab.monitor(...)`` calls it. A
         monitor records one run."""
         if self._state != "new":
-            raise RuntimeError(f"this monitor is {self._state}: a Monitor records one run. Start a new one with "
-                               "`with gpulab.monitor(...) as mon:`.")
+            raise RuntimeError(
+                f"this monitor is {self._state}: a Monitor records one run. Start a new one with "
+                "`with gpulab.monitor(...) as mon:`."
+            )
         self._state = "running"
         self._progress.restart_step_clock()  # the first step counts from the start, not from when mon was made
         self._sampler.start()
@@ -115,12 +148,15 @@ class Monitor:
         try:
             from .view import LiveImage
 
-            self._live = LiveImage(self._build_figure(), self.history, self.marks, self._render_interval_s,
-                                   missing=self._sampler.missing)
+            self._live = LiveImage(
+                self._build_figure(), self.history, self.marks, self._render_interval_s, missing=self._sampler.missing
+            )
         except ImportError as exc:
-            raise ImportError(f"live=True shows the figure in an ipywidgets Image, and ipywidgets could not be "
-                              f"imported ({exc}). Install it with `pip install ipywidgets` and restart JupyterLab, or "
-                              "pass live=False to get the figure when the block ends.") from exc
+            raise ImportError(
+                f"live=True shows the figure in an ipywidgets Image, and ipywidgets could not be "
+                f"imported ({exc}). Install it with `pip install ipywidgets` and restart JupyterLab, or "
+                "pass live=False to get the figure when the block ends."
+            ) from exc
         self._live.show()
 
     def stop(self, ended_by: str = "completed") -> MonitorSummary:
@@ -144,8 +180,12 @@ class Monitor:
                 if ended_by == "completed":
                     raise
                 # the block is already ending with the learner's exception: report ours without hiding theirs
-                warnings.warn(f"the monitor could not show its figure ({type(exc).__name__}: {exc}); "
-                              f"its data is still in mon.records().", RuntimeWarning, stacklevel=2)
+                warnings.warn(
+                    f"the monitor could not show its figure ({type(exc).__name__}: {exc}); "
+                    f"its data is still in mon.records().",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
         return summary
 
     def __enter__(self) -> Monitor:
@@ -157,8 +197,10 @@ class Monitor:
     # -- what the loop reports ----------------------------------------------------------------------------------------
     def _require_running(self, what: str) -> None:
         if self._state != "running":
-            raise RuntimeError(f"mon.{what} was called on a monitor that is {self._state}. Call it inside the "
-                               "`with gpulab.monitor(...) as mon:` block (or between mon.start() and mon.stop()).")
+            raise RuntimeError(
+                f"mon.{what} was called on a monitor that is {self._state}. Call it inside the "
+                "`with gpulab.monitor(...) as mon:` block (or between mon.start() and mon.stop())."
+            )
 
     def step(self, samples: int = 1) -> None:
         """Report one step of work that processed ``samples`` examples (a batch's size). Costs about a microsecond.
@@ -166,8 +208,12 @@ class Monitor:
         The step's time is the time since the previous step (for the first: since the monitor started, or since
         ``wrap`` began). Call it from the loop's own thread.
         """
-        n = whole_number(samples, "samples", what="the examples the step processed",
-                         example="mon.step(samples=len(x)) for a batch tensor x")
+        n = whole_number(
+            samples,
+            "samples",
+            what="the examples the step processed",
+            example="mon.step(samples=len(x)) for a batch tensor x",
+        )
         self._require_running("step()")
         self._progress.step(n)
 
@@ -183,13 +229,18 @@ class Monitor:
         (default: the first dimension of the batch's first tensor). Works around a DataLoader or a tqdm bar."""
         self._require_running("wrap()")
         if isinstance(iterable, (str, bytes)) or not hasattr(iterable, "__iter__"):
-            raise TypeError(f"mon.wrap() takes what the loop iterates over (a DataLoader, a list of batches, a "
-                            f"tqdm bar); got {shown(iterable)}, which has no items to step through. Write "
-                            "`for batch in mon.wrap(loader):`.")
+            raise TypeError(
+                f"mon.wrap() takes what the loop iterates over (a DataLoader, a list of batches, a "
+                f"tqdm bar); got {shown(iterable)}, which has no items to step through. Write "
+                "`for batch in mon.wrap(loader):`."
+            )
         if samples is not None and not callable(samples):
-            samples = whole_number(samples, "samples", what="examples in each batch, or a function of the batch that "
-                                   "counts them", example="mon.wrap(loader, samples=64); leave it out to count each "
-                                   "batch's first dimension")
+            samples = whole_number(
+                samples,
+                "samples",
+                what="examples in each batch, or a function of the batch that counts them",
+                example="mon.wrap(loader, samples=64); leave it out to count each batch's first dimension",
+            )
         return Watched(iterable, samples, step=self.step, restart_clock=self._progress.restart_step_clock)
 
     def mark(self, label: str) -> None:
@@ -205,24 +256,44 @@ class Monitor:
         samples, steps, step_time = self._progress.state
         end = self._stopped_at if self._stopped_at is not None else self._clock()
         never = Unavailable("no step was reported: use mon.step(samples=...) or mon.wrap(loader)")
-        peaks = [PeakMemory("host", "RAM used (cgroup-aware)", h.peak("host_memory_used_bytes"),
-                            h.last("host_memory_limit_bytes")),
-                 PeakMemory("this process", "resident memory (RSS)", h.peak("process_rss_bytes"), math.nan)]
-        peaks += [PeakMemory(f"GPU {k}", "used, all processes (NVML)", h.peak(f"gpu{k}_memory_used_bytes"),
-                             h.peak(f"gpu{k}_memory_total_bytes")) for k in s.gpus]
+        peaks = [
+            PeakMemory(
+                "host", "RAM used (cgroup-aware)", h.peak("host_memory_used_bytes"), h.last("host_memory_limit_bytes")
+            ),
+            PeakMemory("this process", "resident memory (RSS)", h.peak("process_rss_bytes"), math.nan),
+        ]
+        peaks += [
+            PeakMemory(
+                f"GPU {k}",
+                "used, all processes (NVML)",
+                h.peak(f"gpu{k}_memory_used_bytes"),
+                h.peak(f"gpu{k}_memory_total_bytes"),
+            )
+            for k in s.gpus
+        ]
         for j in range(s.cuda_devices):
-            peaks += [PeakMemory(f"cuda:{j}", f"{what} by this process (torch)", h.peak(f"cuda{j}_{what}_bytes"),
-                                 math.nan) for what in ("allocated", "reserved")]
+            peaks += [
+                PeakMemory(f"cuda:{j}", f"{what} by this process (torch)", h.peak(f"cuda{j}_{what}_bytes"), math.nan)
+                for what in ("allocated", "reserved")
+            ]
         return MonitorSummary(
-            title=self.title, duration_s=end - s.t0, readings=h.appended, interval_s=s.interval_s,
-            missed_deadlines=s.missed_deadlines, reading_cost_s=s.busy_s / max(h.appended, 1),
-            samples_total=samples, steps_total=steps,
+            title=self.title,
+            duration_s=end - s.t0,
+            readings=h.appended,
+            interval_s=s.interval_s,
+            missed_deadlines=s.missed_deadlines,
+            reading_cost_s=s.busy_s / max(h.appended, 1),
+            samples_total=samples,
+            steps_total=steps,
             mean_samples_per_s=samples / step_time if steps and step_time > 0 else never,
             mean_step_time_s=step_time / steps if steps else never,
             mean_cpu_percent=h.nanmean("host_cpu_percent"),
             mean_process_cpu_percent=h.nanmean("process_cpu_percent"),
             mean_gpu_utilization_percent=tuple((k, h.nanmean(f"gpu{k}_utilization_percent")) for k in s.gpus),
-            peaks=tuple(peaks), marks=tuple(self.marks), missing=tuple(s.missing), ended_by=self._ended_by,
+            peaks=tuple(peaks),
+            marks=tuple(self.marks),
+            missing=tuple(s.missing),
+            ended_by=self._ended_by,
             simulated_gpus=bool(getattr(s.reader, "simulated", False)) and bool(s.gpus),
         )
 
@@ -235,8 +306,10 @@ class Monitor:
             if i >= 0:
                 labels[i] = f"{labels[i]}; {label}" if labels[i] else label
         cols = self.history.columns
-        return [{"elapsed_s": float(t[i]), **{c: float(v) for c, v in zip(cols, data[i])}, "marks": labels[i]}
-                for i in range(len(t))]
+        return [
+            {"elapsed_s": float(t[i]), **{c: float(v) for c, v in zip(cols, data[i])}, "marks": labels[i]}
+            for i in range(len(t))
+        ]
 
     def to_csv(self, path: str | PathLike[str]) -> None:
         """Write ``records()`` as CSV (empty cell = not readable); ``pandas.read_csv`` reads it back."""
@@ -251,10 +324,12 @@ class Monitor:
         if self._figure is None:
             from .view import MonitorFigure
 
-            title = self.title + (" [SIMULATED GPUs]" if getattr(self._sampler.reader, "simulated", False)
-                                  and self._sampler.gpus else "")
-            self._figure = MonitorFigure(self.history.columns, title=title, gpus=self._sampler.gpus,
-                                         cuda_devices=self._sampler.cuda_devices)
+            title = self.title + (
+                " [SIMULATED GPUs]" if getattr(self._sampler.reader, "simulated", False) and self._sampler.gpus else ""
+            )
+            self._figure = MonitorFigure(
+                self.history.columns, title=title, gpus=self._sampler.gpus, cuda_devices=self._sampler.cuda_devices
+            )
         return self._figure
 
     def figure(self, notes: bool = True) -> Any:
@@ -286,10 +361,20 @@ class Monitor:
 
 
 @renamed_keywords(reader="machine")
-def monitor(title: str = "", *, machine: GpuReader | str | None = None, gpus: Sequence[int] | None = None,
-            interval_s: float = 0.2, process_interval_s: float = 2.0, render_interval_s: float = 1.0,
-            capacity: int = 36_000, live: bool | str = "auto", show: bool = True,
-            clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], Any] | None = None) -> Monitor:
+def monitor(
+    title: str = "",
+    *,
+    machine: GpuReader | str | None = None,
+    gpus: Sequence[int] | None = None,
+    interval_s: float = 0.2,
+    process_interval_s: float = 2.0,
+    render_interval_s: float = 1.0,
+    capacity: int = 36_000,
+    live: bool | str = "auto",
+    show: bool = True,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], Any] | None = None,
+) -> Monitor:
     """``with gpulab.monitor("training") as mon:`` — watch memory, utilisation and speed while the block runs.
 
     ``machine``: this one (NVML) by default, or a preset name / reader for a described one; ``gpus``: physical
@@ -298,6 +383,16 @@ def monitor(title: str = "", *, machine: GpuReader | str | None = None, gpus: Se
     "auto" (live in JupyterLab when ``show``); ``show``: leave figure + summary at the end; ``clock``/``sleep``: the
     time source (tests pass a fake). Taught in ``notebooks/05_live_monitor.ipynb``.
     """
-    return Monitor(title, machine=machine, gpus=gpus, interval_s=interval_s, process_interval_s=process_interval_s,
-                   render_interval_s=render_interval_s, capacity=capacity, live=live, show=show, clock=clock,
-                   sleep=sleep)
+    return Monitor(
+        title,
+        machine=machine,
+        gpus=gpus,
+        interval_s=interval_s,
+        process_interval_s=process_interval_s,
+        render_interval_s=render_interval_s,
+        capacity=capacity,
+        live=live,
+        show=show,
+        clock=clock,
+        sleep=sleep,
+    )

@@ -3,6 +3,7 @@
 Kept apart from ``figure.py`` (what each panel draws, and when) so that the look can be read, and changed for a
 projector, in one place.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -15,12 +16,22 @@ MIN_MEMORY_SPAN = 64 * 2**20  # the memory panel spans at least this much: noise
 # 920 px: the width of a JupyterLab cell's output on a 1400 px screen with the file browser open (a narrower
 # window scales the image down; 800 px left the panels themselves about 460 px wide)
 DPI, WIDTH_IN = 80, 11.5
-HEIGHT_IN = {"memory": 2.0, "utilisation": 2.0, "GPU memory": 2.0, "speed": 2.0, "GPU busy map": 1.3,
-             "GPU memory map": 1.3}
+HEIGHT_IN = {
+    "memory": 2.0,
+    "utilisation": 2.0,
+    "GPU memory": 2.0,
+    "speed": 2.0,
+    "GPU busy map": 1.3,
+    "GPU memory map": 1.3,
+}
 TITLE_PT, PANEL_TITLE_PT, TICK_PT, LEGEND_PT, MARK_PT = 13, 11, 9.5, 9.5, 9.5
-TITLES = {"utilisation": "utilisation (%)", "GPU memory": "GPU memory", "speed": "speed (samples/s)",
-          "GPU busy map": "GPU utilisation (% busy; darker = busier)",
-          "GPU memory map": "GPU memory used (% of each GPU; darker = fuller)"}
+TITLES = {
+    "utilisation": "utilisation (%)",
+    "GPU memory": "GPU memory",
+    "speed": "speed (samples/s)",
+    "GPU busy map": "GPU utilisation (% busy; darker = busier)",
+    "GPU memory map": "GPU memory used (% of each GPU; darker = fuller)",
+}
 
 
 def memory_tick(v: float, signed: bool) -> str:

@@ -5,6 +5,7 @@ fresh PNG into an ``ipywidgets.Image`` once a second (twice at most); nothing is
 widget from a thread. A live frame is blitted (``MonitorFigure.live_png``): a few ms instead of ~60 ms.
 Taught in ``notebooks/05_live_monitor.ipynb``.
 """
+
 from __future__ import annotations
 
 import threading
@@ -28,8 +29,14 @@ class LiveImage:
     ``Image`` widget's value, set from a thread, reaches the page at once (the ipywidgets docs' pattern for threads).
     """
 
-    def __init__(self, figure: MonitorFigure, history: History, marks: list[tuple[float, str]],
-                 interval_s: float = 1.0, missing: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        figure: MonitorFigure,
+        history: History,
+        marks: list[tuple[float, str]],
+        interval_s: float = 1.0,
+        missing: Sequence[str] = (),
+    ) -> None:
         import ipywidgets  # the one import of ipywidgets for this view
 
         self.figure = figure

@@ -3,6 +3,7 @@
 Kept apart from ``monitor.py`` (the monitor's life: start, sample, stop, figure) because it is about the learner's data,
 not the monitor: what a batch is (a tensor, ``(x, y)``, a dict of tensors) and when a step ends.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
@@ -23,8 +24,14 @@ def batch_size(item: Any) -> int:
 class Watched:
     """``mon.wrap(loader)``: iterates the loader and reports one step per item; keeps ``len`` for tqdm."""
 
-    def __init__(self, iterable: Iterable[Any], samples: int | Callable[[Any], int] | None, *,
-                 step: Callable[..., None], restart_clock: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        iterable: Iterable[Any],
+        samples: int | Callable[[Any], int] | None,
+        *,
+        step: Callable[..., None],
+        restart_clock: Callable[[], None],
+    ) -> None:
         self._iterable, self._samples = iterable, samples
         self._step, self._restart_clock = step, restart_clock  # the monitor's: this loop reports, it does not measure
 

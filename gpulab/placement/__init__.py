@@ -7,9 +7,18 @@ decides which GPUs are free (pure); ``reservation`` holds them against other ker
 ``gpulab.reservations``; ``picker`` is the widget that does all of it by ticking boxes. Taught in
 ``notebooks/02_choosing_gpus.ipynb``.
 """
+
 from ..core.lazy import export_lazily
 
-export_lazily(__name__, {
-    "set_visible_devices": "setter", "CudaAlreadyStarted": "setter", "patched_environ": "setter",
-    "choose_gpus": "selection", "NoFreeGpu": "selection", "reserve_gpus": "reservation", "GpuPicker": "picker",
-})
+export_lazily(
+    __name__,
+    {
+        "set_visible_devices": "setter",
+        "CudaAlreadyStarted": "setter",
+        "patched_environ": "setter",
+        "choose_gpus": "selection",
+        "NoFreeGpu": "selection",
+        "reserve_gpus": "reservation",
+        "GpuPicker": "picker",
+    },
+)

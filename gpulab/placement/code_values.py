@@ -4,6 +4,7 @@ A literal, a name assigned above, a ``torch.<dtype>``, or a ``torch.device(...)`
 string gives PyTorch's own message); anything else is carried along as ``Opaque``. Kept apart from ``explain.py``,
 which follows the current device through the statements.
 """
+
 from __future__ import annotations
 
 import ast
@@ -27,7 +28,11 @@ def value_of(node: ast.expr, names: dict[str, Any] | None = None) -> Any:
 
         if isinstance(getattr(torch, node.attr, None), torch.dtype):
             return getattr(torch, node.attr)
-    if isinstance(node, ast.Call) and name_of(node.func).rsplit(".", 1)[-1] == "device" and "cuda" not in name_of(node.func):
+    if (
+        isinstance(node, ast.Call)
+        and name_of(node.func).rsplit(".", 1)[-1] == "device"
+        and "cuda" not in name_of(node.func)
+    ):
         import torch
 
         args = [value_of(a, names) for a in node.args]

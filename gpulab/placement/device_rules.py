@@ -8,6 +8,7 @@ the described machine. Device strings are checked by PyTorch's own parser (``tor
 PyTorch's real message (``model.cuda('cuda:1,2')`` → ``Invalid device string``). Nothing here touches CUDA, so it works
 on a machine with no GPU. Taught in ``notebooks/02_choosing_gpus.ipynb``.
 """
+
 from __future__ import annotations
 
 import ast
@@ -16,13 +17,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..core.arguments import gpu_list, shown
-from .code_values import Opaque, cuda_index, name_of, target_of, value_of
+from ..core.renamed import renamed_keywords
+from ..core.visible import LogicalDevice, VisibleMap, visible_map
 from ..machine.nvml import GpuReader
 from ..machine.resolve import as_reader
-from ..core.renamed import renamed_keywords
+from .code_values import Opaque, cuda_index, name_of, target_of, value_of
 from .cuda_errors import invalid_ordinal, no_gpu_error
 from .explanation import Explanation, Step
-from ..core.visible import LogicalDevice, VisibleMap, visible_map
 
 __all__ = ["Step", "Explanation", "explain", "CannotExplain"]
 
@@ -53,8 +54,12 @@ class _Walker:
             return Step(code, f"{why}; but this process would see no GPU ({_why_none(self.vmap)}).", error=err)
         bad = [k for k in ks if not 0 <= k < len(self.vmap.devices)]
         if bad:
-            return Step(code, f"{why}; but cuda:{bad[0]} does not exist: this process sees {len(self.vmap.devices)} "
-                        f"GPU(s), cuda:0..cuda:{len(self.vmap.devices) - 1}.", error=self.invalid_ordinal)
+            return Step(
+                code,
+                f"{why}; but cuda:{bad[0]} does not exist: this process sees {len(self.vmap.devices)} "
+                f"GPU(s), cuda:0..cuda:{len(self.vmap.devices) - 1}.",
+                error=self.invalid_ordinal,
+            )
         phys = tuple(self.vmap.devices[k] for k in ks)
         where = "; ".join(_describe(self.vmap, d) for d in phys)
         return Step(code, f"{why}: {where}.", tuple(ks), phys)
@@ -75,8 +80,9 @@ class _Walker:
                 self.names[target] = value_of(value, self.names)  # a literal (or an unknown, remembered as such)
                 continue
             if not isinstance(value, ast.Call):
-                raise CannotExplain(f"explain() reads device calls, one per line; it cannot follow "
-                                    f"{shown(ast.unparse(st))}.")
+                raise CannotExplain(
+                    f"explain() reads device calls, one per line; it cannot follow {shown(ast.unparse(st))}."
+                )
             step = self.call(value)
             self.steps.append(step)
             if step.error:
@@ -91,8 +97,10 @@ class _Walker:
         for item in st.items:
             code = f"with {ast.unparse(item.context_expr)}:"
             if not isinstance(item.context_expr, ast.Call):
-                raise CannotExplain(f"explain() cannot follow {shown(code)}: it reads `with torch.cuda.device(i):` "
-                                    "and `with torch.device(...):` blocks.")
+                raise CannotExplain(
+                    f"explain() cannot follow {shown(code)}: it reads `with torch.cuda.device(i):` "
+                    "and `with torch.device(...):` blocks."
+                )
             step = self.call(item.context_expr, context=True)
             self.steps.append(step)
             if step.error:
@@ -115,36 +123,53 @@ class _Walker:
                     return self._cpu(code, "torch.cuda.device(i) does nothing by itself: use it in a `with` block.")
                 arg = self._known(args[0] if args else kw.get("device"), code, "torch.cuda.set_device(1)")
                 if arg is None and context:  # torch.cuda.device(None) is documented as a no-op
-                    return self._cpu(code, f"torch.cuda.device(None) is a no-op: the current device stays cuda:{self.current}.")
+                    return self._cpu(
+                        code, f"torch.cuda.device(None) is a no-op: the current device stays cuda:{self.current}."
+                    )
                 k = cuda_index(arg)
                 if k < 0:  # PyTorch documents negative indices as a no-op
-                    return self._cpu(code, f"a negative index is a no-op: the current device stays cuda:{self.current}.")
-                step = self._on(code, [k], f"makes cuda:{k} the current device"
-                                + (" inside the block" if context else " from here on")
-                                + " (.cuda() without an index goes there; an explicit index still wins)")
+                    return self._cpu(
+                        code, f"a negative index is a no-op: the current device stays cuda:{self.current}."
+                    )
+                step = self._on(
+                    code,
+                    [k],
+                    f"makes cuda:{k} the current device"
+                    + (" inside the block" if context else " from here on")
+                    + " (.cuda() without an index goes there; an explicit index still wins)",
+                )
                 if not step.error:
                     self.current = k
                 return step
             if last == "device" and name in ("torch.device", "device", "t.device"):
-                dev = torch.device(*[self._known(a, code, "torch.device('cuda:1')") for a in args],
-                                   **{k: self._known(v, code, "torch.device('cuda', 1)") for k, v in kw.items()})
+                dev = torch.device(
+                    *[self._known(a, code, "torch.device('cuda:1')") for a in args],
+                    **{k: self._known(v, code, "torch.device('cuda', 1)") for k, v in kw.items()},
+                )
                 if context:
                     self.default = dev
-                    return self._for_later(code, dev, "inside the block, factory functions (torch.ones, …) create "
-                                                      "tensors on it")
+                    return self._for_later(
+                        code, dev, "inside the block, factory functions (torch.ones, …) create tensors on it"
+                    )
                 return self._for_later(code, dev, "names a device; tensors go there when passed as device=")
             if last == "set_default_device":
                 if not args and "device" not in kw:
-                    return Step(code, "set_default_device needs the device to use (or None for the CPU).",
-                                error="TypeError: set_default_device() missing 1 required positional argument: 'device'")
+                    return Step(
+                        code,
+                        "set_default_device needs the device to use (or None for the CPU).",
+                        error="TypeError: set_default_device() missing 1 required positional argument: 'device'",
+                    )
                 arg = self._known(args[0] if args else kw["device"], code, "torch.set_default_device('cuda:1')")
                 dev = None if arg is None else torch.device(arg)
                 self.default = dev
                 return self._for_later(code, dev, "factory functions (torch.ones, …) now create tensors on it")
             if last == "DataParallel":
                 for key, at in (("device_ids", 1), ("output_device", 2)):
-                    self._known(kw.get(key, args[at] if len(args) > at else None), code,
-                                "nn.DataParallel(model, device_ids=[0, 1])")
+                    self._known(
+                        kw.get(key, args[at] if len(args) > at else None),
+                        code,
+                        "nn.DataParallel(model, device_ids=[0, 1])",
+                    )
                 return self._dataparallel(code, args, kw)
             if last == "cuda":
                 dev = self._known(args[0] if args else kw.get("device"), code, "x.cuda(1)")
@@ -155,21 +180,31 @@ class _Walker:
                     return self._move(code, dev, cuda_only=False)
                 return self._cpu(code, ".to() without a device leaves the tensor where it is.")
             if last in _LEGACY and "cuda" in name:
-                return self._on(code, [self.current], f"torch.cuda.{last} builds on the current device cuda:{self.current}")
+                return self._on(
+                    code, [self.current], f"torch.cuda.{last} builds on the current device cuda:{self.current}"
+                )
             if last in _FACTORIES:
                 dev = self._known(kw.get("device", self.default), code, "torch.ones(3, device='cuda:1')")
                 if dev is None:
-                    return self._cpu(code, "no device= and no default device: the tensor is created on the CPU "
-                                           "(torch.cuda.device(i) and set_device do not change this).")
+                    return self._cpu(
+                        code,
+                        "no device= and no default device: the tensor is created on the CPU "
+                        "(torch.cuda.device(i) and set_device do not change this).",
+                    )
                 return self._device_here(code, torch.device(dev), "created where device=/the default device says")
         except CannotExplain:
             raise
         except (RuntimeError, ValueError, TypeError) as exc:
-            return Step(code, "PyTorch refuses the argument before touching any GPU.",
-                        error=f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0]}")
-        raise CannotExplain(f"explain() does not know {name if len(name) <= 40 else name[:39] + '…'}(…); it reads .cuda, .to, set_device, "
-                            "torch.cuda.device, torch.device, set_default_device, torch.accelerator.set_device_index, "
-                            "tensor factories and DataParallel.")
+            return Step(
+                code,
+                "PyTorch refuses the argument before touching any GPU.",
+                error=f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0]}",
+            )
+        raise CannotExplain(
+            f"explain() does not know {name if len(name) <= 40 else name[:39] + '…'}(…); it reads .cuda, .to, set_device, "
+            "torch.cuda.device, torch.device, set_default_device, torch.accelerator.set_device_index, "
+            "tensor factories and DataParallel."
+        )
 
     def _known(self, value: Any, code: str, example: str) -> Any:
         """``value`` itself, unless it is a name or expression whose value explain() cannot see."""
@@ -178,7 +213,8 @@ class _Walker:
             raise CannotExplain(
                 f"explain() cannot see what {shown(unknown[0].code, 40)} holds in {shown(code, 60)}: it reads devices "
                 f"written in the line, or assigned on a line above (dev = torch.device('cuda:1')). Write the device "
-                f"itself, e.g. {example}.")
+                f"itself, e.g. {example}."
+            )
         return value
 
     def _move(self, code: str, dev: Any, *, cuda_only: bool) -> Step:
@@ -195,23 +231,36 @@ class _Walker:
         if dev is None or dev.type != "cuda":
             return self._cpu(code, f"{why}: {dev or 'cpu'} — no GPU involved.")
         k = self.current if dev.index is None else dev.index
-        return self._on(code, [k], f"{dev} {why}" + ("" if dev.index is not None else f" (no index, so the current device, cuda:{k})"))
+        return self._on(
+            code,
+            [k],
+            f"{dev} {why}" + ("" if dev.index is not None else f" (no index, so the current device, cuda:{k})"),
+        )
 
     def _for_later(self, code: str, dev: Any, why: str) -> Step:
         """A device only named (``torch.device``, a device context, a default device): PyTorch checks nothing yet."""
         step = self._device_here(code, dev, why)
         if not step.error:
             return step
-        return Step(code, f"{step.sentence} PyTorch accepts the name; the first tensor created there raises {step.error}.")
+        return Step(
+            code, f"{step.sentence} PyTorch accepts the name; the first tensor created there raises {step.error}."
+        )
 
     def _dataparallel(self, code: str, args: list[Any], kw: dict[str, Any]) -> Step:
         ids = kw.get("device_ids", args[1] if len(args) > 1 else None)
         if no_gpu_error(self.vmap, self.has_gpus):
             empty = ids is not None and not list(ids)
-            return self._cpu(code, "with no usable GPU, DataParallel silently wraps nothing: the model stays where it "
-                                   "is and runs on one device (PyTorch gives no warning)."
-                             + (" On a machine with a GPU this line raises IndexError: list index out of range "
-                                "(DataParallel reads device_ids[0], and device_ids=[] names no GPU)." if empty else ""))
+            return self._cpu(
+                code,
+                "with no usable GPU, DataParallel silently wraps nothing: the model stays where it "
+                "is and runs on one device (PyTorch gives no warning)."
+                + (
+                    " On a machine with a GPU this line raises IndexError: list index out of range "
+                    "(DataParallel reads device_ids[0], and device_ids=[] names no GPU)."
+                    if empty
+                    else ""
+                ),
+            )
         if ids is None:
             ids = list(range(len(self.vmap.devices)))
             why = "device_ids defaults to every visible GPU"
@@ -219,13 +268,21 @@ class _Walker:
             ids = [cuda_index(i) for i in ids]
             why = f"device_ids={ids}"
         if not ids:  # PyTorch reads device_ids[0] for the model's GPU
-            return Step(code, "device_ids=[] names no GPU: DataParallel takes device_ids[0] as the GPU the model "
-                              "lives on, and there is none. Leave device_ids out to use every visible GPU, or name "
-                              "them: device_ids=[0, 1].", error="IndexError: list index out of range")
+            return Step(
+                code,
+                "device_ids=[] names no GPU: DataParallel takes device_ids[0] as the GPU the model "
+                "lives on, and there is none. Leave device_ids out to use every visible GPU, or name "
+                "them: device_ids=[0, 1].",
+                error="IndexError: list index out of range",
+            )
         out = kw.get("output_device", args[2] if len(args) > 2 else None)
         out = ids[0] if out is None else cuda_index(out)
-        step = self._on(code, ids, f"{why}; the model must already be on cuda:{ids[0]} (device_ids[0]), is copied to "
-                                   f"the others every forward, and outputs are gathered on cuda:{out}")
+        step = self._on(
+            code,
+            ids,
+            f"{why}; the model must already be on cuda:{ids[0]} (device_ids[0]), is copied to "
+            f"the others every forward, and outputs are gathered on cuda:{out}",
+        )
         if step.error == self.invalid_ordinal:  # DataParallel checks the ids itself first
             step = Step(step.code, step.sentence, error="AssertionError: Invalid device id")
         return step
@@ -245,8 +302,13 @@ def _describe(vmap: VisibleMap, d: LogicalDevice) -> str:
 
 
 @renamed_keywords()
-def explain(code: str, machine: GpuReader | str | None = None,
-            env: Mapping[str, str] | None = None, *, torch_version: str | None = None) -> Explanation:
+def explain(
+    code: str,
+    machine: GpuReader | str | None = None,
+    env: Mapping[str, str] | None = None,
+    *,
+    torch_version: str | None = None,
+) -> Explanation:
     """Say where each statement of ``code`` would put its work on this (or a described) machine, and why.
 
     ``machine``: a preset name (``"workshop-8"``) or a ``GpuReader`` (e.g. ``SimulatedGpuReader("workshop-8")``);
@@ -258,8 +320,10 @@ def explain(code: str, machine: GpuReader | str | None = None,
     ``ValueError`` for code it cannot read.
     """
     if not isinstance(code, str):
-        raise TypeError(f"explain() reads PyTorch code given as text, e.g. explain(\"model.cuda(1)\"); got a "
-                        f"{type(code).__name__} {shown(code)}.")
+        raise TypeError(
+            f'explain() reads PyTorch code given as text, e.g. explain("model.cuda(1)"); got a '
+            f"{type(code).__name__} {shown(code)}."
+        )
     from ..machine.compat import cuda_error_class
 
     cuda_error = cuda_error_class(torch_version)  # refuses a version it cannot read before anything else
@@ -269,19 +333,26 @@ def explain(code: str, machine: GpuReader | str | None = None,
     try:
         tree = ast.parse(source)
     except SyntaxError as exc:
-        raise ValueError(f"explain() needs Python statements, one device call per line; {shown(code)} does not parse "
-                         f"({exc.msg}).") from exc
+        raise ValueError(
+            f"explain() needs Python statements, one device call per line; {shown(code)} does not parse ({exc.msg})."
+        ) from exc
     except (RecursionError, MemoryError):
-        raise ValueError(f"explain() cannot read {shown(code)}: it is nested too deeply for Python's parser. Give it "
-                         "the device calls one per line, e.g. model.cuda(1).") from None
+        raise ValueError(
+            f"explain() cannot read {shown(code)}: it is nested too deeply for Python's parser. Give it "
+            "the device calls one per line, e.g. model.cuda(1)."
+        ) from None
     if not tree.body:
-        raise ValueError("explain() was given no statement to read (the code is empty or only comments). Give it the "
-                         "lines to follow, e.g. explain(\"torch.cuda.set_device(1)\\nmodel.cuda()\", \"workshop-8\", "
-                         "env={\"CUDA_VISIBLE_DEVICES\": \"2,3\"}).")
+        raise ValueError(
+            "explain() was given no statement to read (the code is empty or only comments). Give it the "
+            'lines to follow, e.g. explain("torch.cuda.set_device(1)\\nmodel.cuda()", "workshop-8", '
+            'env={"CUDA_VISIBLE_DEVICES": "2,3"}).'
+        )
     walker = _Walker(vmap, bool(gpus), cuda_error)
     try:
         walker.run(tree.body)
     except RecursionError:
-        raise ValueError(f"explain() cannot follow {shown(code)}: an expression is nested too deeply. Give it the "
-                         "device calls one per line, e.g. model.cuda(1).") from None
+        raise ValueError(
+            f"explain() cannot follow {shown(code)}: an expression is nested too deeply. Give it the "
+            "device calls one per line, e.g. model.cuda(1)."
+        ) from None
     return Explanation(vmap, tuple(walker.steps), gpu_count=len(gpus))

@@ -6,6 +6,7 @@ Everything the buttons do is also a method (``select``, ``pick_free``, ``apply``
 given as an argument or in ``GPULAB_PICK_GPUS`` (``"2,0"`` or ``"free:2"``), so a notebook runs the same without a
 browser. With no GPU it shows the CPU and says what would appear. Taught in ``notebooks/02_choosing_gpus.ipynb``.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -16,20 +17,29 @@ from collections.abc import Mapping, Sequence
 
 import ipywidgets as w
 
-from .picker_text import (HEADER, PICK_ENV, cpu_lines, free_rule, memory_text, not_free_warning, parse_pick,
-                          utilisation_text, who_uses)
-from .setter import CudaAlreadyStarted, write_visible_devices
 from ..core.arguments import environment, index_list, is_whole_number, path_or_none, shown, whole_number
-from ..machine.nvml import GpuReader
-from ..machine.resolve import as_reader
-from ..core.renamed import renamed_keywords
 from ..core.readings import GpuInfo, is_known
-from ..reservations import others_only, reservation_holders
-from .selection import NoFreeGpu, Policy, validated_policy, choose_gpus, rank_gpus
+from ..core.renamed import renamed_keywords
 from ..core.tables import html_with_code, text_table
-from ..core.widget_view import widget_bundle
 from ..core.visible import VisibleMap, visible_map
 from ..core.visible_text import VisibleSpec, parse_visible_devices
+from ..core.widget_view import widget_bundle
+from ..machine.nvml import GpuReader
+from ..machine.resolve import as_reader
+from ..reservations import others_only, reservation_holders
+from .picker_text import (
+    HEADER,
+    PICK_ENV,
+    cpu_lines,
+    free_rule,
+    memory_text,
+    not_free_warning,
+    parse_pick,
+    utilisation_text,
+    who_uses,
+)
+from .selection import NoFreeGpu, Policy, choose_gpus, rank_gpus, validated_policy
+from .setter import CudaAlreadyStarted, write_visible_devices
 
 __all__ = ["GpuPicker", "parse_pick"]
 
@@ -41,21 +51,37 @@ class GpuPicker:
     """``GpuPicker()`` in a cell shows the widget; ``picker.selected``/``picker.value``/``picker.mapping`` read it."""
 
     @renamed_keywords(reader="machine", directory="reservations")
-    def __init__(self, machine: GpuReader | str | None = None, *, selected: Sequence[int] | str | None = None,
-                 policy: Policy | None = None, env: Mapping[str, str] | None = None,
-                 reservations: str | None = None, this_kernel: bool | None = None) -> None:
+    def __init__(
+        self,
+        machine: GpuReader | str | None = None,
+        *,
+        selected: Sequence[int] | str | None = None,
+        policy: Policy | None = None,
+        env: Mapping[str, str] | None = None,
+        reservations: str | None = None,
+        this_kernel: bool | None = None,
+    ) -> None:
         self.reader = as_reader(machine)
         self.policy = validated_policy(policy)
         env = environment(env)
         if this_kernel is not None and not isinstance(this_kernel, bool):
-            raise TypeError(f"this_kernel={shown(this_kernel)}: this_kernel takes True, False or None (the default: "
-                            "True for this machine, False for a described one).")
+            raise TypeError(
+                f"this_kernel={shown(this_kernel)}: this_kernel takes True, False or None (the default: "
+                "True for this machine, False for a described one)."
+            )
         start = selected if selected is not None else os.environ.get(PICK_ENV)
         if is_whole_number(start):
-            raise TypeError(f"selected={start} is ambiguous: for physical GPU {start} write selected=[{start}]; for "
-                            f"{start} free GPU(s) write selected=\"free:{start}\".")
-        pick = (parse_pick(start) if isinstance(start, str) else
-                None if start is None else index_list(start, "selected", example="[2, 3] or \"free:2\""))
+            raise TypeError(
+                f"selected={start} is ambiguous: for physical GPU {start} write selected=[{start}]; for "
+                f'{start} free GPU(s) write selected="free:{start}".'
+            )
+        pick = (
+            parse_pick(start)
+            if isinstance(start, str)
+            else None
+            if start is None
+            else index_list(start, "selected", example='[2, 3] or "free:2"')
+        )
         # A simulated machine is not this kernel's: apply() only shows the value there, unless told otherwise.
         self.simulated = bool(getattr(self.reader, "simulated", False))
         self.this_kernel = (not self.simulated) if this_kernel is None else this_kernel
@@ -67,26 +93,47 @@ class GpuPicker:
         self.status = w.HTML()
         self.mapping_view = w.HTML()
         self.rows_box = w.VBox()
-        self.apply_button = w.Button(description="Apply", button_style="primary",
-                                     tooltip="set CUDA_VISIBLE_DEVICES in this kernel (before CUDA starts)")
+        self.apply_button = w.Button(
+            description="Apply",
+            button_style="primary",
+            tooltip="set CUDA_VISIBLE_DEVICES in this kernel (before CUDA starts)",
+        )
         # how many GPUs "Pick N free" ticks: the learner sets it, and the button says it
-        self.count = w.BoundedIntText(value=pick if isinstance(pick, int) else max(1, len(pick or ())), min=1, max=64,
-                                      description="how many", layout=w.Layout(width="150px"))
-        self.free_button = w.Button(description=f"Pick {self.count.value} free",
-                                    tooltip="tick the freest GPUs, as many as the number beside it")
+        self.count = w.BoundedIntText(
+            value=pick if isinstance(pick, int) else max(1, len(pick or ())),
+            min=1,
+            max=64,
+            description="how many",
+            layout=w.Layout(width="150px"),
+        )
+        self.free_button = w.Button(
+            description=f"Pick {self.count.value} free", tooltip="tick the freest GPUs, as many as the number beside it"
+        )
         self.count.observe(lambda ch: setattr(self.free_button, "description", f"Pick {ch['new']} free"), "value")
         self.refresh_button = w.Button(description="Refresh")
         self.apply_button.on_click(lambda _: self._clicked(self.apply))
         self.free_button.on_click(lambda _: self._clicked(lambda: self.pick_free(self.count.value)))
         self.refresh_button.on_click(lambda _: self.refresh())
         self._boxes: dict[int, w.Checkbox] = {}
-        banner = ("<b style='color:#a60'>SIMULATED machine</b> (described GPUs, not this computer's): nothing you "
-                  "apply here changes this kernel." if self.simulated else "")
+        banner = (
+            "<b style='color:#a60'>SIMULATED machine</b> (described GPUs, not this computer's): nothing you "
+            "apply here changes this kernel."
+            if self.simulated
+            else ""
+        )
         self.rule_view = w.HTML()
         self.header = _header()
-        self.widget = w.VBox([w.HTML(banner), self.header, self.rows_box, self.rule_view,
-                              w.HBox([self.count, self.free_button, self.apply_button, self.refresh_button]),
-                              self.mapping_view, self.status])
+        self.widget = w.VBox(
+            [
+                w.HTML(banner),
+                self.header,
+                self.rows_box,
+                self.rule_view,
+                w.HBox([self.count, self.free_button, self.apply_button, self.refresh_button]),
+                self.mapping_view,
+                self.status,
+            ]
+        )
         self.refresh()
         if isinstance(pick, int):
             self.pick_free(pick)
@@ -113,8 +160,9 @@ class GpuPicker:
         self._update()
 
     def _row(self, g: GpuInfo) -> w.HBox:
-        box = w.Checkbox(value=False, description=f"GPU {g.physical_index}", indent=False,
-                         layout=w.Layout(width="70px"))
+        box = w.Checkbox(
+            value=False, description=f"GPU {g.physical_index}", indent=False, layout=w.Layout(width="70px")
+        )
         box.observe(lambda ch, i=g.physical_index: self._ticked(i, ch["new"]), names="value")
         if g.physical_index not in self._allowed:
             box.disabled = True
@@ -123,13 +171,29 @@ class GpuPicker:
         frac = used / total if is_known(used) and is_known(total) and total else 0.0
         state = self.state(g.physical_index)
         # the bar's colour is the free rule (choose_gpus's), not a memory threshold of its own: green = free
-        bar = w.FloatProgress(value=frac, min=0.0, max=1.0, layout=w.Layout(width="100px"),
-                              bar_style="success" if state == "free" else "warning")
-        badge = w.HTML(f"<span style='color:#fff;background:{_BADGE[state]};padding:0 6px;border-radius:3px'>"
-                       f"{state}</span>", layout=w.Layout(width=f"{_WIDTHS[0] - 70}px"))
+        bar = w.FloatProgress(
+            value=frac,
+            min=0.0,
+            max=1.0,
+            layout=w.Layout(width="100px"),
+            bar_style="success" if state == "free" else "warning",
+        )
+        badge = w.HTML(
+            f"<span style='color:#fff;background:{_BADGE[state]};padding:0 6px;border-radius:3px'>{state}</span>",
+            layout=w.Layout(width=f"{_WIDTHS[0] - 70}px"),
+        )
         _, model, mem_w, util_w, who_w = _WIDTHS
-        return w.HBox([box, badge, _cell(g.name, model), bar, _cell(memory_text(g), mem_w - 100),
-                       _cell(utilisation_text(g), util_w), _cell(self._who(g), who_w)])
+        return w.HBox(
+            [
+                box,
+                badge,
+                _cell(g.name, model),
+                bar,
+                _cell(memory_text(g), mem_w - 100),
+                _cell(utilisation_text(g), util_w),
+                _cell(self._who(g), who_w),
+            ]
+        )
 
     def state(self, physical_index: int) -> str:
         """``"free"`` (``choose_gpus``'s rule, see ``rule()``), ``"busy"``, or ``"hidden"`` from this kernel."""
@@ -149,8 +213,9 @@ class GpuPicker:
 
     def _cpu_row(self) -> w.HTML:
         first, *rest = self._cpu_lines()
-        return w.HTML(f"<p><b>CPU</b>{html.escape(first[3:])}</p>"
-                      + "".join(f"<p>{html_with_code(x)}</p>" for x in rest))
+        return w.HTML(
+            f"<p><b>CPU</b>{html.escape(first[3:])}</p>" + "".join(f"<p>{html_with_code(x)}</p>" for x in rest)
+        )
 
     # -- the selection -----------------------------------------------------------------------------------------------
     @property
@@ -174,10 +239,15 @@ class GpuPicker:
         known = {g.physical_index for g in self.gpus}
         bad = [i for i in physical_indices if i not in known or i not in self._allowed]
         if bad or len(set(physical_indices)) != len(physical_indices):
-            why = (f"GPU {bad[0]} is not one this kernel may use (it can use {sorted(self._allowed) or 'none'})"
-                   if bad else "a GPU is listed twice")
-            raise ValueError(f"cannot select {list(physical_indices)}: {why}. Use the physical numbers shown in the "
-                             "rows (nvidia-smi's numbering).")
+            why = (
+                f"GPU {bad[0]} is not one this kernel may use (it can use {sorted(self._allowed) or 'none'})"
+                if bad
+                else "a GPU is listed twice"
+            )
+            raise ValueError(
+                f"cannot select {list(physical_indices)}: {why}. Use the physical numbers shown in the "
+                "rows (nvidia-smi's numbering)."
+            )
         self._order = []
         for box in self._boxes.values():
             box.value = False
@@ -199,11 +269,15 @@ class GpuPicker:
             if not free:
                 raise
             self.select([v.gpu.physical_index for v in free])
-            reasons = "\n".join(line for line in str(exc).splitlines()[1:] if line.startswith("  ")
-                                and ": free:" not in line)
-            self._say(f"Asked for {n} free GPU(s) but only {len(free)} {'is' if len(free) == 1 else 'are'} free, so "
-                      f"GPU {', '.join(str(v.gpu.physical_index) for v in free)} {'is' if len(free) == 1 else 'are'} "
-                      f"ticked. Passed over:\n{reasons}", ok=None)
+            reasons = "\n".join(
+                line for line in str(exc).splitlines()[1:] if line.startswith("  ") and ": free:" not in line
+            )
+            self._say(
+                f"Asked for {n} free GPU(s) but only {len(free)} {'is' if len(free) == 1 else 'are'} free, so "
+                f"GPU {', '.join(str(v.gpu.physical_index) for v in free)} {'is' if len(free) == 1 else 'are'} "
+                f"ticked. Passed over:\n{reasons}",
+                ok=None,
+            )
             return self.selected
         self.select(choice.physical_indices)
         return self.selected
@@ -216,8 +290,11 @@ class GpuPicker:
         if not self._order:
             raise ValueError("nothing is selected: tick at least one GPU (or call select([...]) / pick_free()).")
         if not self.this_kernel:
-            self._say(f"Simulated machine: a real one would now set CUDA_VISIBLE_DEVICES={self.value} "
-                      "CUDA_DEVICE_ORDER=PCI_BUS_ID. Nothing was changed in this kernel.", ok=True)
+            self._say(
+                f"Simulated machine: a real one would now set CUDA_VISIBLE_DEVICES={self.value} "
+                "CUDA_DEVICE_ORDER=PCI_BUS_ID. Nothing was changed in this kernel.",
+                ok=True,
+            )
             return parse_visible_devices(self.value)
         spec, unsure = write_visible_devices(self.value, "PCI_BUS_ID")  # unsure: could not verify, and why
         done = f"Set CUDA_VISIBLE_DEVICES={self.value}, CUDA_DEVICE_ORDER=PCI_BUS_ID here; processes it starts inherit them."
@@ -256,8 +333,10 @@ class GpuPicker:
 
     def _say(self, text: str, *, ok: bool | None) -> None:
         color = {True: "#060", False: "#b00", None: "#a60"}[ok]
-        self.status.value = (f"<pre style='color:{color};white-space:pre-wrap;word-break:normal;overflow-wrap:anywhere'>"
-                             f"{html.escape(text)}</pre>")  # at spaces: JupyterLab's own pre style breaks mid-word
+        self.status.value = (
+            f"<pre style='color:{color};white-space:pre-wrap;word-break:normal;overflow-wrap:anywhere'>"
+            f"{html.escape(text)}</pre>"
+        )  # at spaces: JupyterLab's own pre style breaks mid-word
 
     def __str__(self) -> str:
         """The text form: every GPU under the widget's header, with the same badges, then the selection."""
@@ -265,10 +344,21 @@ class GpuPicker:
         head = f"{label}{len(self.gpus)} GPU(s); selected: {', '.join(map(str, self._order)) or 'none'}"
         if not self.gpus:
             return "\n".join([head] + [f"  {line}".replace("`", "") for line in self._cpu_lines()])
-        rows = [[f"{g.physical_index} [{self.state(g.physical_index)}]", g.name, memory_text(g), utilisation_text(g),
-                 self._who(g)] for g in self.gpus]
-        lines = [head, text_table(HEADER, rows, indent="  "), textwrap.fill(self.rule(), 110, initial_indent="  ",
-                                                                             subsequent_indent="  ")]
+        rows = [
+            [
+                f"{g.physical_index} [{self.state(g.physical_index)}]",
+                g.name,
+                memory_text(g),
+                utilisation_text(g),
+                self._who(g),
+            ]
+            for g in self.gpus
+        ]
+        lines = [
+            head,
+            text_table(HEADER, rows, indent="  "),
+            textwrap.fill(self.rule(), 110, initial_indent="  ", subsequent_indent="  "),
+        ]
         if self._order:
             mapping = dataclasses.replace(self.mapping.table(), title=self.mapping.environment_line())
             lines += [str(mapping), *(f"  ⚠ {w}" for w in self.warnings())]
@@ -283,5 +373,7 @@ def _header() -> w.HBox:
 
 
 def _cell(text: str, width: int) -> w.HTML:
-    return w.HTML(f"<span title='{html.escape(text)}'>{html.escape(text)}</span>",
-                  layout=w.Layout(width=f"{width}px", overflow="hidden"))
+    return w.HTML(
+        f"<span title='{html.escape(text)}'>{html.escape(text)}</span>",
+        layout=w.Layout(width=f"{width}px", overflow="hidden"),
+    )

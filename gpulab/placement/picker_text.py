@@ -4,6 +4,7 @@ Kept apart from ``picker.py`` (the widget) so that the words are the same in the
 printed handout, and can be read and tested without ipywidgets. ``GPULAB_PICK_GPUS`` (``"2,0"`` or ``"free:2"``) is read
 here too: it is text a person writes.
 """
+
 from __future__ import annotations
 
 from ..core.readings import GpuInfo, Unavailable, is_known
@@ -18,7 +19,7 @@ HEADER = ("GPU", "model", "memory", "utilisation", "in use by")
 def parse_pick(text: str) -> tuple[int, ...] | int:
     """``"2,0"`` → physical GPUs 2 then 0; ``"free:2"`` → pick two free ones (returned as the int 2)."""
     if not isinstance(text, str):
-        raise TypeError(f"{PICK_ENV} is text such as \"2,0\" or \"free:2\"; got a {type(text).__name__}.")
+        raise TypeError(f'{PICK_ENV} is text such as "2,0" or "free:2"; got a {type(text).__name__}.')
     t = text.strip()
     try:
         if t.startswith("free:"):
@@ -28,17 +29,21 @@ def parse_pick(text: str) -> tuple[int, ...] | int:
             raise ValueError
         return tuple(int(x) for x in t.split(",") if x.strip())
     except ValueError:
-        raise ValueError(f"{PICK_ENV}={text!r} is not understood: give physical GPU numbers in the order cuda:0, "
-                         "cuda:1, … should get them (\"2,0\"), or \"free:N\" to pick N free GPUs.") from None
+        raise ValueError(
+            f"{PICK_ENV}={text!r} is not understood: give physical GPU numbers in the order cuda:0, "
+            'cuda:1, … should get them ("2,0"), or "free:N" to pick N free GPUs.'
+        ) from None
 
 
 def free_rule(policy: Policy | None) -> str:
     """The free rule in one sentence, as the widget states it under the table."""
     p = policy or Policy()
     procs = "" if p.allow_processes else ", no process on it"
-    return (f"free (green bar) = at most {p.max_memory_used_fraction * 100:.0f} % of memory used, at most "
-            f"{p.max_utilization_percent} % utilisation{procs}, not reserved by another notebook — the rule "
-            "Pick free and gpulab.choose_gpus apply. busy (orange bar) = anything else.")
+    return (
+        f"free (green bar) = at most {p.max_memory_used_fraction * 100:.0f} % of memory used, at most "
+        f"{p.max_utilization_percent} % utilisation{procs}, not reserved by another notebook — the rule "
+        "Pick free and gpulab.choose_gpus apply. busy (orange bar) = anything else."
+    )
 
 
 def who_uses(g: GpuInfo, allowed: set[int], holders: dict[str, str]) -> str:
@@ -74,17 +79,22 @@ def not_free_warning(g: GpuInfo, policy: Policy | None, taken: dict[str, str]) -
         why.append("in MIG mode: CUDA uses its MIG slices, not the whole GPU")
     if not why:
         return None
-    return (f"GPU {g.physical_index} is not free: {', '.join(why)}. Work sent there shares it with others and may run "
-            "slowly or out of memory; untick it, or press the 'Pick N free' button.")
+    return (
+        f"GPU {g.physical_index} is not free: {', '.join(why)}. Work sent there shares it with others and may run "
+        "slowly or out of memory; untick it, or press the 'Pick N free' button."
+    )
 
 
 def cpu_lines(reader_error: str | None) -> list[str]:
     """What the picker shows on a machine without a GPU: the CPU, why no GPU is listed, what would appear."""
     h = host_info()
     why = reader_error or "NVML lists no GPU"
-    return [f"CPU: {h.cpu_model}, {h.usable_cores} usable cores — the only device here.", f"No NVIDIA GPU: {why}",
-            f"On a GPU machine one row per GPU appears here ({' · '.join(HEADER)}); ticking rows builds "
-            "`CUDA_VISIBLE_DEVICES` and shows which `cuda:k` each becomes."]
+    return [
+        f"CPU: {h.cpu_model}, {h.usable_cores} usable cores — the only device here.",
+        f"No NVIDIA GPU: {why}",
+        f"On a GPU machine one row per GPU appears here ({' · '.join(HEADER)}); ticking rows builds "
+        "`CUDA_VISIBLE_DEVICES` and shows which `cuda:k` each becomes.",
+    ]
 
 
 def memory_text(g: GpuInfo) -> str:

@@ -8,6 +8,7 @@ writes its pid, user, host and details into the file, so the picker can say who 
 Never creates a CUDA context: the GPUs are read through NVML (or a described machine). Taught in
 ``notebooks/02_choosing_gpus.ipynb``.
 """
+
 from __future__ import annotations
 
 import json
@@ -18,15 +19,15 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from .setter import set_visible_devices
 from ..core.arguments import function, seconds, whole_number
+from ..core.readings import GpuInfo
+from ..core.renamed import renamed_keywords
+from ..core.visible import visible_map
 from ..machine.nvml import GpuReader
 from ..machine.resolve import as_reader
-from ..core.renamed import renamed_keywords
-from ..core.readings import GpuInfo
-from .selection import Choice, NoFreeGpu, Policy, validated_policy, choose_gpus
-from ..core.visible import visible_map
 from ..reservations import current_holders, hold, let_go, require_flock, reservations_dir, selection_lock
+from .selection import Choice, NoFreeGpu, Policy, choose_gpus, validated_policy
+from .setter import set_visible_devices
 
 __all__ = ["Reservation", "reserve_gpus", "validated_details"]
 
@@ -44,9 +45,12 @@ class Reservation:
     @property
     def directory(self) -> Path:
         """The old name of ``reservations``."""
-        warnings.warn("Reservation.directory is now Reservation.reservations (the folder has one name in gpulab, "
-                      "as in reserve_gpus(reservations=...)); directory will be removed.", DeprecationWarning,
-                      stacklevel=2)
+        warnings.warn(
+            "Reservation.directory is now Reservation.reservations (the folder has one name in gpulab, "
+            "as in reserve_gpus(reservations=...)); directory will be removed.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
         return self.reservations
 
     @property
@@ -92,7 +96,7 @@ class Reservation:
     def __del__(self) -> None:  # a reservation nobody refers to any more is let go, like a file object
         self.release()
 
-    def __enter__(self) -> "Reservation":
+    def __enter__(self) -> Reservation:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -120,24 +124,39 @@ def validated_details(details: Mapping[str, str] | None) -> dict[str, str]:
     if details is None:
         return {}
     if not isinstance(details, Mapping):
-        raise TypeError(f"details={details!r}: expected a dict of short strings, for example "
-                        "details={'kernel': kernel_id, 'notebook': 'lesson.ipynb'}.")
+        raise TypeError(
+            f"details={details!r}: expected a dict of short strings, for example "
+            "details={'kernel': kernel_id, 'notebook': 'lesson.ipynb'}."
+        )
     bad = [k for k, v in details.items() if not isinstance(k, str) or not isinstance(v, str)]
     if bad:
-        raise TypeError(f"details: {bad[0]!r} is not a string key with a string value; convert numbers with str() "
-                        "first, for example details={'ports': '29500-29509'}.")
+        raise TypeError(
+            f"details: {bad[0]!r} is not a string key with a string value; convert numbers with str() "
+            "first, for example details={'ports': '29500-29509'}."
+        )
     size = len(json.dumps(dict(details)).encode())
     if size > MAX_DETAILS_BYTES:
-        raise ValueError(f"details take {size} bytes; a reservation keeps at most {MAX_DETAILS_BYTES}. Keep them to "
-                         "names and ids (a notebook path, a kernel id), not file contents.")
+        raise ValueError(
+            f"details take {size} bytes; a reservation keeps at most {MAX_DETAILS_BYTES}. Keep them to "
+            "names and ids (a notebook path, a kernel id), not file contents."
+        )
     return dict(details)
 
 
 @renamed_keywords(reader="machine", directory="reservations")
-def reserve_gpus(n: int = 1, machine: GpuReader | str | None = None, policy: Policy | None = None, *,
-                 reservations: str | os.PathLike[str] | None = None, wait_s: float = 0.0, poll_s: float = 1.0,
-                 clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
-                 details: Mapping[str, str] | None = None, prefer: Collection[str] = ()) -> Reservation:
+def reserve_gpus(
+    n: int = 1,
+    machine: GpuReader | str | None = None,
+    policy: Policy | None = None,
+    *,
+    reservations: str | os.PathLike[str] | None = None,
+    wait_s: float = 0.0,
+    poll_s: float = 1.0,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+    details: Mapping[str, str] | None = None,
+    prefer: Collection[str] = (),
+) -> Reservation:
     """Pick ``n`` free GPUs and hold them against every other process on this machine.
 
     Candidates are the GPUs this process may use (those ``CUDA_VISIBLE_DEVICES`` allows, if set), read through
@@ -154,8 +173,10 @@ def reserve_gpus(n: int = 1, machine: GpuReader | str | None = None, policy: Pol
     wait_s = seconds(wait_s, "wait_s", example="60")
     poll_s = seconds(poll_s, "poll_s", allow_zero=False, example="1.0")
     if poll_s < 0.05:
-        raise ValueError(f"poll_s={poll_s:g}: asking more often than every 0.05 s holds the machine's selection lock "
-                         "and the driver for nothing (GPUs free up in seconds, not microseconds). Use poll_s=1.0.")
+        raise ValueError(
+            f"poll_s={poll_s:g}: asking more often than every 0.05 s holds the machine's selection lock "
+            "and the driver for nothing (GPUs free up in seconds, not microseconds). Use poll_s=1.0."
+        )
     function(clock, "clock", example="time.monotonic")
     function(sleep, "sleep", example="time.sleep")
     details = validated_details(details)
@@ -180,8 +201,10 @@ def reserve_gpus(n: int = 1, machine: GpuReader | str | None = None, policy: Pol
                     if fd is None:  # cannot happen under the selection lock unless a foreign tool holds it
                         for other in fds.values():
                             let_go(other)
-                        raise NoFreeGpu(f"GPU {g.physical_index} was locked by a process that does not use "
-                                        f"{d / 'select.lock'}; try again.")
+                        raise NoFreeGpu(
+                            f"GPU {g.physical_index} was locked by a process that does not use "
+                            f"{d / 'select.lock'}; try again."
+                        )
                     fds[g.uuid] = fd
                 return Reservation(choice, d, fds)
         sleep(min(poll_s, max(0.0, deadline - clock())))

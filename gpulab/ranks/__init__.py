@@ -7,9 +7,17 @@ the cell, ``failures`` their errors); ``own_device`` runs a function on the devi
 does the same for a cell's code, ``speed`` measures samples/s of one process against DDP on 1 and 2 ranks. Taught in
 ``notebooks/04_ddp.ipynb``.
 """
+
 from ..core.lazy import export_lazily
 
-export_lazily(__name__, {
-    "launch": "launcher", "last_launch": "launcher", "plan_ranks": "plan", "RankFailed": "failures",
-    "warm_up_launcher": "fork_server", "rank_speedup": "speed",
-})
+export_lazily(
+    __name__,
+    {
+        "launch": "launcher",
+        "last_launch": "launcher",
+        "plan_ranks": "plan",
+        "RankFailed": "failures",
+        "warm_up_launcher": "fork_server",
+        "rank_speedup": "speed",
+    },
+)

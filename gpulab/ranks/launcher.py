@@ -17,9 +17,11 @@ when one fails and records each rank's traceback. What this package adds is what
 ``launch`` first decides everything and validates it (``launch_plan.plan_launch``: a ``LaunchPlan`` that tests read
 without starting a process), then carries the plan out (``runner.run_plan``). Taught in ``notebooks/04_ddp.ipynb``.
 """
+
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..core.renamed import renamed_keywords
 from .failures import RankFailed
@@ -27,14 +29,33 @@ from .launch_plan import LaunchPlan, default_threads_per_rank, plan_launch
 from .plan import choose_backend, plan_ranks
 from .runner import LaunchStats, last_launch, run_plan
 
-__all__ = ["launch", "LaunchStats", "last_launch", "plan_ranks", "choose_backend", "default_threads_per_rank",
-           "plan_launch", "LaunchPlan"]
+__all__ = [
+    "launch",
+    "LaunchStats",
+    "last_launch",
+    "plan_ranks",
+    "choose_backend",
+    "default_threads_per_rank",
+    "plan_launch",
+    "LaunchPlan",
+]
 
 
 @renamed_keywords(nprocs="world_size")
-def launch(fn: Callable[..., Any], world_size: int = 2, args: tuple = (), kwargs: dict[str, Any] | None = None, *,
-           all_ranks: bool = False, backend: str = "auto", init_process_group: bool = True, timeout_s: float = 60.0,
-           threads_per_rank: int | None = None, start_method: str | None = None, watchdog: bool = True) -> Any:
+def launch(
+    fn: Callable[..., Any],
+    world_size: int = 2,
+    args: tuple = (),
+    kwargs: dict[str, Any] | None = None,
+    *,
+    all_ranks: bool = False,
+    backend: str = "auto",
+    init_process_group: bool = True,
+    timeout_s: float = 60.0,
+    threads_per_rank: int | None = None,
+    start_method: str | None = None,
+    watchdog: bool = True,
+) -> Any:
     """Run ``fn(*args, **kwargs)`` in ``world_size`` processes (ranks) and return rank 0's result (every rank's, in rank
     order, with ``all_ranks=True``).
 
@@ -48,9 +69,19 @@ def launch(fn: Callable[..., Any], world_size: int = 2, args: tuple = (), kwargs
     (``watchdog``). Every argument is validated before any process starts (``plan_launch``).
     """
     __tracebackhide__ = True  # IPython: the learner's cell, then the message; not the launcher's insides
-    plan = plan_launch(fn, world_size, args, kwargs, all_ranks=all_ranks, backend=backend,
-                       init_process_group=init_process_group, timeout_s=timeout_s, threads_per_rank=threads_per_rank,
-                       start_method=start_method, watchdog=watchdog)
+    plan = plan_launch(
+        fn,
+        world_size,
+        args,
+        kwargs,
+        all_ranks=all_ranks,
+        backend=backend,
+        init_process_group=init_process_group,
+        timeout_s=timeout_s,
+        threads_per_rank=threads_per_rank,
+        start_method=start_method,
+        watchdog=watchdog,
+    )
     try:
         return run_plan(plan)
     except RankFailed as failure:  # shown from here, as raised by launch: the runner's frames are no lesson

@@ -4,6 +4,7 @@ The decision itself is pure (``core.rank_devices``); this module reads the facts
 CUDA GPUs this process sees (through NVML: no CUDA context in the notebook) and whether NCCL is built in — and hands
 them over. Rank k may use ``cuda:k`` while k is below the count. Taught in ``notebooks/04_ddp.ipynb``.
 """
+
 from __future__ import annotations
 
 import torch.distributed as dist
@@ -20,8 +21,9 @@ def plan_ranks(requested: str, world_size: int) -> RankDevices:
 
     requested = requested.lower() if isinstance(requested, str) else requested  # the decision refuses a non-name
     if requested in ("mpi", "ucc", "xccl") and not dist.is_backend_available(requested):
-        raise ValueError(f"backend={requested!r} is not available in this PyTorch build; use 'auto', 'gloo' or, "
-                         f"with GPUs, 'nccl'.")
+        raise ValueError(
+            f"backend={requested!r} is not available in this PyTorch build; use 'auto', 'gloo' or, with GPUs, 'nccl'."
+        )
     gpus = gpus_of_one_machine(world_size, cuda_gpu_count() if requested in ("auto", "nccl") else 0)
     return decide_rank_devices(gpus, nccl_available=nccl_available(), requested=requested)
 

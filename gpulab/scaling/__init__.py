@@ -7,13 +7,31 @@ meet); ``sweep`` runs the sweep of work per step on 1 and 2 ranks beside the mod
 measures what moves the crossover (batch, accumulation, buckets, overlap) and threads against ranks; ``on_gpus``
 compares the model with a real NCCL run on two GPUs. Taught in ``notebooks/07_scaling.ipynb``.
 """
+
 from ..core.lazy import export_lazily
 
-export_lazily(__name__, {
-    "Link": "cost", "allreduce_s": "cost", "crossover_batch": "cost", "mlp_parameters": "cost",
-    "predict_step": "cost", "ring_bytes": "cost", "speedup": "cost", "train_flops": "cost",
-    "SETUPS": "published", "predicted_speedups": "published",
-    "ddp_sync_s": "probes", "gloo_link": "probes", "machine_limit": "probes", "splits": "probes",
-    "StepPlan": "steps", "scaling_sweep": "sweep", "FAST_LEVERS": "crossover_levers", "levers": "crossover_levers",
-    "threads_vs_ranks": "crossover_levers", "compare_on_gpus": "on_gpus",
-})
+export_lazily(
+    __name__,
+    {
+        "Link": "cost",
+        "allreduce_s": "cost",
+        "crossover_batch": "cost",
+        "mlp_parameters": "cost",
+        "predict_step": "cost",
+        "ring_bytes": "cost",
+        "speedup": "cost",
+        "train_flops": "cost",
+        "SETUPS": "published",
+        "predicted_speedups": "published",
+        "ddp_sync_s": "probes",
+        "gloo_link": "probes",
+        "machine_limit": "probes",
+        "splits": "probes",
+        "StepPlan": "steps",
+        "scaling_sweep": "sweep",
+        "FAST_LEVERS": "crossover_levers",
+        "levers": "crossover_levers",
+        "threads_vs_ranks": "crossover_levers",
+        "compare_on_gpus": "on_gpus",
+    },
+)

@@ -29,6 +29,7 @@ model's error at every point of a sweep on this machine.
 
 Taught in ``notebooks/07_scaling.ipynb``.
 """
+
 from __future__ import annotations
 
 import math
@@ -36,13 +37,23 @@ from dataclasses import dataclass
 
 from ..core.arguments import positive_number, whole_number
 
-__all__ = ["Link", "StepCost", "allreduce_s", "ring_bytes", "train_flops", "mlp_parameters", "predict_step",
-           "speedup", "crossover_batch"]
+__all__ = [
+    "Link",
+    "StepCost",
+    "allreduce_s",
+    "ring_bytes",
+    "train_flops",
+    "mlp_parameters",
+    "predict_step",
+    "speedup",
+    "crossover_batch",
+]
 
 
 def _world_size(n: object) -> int:
-    return whole_number(n, "world_size", minimum=1, what="how many processes (ranks) share the work",
-                        example="world_size=2")
+    return whole_number(
+        n, "world_size", minimum=1, what="how many processes (ranks) share the work", example="world_size=2"
+    )
 
 
 @dataclass(frozen=True)
@@ -55,8 +66,9 @@ class Link:
 
     def __post_init__(self) -> None:
         positive_number(self.bandwidth_bytes_per_s, "bandwidth_bytes_per_s", what="the link's bytes per second")
-        positive_number(self.latency_s, "latency_s", what="the time one message takes regardless of its size",
-                        zero_ok=True)
+        positive_number(
+            self.latency_s, "latency_s", what="the time one message takes regardless of its size", zero_ok=True
+        )
 
 
 def ring_bytes(gradient_bytes: float, world_size: int) -> float:
@@ -83,8 +95,13 @@ def mlp_parameters(width: int, depth: int) -> int:
 
 def train_flops(parameters: int, batch: int) -> float:
     """FLOPs of one training step of a stack of linear layers: 2 per weight and sample forward, 4 backward."""
-    batch = whole_number(batch, "batch", minimum=1, what="the samples per rank and step",
-                         example="train_flops(mlp_parameters(256, 3), batch=32)")
+    batch = whole_number(
+        batch,
+        "batch",
+        minimum=1,
+        what="the samples per rank and step",
+        example="train_flops(mlp_parameters(256, 3), batch=32)",
+    )
     return 6.0 * positive_number(parameters, "parameters", what="the model's parameter count") * batch
 
 
@@ -103,8 +120,18 @@ class StepCost:
         return self.compute_s + self.exposed_s
 
 
-def predict_step(flops: float, gradient_bytes: float, world_size: int, *, flops_per_s: float, link: Link | None = None,
-                 contention: float = 1.0, hidden: float = 0.0, fixed_s: float = 0.0, sync_s: float = 0.0) -> StepCost:
+def predict_step(
+    flops: float,
+    gradient_bytes: float,
+    world_size: int,
+    *,
+    flops_per_s: float,
+    link: Link | None = None,
+    contention: float = 1.0,
+    hidden: float = 0.0,
+    fixed_s: float = 0.0,
+    sync_s: float = 0.0,
+) -> StepCost:
     """One rank's step when ``world_size`` ranks each do ``flops`` and all-reduce ``gradient_bytes``.
 
     ``flops_per_s`` is one rank's rate when it computes alone; ``contention`` the share of it each keeps when all
@@ -114,16 +141,18 @@ def predict_step(flops: float, gradient_bytes: float, world_size: int, *, flops_
     """
     n = _world_size(world_size)
     rate = positive_number(flops_per_s, "flops_per_s", what="one rank's FLOP rate")
-    share = positive_number(contention, "contention",
-                            what="the share of its FLOP rate a rank keeps beside the others")
+    share = positive_number(contention, "contention", what="the share of its FLOP rate a rank keeps beside the others")
     if share > 1 or not 0 <= hidden <= 1:
-        raise ValueError(f"contention is a share in (0, 1] and hidden a fraction in [0, 1]; got contention="
-                         f"{contention!r}, hidden={hidden!r}.")
+        raise ValueError(
+            f"contention is a share in (0, 1] and hidden a fraction in [0, 1]; got contention="
+            f"{contention!r}, hidden={hidden!r}."
+        )
     if n > 1 and link is None:
         raise ValueError(f"{n} ranks all-reduce their gradients: pass link=Link(bandwidth_bytes_per_s, latency_s).")
     work = positive_number(flops, "flops", what="the work per rank and step")
-    compute = work / (rate * (share if n > 1 else 1.0)) + positive_number(fixed_s, "fixed_s", what="a cost per step",
-                                                                          zero_ok=True)
+    compute = work / (rate * (share if n > 1 else 1.0)) + positive_number(
+        fixed_s, "fixed_s", what="a cost per step", zero_ok=True
+    )
     meet = positive_number(sync_s, "sync_s", what="a cost per step of several ranks meeting", zero_ok=True)
     reduce = allreduce_s(gradient_bytes, n, link) + meet if n > 1 else 0.0
     exposed = reduce * (1 - hidden) if n > 1 else 0.0
@@ -135,8 +164,13 @@ def speedup(one: StepCost, many: StepCost) -> float:
     return many.world_size * one.step_s / many.step_s
 
 
-def crossover_batch(seconds_per_sample: float, allreduce_seconds: float, world_size: int = 2, contention: float = 1.0,
-                    target: float = 1.0) -> float:
+def crossover_batch(
+    seconds_per_sample: float,
+    allreduce_seconds: float,
+    world_size: int = 2,
+    contention: float = 1.0,
+    target: float = 1.0,
+) -> float:
     """The batch per rank from which ``world_size`` ranks reach ``target`` × one rank (1: they start to pay).
 
     With c seconds of compute per sample on one rank, a share s kept beside the others and an all-reduce of a:

@@ -6,6 +6,7 @@ the same for one point's own work; ``gloo_link`` measures the all-reduce's laten
 bandwidth (the slope between 4 KiB and 8 MiB, after a warm-up); ``ddp_sync_s`` what a DDP step of 2 ranks pays beyond
 those (a tiny model's step). Taught in ``notebooks/07_scaling.ipynb``.
 """
+
 from __future__ import annotations
 
 from ..core.arguments import positive_number, whole_number
@@ -23,22 +24,29 @@ LATENCY_BYTES, SMALL_BYTES, LARGE_BYTES = 4, 4 * 1024, 8 * 1024 * 1024
 TINY = StepPlan(8, 1, depth=1, steps=200)
 
 
-def splits(plans: list[StepPlan], world_size: int, *, threads_per_rank: int = 1, ddp: bool = True,
-           device: str = "cpu") -> list[StepSplit]:
+def splits(
+    plans: list[StepPlan], world_size: int, *, threads_per_rank: int = 1, ddp: bool = True, device: str = "cpu"
+) -> list[StepSplit]:
     """Every plan measured on ``world_size`` ranks (``ddp=False``: one process, no DDP, for the threads comparison)."""
     if not plans:
         raise ValueError("splits needs at least one StepPlan to measure.")
     _refuse_other_than_plans("splits", plans)
     if not ddp and world_size != 1:
-        raise ValueError(f"ddp=False measures one process without DDP; got world_size={world_size}. Use "
-                         f"world_size=1.")
+        raise ValueError(f"ddp=False measures one process without DDP; got world_size={world_size}. Use world_size=1.")
     if device not in ("cpu", "cuda"):
         raise ValueError(f"device is 'cpu' (gloo) or 'cuda' (NCCL, a GPU per rank); got {device!r}.")
     if device == "cuda":  # refused before any process starts where a rank would have no GPU of its own
         plan_ranks("nccl", world_size)
-    per_rank = launch(on_own_device(time_plans), world_size, args=(plans,), all_ranks=True,
-                      threads_per_rank=threads_per_rank, init_process_group=ddp,
-                      backend="nccl" if device == "cuda" else "gloo", timeout_s=120)
+    per_rank = launch(
+        on_own_device(time_plans),
+        world_size,
+        args=(plans,),
+        all_ranks=True,
+        threads_per_rank=threads_per_rank,
+        init_process_group=ddp,
+        backend="nccl" if device == "cuda" else "gloo",
+        timeout_s=120,
+    )
     return summarise(plans, per_rank, threads_per_rank)
 
 
@@ -87,16 +95,21 @@ def _limit_times(plan: StepPlan) -> tuple[float, float]:
 
 def limit_of(one_s: float, pair_s: float) -> float:
     """How much more work 2 processes get done than 1: 2 × one process's step ÷ the pair's step."""
-    return 2 * positive_number(one_s, "one_s", what="the fastest step of one process alone, in seconds") \
+    return (
+        2
+        * positive_number(one_s, "one_s", what="the fastest step of one process alone, in seconds")
         / positive_number(pair_s, "pair_s", what="the fastest step of the pair, in seconds")
+    )
 
 
 def _refuse_other_than_plans(caller: str, plans: list[object]) -> None:
     """Before any process starts: a rank given something else would only fail inside, after importing torch."""
     for plan in plans:
         if not isinstance(plan, StepPlan):
-            raise TypeError(f"{caller} measures StepPlans, such as StepPlan(width=64, batch=8); got {plan!r}. Build "
-                            "one with gpulab.scaling.steps.StepPlan.")
+            raise TypeError(
+                f"{caller} measures StepPlans, such as StepPlan(width=64, batch=8); got {plan!r}. Build "
+                "one with gpulab.scaling.steps.StepPlan."
+            )
 
 
 def _fastest_pair(two: list[list[float]]) -> float:
@@ -116,16 +129,32 @@ def gloo_link(world_size: int = 2, launches: int = 1) -> Link:
     A round of 8 MiB all-reduces goes first, untimed: a fresh process group's first large messages are slower than
     later ones (the loopback sockets' buffers grow with the traffic they carry), and a DDP step all-reduces the same
     gradients every step, so it runs warm."""
-    launches = whole_number(launches, "launches", minimum=1, what="how many process groups the link is measured in",
-                            example="gloo_link(launches=3)")
-    runs = [launch(allreduce_seconds, world_size, args=([LARGE_BYTES, LATENCY_BYTES, SMALL_BYTES, LARGE_BYTES], 15),
-                   backend="gloo", threads_per_rank=1)[1:] for _ in range(launches)]
+    launches = whole_number(
+        launches,
+        "launches",
+        minimum=1,
+        what="how many process groups the link is measured in",
+        example="gloo_link(launches=3)",
+    )
+    runs = [
+        launch(
+            allreduce_seconds,
+            world_size,
+            args=([LARGE_BYTES, LATENCY_BYTES, SMALL_BYTES, LARGE_BYTES], 15),
+            backend="gloo",
+            threads_per_rank=1,
+        )[1:]
+        for _ in range(launches)
+    ]
     tiny, small, large = (min(sizes) for sizes in zip(*runs))
     factor = 2 * (world_size - 1) / world_size
     bandwidth = factor * (LARGE_BYTES - SMALL_BYTES) / max(large - small, 1e-9)
-    return Link(bandwidth, tiny / (2 * (world_size - 1)),
-                f"gloo on this machine: bare all-reduces of 4 B ({tiny * 1e3:.2f} ms), 4 KiB ({small * 1e3:.2f} ms) "
-                f"and 8 MiB ({large * 1e3:.1f} ms)" + (f", the fastest of {launches} launches" if launches > 1 else ""))
+    return Link(
+        bandwidth,
+        tiny / (2 * (world_size - 1)),
+        f"gloo on this machine: bare all-reduces of 4 B ({tiny * 1e3:.2f} ms), 4 KiB ({small * 1e3:.2f} ms) "
+        f"and 8 MiB ({large * 1e3:.1f} ms)" + (f", the fastest of {launches} launches" if launches > 1 else ""),
+    )
 
 
 def ddp_sync_s(link: Link, world_size: int = 2, device: str = "cpu") -> float:

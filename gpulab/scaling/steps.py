@@ -13,13 +13,15 @@ width)`` layers for a few steps under each ``StepPlan`` and times every step thr
 compute + waiting = the step. Nothing is estimated. On a GPU the hooks see when work was *queued*, not done, so there
 only the step time (synchronised) is meaningful. Taught in ``notebooks/07_scaling.ipynb``.
 """
+
 from __future__ import annotations
 
-from ..core.arguments import positive_number, whole_number
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from typing import Any
+
+from ..core.arguments import positive_number, whole_number
 
 __all__ = ["StepPlan", "StepSplit", "time_plans", "own_work_seconds", "allreduce_seconds", "matmul_seconds"]
 
@@ -43,8 +45,12 @@ class StepPlan:
         for name in ("width", "batch", "depth", "steps", "accumulate"):
             value = getattr(self, name)
             whole_number(value, f"StepPlan.{name}", minimum=1, example="StepPlan(width=64, batch=8)")
-        positive_number(self.bucket_cap_mb, "bucket_cap_mb", what="DDP's bucket size in MB",
-                        example="StepPlan(64, 8, bucket_cap_mb=25)")
+        positive_number(
+            self.bucket_cap_mb,
+            "bucket_cap_mb",
+            what="DDP's bucket size in MB",
+            example="StepPlan(64, 8, bucket_cap_mb=25)",
+        )
 
     def but(self, **changes: Any) -> StepPlan:
         """This plan with ``changes`` (``plan.but(batch=64)``), validated again."""
@@ -111,8 +117,12 @@ def _one_plan(plan: StepPlan, device: str, ddp: bool = True) -> list[tuple[float
     if ddp:
         ids = [torch.device(device).index or 0] if device.startswith("cuda") else None
         model = torch.nn.parallel.DistributedDataParallel(
-            model, device_ids=ids, bucket_cap_mb=plan.bucket_cap_mb,
-            gradient_as_bucket_view=plan.gradient_as_bucket_view, static_graph=plan.static_graph)
+            model,
+            device_ids=ids,
+            bucket_cap_mb=plan.bucket_cap_mb,
+            gradient_as_bucket_view=plan.gradient_as_bucket_view,
+            static_graph=plan.static_graph,
+        )
 
         def timed_allreduce(_state, bucket):  # no annotations: DDP checks them against its own types
             start = time.perf_counter()
@@ -122,7 +132,9 @@ def _one_plan(plan: StepPlan, device: str, ddp: bool = True) -> list[tuple[float
             def arrived(f):
                 spans.append((start, time.perf_counter()))
                 return f.value()[0]
+
             return future.then(arrived)
+
         model.register_comm_hook(None, timed_allreduce)
     opt = torch.optim.SGD(model.parameters(), lr=1e-3)
     x = torch.randn(plan.batch, plan.width, device=device)
@@ -168,8 +180,9 @@ def own_work_seconds(plans: list[StepPlan]) -> list[list[float]]:
     return [[r[0] for r in _one_plan(p, "cpu", ddp=False)] for p in plans]
 
 
-def summarise(plans: list[StepPlan], per_rank: list[list[list[tuple[float, float, float, float]]]],
-              threads_per_rank: int) -> list[StepSplit]:
+def summarise(
+    plans: list[StepPlan], per_rank: list[list[list[tuple[float, float, float, float]]]], threads_per_rank: int
+) -> list[StepSplit]:
     """The fastest timed step of each plan: a step is as long as its slowest rank's; the split is rank 0's in that
     step. The fastest, not the median: on a shared machine other programs only ever make a step slower, so the fastest
     step is the one they disturbed least (``timeit`` reports its minimum for the same reason)."""

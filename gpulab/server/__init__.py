@@ -8,8 +8,14 @@ jupyter_client kernel provisioner that gives each kernel free GPUs, through ``re
 installs the kernelspecs that use it (``python -m gpulab kernelspec install``). Taught in
 ``notebooks/02_choosing_gpus.ipynb``.
 """
+
 from ..core.lazy import export_lazily
 
-export_lazily(__name__, {
-    "watch_gpus": "watch", "install_kernelspec": "kernelspec", "reservation_rows": "reservation_list",
-})
+export_lazily(
+    __name__,
+    {
+        "watch_gpus": "watch",
+        "install_kernelspec": "kernelspec",
+        "reservation_rows": "reservation_list",
+    },
+)

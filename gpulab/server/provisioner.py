@@ -18,6 +18,7 @@ the culler uses), so ``python -m gpulab watch`` can show each reservation's idle
 server. Built on jupyter_client's provisioner API (``KernelProvisionerBase``), registered through its entry point
 ``jupyter_client.kernel_provisioners``. Taught in ``notebooks/02_choosing_gpus.ipynb``.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -47,12 +48,14 @@ class GpuKernelStartFailed(RuntimeError):
 
 def _what_to_do(n_gpus: int, wait_s: float) -> str:
     waited = f" (this kernel waited {wait_s:g} s)" if wait_s else ""
-    return (f"\nNo kernel was started{waited}. What you can do:\n"
-            "  - wait a few minutes and start it again: GPUs come back when other kernels shut down or are culled "
-            "(python -m gpulab watch shows who holds each one);\n"
-            "  - start a kernel that needs no GPU: the kernel 'Python 3 · no GPU (gpulab)' or a plain 'Python 3' "
-            "kernel (Kernel → Change Kernel…), and work on the CPU meanwhile;\n"
-            f"  - ask the instructor{' for a kernel with fewer GPUs' if n_gpus > 1 else ''}.")
+    return (
+        f"\nNo kernel was started{waited}. What you can do:\n"
+        "  - wait a few minutes and start it again: GPUs come back when other kernels shut down or are culled "
+        "(python -m gpulab watch shows who holds each one);\n"
+        "  - start a kernel that needs no GPU: the kernel 'Python 3 · no GPU (gpulab)' or a plain 'Python 3' "
+        "kernel (Kernel → Change Kernel…), and work on the CPU meanwhile;\n"
+        f"  - ask the instructor{' for a kernel with fewer GPUs' if n_gpus > 1 else ''}."
+    )
 
 
 class GpuKernelProvisioner(LocalProvisioner):  # type: ignore[misc]
@@ -66,8 +69,9 @@ class GpuKernelProvisioner(LocalProvisioner):  # type: ignore[misc]
     policy = Dict({}, config=True, help="the fields of gpulab's Policy: what counts as a free GPU")
     wait_s = Float(0.0, config=True, help="how long a start waits for a GPU to come free before it fails")
     reservations = Unicode("", config=True, help="the reservations folder (default: GPULAB_RESERVATIONS_DIR or /tmp/…)")
-    activity_every_s = Float(10.0, config=True,
-                             help="how often the reservation files follow the server's last_activity")
+    activity_every_s = Float(
+        10.0, config=True, help="how often the reservation files follow the server's last_activity"
+    )
 
     reservation: dict[str, Any] | None = None  # what the last start got: uuids, physical, ports, pid, env
     _activity_task: asyncio.Task | None = None
@@ -82,27 +86,49 @@ class GpuKernelProvisioner(LocalProvisioner):  # type: ignore[misc]
         kernel that holds none)."""
         kwargs = await super().pre_launch(**kwargs)
         if self.n_gpus < 0:
-            raise GpuKernelStartFailed(f"this kernelspec asks for n_gpus={self.n_gpus}; reinstall it with "
-                                       "python -m gpulab kernelspec install --n-gpus 1 (or --n-gpus 0 for no GPU).")
+            raise GpuKernelStartFailed(
+                f"this kernelspec asks for n_gpus={self.n_gpus}; reinstall it with "
+                "python -m gpulab kernelspec install --n-gpus 1 (or --n-gpus 0 for no GPU)."
+            )
         if self.n_gpus == 0:
             kwargs["env"]["CUDA_VISIBLE_DEVICES"] = ""  # CUDA sees no GPU; nothing is held
             return kwargs
         try:
             Policy(**self.policy)
         except (TypeError, ValueError) as exc:
-            raise GpuKernelStartFailed(f"this kernelspec's policy {self.policy} is not one gpulab can use ({exc}). "
-                                       "Reinstall it: python -m gpulab kernelspec install --n-gpus 1 --policy "
-                                       "max_memory_used_fraction=0.5 (or without --policy).") from None
+            raise GpuKernelStartFailed(
+                f"this kernelspec's policy {self.policy} is not one gpulab can use ({exc}). "
+                "Reinstall it: python -m gpulab kernelspec install --n-gpus 1 --policy "
+                "max_memory_used_fraction=0.5 (or without --policy)."
+            ) from None
         env = kwargs["env"]
-        details = {"kernel": self.kernel_id or "", "user": pwd.getpwuid(os.geteuid()).pw_name,
-                   "notebook": env.get("JPY_SESSION_NAME", "")}
+        details = {
+            "kernel": self.kernel_id or "",
+            "user": pwd.getpwuid(os.geteuid()).pw_name,
+            "notebook": env.get("JPY_SESSION_NAME", ""),
+        }
         prefer = ",".join(self.reservation["uuids"]) if self.reservation else ""
         self._report_r, self._report_w = os.pipe()
-        kwargs["cmd"] = [sys.executable, "-m", START_MODULE, "--report-fd", str(self._report_w),
-                         "--n-gpus", str(self.n_gpus), "--policy", json.dumps(self.policy),
-                         "--wait-s", str(self.wait_s),
-                         "--prefer", prefer, "--details", json.dumps(details),
-                         *(["--reservations", self.reservations] if self.reservations else []), "--", *kwargs["cmd"]]
+        kwargs["cmd"] = [
+            sys.executable,
+            "-m",
+            START_MODULE,
+            "--report-fd",
+            str(self._report_w),
+            "--n-gpus",
+            str(self.n_gpus),
+            "--policy",
+            json.dumps(self.policy),
+            "--wait-s",
+            str(self.wait_s),
+            "--prefer",
+            prefer,
+            "--details",
+            json.dumps(details),
+            *(["--reservations", self.reservations] if self.reservations else []),
+            "--",
+            *kwargs["cmd"],
+        ]
         kwargs["pass_fds"] = (*kwargs.get("pass_fds", ()), self._report_w)
         return kwargs
 
@@ -122,8 +148,9 @@ class GpuKernelProvisioner(LocalProvisioner):  # type: ignore[misc]
         if not report.get("ok"):
             await self.wait()  # the starter has exited after reporting: reap it
             text = report.get("error") or "the GPU reservation step ended before it said why (see the server's log)"
-            raise GpuKernelStartFailed(text + (_what_to_do(self.n_gpus, self.wait_s) if report.get("kind") == "busy"
-                                               else ""))
+            raise GpuKernelStartFailed(
+                text + (_what_to_do(self.n_gpus, self.wait_s) if report.get("kind") == "busy" else "")
+            )
         self.reservation = report
         return info
 

@@ -16,6 +16,7 @@ Why not reserve in the Jupyter server and pass the descriptors to the kernel (``
 lifetime, but Linux keeps the *locking* process's pid in ``/proc/locks``: every reservation would name the server, and
 the kernel would not know its own reservation. Taught in ``notebooks/02_choosing_gpus.ipynb``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -62,10 +63,14 @@ def main(argv: list[str] | None = None) -> int:
         from ..placement.selection import NoFreeGpu, Policy
         from ..ranks.ports import PORTS_VAR, format_ports, reservation_ports
 
-        reservation = reserve_gpus(args.n_gpus, policy=Policy(**json.loads(args.policy)),
-                                   reservations=args.reservations, wait_s=args.wait_s,
-                                   prefer=[u for u in args.prefer.split(",") if u],
-                                   details=json.loads(args.details))
+        reservation = reserve_gpus(
+            args.n_gpus,
+            policy=Policy(**json.loads(args.policy)),
+            reservations=args.reservations,
+            wait_s=args.wait_s,
+            prefer=[u for u in args.prefer.split(",") if u],
+            details=json.loads(args.details),
+        )
     except NoFreeGpu as exc:
         _report(args.report_fd, {"ok": False, "kind": "busy", "error": str(exc)})
         return 3
@@ -79,12 +84,23 @@ def main(argv: list[str] | None = None) -> int:
     for fd in reservation.lock_fds:  # the reservation's details, now with its port range
         write_holder(fd, details)
         os.set_inheritable(fd, True)  # exec keeps them open: the kernel process holds the locks
-    env = {"CUDA_VISIBLE_DEVICES": reservation.visible_devices, "MASTER_PORT": str(ports.start),
-           PORTS_VAR: format_ports(ports)}
+    env = {
+        "CUDA_VISIBLE_DEVICES": reservation.visible_devices,
+        "MASTER_PORT": str(ports.start),
+        PORTS_VAR: format_ports(ports),
+    }
     os.environ.update(env)
-    _report(args.report_fd, {"ok": True, "uuids": [g.uuid for g in reservation.gpus],
-                             "physical": list(reservation.physical_indices), "ports": format_ports(ports),
-                             "pid": os.getpid(), "env": env})
+    _report(
+        args.report_fd,
+        {
+            "ok": True,
+            "uuids": [g.uuid for g in reservation.gpus],
+            "physical": list(reservation.physical_indices),
+            "ports": format_ports(ports),
+            "pid": os.getpid(),
+            "env": env,
+        },
+    )
     sys.stdout.flush()
     sys.stderr.flush()
     os.execvp(args.command[0], args.command)  # never returns; the Reservation object is never collected

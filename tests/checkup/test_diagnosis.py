@@ -1,5 +1,6 @@
 """The report names the classroom's classic failures, each with its cause and fix: tried on described machines (JSON
 read by SimulatedGpuReader) with described torch facts (the report's ``torch=`` seam)."""
+
 from __future__ import annotations
 
 import json
@@ -8,12 +9,12 @@ import nbformat
 import pytest
 
 from gpulab.checkup import report as report_module
-from gpulab.checkup.chapters import chapters
 from gpulab.checkup.build_findings import wheel_index_url
+from gpulab.checkup.chapters import chapters
 from gpulab.checkup.diagnosis import diagnose, headline
 from gpulab.checkup.facts import Facts
-from gpulab.machine.host import shared_memory_bytes
 from gpulab.checkup.report import environment_report
+from gpulab.machine.host import shared_memory_bytes
 from gpulab.machine.simulated import SimulatedGpuReader, simulated_gpu
 from gpulab.machine.software import TorchFacts
 from tests.placement.other_kernel import held_elsewhere
@@ -22,8 +23,17 @@ MiB = 2**20
 
 
 def described_torch(**changes) -> TorchFacts:
-    facts = dict(version="2.5.1+cu124", built_with_cuda="12.4", cudnn="9.1.0", cuda_available=True,
-                 cuda_device_count=0, cuda_initialized=False, gloo=True, nccl="2.21.5", mps=False)
+    facts = dict(
+        version="2.5.1+cu124",
+        built_with_cuda="12.4",
+        cudnn="9.1.0",
+        cuda_available=True,
+        cuda_device_count=0,
+        cuda_initialized=False,
+        gloo=True,
+        nccl="2.21.5",
+        mps=False,
+    )
     return TorchFacts(**{**facts, **changes})
 
 
@@ -53,8 +63,9 @@ def row(report, what: str):
 
 
 def test_a_torch_built_for_a_newer_cuda_than_the_driver_is_named_with_the_wheel_to_install(tmp_path):
-    r = environment_report(described_machine(tmp_path, a100s(8)), torch=described_torch(
-        version="2.9.0+cu130", built_with_cuda="13.0"))
+    r = environment_report(
+        described_machine(tmp_path, a100s(8)), torch=described_torch(version="2.9.0+cu130", built_with_cuda="13.0")
+    )
     assert r.usable_gpus == 0
     assert r.summary.startswith("On this described machine (SIMULATED), this PyTorch would use none of the 8 GPU(s)")
     assert "No GPU found" not in r.summary
@@ -67,16 +78,19 @@ def test_a_torch_built_for_a_newer_cuda_than_the_driver_is_named_with_the_wheel_
     assert "fix:" in r._repr_html_()
 
 
-@pytest.mark.parametrize("driver_cuda, index", [("12.2", "cu121"), ("12.4", "cu124"), ("12.9", "cu129"),
-                                                ("11.8", "cu118"), ("13.1", "cu130"), ("11.4", "cu118")])
+@pytest.mark.parametrize(
+    "driver_cuda, index",
+    [("12.2", "cu121"), ("12.4", "cu124"), ("12.9", "cu129"), ("11.8", "cu118"), ("13.1", "cu130"), ("11.4", "cu118")],
+)
 def test_the_suggested_wheel_is_the_newest_build_the_driver_runs(driver_cuda, index):
     major, minor = map(int, driver_cuda.split("."))
     assert wheel_index_url((major, minor)).endswith(f"/{index}")
 
 
 def test_a_newer_minor_cuda_build_runs_through_minor_version_compatibility(tmp_path):
-    r = environment_report(described_machine(tmp_path, a100s(2)), torch=described_torch(
-        version="2.7.0+cu128", built_with_cuda="12.8"))
+    r = environment_report(
+        described_machine(tmp_path, a100s(2)), torch=described_torch(version="2.7.0+cu128", built_with_cuda="12.8")
+    )
     finding = row(r, "torch's CUDA fits the driver")
     assert finding.ok and "minor-version compatibility" in finding.meaning
     assert r.usable_gpus == 2
@@ -84,8 +98,10 @@ def test_a_newer_minor_cuda_build_runs_through_minor_version_compatibility(tmp_p
 
 
 def test_a_cpu_only_torch_on_a_gpu_machine_says_which_build_to_install(tmp_path):
-    r = environment_report(described_machine(tmp_path, a100s(2), cuda="12.2"), torch=described_torch(
-        version="2.5.1+cpu", built_with_cuda=None, nccl=None))
+    r = environment_report(
+        described_machine(tmp_path, a100s(2), cuda="12.2"),
+        torch=described_torch(version="2.5.1+cpu", built_with_cuda=None, nccl=None),
+    )
     finding = row(r, "PyTorch built with CUDA")
     assert not finding.ok and finding.blocks_gpus and "CPU-only build" in finding.meaning
     assert "https://download.pytorch.org/whl/cu121" in finding.fix
@@ -94,14 +110,17 @@ def test_a_cpu_only_torch_on_a_gpu_machine_says_which_build_to_install(tmp_path)
 
 
 def test_a_cpu_only_torch_on_a_machine_without_gpus_is_fine(tmp_path):
-    r = environment_report(SimulatedGpuReader(None, error="no NVIDIA driver library (libnvidia-ml.so) was found: x"),
-                           torch=described_torch(version="2.5.1+cpu", built_with_cuda=None, nccl=None))
+    r = environment_report(
+        SimulatedGpuReader(None, error="no NVIDIA driver library (libnvidia-ml.so) was found: x"),
+        torch=described_torch(version="2.5.1+cpu", built_with_cuda=None, nccl=None),
+    )
     assert row(r, "PyTorch built with CUDA").ok
     assert r.summary.startswith("No GPU found (no NVIDIA driver library (libnvidia-ml.so) was found)")
 
 
-@pytest.mark.parametrize("value, words", [("", "hides every GPU"), ("-1", "hides every GPU"),
-                                          ("8", "GPU 8 does not exist")])
+@pytest.mark.parametrize(
+    "value, words", [("", "hides every GPU"), ("-1", "hides every GPU"), ("8", "GPU 8 does not exist")]
+)
 def test_cuda_visible_devices_hiding_every_gpu_is_the_named_cause(tmp_path, monkeypatch, value, words):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", value)
     r = environment_report(described_machine(tmp_path, a100s(8)), torch=described_torch())
@@ -119,8 +138,10 @@ def test_cuda_visible_devices_naming_some_gpus_counts_them(tmp_path, monkeypatch
 
 
 def test_every_gpu_busy_or_reserved_is_said_with_who_and_what_to_do(tmp_path):
-    gpus = [simulated_gpu(0, "Tesla T4", 15360, used_mib=14000, util=100, processes=((4242, 13500, "python"),)),
-            simulated_gpu(1, "Tesla T4", 15360, used_mib=3)]
+    gpus = [
+        simulated_gpu(0, "Tesla T4", 15360, used_mib=14000, util=100, processes=((4242, 13500, "python"),)),
+        simulated_gpu(1, "Tesla T4", 15360, used_mib=3),
+    ]
     machine = described_machine(tmp_path, gpus)
     # the one free GPU, held by another student's kernel (a process of its own: this one's reservation would be its own
     # GPU)
@@ -132,7 +153,9 @@ def test_every_gpu_busy_or_reserved_is_said_with_who_and_what_to_do(tmp_path):
         assert "reserve_gpus(1, wait_s=600)" in finding.fix and "python -m gpulab watch" in finding.fix
         assert r.summary.endswith("Right now every GPU is busy or reserved: see the checklist.")
     again = environment_report(machine, torch=described_torch())
-    assert row(again, "a free GPU to work on").ok and "1 free now (GPU 1)" in row(again, "a free GPU to work on").meaning
+    assert (
+        row(again, "a free GPU to work on").ok and "1 free now (GPU 1)" in row(again, "a free GPU to work on").meaning
+    )
 
 
 def test_a_mig_gpu_without_slices_is_named_and_explains_zero_gpus(tmp_path):
@@ -175,18 +198,23 @@ def test_shared_memory_is_read_from_the_filesystem(tmp_path):
 
 def test_on_a_real_machine_device_count_is_not_trusted_when_the_driver_is_too_old(tmp_path):
     """torch.cuda.device_count() asks NVML, so it counts 8 GPUs that CUDA itself will refuse: the report must not."""
+
     class ThisMachine(SimulatedGpuReader):
         simulated = False
 
     path = tmp_path / "real.json"
     path.write_text(json.dumps({"driver_version": "550.90.07", "cuda_driver_version": "12.4", "gpus": a100s(8)}))
-    r = environment_report(ThisMachine(str(path)), torch=described_torch(
-        version="2.9.0+cu130", built_with_cuda="13.0", cuda_device_count=8))
+    r = environment_report(
+        ThisMachine(str(path)),
+        torch=described_torch(version="2.9.0+cu130", built_with_cuda="13.0", cuda_device_count=8),
+    )
     assert r.usable_gpus == 0
     assert r.summary.startswith("PyTorch will use none of the 8 GPU(s) NVML lists. Cause: torch 2.9.0+cu130")
     unknown = environment_report(ThisMachine(str(path)), torch=described_torch(cuda_device_count=0))
-    assert unknown.summary.startswith("PyTorch sees none of the 8 GPU(s) NVML lists, for a reason this report "
-                                      "cannot tell") and "torch.cuda.init()" in unknown.summary
+    assert (
+        unknown.summary.startswith("PyTorch sees none of the 8 GPU(s) NVML lists, for a reason this report cannot tell")
+        and "torch.cuda.init()" in unknown.summary
+    )
     fine = environment_report(ThisMachine(str(path)), torch=described_torch(cuda_device_count=8))
     assert fine.usable_gpus == 8 and fine.summary.startswith("8 CUDA GPUs are usable")
 
@@ -194,9 +222,18 @@ def test_on_a_real_machine_device_count_is_not_trusted_when_the_driver_is_too_ol
 def test_the_headline_names_a_cause_wherever_nvml_lists_gpus(tmp_path):
     torch = described_torch()
     for gpus in (a100s(1), a100s(8)):
-        facts = Facts(torch, tuple(SimulatedGpuReader({"driver_version": "550", "cuda_driver_version": "12.4",
-                                                      "gpus": gpus}).info(i) for i in range(len(gpus))),
-                      "550", "12.4", None, simulated=True, env={"CUDA_VISIBLE_DEVICES": ""})
+        facts = Facts(
+            torch,
+            tuple(
+                SimulatedGpuReader({"driver_version": "550", "cuda_driver_version": "12.4", "gpus": gpus}).info(i)
+                for i in range(len(gpus))
+            ),
+            "550",
+            "12.4",
+            None,
+            simulated=True,
+            env={"CUDA_VISIBLE_DEVICES": ""},
+        )
         findings, usable = diagnose(facts)
         text = headline(facts, findings, usable)
         assert "No GPU found" not in text and "CUDA_VISIBLE_DEVICES=''" in text
@@ -204,15 +241,22 @@ def test_the_headline_names_a_cause_wherever_nvml_lists_gpus(tmp_path):
 
 def test_chapters_are_read_from_the_notebooks_themselves(tmp_path):
     nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_markdown_cell("# 07 · What if?\n\nText."),
-                nbformat.v4.new_code_cell("import lightning as L"),
-                nbformat.v4.new_code_cell("%%gpu\nx = 1", metadata={"tags": ["gpu"]}),
-                nbformat.v4.new_code_cell("%%gpu 2\ny = 2", metadata={"tags": ["multigpu"]})]
+    nb.cells = [
+        nbformat.v4.new_markdown_cell("# 07 · What if?\n\nText."),
+        nbformat.v4.new_code_cell("import lightning as L"),
+        nbformat.v4.new_code_cell("%%gpu\nx = 1", metadata={"tags": ["gpu"]}),
+        nbformat.v4.new_code_cell("%%gpu 2\ny = 2", metadata={"tags": ["multigpu"]}),
+    ]
     nbformat.write(nb, tmp_path / "07_what_if.ipynb")
     (tmp_path / "notes.ipynb").write_text("{}")  # not a chapter: no NN_ prefix
     (found,) = chapters(tmp_path)
     assert (found.name, found.title, found.gpu_cells, found.multigpu_cells, found.uses_lightning) == (
-        "07_what_if", "07 · What if?", 1, 1, True)
+        "07_what_if",
+        "07 · What if?",
+        1,
+        1,
+        True,
+    )
     assert found.plan(0) == "1 GPU cell(s) skip, saying why; 1 multi-GPU cell(s) skip, saying why"
     assert found.plan(2) == "1 GPU cell(s) run; 1 multi-GPU cell(s) run"
     here = chapters()
@@ -229,8 +273,15 @@ def test_the_report_lists_the_chapters_that_exist_and_what_they_will_do(tmp_path
     assert "(none found)" in str(environment_report(described_machine(tmp_path, a100s(2)), torch=described_torch()))
 
 
-@pytest.mark.parametrize("version, ok, says", [("7.7.1", True, "interactive"), ("8.1.5", True, "interactive"),
-                                               ("7.6.5", False, "7.6.5 is too old"), (None, False, "not installed")])
+@pytest.mark.parametrize(
+    "version, ok, says",
+    [
+        ("7.7.1", True, "interactive"),
+        ("8.1.5", True, "interactive"),
+        ("7.6.5", False, "7.6.5 is too old"),
+        (None, False, "not installed"),
+    ],
+)
 def test_ipywidgets_7_7_and_8_both_pass_the_widgets_finding(version, ok, says):
     """Colab holds 7.7.1, Kaggle 8.1.5: both are supported (make test-compat runs the picker and monitor on 7.7.1)."""
     facts = Facts(described_torch(), (), "N/A", "N/A", "no driver", packages={"ipywidgets": version})
@@ -251,13 +302,15 @@ def test_what_the_report_says_follows_the_gpu_count(tmp_path, n, nccl):
     assert row(r, "NCCL backend (DDP across GPUs)").ok is (nccl is not None or n < 2)
     free = [c for c in r.findings if c.what == "a free GPU to work on"]
     assert (free[0].ok and free[0].meaning.startswith(f"{n} free now")) if n else not free
-    expected = {0: "No GPU found (NVML lists no GPU). CPU fallback mode",
-                1: "On this described machine (SIMULATED), this PyTorch would use 1 CUDA GPU: GPU cells would run; "
-                   "multi-GPU cells would skip.",
-                2: "On this described machine (SIMULATED), this PyTorch would use 2 CUDA GPUs: every chapter would "
-                   "run its GPU and multi-GPU cells.",
-                8: "On this described machine (SIMULATED), this PyTorch would use 8 CUDA GPUs: every chapter would "
-                   "run its GPU and multi-GPU cells."}[n]
+    expected = {
+        0: "No GPU found (NVML lists no GPU). CPU fallback mode",
+        1: "On this described machine (SIMULATED), this PyTorch would use 1 CUDA GPU: GPU cells would run; "
+        "multi-GPU cells would skip.",
+        2: "On this described machine (SIMULATED), this PyTorch would use 2 CUDA GPUs: every chapter would "
+        "run its GPU and multi-GPU cells.",
+        8: "On this described machine (SIMULATED), this PyTorch would use 8 CUDA GPUs: every chapter would "
+        "run its GPU and multi-GPU cells.",
+    }[n]
     assert r.summary.startswith(expected), r.summary
     text = str(r)
     assert r.chapters and any(c.multigpu_cells for c in r.chapters)

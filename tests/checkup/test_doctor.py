@@ -1,6 +1,7 @@
 """The doctor on real processes: each finding fails in a Python that has the problem and passes in a clean one (one
 fresh interpreter per state: a started OpenMP pool or CUDA attempt cannot be undone), and the pure verdicts on states
 no CPU machine can reach (CUDA initialised, port 29500 held)."""
+
 from __future__ import annotations
 
 import json
@@ -11,9 +12,9 @@ import pytest
 
 from gpulab.checkup.doctor import Doctor, findings
 from gpulab.checkup.kernel_state import KernelState
-from gpulab.machine.cuda_start import CodeLine, CudaStart
 from gpulab.core.cuda_evidence import DriverAnswer
 from gpulab.machine.cuda import CudaState
+from gpulab.machine.cuda_start import CodeLine, CudaStart
 from tests import process_group
 
 STAGES = """\
@@ -50,8 +51,9 @@ def _stages(tmp_path, script: str = STAGES, **env: str) -> dict[str, list]:
     path = tmp_path / "learner.py"
     path.write_text(script)
     base = {k: v for k, v in os.environ.items() if k not in ("CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS")}
-    out = process_group.run([sys.executable, str(path)], capture_output=True, text=True, timeout=180,
-                            env={**base, **env}, cwd=str(tmp_path))
+    out = process_group.run(
+        [sys.executable, str(path)], capture_output=True, text=True, timeout=180, env={**base, **env}, cwd=str(tmp_path)
+    )
     assert out.returncode == 0, out.stderr
     return {line.split(" ", 1)[0]: json.loads(line.split(" ", 1)[1]) for line in out.stdout.splitlines()}
 
@@ -73,8 +75,12 @@ def test_each_finding_passes_in_a_clean_python_and_fails_once_its_problem_is_the
     assert not visible[0] and "at kernel start '0', now '2'" in visible[2]
     assert _by_what(stages["cuda"], "OpenMP threads: pool not started")[0]
 
-    for what in ("OpenMP threads: pool started", "start method", "Lightning ddp_notebook would hang",
-                  "accelerate notebook_launcher may hang"):
+    for what in (
+        "OpenMP threads: pool started",
+        "start method",
+        "Lightning ddp_notebook would hang",
+        "accelerate notebook_launcher may hang",
+    ):
         assert not _by_what(stages["openmp"], what)[0], what
     assert "OMP_NUM_THREADS=1" in _by_what(stages["openmp"], "OpenMP")[3]
 
@@ -85,7 +91,9 @@ def test_each_finding_passes_in_a_clean_python_and_fails_once_its_problem_is_the
 
 
 def test_a_reservation_that_cuda_visible_devices_does_not_use_fails_until_applied(tmp_path):
-    stages = _stages(tmp_path, f"""\
+    stages = _stages(
+        tmp_path,
+        f"""\
 import json, gpulab
 def report(stage):
     found = gpulab.doctor(reservations={str(tmp_path)!r}).findings
@@ -94,7 +102,9 @@ r = gpulab.reserve_gpus(1, reservations={str(tmp_path)!r})
 report("held")
 r.apply()
 report("applied")
-""", GPULAB_SIMULATE_GPUS="workshop-8")
+""",
+        GPULAB_SIMULATE_GPUS="workshop-8",
+    )
     reservation = _by_what(stages["held"], "GPU ")
     assert not reservation[0] and "reserved by this notebook, but not used" in reservation[1]
     assert "apply()" in reservation[3]
@@ -103,11 +113,25 @@ report("applied")
 
 def _state(**changes) -> KernelState:
     line = CodeLine("/tmp/ipykernel_1/5.py", 3, "<module>", "x = torch.ones(2).cuda()", cell=7)
-    base = dict(cuda=CudaState(True, False), visible_at_start=None, visible_now=None, start_method=None,
-                fork_available=True, torch_threads=2, extra_threads=0, process_group=None, ports=(), launch_port=None)
+    base = dict(
+        cuda=CudaState(True, False),
+        visible_at_start=None,
+        visible_now=None,
+        start_method=None,
+        fork_available=True,
+        torch_threads=2,
+        extra_threads=0,
+        process_group=None,
+        ports=(),
+        launch_port=None,
+    )
     if changes.pop("cuda_initialized", False):
-        base["cuda"] = CudaState(True, True, DriverAnswer.answered("/lib/libcuda.so.1", 0, 1),
-                                 CudaStart("torch.cuda._lazy_init", line, (line,)))
+        base["cuda"] = CudaState(
+            True,
+            True,
+            DriverAnswer.answered("/lib/libcuda.so.1", 0, 1),
+            CudaStart("torch.cuda._lazy_init", line, (line,)),
+        )
     return KernelState(**{**base, **changes})
 
 
@@ -124,18 +148,43 @@ def test_with_cuda_initialised_both_fork_launchers_refuse_and_the_line_is_quoted
 LOADED = DriverAnswer.answered("/usr/lib/libcuda.so.580.159.04", 3)  # after `import torch` on a GPU machine
 
 
-@pytest.mark.parametrize("driver, ok, what, says", [
-    (DriverAnswer.not_loaded(), True, "CUDA not started", "the CUDA driver (libcuda) is not loaded in this process"),
-    (LOADED, True, "CUDA not started", "loaded but not initialised (libcuda.so.580.159.04 answers "
-                                       "CUDA_ERROR_NOT_INITIALIZED (3)"),
-    (DriverAnswer.answered("/usr/lib/libcuda.so.1", 0, 1), False, "CUDA started in this kernel",
-     "The CUDA driver in this process says it has started"),
-    (DriverAnswer.unanswered("/usr/lib/libcuda.so.1", "OSError: gone"), None, "CUDA started in this kernel? cannot "
-     "tell", "the driver gave no clear answer (libcuda.so.1 is loaded but could not be asked (OSError: gone))"),
-    (DriverAnswer.unlisted("darwin"), None, "CUDA started in this kernel? cannot tell",
-     "it cannot ask the CUDA driver itself (not asked: gpulab finds the driver through /proc/self/maps, which macOS "
-     "lacks)"),
-], ids=["not loaded", "loaded, not initialised", "initialised", "no clear answer", "off Linux"])
+@pytest.mark.parametrize(
+    "driver, ok, what, says",
+    [
+        (
+            DriverAnswer.not_loaded(),
+            True,
+            "CUDA not started",
+            "the CUDA driver (libcuda) is not loaded in this process",
+        ),
+        (
+            LOADED,
+            True,
+            "CUDA not started",
+            "loaded but not initialised (libcuda.so.580.159.04 answers CUDA_ERROR_NOT_INITIALIZED (3)",
+        ),
+        (
+            DriverAnswer.answered("/usr/lib/libcuda.so.1", 0, 1),
+            False,
+            "CUDA started in this kernel",
+            "The CUDA driver in this process says it has started",
+        ),
+        (
+            DriverAnswer.unanswered("/usr/lib/libcuda.so.1", "OSError: gone"),
+            None,
+            "CUDA started in this kernel? cannot tell",
+            "the driver gave no clear answer (libcuda.so.1 is loaded but could not be asked (OSError: gone))",
+        ),
+        (
+            DriverAnswer.unlisted("darwin"),
+            None,
+            "CUDA started in this kernel? cannot tell",
+            "it cannot ask the CUDA driver itself (not asked: gpulab finds the driver through /proc/self/maps, which macOS "
+            "lacks)",
+        ),
+    ],
+    ids=["not loaded", "loaded, not initialised", "initialised", "no clear answer", "off Linux"],
+)
 def test_the_doctor_says_what_the_driver_says_and_no_more(driver, ok, what, says):
     d = Doctor(findings(_state(cuda=CudaState(True, False, driver))))
     finding = d.findings[0]
@@ -148,8 +197,9 @@ def test_the_doctor_says_what_the_driver_says_and_no_more(driver, ok, what, says
         assert "  ? CUDA started in this kernel? cannot tell" in str(d) and "      to be sure: if a cell" in str(d)
         assert "<b>to be sure:</b>" in d._repr_html_()
     else:
-        assert head == ("gpulab doctor: no problem in this kernel" if ok else "gpulab doctor: 2 problem(s) in this "
-                        "kernel")  # started, and so a fork is not safe
+        assert head == (
+            "gpulab doctor: no problem in this kernel" if ok else "gpulab doctor: 2 problem(s) in this kernel"
+        )  # started, and so a fork is not safe
 
 
 def test_a_failed_call_recorded_with_the_driver_loaded_is_a_start():
@@ -159,8 +209,9 @@ def test_a_failed_call_recorded_with_the_driver_loaded_is_a_start():
     asked = CudaStart("torch.cuda.is_available()", line, (line,), "torch.cuda.is_available() returned False")
     d = Doctor(findings(_state(cuda=CudaState(True, False, LOADED, asked))))
     assert not d.findings[0].ok and d.findings[0].what == "CUDA started in this kernel"
-    assert d.findings[0].meaning.startswith("A CUDA call has already reached the CUDA driver in this process and "
-                                            "failed")
+    assert d.findings[0].meaning.startswith(
+        "A CUDA call has already reached the CUDA driver in this process and failed"
+    )
     assert "cell [2], line 1: `torch.cuda.is_available()`" in d.findings[0].meaning
     cpu_build = Doctor(findings(_state(cuda=CudaState(True, False, LOADED, asked, torch_has_cuda=False))))
     assert cpu_build.findings[0].what == "CUDA asked for in this kernel"
@@ -169,8 +220,10 @@ def test_a_failed_call_recorded_with_the_driver_loaded_is_a_start():
 
 def test_a_changed_variable_is_judged_by_the_same_evidence():
     moved = dict(visible_at_start=None, visible_now="1")
-    assert Doctor(findings(_state(cuda=CudaState(True, False, LOADED), **moved))).finding("CUDA_VISIBLE_DEVICES").what \
+    assert (
+        Doctor(findings(_state(cuda=CudaState(True, False, LOADED), **moved))).finding("CUDA_VISIBLE_DEVICES").what
         == "CUDA_VISIBLE_DEVICES changed before CUDA started"
+    )
     unsure = Doctor(findings(_state(cuda=CudaState(True, False, DriverAnswer.unlisted("win32")), **moved)))
     finding = unsure.finding("CUDA_VISIBLE_DEVICES")
     assert finding.ok is None

@@ -4,6 +4,7 @@ The real failures behind the rules were seen on one H100 (``evidence/``, run of 
 whose model stayed on the CPU ("No backend type associated with device type cpu"), rank 1 told ``cuda:1`` on one GPU,
 and two 1-process torchrun nodes on one GPU both on ``cuda:0`` with NCCL, which refuses duplicate GPUs.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -80,12 +81,15 @@ def test_eight_ranks_two_of_them_sharing_a_gpu_are_refused_nccl_and_the_message_
         decide_rank_devices(gpus, nccl_available=True, requested="nccl")
 
 
-@pytest.mark.parametrize("gpus, world_size, nccl, why", [
-    (0, 2, True, "no rank has a CUDA GPU"),
-    (1, 2, True, "2 ranks but only 1 GPU(s), so rank 1 would have none"),
-    (2, 8, True, "8 ranks but only 2 GPU(s), so ranks 2, 3, 4, 5, … would have none"),
-    (8, 8, False, "this PyTorch has no NCCL"),
-])
+@pytest.mark.parametrize(
+    "gpus, world_size, nccl, why",
+    [
+        (0, 2, True, "no rank has a CUDA GPU"),
+        (1, 2, True, "2 ranks but only 1 GPU(s), so rank 1 would have none"),
+        (2, 8, True, "8 ranks but only 2 GPU(s), so ranks 2, 3, 4, 5, … would have none"),
+        (8, 8, False, "this PyTorch has no NCCL"),
+    ],
+)
 def test_the_reason_says_which_fact_ruled_nccl_out(gpus, world_size, nccl, why):
     assert why in decide_rank_devices(gpus_of_one_machine(world_size, gpus), nccl_available=nccl).reason
     with pytest.raises(ValueError, match=why.replace("(", r"\(").replace(")", r"\)")):

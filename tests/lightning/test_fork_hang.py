@@ -1,4 +1,5 @@
 """The fork/OpenMP hang, reproduced for real in fresh interpreters that are killed when they stall (never faked)."""
+
 from __future__ import annotations
 
 import sys
@@ -12,8 +13,11 @@ from gpulab.lightning.fork_hang import CAUSE, ENV_ONLY, FIX, TWO_THREADS, ForkVa
 
 
 def _leftovers() -> list[str]:
-    return [" ".join(p.info["cmdline"] or []) for p in psutil.process_iter(["cmdline"])
-            if "fork_fit_variants" in " ".join(p.info["cmdline"] or [])]
+    return [
+        " ".join(p.info["cmdline"] or [])
+        for p in psutil.process_iter(["cmdline"])
+        if "fork_fit_variants" in " ".join(p.info["cmdline"] or [])
+    ]
 
 
 @pytest.mark.slow  # two of its four interpreters hang on purpose and are killed after 10 s without output each: 31 s
@@ -37,11 +41,18 @@ def test_an_interpreter_that_cannot_start_is_reported_as_failed(monkeypatch):
     assert "failed: no output" in str(experiment)
 
 
-@pytest.mark.parametrize("kwargs, error, match", [
-    ({"fit_threads": 0}, ValueError, r"fit_threads=0: fit_threads \(a number of threads\) must be a whole number ≥ 1"),
-    ({"work_threads": True}, TypeError, "work_threads=True is a bool"),
-    ({"omp_num_threads": 0}, ValueError, "omp_num_threads=0"),
-])
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        (
+            {"fit_threads": 0},
+            ValueError,
+            r"fit_threads=0: fit_threads \(a number of threads\) must be a whole number ≥ 1",
+        ),
+        ({"work_threads": True}, TypeError, "work_threads=True is a bool"),
+        ({"omp_num_threads": 0}, ValueError, "omp_num_threads=0"),
+    ],
+)
 def test_bad_variants_are_refused(kwargs, error, match):
     with pytest.raises(error, match=match):
         ForkVariant(**({"label": "x", "omp_num_threads": 1, "fit_threads": 1} | kwargs))

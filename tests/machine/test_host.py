@@ -1,4 +1,5 @@
 """Host readings: cgroup v1/v2 memory and CPU limits, and the process handle after a fork."""
+
 from __future__ import annotations
 
 import math
@@ -40,8 +41,9 @@ def test_host_readings_are_this_machine_s():
     quota = host.cgroup_cpu_limit()
     cores = len(os.sched_getaffinity(0))
     assert info.usable_cores == (cores if quota is None else max(1, min(cores, math.ceil(quota))))
-    assert info.memory_limit_bytes == min(info.cgroup_memory_limit_bytes or info.memory_total_bytes,
-                                          info.memory_total_bytes)
+    assert info.memory_limit_bytes == min(
+        info.cgroup_memory_limit_bytes or info.memory_total_bytes, info.memory_total_bytes
+    )
 
 
 def test_the_process_memory_reading_follows_an_allocation():

@@ -1,4 +1,5 @@
 """The monitor's ring buffer: fixed memory, oldest rows overwritten in order, peaks kept for the whole run."""
+
 from __future__ import annotations
 
 import math

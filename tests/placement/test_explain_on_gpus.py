@@ -5,6 +5,7 @@ CUDA_VISIBLE_DEVICES / CUDA_DEVICE_ORDER values, and the physical GPU of each st
 the one explain() predicts from NVML's view of the same machine. Here: the corpus and the comparison are checked, and
 the no-GPU predictions are run against PyTorch for real.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -14,9 +15,7 @@ from gpulab.machine.simulated import SimulatedGpuReader
 from gpulab.placement.device_rules import explain
 from gpulab.testing import requires_gpus
 
-from .explain_evidence import (CHAPTER_02, COUNTS_PROPERTY, KINDS, corpus, corpus_counts, disagreements, run,
-                               statements)
-
+from .explain_evidence import CHAPTER_02, COUNTS_PROPERTY, KINDS, corpus, corpus_counts, disagreements, run, statements
 
 NO_GPU = SimulatedGpuReader(None)  # a machine with no GPU, as explain() is asked about it
 
@@ -70,12 +69,21 @@ def test_agreement_and_each_kind_of_disagreement_are_told_apart():
     gpus = _gpus("kaggle-2xT4")
     e = explain("torch.cuda.set_device(1)\ny = x.cuda()\nz = x.cuda(0)\nw = x.cuda(5)", "kaggle-2xT4", {})
     u0, u1 = gpus[0].uuid, gpus[1].uuid
-    real = [{"state": True, "devices": [u1]}, {"devices": [u1]}, {"devices": [u0]},
-            {"error": "AcceleratorError: CUDA error: invalid device ordinal"}]
+    real = [
+        {"state": True, "devices": [u1]},
+        {"devices": [u1]},
+        {"devices": [u0]},
+        {"error": "AcceleratorError: CUDA error: invalid device ordinal"},
+    ]
     assert disagreements(e, real) == []
     wrong_gpu = [real[0], {"devices": [u0]}, *real[2:]]
-    assert disagreements(e, wrong_gpu) == [f"statement 2 `{e.steps[1].code}`: predicted ['{u1}'], PyTorch used ['{u0}']"]
-    assert "predicted no error, PyTorch raised RuntimeError: boom" in disagreements(e, [{"error": "RuntimeError: boom"}])[0]
+    assert disagreements(e, wrong_gpu) == [
+        f"statement 2 `{e.steps[1].code}`: predicted ['{u1}'], PyTorch used ['{u0}']"
+    ]
+    assert (
+        "predicted no error, PyTorch raised RuntimeError: boom"
+        in disagreements(e, [{"error": "RuntimeError: boom"}])[0]
+    )
     assert "PyTorch raised nothing" in disagreements(e, [*real[:3], {"devices": [u0]}])[0]
     assert "IndexError" in disagreements(e, [*real[:3], {"error": "IndexError: invalid device ordinal"}])[0]
     assert disagreements(e, real[:2])[-1] == "PyTorch ran 2 statement(s) where 4 were predicted"
@@ -95,16 +103,23 @@ def test_a_prediction_s_message_must_start_pytorch_s_first_line():
 # run; evidence/2026-11-26-h100-80gb-hbm3.json): 45 snippets raised AcceleratorError, 9 under '0,0' the driver's 101.
 H100_RAISED = {
     ("", "y = x.cuda(1)"): ["AcceleratorError: CUDA error: invalid device ordinal"],
-    ("0", "torch.cuda.set_device(1)\ny = x.cuda()\nz = x.cuda(0)"): ["AcceleratorError: CUDA error: invalid device "
-                                                                     "ordinal"],
-    ("", "torch.set_default_device('cuda:1')\ny = torch.ones(2)"): [None, "AcceleratorError: CUDA error: invalid "
-                                                                    "device ordinal"],
-    ("0,0", "y = x.cuda(0)"): ["RuntimeError: Unexpected error from cudaGetDeviceCount(). Did you run some cuda "
-                               "functions before calling NumCudaDevices() that might have already set an error? Error "
-                               "101: invalid device ordinal"],
+    ("0", "torch.cuda.set_device(1)\ny = x.cuda()\nz = x.cuda(0)"): [
+        "AcceleratorError: CUDA error: invalid device ordinal"
+    ],
+    ("", "torch.set_default_device('cuda:1')\ny = torch.ones(2)"): [
+        None,
+        "AcceleratorError: CUDA error: invalid device ordinal",
+    ],
+    ("0,0", "y = x.cuda(0)"): [
+        "RuntimeError: Unexpected error from cudaGetDeviceCount(). Did you run some cuda "
+        "functions before calling NumCudaDevices() that might have already set an error? Error "
+        "101: invalid device ordinal"
+    ],
     ("0,0", "with torch.device('cuda:0'):\n    y = torch.zeros(2)\nz = torch.zeros(2)"): [
-        None, "RuntimeError: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before "
-              "calling NumCudaDevices() that might have already set an error? Error 101: invalid device ordinal"],
+        None,
+        "RuntimeError: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before "
+        "calling NumCudaDevices() that might have already set an error? Error 101: invalid device ordinal",
+    ],
 }
 
 

@@ -1,4 +1,5 @@
 """The GPU picker with real ipywidgets (no frontend needed): rows, selection, live mapping, apply, no-GPU view."""
+
 from __future__ import annotations
 
 import os
@@ -7,21 +8,21 @@ import sys
 import ipywidgets as w
 import pytest
 
-from gpulab.placement import setter
 from gpulab.machine.cuda import CudaState
-from gpulab.placement.setter import patched_environ
+from gpulab.machine.simulated import SimulatedGpuReader
+from gpulab.placement import setter
 from gpulab.placement.picker import GpuPicker, parse_pick
 from gpulab.placement.reservation import reserve_gpus
 from gpulab.placement.selection import NoFreeGpu, rank_gpus
-from gpulab.machine.simulated import SimulatedGpuReader
-from tests.placement.other_kernel import held_elsewhere
+from gpulab.placement.setter import patched_environ
 from tests import process_group
-
+from tests.placement.other_kernel import held_elsewhere
 
 
 def _texts(picker: GpuPicker) -> str:
-    return " ".join(c.value for row in picker.rows_box.children for c in getattr(row, "children", [row])
-                    if isinstance(c, w.HTML))
+    return " ".join(
+        c.value for row in picker.rows_box.children for c in getattr(row, "children", [row]) if isinstance(c, w.HTML)
+    )
 
 
 def test_one_row_per_gpu_with_memory_bar_utilisation_and_users(tmp_path):
@@ -33,8 +34,9 @@ def test_one_row_per_gpu_with_memory_bar_utilisation_and_users(tmp_path):
     text = _texts(picker)
     assert "NVIDIA A100-SXM4-40GB" in text and "97 %" in text and "pid 31000 python" in text and "no process" in text
     assert "SIMULATED machine" in picker.widget.children[0].value
-    assert [c.value for c in picker.header.children] == [f"<b>{h}</b>" for h in
-                                                          ("GPU", "model", "memory", "utilisation", "in use by")]
+    assert [c.value for c in picker.header.children] == [
+        f"<b>{h}</b>" for h in ("GPU", "model", "memory", "utilisation", "in use by")
+    ]
 
 
 def test_bar_colour_and_badge_follow_the_free_rule_that_pick_free_applies():

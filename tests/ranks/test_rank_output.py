@@ -1,4 +1,5 @@
 """The output relay, on log files this test writes as a rank would (bytes, partial lines, progress bars)."""
+
 from __future__ import annotations
 
 import io
@@ -57,6 +58,8 @@ def test_the_logs_spec_tells_elastic_fixed_paths_and_the_error_file_variable(tmp
     logs = RankLogs(str(tmp_path))
     envs = {0: {}, 1: {}}
     dest = logs.reify(envs)
-    assert dest.stdouts[1] == str(tmp_path / "1" / "stdout.log") and dest.stderrs[0] == str(tmp_path / "0" / "stderr.log")
+    assert dest.stdouts[1] == str(tmp_path / "1" / "stdout.log") and dest.stderrs[0] == str(
+        tmp_path / "0" / "stderr.log"
+    )
     assert envs[1]["TORCHELASTIC_ERROR_FILE"] == dest.error_files[1] == str(tmp_path / "1" / "error.json")
     assert logs.root_log_dir == str(tmp_path) and (tmp_path / "1").is_dir()

@@ -1,5 +1,6 @@
 """Every GPU figure carries its source, every line is labelled a prediction, and the predictions behave as the
 physics says (more work per step: closer to N×; a slower link: a lower speed-up)."""
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -35,8 +36,9 @@ def test_predictions_rise_with_the_batch_and_fall_with_a_slower_link():
     assert t4 < 1 < a100  # a 12.6 MB all-reduce of a small batch: PCIe loses, NVLink pays
 
 
-@pytest.mark.parametrize("name, card", [("Tesla T4", "T4"), ("NVIDIA A100-SXM4-80GB", "A100"),
-                                        ("NVIDIA H100 80GB HBM3", "H100")])
+@pytest.mark.parametrize(
+    "name, card", [("Tesla T4", "T4"), ("NVIDIA A100-SXM4-80GB", "A100"), ("NVIDIA H100 80GB HBM3", "H100")]
+)
 def test_a_card_is_matched_to_its_published_setup_at_two_gpus(name, card):
     setup = setup_for(name)
     assert setup is not None and setup.n_gpus == 2 and name in setup.name and card in setup.name

@@ -5,6 +5,7 @@ scratch folder and the GPUs at a described machine (``GPULAB_SIMULATE_GPUS``), a
 jupyter_client's ``AsyncKernelManager``. Every kernel's process group is killed at the end (jupyter_client starts
 each kernel in a session of its own, as ``tests/process_group.py`` does for the tests' own subprocesses).
 """
+
 from __future__ import annotations
 
 import asyncio
