@@ -11,8 +11,6 @@ Taught in ``notebooks/05_live_monitor.ipynb``; used by chapters 00–02.
 
 from __future__ import annotations
 
-import csv
-import math
 import sys
 import time
 import warnings
@@ -20,16 +18,15 @@ from collections.abc import Callable, Iterable, Sequence
 from os import PathLike
 from typing import Any
 
-import numpy as np
 
 from ..core.arguments import shown, whole_number
-from ..core.readings import Unavailable
 from ..core.renamed import renamed_keywords
 from ..machine.nvml import GpuReader
 from .frontend import frontend_available
 from .options import validated_options
 from .ring_buffer import History
 from .sampler import Progress, Sampler
+from .readout import records, summarise, write_csv
 from .summary import MonitorSummary, PeakMemory
 from .watched import Watched
 
@@ -252,73 +249,16 @@ class Monitor:
     def summary(self) -> MonitorSummary:
         """What the run used at its peak (host, this process, each GPU) and how fast it went, as far as it was
         reported."""
-        h, s = self.history, self._sampler
-        samples, steps, step_time = self._progress.state
         end = self._stopped_at if self._stopped_at is not None else self._clock()
-        never = Unavailable("no step was reported: use mon.step(samples=...) or mon.wrap(loader)")
-        peaks = [
-            PeakMemory(
-                "host", "RAM used (cgroup-aware)", h.peak("host_memory_used_bytes"), h.last("host_memory_limit_bytes")
-            ),
-            PeakMemory("this process", "resident memory (RSS)", h.peak("process_rss_bytes"), math.nan),
-        ]
-        peaks += [
-            PeakMemory(
-                f"GPU {k}",
-                "used, all processes (NVML)",
-                h.peak(f"gpu{k}_memory_used_bytes"),
-                h.peak(f"gpu{k}_memory_total_bytes"),
-            )
-            for k in s.gpus
-        ]
-        for j in range(s.cuda_devices):
-            peaks += [
-                PeakMemory(f"cuda:{j}", f"{what} by this process (torch)", h.peak(f"cuda{j}_{what}_bytes"), math.nan)
-                for what in ("allocated", "reserved")
-            ]
-        return MonitorSummary(
-            title=self.title,
-            duration_s=end - s.t0,
-            readings=h.appended,
-            interval_s=s.interval_s,
-            missed_deadlines=s.missed_deadlines,
-            reading_cost_s=s.busy_s / max(h.appended, 1),
-            samples_total=samples,
-            steps_total=steps,
-            mean_samples_per_s=samples / step_time if steps and step_time > 0 else never,
-            mean_step_time_s=step_time / steps if steps else never,
-            mean_cpu_percent=h.nanmean("host_cpu_percent"),
-            mean_process_cpu_percent=h.nanmean("process_cpu_percent"),
-            mean_gpu_utilization_percent=tuple((k, h.nanmean(f"gpu{k}_utilization_percent")) for k in s.gpus),
-            peaks=tuple(peaks),
-            marks=tuple(self.marks),
-            missing=tuple(s.missing),
-            ended_by=self._ended_by,
-            simulated_gpus=bool(getattr(s.reader, "simulated", False)) and bool(s.gpus),
-        )
+        return summarise(self.title, self.history, self._sampler, self._progress.state, end, self.marks, self._ended_by)
 
     def records(self) -> list[dict[str, Any]]:
         """One dict per reading: ``elapsed_s``, every column (NaN = not readable), ``marks`` made since the last one."""
-        t, data = self.history.snapshot()
-        labels = [""] * len(t)
-        for when, label in self.marks:
-            i = min(int(np.searchsorted(t, when, side="left")), len(t) - 1)
-            if i >= 0:
-                labels[i] = f"{labels[i]}; {label}" if labels[i] else label
-        cols = self.history.columns
-        return [
-            {"elapsed_s": float(t[i]), **{c: float(v) for c, v in zip(cols, data[i])}, "marks": labels[i]}
-            for i in range(len(t))
-        ]
+        return records(self.history, self.marks)
 
     def to_csv(self, path: str | PathLike[str]) -> None:
         """Write ``records()`` as CSV (empty cell = not readable); ``pandas.read_csv`` reads it back."""
-        rows = self.records()
-        with open(path, "w", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=["elapsed_s", *self.history.columns, "marks"])
-            writer.writeheader()
-            for row in rows:
-                writer.writerow({k: "" if isinstance(v, float) and math.isnan(v) else v for k, v in row.items()})
+        write_csv(path, self.records(), self.history.columns)
 
     def _build_figure(self) -> Any:
         if self._figure is None:

@@ -12,15 +12,14 @@ from __future__ import annotations
 import dataclasses
 import html
 import os
-import textwrap
 from collections.abc import Mapping, Sequence
 
 import ipywidgets as w
 
-from ..core.arguments import environment, index_list, is_whole_number, path_or_none, shown, whole_number
+from ..core.arguments import environment, index_list, path_or_none, shown, whole_number
 from ..core.readings import GpuInfo, is_known
 from ..core.renamed import renamed_keywords
-from ..core.tables import html_with_code, text_table
+from ..core.tables import html_with_code
 from ..core.visible import VisibleMap, visible_map
 from ..core.visible_text import VisibleSpec, parse_visible_devices
 from ..core.widget_view import widget_bundle
@@ -35,10 +34,12 @@ from .picker_text import (
     memory_text,
     not_free_warning,
     parse_pick,
+    starting_pick,
+    text_form,
     utilisation_text,
     who_uses,
 )
-from .selection import NoFreeGpu, Policy, choose_gpus, rank_gpus, validated_policy
+from .selection import NoFreeGpu, Policy, choose_up_to, rank_gpus, validated_policy
 from .setter import CudaAlreadyStarted, write_visible_devices
 
 __all__ = ["GpuPicker", "parse_pick"]
@@ -69,19 +70,7 @@ class GpuPicker:
                 f"this_kernel={shown(this_kernel)}: this_kernel takes True, False or None (the default: "
                 "True for this machine, False for a described one)."
             )
-        start = selected if selected is not None else os.environ.get(PICK_ENV)
-        if is_whole_number(start):
-            raise TypeError(
-                f"selected={start} is ambiguous: for physical GPU {start} write selected=[{start}]; for "
-                f'{start} free GPU(s) write selected="free:{start}".'
-            )
-        pick = (
-            parse_pick(start)
-            if isinstance(start, str)
-            else None
-            if start is None
-            else index_list(start, "selected", example='[2, 3] or "free:2"')
-        )
+        pick = starting_pick(selected if selected is not None else os.environ.get(PICK_ENV))
         # A simulated machine is not this kernel's: apply() only shows the value there, unless told otherwise.
         self.simulated = bool(getattr(self.reader, "simulated", False))
         self.this_kernel = (not self.simulated) if this_kernel is None else this_kernel
@@ -225,7 +214,8 @@ class GpuPicker:
 
     @property
     def value(self) -> str:
-        """The ``CUDA_VISIBLE_DEVICES`` value for the selection (physical indices, with ``CUDA_DEVICE_ORDER=PCI_BUS_ID``)."""
+        """The ``CUDA_VISIBLE_DEVICES`` value for the selection: physical indices, as read with
+        ``CUDA_DEVICE_ORDER=PCI_BUS_ID``."""
         return ",".join(map(str, self._order))
 
     @property
@@ -261,25 +251,10 @@ class GpuPicker:
         was passed over) only when none is free. Returns the GPUs ticked.
         """
         n = whole_number(n, "n", minimum=1, example="pick_free(2)")
-        try:
-            choice = choose_gpus(n, self.gpus, self.policy, taken=self._taken, allowed=self._allowed)
-        except NoFreeGpu as exc:
-            pool = [g for g in self.gpus if g.physical_index in self._allowed]
-            free = [v for v in rank_gpus(pool, self.policy, taken=self._taken) if v.free]
-            if not free:
-                raise
-            self.select([v.gpu.physical_index for v in free])
-            reasons = "\n".join(
-                line for line in str(exc).splitlines()[1:] if line.startswith("  ") and ": free:" not in line
-            )
-            self._say(
-                f"Asked for {n} free GPU(s) but only {len(free)} {'is' if len(free) == 1 else 'are'} free, so "
-                f"GPU {', '.join(str(v.gpu.physical_index) for v in free)} {'is' if len(free) == 1 else 'are'} "
-                f"ticked. Passed over:\n{reasons}",
-                ok=None,
-            )
-            return self.selected
-        self.select(choice.physical_indices)
+        chosen, fewer = choose_up_to(n, self.gpus, self.policy, taken=self._taken, allowed=self._allowed)
+        self.select(chosen)
+        if fewer:
+            self._say(fewer, ok=None)
         return self.selected
 
     def apply(self) -> VisibleSpec:
@@ -297,7 +272,10 @@ class GpuPicker:
             )
             return parse_visible_devices(self.value)
         spec, unsure = write_visible_devices(self.value, "PCI_BUS_ID")  # unsure: could not verify, and why
-        done = f"Set CUDA_VISIBLE_DEVICES={self.value}, CUDA_DEVICE_ORDER=PCI_BUS_ID here; processes it starts inherit them."
+        done = (
+            f"Set CUDA_VISIBLE_DEVICES={self.value}, CUDA_DEVICE_ORDER=PCI_BUS_ID here; "
+            "processes it starts inherit them."
+        )
         self._say(unsure[:1].upper() + unsure[1:] if unsure else done, ok=not unsure or None)
         return spec
 
@@ -344,25 +322,11 @@ class GpuPicker:
         head = f"{label}{len(self.gpus)} GPU(s); selected: {', '.join(map(str, self._order)) or 'none'}"
         if not self.gpus:
             return "\n".join([head] + [f"  {line}".replace("`", "") for line in self._cpu_lines()])
-        rows = [
-            [
-                f"{g.physical_index} [{self.state(g.physical_index)}]",
-                g.name,
-                memory_text(g),
-                utilisation_text(g),
-                self._who(g),
-            ]
-            for g in self.gpus
-        ]
-        lines = [
-            head,
-            text_table(HEADER, rows, indent="  "),
-            textwrap.fill(self.rule(), 110, initial_indent="  ", subsequent_indent="  "),
-        ]
-        if self._order:
-            mapping = dataclasses.replace(self.mapping.table(), title=self.mapping.environment_line())
-            lines += [str(mapping), *(f"  ⚠ {w}" for w in self.warnings())]
-        return "\n".join(lines)
+        rows = [[g, self.state(g.physical_index), self._who(g)] for g in self.gpus]
+        mapping = (
+            dataclasses.replace(self.mapping.table(), title=self.mapping.environment_line()) if self._order else ""
+        )
+        return text_form(head, rows, self.rule(), str(mapping), self.warnings())
 
     def _repr_mimebundle_(self, **kwargs: object) -> dict:
         return widget_bundle(self.widget.model_id, str(self))  # not the widget's own: ipywidgets 7 has none

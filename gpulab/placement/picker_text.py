@@ -7,7 +7,12 @@ here too: it is text a person writes.
 
 from __future__ import annotations
 
+import textwrap
+from collections.abc import Sequence
+
+from ..core.arguments import index_list, is_whole_number
 from ..core.readings import GpuInfo, Unavailable, is_known
+from ..core.tables import text_table
 from ..core.units import format_bytes
 from ..machine.host import host_info
 from .selection import Policy
@@ -107,3 +112,34 @@ def utilisation_text(g: GpuInfo) -> str:
     """``"37 %"``; ``"N/A (MIG)"`` for a GPU in MIG mode, which reports no whole-GPU utilisation."""
     u = g.utilization_gpu_percent
     return "N/A (MIG)" if g.mig_enabled is True else f"{u} %" if is_known(u) else str(u)
+
+
+def starting_pick(start: object) -> tuple[int, ...] | int | None:
+    """The picker's starting selection from ``selected=`` (or ``GPULAB_PICK_GPUS``): physical GPUs in order, a
+    number of free GPUs to pick, or None. A bare number is refused: it could mean either."""
+    if is_whole_number(start):
+        raise TypeError(
+            f"selected={start} is ambiguous: for physical GPU {start} write selected=[{start}]; for "
+            f'{start} free GPU(s) write selected="free:{start}".'
+        )
+    if start is None:
+        return None
+    if isinstance(start, str):
+        return parse_pick(start)
+    return index_list(start, "selected", example='[2, 3] or "free:2"')
+
+
+def text_form(head: str, rows: Sequence[tuple[GpuInfo, str, str]], rule: str, mapping: str, warnings: list[str]) -> str:
+    """The picker as text: ``head``, one row per GPU (the GPU, its badge, who uses it) under the widget's header, the
+    free rule, then the selection's ``mapping`` and its ``warnings`` (when something is selected)."""
+    table = [
+        [f"{g.physical_index} [{state}]", g.name, memory_text(g), utilisation_text(g), who] for g, state, who in rows
+    ]
+    lines = [
+        head,
+        text_table(HEADER, table, indent="  "),
+        textwrap.fill(rule, 110, initial_indent="  ", subsequent_indent="  "),
+    ]
+    if mapping:
+        lines += [mapping, *(f"  ⚠ {w}" for w in warnings)]
+    return "\n".join(lines)

@@ -17,7 +17,7 @@ from ..core.renamed import renamed_keywords
 from ..core.tables import Table, TableView
 from ..core.units import format_bytes
 
-__all__ = ["Policy", "Verdict", "Choice", "NoFreeGpu", "rank_gpus", "choose_gpus", "validated_policy"]
+__all__ = ["Policy", "Verdict", "Choice", "NoFreeGpu", "rank_gpus", "choose_gpus", "choose_up_to", "validated_policy"]
 
 
 @dataclass(frozen=True)
@@ -226,3 +226,29 @@ def choose_gpus(
             "Policy(max_memory_used_fraction=0.5)) if sharing a GPU is acceptable."
         )
     return Choice(tuple(free[:n]), ranking)
+
+
+def choose_up_to(
+    n: int,
+    gpus: Sequence[GpuInfo],
+    policy: Policy | None = None,
+    *,
+    taken: Mapping[str, str] | None = None,
+    allowed: Collection[int] | None = None,
+) -> tuple[tuple[int, ...], str]:
+    """The picker's "Pick N free": the ``n`` best free GPUs, or, where fewer are free, all that are, with a sentence
+    saying so and why each other GPU was passed over ("" when ``n`` were found). ``NoFreeGpu`` when none is free."""
+    try:
+        return choose_gpus(n, gpus, policy, taken=taken, allowed=allowed).physical_indices, ""
+    except NoFreeGpu as exc:
+        pool = [g for g in gpus if allowed is None or g.physical_index in allowed]
+        free = [v.gpu.physical_index for v in rank_gpus(pool, policy, taken=taken) if v.free]
+        if not free:
+            raise
+        lines = str(exc).splitlines()[1:]
+        reasons = "\n".join(line for line in lines if line.startswith("  ") and ": free:" not in line)
+        verb = "is" if len(free) == 1 else "are"
+        return tuple(free), (
+            f"Asked for {n} free GPU(s) but only {len(free)} {verb} free, so GPU {', '.join(map(str, free))} {verb} "
+            f"ticked. Passed over:\n{reasons}"
+        )

@@ -1,8 +1,9 @@
 """Chapter 02: CUDA_VISIBLE_DEVICES set after CUDA has started, and the line that started it.
 
-``python scripts/late_visible_devices.py``. On a GPU machine line 17 starts CUDA and ``set_visible_devices`` refuses,
-naming that line. On a machine without a GPU the same line tries to start CUDA and fails; gpulab records the attempt
-all the same, and the script prints the refusal a GPU machine gives, built from that record and labelled as such.
+``python scripts/late_visible_devices.py``. On a GPU machine the line marked "CUDA starts here" starts CUDA and
+``set_visible_devices`` refuses, naming that line. On a machine without a GPU the same line tries to start CUDA and
+fails; gpulab records the attempt all the same, and the script prints the refusal a GPU machine gives, built from that
+record and labelled as such.
 """
 
 from dataclasses import replace

@@ -13,7 +13,9 @@ import pytest
 from tests import process_group
 
 ROOT = Path(__file__).resolve().parents[2]
-LINE = "late_visible_devices.py, line 17: `x = torch.ones(2).cuda()  # CUDA starts here`"
+SCRIPT = Path(__file__).resolve().parents[2] / "notebooks" / "scripts" / "late_visible_devices.py"
+_AT = next(i for i, line in enumerate(SCRIPT.read_text().splitlines(), 1) if "# CUDA starts here" in line)
+LINE = f"late_visible_devices.py, line {_AT}: `x = torch.ones(2).cuda()  # CUDA starts here`"
 
 
 def _run() -> str:
