@@ -1,8 +1,8 @@
 """The arguments of a device call, read without running the code: what ``explain()`` knows of a statement.
 
-A literal, a name assigned above, a ``torch.<dtype>``, or a ``torch.device(...)`` (built by PyTorch itself, so an invalid
-string gives PyTorch's own message); anything else is carried along as ``Opaque``. Kept apart from ``explain.py``,
-which follows the current device through the statements.
+A literal, a name assigned above, a ``torch.<dtype>``, or a ``torch.device(...)`` (built by PyTorch itself, so an
+invalid string gives PyTorch's own message); anything else is carried along as ``Opaque``. Kept apart from
+``device_rules.py``, which follows the current device through the statements.
 """
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ from ..machine.nvml import GpuReader
 from ..machine.resolve import as_reader
 from .code_values import Opaque, cuda_index, name_of, target_of, value_of
 from .cuda_errors import invalid_ordinal, no_gpu_error
+from .dataparallel_rule import dataparallel_step
 from .explanation import Explanation, Step
 
 __all__ = ["Step", "Explanation", "explain", "CannotExplain"]
@@ -170,7 +171,7 @@ class _Walker:
                         code,
                         "nn.DataParallel(model, device_ids=[0, 1])",
                     )
-                return self._dataparallel(code, args, kw)
+                return dataparallel_step(self, code, args, kw)
             if last == "cuda":
                 dev = self._known(args[0] if args else kw.get("device"), code, "x.cuda(1)")
                 return self._move(code, dev, cuda_only=True)
@@ -201,8 +202,8 @@ class _Walker:
                 error=f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0]}",
             )
         raise CannotExplain(
-            f"explain() does not know {name if len(name) <= 40 else name[:39] + '…'}(…); it reads .cuda, .to, set_device, "
-            "torch.cuda.device, torch.device, set_default_device, torch.accelerator.set_device_index, "
+            f"explain() does not know {name if len(name) <= 40 else name[:39] + '…'}(…); it reads .cuda, .to, "
+            "set_device, torch.cuda.device, torch.device, set_default_device, torch.accelerator.set_device_index, "
             "tensor factories and DataParallel."
         )
 
@@ -245,47 +246,6 @@ class _Walker:
         return Step(
             code, f"{step.sentence} PyTorch accepts the name; the first tensor created there raises {step.error}."
         )
-
-    def _dataparallel(self, code: str, args: list[Any], kw: dict[str, Any]) -> Step:
-        ids = kw.get("device_ids", args[1] if len(args) > 1 else None)
-        if no_gpu_error(self.vmap, self.has_gpus):
-            empty = ids is not None and not list(ids)
-            return self._cpu(
-                code,
-                "with no usable GPU, DataParallel silently wraps nothing: the model stays where it "
-                "is and runs on one device (PyTorch gives no warning)."
-                + (
-                    " On a machine with a GPU this line raises IndexError: list index out of range "
-                    "(DataParallel reads device_ids[0], and device_ids=[] names no GPU)."
-                    if empty
-                    else ""
-                ),
-            )
-        if ids is None:
-            ids = list(range(len(self.vmap.devices)))
-            why = "device_ids defaults to every visible GPU"
-        else:
-            ids = [cuda_index(i) for i in ids]
-            why = f"device_ids={ids}"
-        if not ids:  # PyTorch reads device_ids[0] for the model's GPU
-            return Step(
-                code,
-                "device_ids=[] names no GPU: DataParallel takes device_ids[0] as the GPU the model "
-                "lives on, and there is none. Leave device_ids out to use every visible GPU, or name "
-                "them: device_ids=[0, 1].",
-                error="IndexError: list index out of range",
-            )
-        out = kw.get("output_device", args[2] if len(args) > 2 else None)
-        out = ids[0] if out is None else cuda_index(out)
-        step = self._on(
-            code,
-            ids,
-            f"{why}; the model must already be on cuda:{ids[0]} (device_ids[0]), is copied to "
-            f"the others every forward, and outputs are gathered on cuda:{out}",
-        )
-        if step.error == self.invalid_ordinal:  # DataParallel checks the ids itself first
-            step = Step(step.code, step.sentence, error="AssertionError: Invalid device id")
-        return step
 
 
 def _why_none(vmap: VisibleMap) -> str:

@@ -160,11 +160,12 @@ def reserve_gpus(
     """Pick ``n`` free GPUs and hold them against every other process on this machine.
 
     Candidates are the GPUs this process may use (those ``CUDA_VISIBLE_DEVICES`` allows, if set), read through
-    ``machine`` (default: NVML, or ``GPULAB_SIMULATE_GPUS``; or a preset name such as ``"workshop-8"``); ``policy`` says what free means. GPUs reserved by others
-    are passed over. With ``wait_s`` it retries every ``poll_s`` seconds until then; otherwise, or after that,
-    ``NoFreeGpu`` says why each GPU was passed over. ``details`` (short strings: kernel id, notebook, the user a server
-    was started for) are written into the reservation for ``watch`` and the picker to show. Free GPUs whose UUID is in
-    ``prefer`` are picked first (a restarted kernel gets its GPUs back). Nothing here creates a CUDA context.
+    ``machine`` (default: NVML, or ``GPULAB_SIMULATE_GPUS``; or a preset name such as ``"workshop-8"``); ``policy`` says
+    what free means. GPUs reserved by others are passed over. With ``wait_s`` it retries every ``poll_s`` seconds until
+    then; otherwise, or after that, ``NoFreeGpu`` says why each GPU was passed over. ``details`` (short strings: kernel
+    id, notebook, the user a server was started for) are written into the reservation for ``watch`` and the picker to
+    show. Free GPUs whose UUID is in ``prefer`` are picked first (a restarted kernel gets its GPUs back). Nothing here
+    creates a CUDA context.
     """
     require_flock()  # on Windows, refuse before touching any directory
     n = whole_number(n, "n", minimum=1, example="reserve_gpus(2) for two GPUs")
