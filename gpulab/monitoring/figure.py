@@ -21,7 +21,7 @@ from matplotlib.ticker import FuncFormatter
 from ..core.units import format_bytes
 from .blit import BlitFigure
 from .decimate import envelope
-from .limits import grow_limit
+from .limits import fitted_limits, grow_limit, live_limits
 from .panels import (
     MANY_GPUS,
     change_since_start,
@@ -87,7 +87,7 @@ class MonitorFigure(BlitFigure):
         self._marks: list[Any] = []
         self._marks_key: tuple = ()
         self._last_marks: list[tuple[float, str]] = []
-        self._live_top: dict[str, tuple[float, float]] = {}
+        self._live_limits: dict[str, tuple[float, float]] = {}
         self._span = 0.0  # how long the run drawn is (sizes the speed average)
         self._live_end = 10.0  # the live time axis: the first 10 s fill it from the left, then it grows in steps
         self._reset_background()
@@ -284,14 +284,11 @@ class MonitorFigure(BlitFigure):
             high = max(high, low + MIN_MEMORY_SPAN)
         room = 1.35 if (marks and name == self.panels[0]) else 1.0  # the top panel carries the mark labels
         if stepped:
-            top, bottom = self._live_top.get(name, (0.0, 0.0))
-            top = grow_limit(top, high * room, headroom=1.5 if name == "speed" else 1.25)
-            bottom = -grow_limit(-bottom, -low, headroom=1.25) if low < 0 else bottom
-            self._live_top[name] = (top, bottom)
-            ax.set_ylim(bottom, top)
+            headroom = 1.5 if name == "speed" else 1.25
+            self._live_limits[name] = live_limits(low, high * room, self._live_limits.get(name), headroom=headroom)
+            ax.set_ylim(*self._live_limits[name])
         else:
-            span = (high - low) or 1.0
-            ax.set_ylim(low - (0.06 * span if low < 0 else 0.0), high + 0.08 * span + (room - 1.0) * span)
+            ax.set_ylim(*fitted_limits(low, high, room))
 
     def _place_marks(self, marks: Sequence[tuple[float, str]]) -> None:
         """Faint lines at every mark on every panel; labels on the top panel, thinned so that none overlap."""

@@ -18,15 +18,14 @@ from collections.abc import Callable, Iterable, Sequence
 from os import PathLike
 from typing import Any
 
-
 from ..core.arguments import shown, whole_number
 from ..core.renamed import renamed_keywords
 from ..machine.nvml import GpuReader
 from .frontend import frontend_available
 from .options import validated_options
+from .readout import records, summarise, write_csv
 from .ring_buffer import History
 from .sampler import Progress, Sampler
-from .readout import records, summarise, write_csv
 from .summary import MonitorSummary, PeakMemory
 from .watched import Watched
 
