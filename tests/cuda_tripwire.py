@@ -1,9 +1,10 @@
 """A tripwire for "never starts CUDA" checks that must also fail on a machine without a GPU.
 
-``torch.cuda.is_initialized()`` and a mapped ``libcuda.so`` stay False on a machine without a driver whatever the
-code does, so a check built on them alone cannot fail here (and on a GPU machine a mapped libcuda proves nothing:
-``import torch`` maps it without starting CUDA; ``tests/machine/test_cuda_driver_probe.py`` tries the driver's answers). Installed in a fresh interpreter before the code under
-test runs, the tripwire records every call that would start CUDA on a GPU machine, whether or not it succeeds here:
+``torch.cuda.is_initialized()`` and a mapped ``libcuda.so`` stay False on a machine without a driver whatever the code
+does, so a check built on them alone cannot fail here (and on a GPU machine a mapped libcuda proves nothing: ``import
+torch`` maps it without starting CUDA; ``tests/machine/test_cuda_driver_probe.py`` tries the driver's answers).
+Installed in a fresh interpreter before the code under test runs, the tripwire records every call that would start CUDA
+on a GPU machine, whether or not it succeeds here:
 
 * ``torch.cuda._lazy_init``: every CUDA context starts here (a tensor on ``cuda``, ``current_device()``,
   ``set_device``, ``mem_get_info``, ``get_device_properties``, …; PyTorch's C++ side calls it too);

@@ -374,7 +374,7 @@ def _screenshot_output(page, state: dict, source: str, path: Path) -> None:
 
 
 def _check_monitor(state: dict, frames: dict[int, set[str]], name: str) -> None:
-    for i, seen in frames.items():
+    for i in frames:
         outputs = state["cells"][i]["outputs"]
         kinds = [set(o.get("data", {})) for o in outputs]
         assert any("image/png" in k for k in kinds), f"{name} cell {i}: no static figure at the end"

@@ -373,8 +373,8 @@ def _row(ledger: str, number: str) -> str:
         (
             "002-06",
             lambda r: r.replace("'bool' object is not callable", "'int' object is not callable"),
-            "002-06: the outputs of 2bf5c658 in 01_cpu_gpu_transfer.ipynb do not contain \"TypeError: 'int' object is not "
-            'callable"',
+            "002-06: the outputs of 2bf5c658 in 01_cpu_gpu_transfer.ipynb do not contain \"TypeError: 'int' object is "
+            'not callable"',
         ),
         (
             "002-06",

@@ -15,7 +15,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 import handouts  # noqa: E402
 
 from handoutkit import cheatsheet, editions, export, printing, run, static  # noqa: E402
-from tests import process_group
+from tests import process_group  # noqa: E402
 
 CHROMIUM = printing.find_chromium()
 needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium installed (Debian: apt-get install chromium)")

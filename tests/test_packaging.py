@@ -65,7 +65,7 @@ def test_ci_runs_make_test_and_readme_gives_the_two_commands():
 
 
 def test_make_lab_keeps_token_auth_and_binds_to_localhost():
-    lab = [l for l in (ROOT / "Makefile").read_text().splitlines() if "jupyter lab" in l][0]
+    lab = [line for line in (ROOT / "Makefile").read_text().splitlines() if "jupyter lab" in line][0]
     assert "--ip=127.0.0.1" in lab
     assert "token=''" not in lab and "ServerApp.token" not in lab and "--NotebookApp.token" not in lab
 
@@ -80,7 +80,8 @@ def test_the_readme_names_only_chapters_that_exist():
 
 def test_the_lab_config_keeps_subshell_requests_from_setting_the_kernel_state():
     """JupyterLab shows "Idle" after any status answering a request type the server does not list as untracked;
-    ipykernel 7 answers a widget's create_subshell_request mid-cell. make lab loads this file (real traitlets loader)."""
+    ipykernel 7 answers a widget's create_subshell_request mid-cell. make lab loads this file (real traitlets
+    loader)."""
     from jupyter_server.services.kernels.kernelmanager import MappingKernelManager
     from traitlets.config.loader import PyFileConfigLoader
 

@@ -107,5 +107,5 @@ def test_make_installs_the_lab_extra_and_ci_runs_the_compat_leg_after_make_test(
     makefile = (ROOT / "Makefile").read_text()
     assert re.search(r"-e '\.\[[a-z,]*\blab\b[a-z,]*\]'", makefile), "make install must install the lab extra"
     assert re.search(r"^test-compat:", makefile, re.M) and "constraints-lowest.txt" in makefile
-    ci = [l.strip() for l in (ROOT / ".ci" / "run").read_text().splitlines() if l.strip().startswith("make ")]
+    ci = [s.strip() for s in (ROOT / ".ci" / "run").read_text().splitlines() if s.strip().startswith("make ")]
     assert ci.index("make test-compat") > ci.index("make test")

@@ -28,11 +28,11 @@ SUBSHELL_MESSAGES = [
 DEFAULT = list(MappingKernelManager.class_traits()["untracked_message_types"].default())
 c.MappingKernelManager.untracked_message_types = DEFAULT + [m for m in SUBSHELL_MESSAGES if m not in DEFAULT]
 
-# The course's JupyterLab settings (tools/lab_settings/overrides.json): no "Would you like to get notified about official
-# Jupyter news?" popup over the corner of every projected page, and no update check. JupyterLab 4 reads overrides.json
-# from its application settings directory (by default <prefix>/share/jupyter/lab/settings, empty in a pip install);
-# pointing that directory at the course's copy needs no write into the environment. A learner's own choices in the
-# Settings editor still win: they live in the user settings directory, which this leaves alone.
+# The course's JupyterLab settings (tools/lab_settings/overrides.json): no "Would you like to get notified about
+# official Jupyter news?" popup over the corner of every projected page, and no update check. JupyterLab 4 reads
+# overrides.json from its application settings directory (by default <prefix>/share/jupyter/lab/settings, empty in a pip
+# install); pointing that directory at the course's copy needs no write into the environment. A learner's own choices in
+# the Settings editor still win: they live in the user settings directory, which this leaves alone.
 COURSE_SETTINGS = Path(__file__).resolve().parent / "lab_settings"
 if COURSE_SETTINGS.is_dir():  # a copy of this file without the folder keeps JupyterLab's own settings directory
     c.LabApp.app_settings_dir = str(COURSE_SETTINGS)

@@ -74,12 +74,12 @@ def build_findings(f: Facts) -> list[Finding]:
             Finding(
                 False,
                 "torch's CUDA fits the driver",
-                f"torch {t.version} was built with CUDA {t.built_with_cuda}, but this driver ({f.driver_version}) supports "
-                f"CUDA up to {f.cuda_driver_version}: PyTorch will find no GPU (torch.cuda.is_available() is False, with "
-                "the warning 'The NVIDIA driver on your system is too old').",
+                f"torch {t.version} was built with CUDA {t.built_with_cuda}, but this driver ({f.driver_version}) "
+                f"supports CUDA up to {f.cuda_driver_version}: PyTorch will find no GPU (torch.cuda.is_available() is "
+                "False, with the warning 'The NVIDIA driver on your system is too old').",
                 f"install a torch built for CUDA {driver[0]}: pip install torch --index-url {wheel_index_url(driver)} "
-                f"(download.pytorch.org/whl/torch lists which torch versions have that build), then restart the kernel; "
-                f"or have the driver upgraded"
+                "(download.pytorch.org/whl/torch lists which torch versions have that build), then restart the "
+                "kernel; or have the driver upgraded"
                 + (f" to ≥ {need} (Linux) for CUDA {build[0]}.x builds." if need else "."),
                 True,
             )

@@ -70,9 +70,10 @@ def _threads_of_torch_import() -> int:
     counted = threads_at_torch_import()
     if counted is not None:
         return counted
+    root = str(Path(__file__).resolve().parents[2])
     code = (
-        "import torch, sys; sys.path.insert(0, %r); from gpulab.machine.threads import native_threads; "
-        "print(native_threads())" % str(Path(__file__).resolve().parents[2])
+        f"import torch, sys; sys.path.insert(0, {root!r}); from gpulab.machine.threads import native_threads; "
+        "print(native_threads())"
     )
     try:
         out = subprocess.run(

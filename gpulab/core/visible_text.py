@@ -1,4 +1,5 @@
-"""``CUDA_VISIBLE_DEVICES`` as text: read exactly as the CUDA runtime reads it, and written so that it means what a list says.
+"""``CUDA_VISIBLE_DEVICES`` as text: read exactly as the CUDA runtime reads it, and written so that it means what a list
+says.
 
 CUDA reads the list left to right and stops at the first entry it cannot use; a device named twice makes the whole
 list invalid (no GPU at all). Entries are indices (parsed like C's ``strtoul``: ``"1gpu"`` is 1), ``GPU-<uuid>``
@@ -22,7 +23,8 @@ ULONG_MAX = 2**64 - 1  # what C's strtoul gives for a number too large to hold
 
 @dataclass(frozen=True)
 class VisibleSpec:
-    """The parsed variable: the ``entries`` CUDA accepts (ints or UUID prefixes) and, in words, where and why it stopped.
+    """The parsed variable: the ``entries`` CUDA accepts (ints or UUID prefixes) and, in words, where and why it
+    stopped.
 
     ``stopped_at`` is the position (0-based, in the comma-separated list) of the first entry CUDA did not use, or
     ``None`` when it used them all; ``repeated`` is True when a device named twice emptied the whole list.

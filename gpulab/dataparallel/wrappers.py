@@ -31,7 +31,8 @@ def _compiled_type() -> type | None:
 
 
 def unwrap(model: torch.nn.Module) -> torch.nn.Module:
-    """The model inside any number of DataParallel, DistributedDataParallel and torch.compile wrappers (itself if none)."""
+    """The model inside any number of DataParallel, DistributedDataParallel and torch.compile wrappers (itself if
+    none)."""
     if not isinstance(model, torch.nn.Module):
         raise TypeError(
             f"unwrap() takes a model (a torch.nn.Module, wrapped or not); got {type(model).__name__}. "

@@ -25,7 +25,8 @@ class Code:
     """A keyword value that is Python source rather than a value.
 
     Either kept as the article wrote it (``wandb_logger``), or built by the translator (``DeviceStatsMonitor()``): then
-    ``imports`` says what the code needs and ``target`` = (module, name, args) lets ``trainer_args.trainer_kwargs`` call it.
+    ``imports`` says what the code needs and ``target`` = (module, name, args) lets ``trainer_args.trainer_kwargs`` call
+    it.
     """
 
     text: str

@@ -67,7 +67,8 @@ def _auto_select(w: Draft) -> None:
         why = (
             "without gpus= it did nothing"
             if gpus is None
-            else f"it only picked GPUs for an int count, and gpus={render_value(gpus)} is not one (it names them already)"
+            else f"it only picked GPUs for an int count, and gpus={render_value(gpus)} is not one "
+            "(it names them already)"
         )
         w.change(old, "(dropped)", "removed", f"1.x ignored it: {why}", removed_in)
         return

@@ -205,8 +205,8 @@ def fork_experiment(
     plan: tuple[ForkVariant, ...] = FAST_PLAN, *, stall_s: float = 8.0, start_s: float = 180.0
 ) -> ForkExperiment:
     """Run each variant of ``plan`` (``FAST_PLAN``: no pool, the fix, the hang; ``FULL_PLAN``: also Lightning's own
-    choice and the trap of setting only the variable) and report which finished and which hung. ``start_s`` bounds the interpreter's start (importing torch and
-    Lightning); ``stall_s`` is the silence taken for a hang."""
+    choice and the trap of setting only the variable) and report which finished and which hung. ``start_s`` bounds the
+    interpreter's start (importing torch and Lightning); ``stall_s`` is the silence taken for a hang."""
     if not plan:
         raise ValueError("plan is empty: pass variants to run, e.g. gpulab.lightning.FAST_PLAN.")
     if stall_s <= 0 or start_s <= 0:

@@ -110,7 +110,8 @@ def ranks_running(ctx: Any) -> int | None:
 
 
 def rank_processes(ctx: Any) -> list[Any] | None:
-    """elastic's rank processes (``multiprocessing.Process``, rank order; ``_pc.processes`` in 2.11-2.14), or ``None``."""
+    """elastic's rank processes (``multiprocessing.Process``, rank order; ``_pc.processes`` in 2.11-2.14), or
+    ``None``."""
     procs = getattr(getattr(ctx, "_pc", None), "processes", None)
     return list(procs) if isinstance(procs, list) else None
 

@@ -81,7 +81,8 @@ class Inventory:
         )
 
     def _gpu_header(self, brief: bool = False) -> str:
-        """The first line; ``brief`` keeps only the first clause of why NVML failed (the report's checklist has it all)."""
+        """The first line; ``brief`` keeps only the first clause of why NVML failed (the report's checklist has it
+        all)."""
         label = "SIMULATED machine (described GPUs, not this computer's): " if self.simulated else ""
         if not self.gpus:
             why = self.nvml_error or ""

@@ -23,7 +23,8 @@ __all__ = ["GpuReader", "NvmlReader", "default_reader", "explain_nvml_error"]
 
 @runtime_checkable
 class GpuReader(Protocol):
-    """What gpulab needs from the GPU driver. ``NvmlReader`` is the real one; ``gpulab.machine.simulated.SimulatedGpuReader`` the described one (also the tests' fake)."""
+    """What gpulab needs from the GPU driver. ``NvmlReader`` is the real one;
+    ``gpulab.machine.simulated.SimulatedGpuReader`` the described one (also the tests' fake)."""
 
     @property
     def error(self) -> str | None:
@@ -60,7 +61,8 @@ _INIT_REASONS = {
         "the NVIDIA driver library and the loaded kernel driver have different versions, which happens after a "
         "driver upgrade without a reboot. Reboot the machine (or ask the administrator to)."
     ),
-    "NVMLError_NoPermission": "this user may not query the NVIDIA driver; ask the administrator for access to /dev/nvidia*.",
+    "NVMLError_NoPermission": "this user may not query the NVIDIA driver; ask the administrator for access to "
+    "/dev/nvidia*.",
     "NVMLError_Uninitialized": "NVML was used before it was initialised (a gpulab bug: please report it).",
 }
 

@@ -1,10 +1,10 @@
 """Described GPUs for machines that have none: the test fake behind our NVML seam, and a classroom demo.
 
 ``SimulatedGpuReader`` answers the ``GpuReader`` questions from a description (a preset name or a JSON file), so the
-picker, the selection policy, the monitor and the report can be tried — and tested — on a laptop. It is always
-labelled: ``reader.simulated`` is True and the report says SIMULATED. Set ``GPULAB_SIMULATE_GPUS`` to a preset name
-(``two-gpus-mig``, ``kaggle-2xT4``, ``colab-T4``, ``workshop-8``, ``idle-8``) or to a JSON file to make ``default_reader()`` use it.
-Real torch still sees no GPU: nothing here pretends CUDA exists.
+picker, the selection policy, the monitor and the report can be tried — and tested — on a laptop. It is always labelled:
+``reader.simulated`` is True and the report says SIMULATED. Set ``GPULAB_SIMULATE_GPUS`` to a preset name
+(``two-gpus-mig``, ``kaggle-2xT4``, ``colab-T4``, ``workshop-8``, ``idle-8``) or to a JSON file to make
+``default_reader()`` use it. Real torch still sees no GPU: nothing here pretends CUDA exists.
 """
 
 from __future__ import annotations

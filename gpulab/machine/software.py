@@ -103,7 +103,8 @@ def _in_container() -> bool:
 
 
 def detect_platform(env: dict[str, str] | None = None) -> str:
-    """``'Google Colab'``, ``'Kaggle'``, ``'JupyterHub (user …)'``, ``'container'`` or ``'plain machine'`` plus the OS."""
+    """``'Google Colab'``, ``'Kaggle'``, ``'JupyterHub (user …)'``, ``'container'`` or ``'plain machine'`` plus the
+    OS."""
     env = dict(os.environ) if env is None else env
     where = []
     if "COLAB_RELEASE_TAG" in env or "COLAB_GPU" in env or "google.colab" in sys.modules:

@@ -78,7 +78,8 @@ class ModuleSize(TableView):
 
     def _notes(self) -> list[str]:
         notes = [
-            f"total {format_bytes(self.total_bytes)} ({self.total_bytes:,} bytes) on {', '.join(self.devices) or 'no device'}"
+            f"total {format_bytes(self.total_bytes)} ({self.total_bytes:,} bytes) on "
+            f"{', '.join(self.devices) or 'no device'}"
         ]
         if self.stray_tensors:
             notes.append(

@@ -3,8 +3,8 @@
 - ``bandwidth_sweep``: host→device and device→host copies of growing size, from pageable or pinned host memory.
 - ``nonblocking_hazard``: reading a GPU→CPU ``non_blocking`` copy before synchronising (CUDA only).
 
-The device is a parameter, so the CPU path (``device='cpu'``: host-to-host copies) runs on any laptop and in the
-tests. When a GPU beats the CPU at all is ``gpulab.measure.crossover``. Taught in ``notebooks/01_cpu_gpu_transfer.ipynb``.
+The device is a parameter, so the CPU path (``device='cpu'``: host-to-host copies) runs on any laptop and in the tests.
+When a GPU beats the CPU at all is ``gpulab.measure.crossover``. Taught in ``notebooks/01_cpu_gpu_transfer.ipynb``.
 """
 
 from __future__ import annotations
@@ -217,9 +217,9 @@ class HazardResult:
 def nonblocking_hazard(device: Any = "cuda", numel: int = 1 << 22, busy_matmuls: int = 8) -> HazardResult:
     """Queue GPU work, copy a known tensor to pinned CPU memory with ``non_blocking=True``, and read it at once.
 
-    The copy waits in the stream behind the ``busy_matmuls`` multiplications, and ``non_blocking`` lets the host go
-    on, so the first read sees the buffer's old contents (-1). After ``synchronize`` every value is right. CUDA only:
-    on the CPU every copy is synchronous and there is nothing to show. Taught in ``notebooks/01_cpu_gpu_transfer.ipynb``.
+    The copy waits in the stream behind the ``busy_matmuls`` multiplications, and ``non_blocking`` lets the host go on,
+    so the first read sees the buffer's old contents (-1). After ``synchronize`` every value is right. CUDA only: on the
+    CPU every copy is synchronous and there is nothing to show. Taught in ``notebooks/01_cpu_gpu_transfer.ipynb``.
     """
     import torch
 

@@ -1,7 +1,8 @@
 """IPython cell magics for the chapters: ``%load_ext gpulab`` then ``%%gpu [n]`` at the top of a GPU-only cell.
 
-``%gpulab doctor`` shows ``gpulab.doctor()``. ``%%ranks n`` runs a cell's code in n ranks (``gpulab.ranks.cells``, taught in ``notebooks/04_ddp.ipynb``).
-Loading the extension also makes tracebacks short (``tracebacks``): the learner's line and the line that raised.
+``%gpulab doctor`` shows ``gpulab.doctor()``. ``%%ranks n`` runs a cell's code in n ranks (``gpulab.ranks.cells``,
+taught in ``notebooks/04_ddp.ipynb``). Loading the extension also makes tracebacks short (``tracebacks``): the learner's
+line and the line that raised.
 
 A ``%%gpu 2`` cell runs only where two CUDA GPUs are usable; elsewhere it prints why it was skipped, so a learner on a
 laptop sees the reason in the cell's output instead of a traceback, and "Run All" carries on.

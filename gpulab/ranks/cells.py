@@ -42,7 +42,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def ranks_cell(line: str, cell: str, user_ns: dict[str, Any]) -> Any:
-    """The ``%%ranks`` magic: run ``cell`` in the ranks ``line`` asks for, with the variables it reads from ``user_ns``."""
+    """The ``%%ranks`` magic: run ``cell`` in the ranks ``line`` asks for, with the variables it reads from
+    ``user_ns``."""
     global _cells_run
     __tracebackhide__ = True  # IPython shows the cell and the message, not this function
     usage = (

@@ -1,4 +1,5 @@
-"""Which port a launch's rendezvous store listens on: any free one, or one of this kernel's private range (the store: torch.distributed).
+"""Which port a launch's rendezvous store listens on: any free one, or one of this kernel's private range (the store:
+torch.distributed).
 
 Alone on a machine, ``gpulab.launch`` lets the system pick a free port (``port 0``), as torchrun's agent does. On a
 workshop server each provisioned kernel gets a private range of ports with its GPUs (``GPULAB_MASTER_PORTS``, for

@@ -69,7 +69,8 @@ def cnn(
     seed: int = 0,
 ) -> DigitsCNN:
     """The article's CNN for ``image_size``² single-channel images, seeded; the defaults are its layer sizes
-    (25.8 M parameters, almost all in the first dense layer). Narrower ``channels``/``hidden`` train in seconds on a CPU."""
+    (25.8 M parameters, almost all in the first dense layer). Narrower ``channels``/``hidden`` train in seconds on a
+    CPU."""
     channels = whole_numbers(
         channels, "channels", minimum=1, example="(64, 128)", what="two convolutions' output channels"
     )

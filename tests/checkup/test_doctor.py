@@ -179,8 +179,8 @@ LOADED = DriverAnswer.answered("/usr/lib/libcuda.so.580.159.04", 3)  # after `im
             DriverAnswer.unlisted("darwin"),
             None,
             "CUDA started in this kernel? cannot tell",
-            "it cannot ask the CUDA driver itself (not asked: gpulab finds the driver through /proc/self/maps, which macOS "
-            "lacks)",
+            "it cannot ask the CUDA driver itself (not asked: gpulab finds the driver through /proc/self/maps, which "
+            "macOS lacks)",
         ),
     ],
     ids=["not loaded", "loaded, not initialised", "initialised", "no clear answer", "off Linux"],

@@ -38,7 +38,8 @@ ROWS: list[tuple[str, dict[str, object], set[str]]] = [
     ("pl.Trainer(accelerator='ddp')", {"strategy": "ddp"}, {"1.7.0"}),
     # the full example (t.py), laid out and commented as such calls are (comments in our words)
     (
-        "pl.Trainer(\n    gpus=[2],\n    precision=32,          # the comment claims: mixed precision\n    max_epochs=2\n)",
+        "pl.Trainer(\n    gpus=[2],\n    precision=32,          # the comment claims: mixed precision\n"
+        "    max_epochs=2\n)",
         {"accelerator": "gpu", "devices": [2], "precision": "32-true", "max_epochs": 2},
         {"2.0.0"},
     ),

@@ -25,7 +25,7 @@ from gpulab.lightning.flag_history import ACCELERATORS, PRECISIONS, STRATEGIES, 
 from gpulab.lightning.flags import translate_trainer  # noqa: E402
 from gpulab.lightning.trainer_args import trainer_kwargs  # noqa: E402
 from gpulab.testing import requires_gpus  # noqa: E402
-from tests import process_group
+from tests import process_group  # noqa: E402
 from tests.lightning.rows import IDS, ROWS  # noqa: E402
 
 

@@ -1,4 +1,5 @@
-"""gpulab.measure.timing: statistics with a fake clock, errors, rendering, agreement with torch.utils.benchmark, CUDA path."""
+"""gpulab.measure.timing: statistics with a fake clock, errors, rendering, agreement with torch.utils.benchmark, CUDA
+path."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""gpulab.measure.transfer and gpulab.measure.crossover: the sweeps run their CPU path for real here; the CUDA paths are gpu-marked."""
+"""gpulab.measure.transfer and gpulab.measure.crossover: the sweeps run their CPU path for real here; the CUDA paths are
+gpu-marked."""
 
 from __future__ import annotations
 

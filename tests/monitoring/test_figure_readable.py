@@ -233,7 +233,7 @@ def test_chosen_mark_labels_never_overlap_and_stay_inside(xs, width):
         w = text_width_px(text, 9.5, 80)
         x = xs[i] * width / 600
         spans.append((x + 3, x + 3 + w) if ha == "left" else (x - 3 - w, x - 3))
-    for (a0, a1), (b0, b1) in zip(spans, spans[1:]):
+    for (_, a1), (b0, _) in zip(spans, spans[1:]):
         assert b0 >= a1 + 8
     assert all(lo >= 0 and hi <= width for lo, hi in spans)
 

@@ -191,7 +191,8 @@ import os
 from gpulab.placement.picker import GpuPicker
 from gpulab.machine.simulated import SimulatedGpuReader
 
-p = GpuPicker(SimulatedGpuReader("kaggle-2xT4"), selected=[1, 0], this_kernel=True)  # described GPUs stand in for this machine's
+# described GPUs stand in for this machine's
+p = GpuPicker(SimulatedGpuReader("kaggle-2xT4"), selected=[1, 0], this_kernel=True)
 p.apply()
 print(os.environ["CUDA_VISIBLE_DEVICES"], os.environ["CUDA_DEVICE_ORDER"])
 """

@@ -77,7 +77,7 @@ def _two_nodes(commands: list[list[str]], extra_envs: list[dict[str, str]], tmp_
         finally:
             for p in procs:
                 kill_group(p)  # ranks of a node that hung (its reader then ends), or left behind by one that ended
-    for p, (out, err) in zip(procs, outputs):
+    for p, (_, err) in zip(procs, outputs):
         assert p.returncode == 0, err[-3000:]
     why = [line for out, _ in outputs for line in out.splitlines() if line.startswith(("gloo on the CPU", "NCCL:"))]
     assert len(why) == 1, "rank 0, on one of the nodes, says why it chose its backend"

@@ -100,9 +100,9 @@ def jupyter(
             try:
                 server.api("/api/status")
                 break
-            except OSError:
+            except OSError as exc:
                 if time.monotonic() > deadline:
-                    raise AssertionError(f"no answer in 120 s:\n{(work / 'server.log').read_text()[-3000:]}")
+                    raise AssertionError(f"no answer in 120 s:\n{(work / 'server.log').read_text()[-3000:]}") from exc
                 time.sleep(0.3)
         yield server
     finally:

@@ -182,11 +182,12 @@ def cuda_context_bytes(device: Any) -> dict[str, Any]:
     dev = torch.device(device)
     if dev.type != "cuda":
         return {"not_measured": "a CUDA context exists only on a CUDA device"}
+    index = dev.index or 0
     code = (
-        "import subprocess,torch;q=lambda:int(subprocess.run(['nvidia-smi','-i',str(%d),'--query-gpu=memory.used',"
-        "'--format=csv,noheader,nounits'],capture_output=True,text=True).stdout);a=q();torch.zeros(1,device='cuda:%d');"
-        "torch.cuda.synchronize();print(q()-a)"
-    ) % (dev.index or 0, dev.index or 0)
+        f"import subprocess,torch;q=lambda:int(subprocess.run(['nvidia-smi','-i',str({index}),"
+        "'--query-gpu=memory.used','--format=csv,noheader,nounits'],capture_output=True,text=True).stdout);a=q();"
+        f"torch.zeros(1,device='cuda:{index}');torch.cuda.synchronize();print(q()-a)"
+    )
     import sys
 
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

@@ -33,7 +33,10 @@ class Check:
 
 
 def _raises(code: str) -> str:  # run code, print the exception as Python shows it
-    return f"import torch\nfrom torch import nn\ntry:\n    {code}\nexcept Exception as e:\n    print(type(e).__name__ + ': ' + str(e))\n"
+    return (
+        f"import torch\nfrom torch import nn\ntry:\n    {code}\n"
+        "except Exception as e:\n    print(type(e).__name__ + ': ' + str(e))\n"
+    )
 
 
 def _in_source(module: str) -> str:  # import_module: `import a.b as m` can bind a function of the same name
@@ -90,17 +93,18 @@ SECTIONS: list[tuple[str, list[tuple[str, Check | None]]]] = [
         "Choosing GPUs",
         [
             (
-                "<b>Two numberings.</b> <code>nvidia-smi</code> numbers physical GPUs (PCI bus); <code>cuda:k</code> is the "
-                "k-th GPU <i>this process</i> sees.",
+                "<b>Two numberings.</b> <code>nvidia-smi</code> numbers physical GPUs (PCI bus); <code>cuda:k</code> "
+                "is the k-th GPU <i>this process</i> sees.",
                 None,
             ),
             (
-                "<code>CUDA_VISIBLE_DEVICES=2,3 python train.py</code> → <code>cuda:0</code> is GPU 2, <code>cuda:1</code> "
-                "GPU 3. Add <code>CUDA_DEVICE_ORDER=PCI_BUS_ID</code> to count as nvidia-smi does.",
+                "<code>CUDA_VISIBLE_DEVICES=2,3 python train.py</code> → <code>cuda:0</code> is GPU 2, "
+                "<code>cuda:1</code> GPU 3. Add <code>CUDA_DEVICE_ORDER=PCI_BUS_ID</code> to count as nvidia-smi does.",
                 None,
             ),
             (
-                "CUDA reads the list left to right and stops at the first bad entry: <code>0,2,-1,1</code> → GPUs 0, 2.",
+                "CUDA reads the list left to right and stops at the first bad entry: <code>0,2,-1,1</code> → "
+                "GPUs 0, 2.",
                 Check(
                     "[0, 2]",
                     "import os, torch\nos.environ['CUDA_VISIBLE_DEVICES'] = '0,2,-1,1'\n"
@@ -109,9 +113,10 @@ SECTIONS: list[tuple[str, list[tuple[str, Check | None]]]] = [
             ),
             (
                 "Set it before the first CUDA call: <code>import torch</code> is fine, but <code>is_available()</code> "
-                "or a tensor on the GPU reads it (<code>torch.cuda.is_initialized()</code> stays <code>False</code> after "
-                "<code>is_available()</code>: ask <code>gpulab.cuda_state()</code>); later, restart the kernel. Lessons: "
-                "<code>gpulab.GpuPicker()</code>, <code>gpulab.reserve_gpus(n)</code>, <code>python -m gpulab env</code>.",
+                "or a tensor on the GPU reads it (<code>torch.cuda.is_initialized()</code> stays <code>False</code> "
+                "after <code>is_available()</code>: ask <code>gpulab.cuda_state()</code>); later, restart the kernel. "
+                "Lessons: <code>gpulab.GpuPicker()</code>, <code>gpulab.reserve_gpus(n)</code>, <code>python -m gpulab "
+                "env</code>.",
                 None,
             ),
         ],
@@ -129,8 +134,8 @@ SECTIONS: list[tuple[str, list[tuple[str, Check | None]]]] = [
                 ),
             ),
             (
-                "Shared memory: <code>torch.from_numpy(a)</code>, <code>torch.as_tensor(a)</code>, <code>t.numpy()</code>. "
-                "Copies: <code>torch.tensor(a)</code>, <code>t.tolist()</code>.",
+                "Shared memory: <code>torch.from_numpy(a)</code>, <code>torch.as_tensor(a)</code>, "
+                "<code>t.numpy()</code>. Copies: <code>torch.tensor(a)</code>, <code>t.tolist()</code>.",
                 Check(
                     "shared True … copied True",
                     "import numpy as np, torch\na = np.zeros(2); s = torch.from_numpy(a); "
@@ -187,8 +192,8 @@ SECTIONS: list[tuple[str, list[tuple[str, Check | None]]]] = [
                 None,
             ),
             (
-                "<code>DistributedSampler</code>: call <code>sampler.set_epoch(epoch)</code> every epoch, or each epoch "
-                "repeats the same order. It pads by repeating items: 11 items on 4 ranks → 3 each.",
+                "<code>DistributedSampler</code>: call <code>sampler.set_epoch(epoch)</code> every epoch, or each "
+                "epoch repeats the same order. It pads by repeating items: 11 items on 4 ranks → 3 each.",
                 Check("same order every epoch: True … after set_epoch(1): True … [3, 3, 3, 3]", _SAMPLER),
             ),
             (
@@ -217,8 +222,8 @@ SECTIONS: list[tuple[str, list[tuple[str, Check | None]]]] = [
         "Lightning 2.x flags",
         [
             (
-                "<code>Trainer(accelerator='gpu', devices=2)</code>; <code>accelerator='cpu', devices=2</code> runs real "
-                "DDP over gloo. <code>gpus=</code> and <code>auto_select_gpus=</code> are gone (2.0): use "
+                "<code>Trainer(accelerator='gpu', devices=2)</code>; <code>accelerator='cpu', devices=2</code> runs "
+                "real DDP over gloo. <code>gpus=</code> and <code>auto_select_gpus=</code> are gone (2.0): use "
                 "<code>devices=</code> and <code>find_usable_cuda_devices(n)</code>.",
                 Check(
                     "unexpected keyword argument 'auto_select_gpus'",
@@ -267,8 +272,8 @@ ERRORS: list[tuple[Check, str]] = [
             'Missing key(s) in state_dict: "weight", "bias". … Unexpected key(s) in state_dict: "module.weight"',
             _raises("nn.Linear(1, 1).load_state_dict(nn.DataParallel(nn.Linear(1, 1)).state_dict())"),
         ),
-        "save <code>model.module.state_dict()</code>, or "
-        "<code>consume_prefix_in_state_dict_if_present(sd, 'module.')</code>",
+        "save <code>model.module.state_dict()</code>, or <code>consume_prefix_in_state_dict_if_present(sd, "
+        "'module.')</code>",
     ),
     (
         Check("Can't get attribute 'work' on <module '__main__' (built-in)>", _SPAWN),

@@ -73,7 +73,8 @@ class _Renderer:
             return _e(s.get("value", ""))
         if kind in ("Checkbox", "ToggleButton", "Valid"):
             mark = "☑" if s.get("value") else "☐"
-            return f"<span class='w-check{' w-off' if s.get('disabled') else ''}'>{mark} {_e(s.get('description', ''))}</span>"
+            off = " w-off" if s.get("disabled") else ""
+            return f"<span class='w-check{off}'>{mark} {_e(s.get('description', ''))}</span>"
         if kind == "Button":
             cls = f"w-button w-{_e(s.get('button_style') or 'plain')}{' w-off' if s.get('disabled') else ''}"
             return f"<span class='{cls}'>{_e(s.get('description', ''))}</span>"
