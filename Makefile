@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 PORT   ?= 8888
 export GPULAB_FAST ?= 1
 
-.PHONY: lab test test-slow test-unit test-notebooks test-gpu test-kit test-compat wheelhouse install notebooks handouts clean
+.PHONY: lab lint format test test-slow test-unit test-notebooks test-gpu test-kit test-compat wheelhouse install notebooks handouts clean
 
 # JupyterHub's proxy is a Node program (npm), not on PyPI: installed beside the venv where npm exists, for the Hub
 # test (tests/server/test_hub.py) and tools/jupyterhub_config.py (c.ConfigurableHTTPProxy.command). .ci/run installs
@@ -45,6 +45,16 @@ TEST_ENV     := OMP_WAIT_POLICY=$(or $(OMP_WAIT_POLICY),PASSIVE)
 
 test: $(STAMP)
 	$(TEST_ENV) $(PY) -m pytest $(XDIST) tests notebooks
+
+# ruff: the Python files are formatted and checked (pyproject.toml's [tool.ruff]); the chapters are not (lesson text).
+# make format rewrites them as make lint wants.
+lint: $(STAMP)
+	$(VENV)/bin/ruff format --check --diff .
+	$(VENV)/bin/ruff check .
+
+format: $(STAMP)
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
 
 # The tests marked slow (a chapter run once more, or minutes of their own); .ci/run runs them after make test.
 test-slow: $(STAMP)
@@ -116,10 +126,10 @@ $(COMPAT_STAMP): pyproject.toml constraints-lowest.txt
 	$(COMPAT_PY) -m pip install --quiet --upgrade pip
 	$(COMPAT_PY) -m pip install --quiet -c constraints-lowest.txt $(PLATFORM)
 	$(COMPAT_PY) -m pip freeze --exclude-editable > $(COMPAT_VENV)/platform.txt
-	$(COMPAT_PY) tools/install_check.py -e '.[lightning]'
-	$(COMPAT_PY) tools/install_check.py .
+	$(COMPAT_PY) tools/install_changes.py -e '.[lightning]'
+	$(COMPAT_PY) tools/install_changes.py .
 	$(COMPAT_PY) -m pip install --quiet -c constraints-lowest.txt -e '.[dev,lightning]'
-	$(COMPAT_PY) tools/install_check.py --compare $(COMPAT_VENV)/platform.txt torch torchvision ipywidgets matplotlib numpy notebook
+	$(COMPAT_PY) tools/install_changes.py --compare $(COMPAT_VENV)/platform.txt torch torchvision ipywidgets matplotlib numpy notebook
 	touch $(COMPAT_STAMP)
 
 test-compat: $(COMPAT_STAMP)

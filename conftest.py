@@ -10,6 +10,7 @@
   (``tests/raising_cells.py``; nbval alone lets such a cell stop raising).
 - Property tests (hypothesis) are repeatable by default; ``GPULAB_HYPOTHESIS=explore`` searches afresh.
 """
+
 from __future__ import annotations
 
 import os
@@ -95,8 +96,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if os.environ.get("GPULAB_ONLY_GPU") == "1":
         keep, drop = [], []
         for item in items:
-            wanted = (item.parent in gpu_notebooks) if hasattr(item, "cell") else gpus_needed(
-                name for name in GPU_TAGS if item.get_closest_marker(name)) > 0
+            wanted = (
+                (item.parent in gpu_notebooks)
+                if hasattr(item, "cell")
+                else gpus_needed(name for name in GPU_TAGS if item.get_closest_marker(name)) > 0
+            )
             (keep if wanted else drop).append(item)
         config.hook.pytest_deselected(items=drop)
         items[:] = keep

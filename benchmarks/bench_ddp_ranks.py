@@ -7,6 +7,7 @@ median samples/s over rounds and the ratio 2 ranks ÷ 1 rank per batch size (one
 before and after is printed: on a 2-core machine, any other busy program takes a core from one of the 2 ranks, and
 since ranks wait for each other at every step, the pair then runs at the pace of the slower one.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,13 +35,23 @@ def main() -> None:
     rows, first = [], runs[0]
     for i, row in enumerate(first.rows):
         rates = [run.rows[i].samples_per_s for run in runs]
-        rows.append([row.setup, row.ranks, row.threads_per_rank, row.batch_per_rank,
-                     format_rate(statistics.median(rates), "samples"), " ".join(f"{r:.0f}" for r in rates)])
+        rows.append(
+            [
+                row.setup,
+                row.world_size,
+                row.threads_per_rank,
+                row.batch_per_rank,
+                format_rate(statistics.median(rates), "samples"),
+                " ".join(f"{r:.0f}" for r in rates),
+            ]
+        )
     print(text_table(["setup", "ranks", "threads each", "batch per rank", "median speed", "each round"], rows))
     for b in args.batch:
         ratios = [run.ratio(b) for run in runs]
-        print(f"batch {b} per rank: 2 ranks ÷ 1 rank = {statistics.median(ratios):.2f}× (rounds: "
-              f"{', '.join(f'{r:.2f}' for r in ratios)})")
+        print(
+            f"batch {b} per rank: 2 ranks ÷ 1 rank = {statistics.median(ratios):.2f}× (rounds: "
+            f"{', '.join(f'{r:.2f}' for r in ratios)})"
+        )
     print(f"{first.cores} usable cores; load average (1 min) {load_before[0]:.2f} before, {load_after[0]:.2f} after")
 
 

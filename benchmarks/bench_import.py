@@ -10,6 +10,7 @@ says where the time went. Prints the wall times (min and median over the rounds)
 gpulab imported is this checkout's, or ``--root``'s (``PYTHONPATH``), whatever the interpreter has installed: two
 checkouts, measured one after the other on a quiet machine, compare a change.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,8 +31,9 @@ def _env(root: Path) -> dict[str, str]:
 
 def _run(args: list[str], env: dict[str, str], **kwargs: object) -> subprocess.CompletedProcess[str]:
     """``python args`` in the checkout's root (``-c`` puts the working directory first on ``sys.path``)."""
-    return subprocess.run([sys.executable, *args], env=env, cwd=env["PYTHONPATH"].split(os.pathsep)[0], check=True,
-                          text=True, **kwargs)
+    return subprocess.run(
+        [sys.executable, *args], env=env, cwd=env["PYTHONPATH"].split(os.pathsep)[0], check=True, text=True, **kwargs
+    )
 
 
 def _wall(args: list[str], env: dict[str, str]) -> float:
@@ -68,8 +70,12 @@ def _ms(seconds: float) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=30)
-    parser.add_argument("--root", type=Path, default=Path(__file__).resolve().parents[1],
-                        help="the checkout whose gpulab is imported (default: this one)")
+    parser.add_argument(
+        "--root",
+        type=Path,
+        default=Path(__file__).resolve().parents[1],
+        help="the checkout whose gpulab is imported (default: this one)",
+    )
     args = parser.parse_args()
     env = _env(args.root.resolve())
     _wall(["-c", "import gpulab"], env)  # once before timing: the first run may write gpulab's .pyc files
@@ -88,17 +94,23 @@ def main() -> None:
     print(f"{sys.executable} (Python {sys.version.split()[0]}), {where}, {args.rounds} rounds, taking turns")
     print(f"  python -c pass                {_ms(min(bare))} min {_ms(statistics.median(bare))} median")
     print(f"  python -c 'import gpulab'     {_ms(min(gpulab))} min {_ms(statistics.median(gpulab))} median")
-    print(f"  import gpulab ÷ bare          {min(gpulab) / min(bare):6.2f}×    min "
-          f"{statistics.median(gpulab) / statistics.median(bare):6.2f}×    median")
-    print(f"  import gpulab − bare          {_ms(min(gpulab) - min(bare))} min {_ms(statistics.median(diff))} median "
-          "(of each round's difference)")
+    print(
+        f"  import gpulab ÷ bare          {min(gpulab) / min(bare):6.2f}×    min "
+        f"{statistics.median(gpulab) / statistics.median(bare):6.2f}×    median"
+    )
+    print(
+        f"  import gpulab − bare          {_ms(min(gpulab) - min(bare))} min {_ms(statistics.median(diff))} median "
+        "(of each round's difference)"
+    )
     print("-X importtime, cumulative, min over the rounds (what import gpulab loads, as it nests; 0.1 ms or more):")
     for name, times in cumulative.items():  # each parent before what it loaded
         if min(times) >= 100:
             print(f"  {'  ' * depth[name]}{name:<{44 - 2 * depth[name]}} {min(times) / 1000:6.2f} ms")
     median = statistics.median(diff) * 1000
-    print(f"the course's rule, import gpulab ≤ {RULE_MS:.0f} ms: {'met' if median <= RULE_MS else 'NOT met'} "
-          f"({median:.1f} ms, the median difference)")
+    print(
+        f"the course's rule, import gpulab ≤ {RULE_MS:.0f} ms: {'met' if median <= RULE_MS else 'NOT met'} "
+        f"({median:.1f} ms, the median difference)"
+    )
 
 
 if __name__ == "__main__":

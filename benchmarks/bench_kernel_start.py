@@ -8,6 +8,7 @@ kernelspec, and gpulab's 1-GPU kernelspec, whose start first runs ``gpulab.serve
 environment, exec). Two times per kind: ``start_kernel`` returning (the process is running, holding its reservation),
 and the kernel answering (``wait_for_ready``), which is what a student waits for. Prints the medians and their ratios.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -47,14 +48,23 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=7)
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="gpulab-bench-kernels-"))
-    os.environ.update(JUPYTER_PATH=str(tmp / "share" / "jupyter"), GPULAB_SIMULATE_GPUS="idle-8",
-                      GPULAB_RESERVATIONS_DIR=str(tmp / "locks"))
+    os.environ.update(
+        JUPYTER_PATH=str(tmp / "share" / "jupyter"),
+        GPULAB_SIMULATE_GPUS="idle-8",
+        GPULAB_RESERVATIONS_DIR=str(tmp / "locks"),
+    )
     install_kernelspec(1, prefix=str(tmp))
     plain = tmp / "share" / "jupyter" / "kernels" / "plain"
     plain.mkdir(parents=True)
-    (plain / "kernel.json").write_text(json.dumps({"argv": [sys.executable, "-m", "ipykernel_launcher", "-f",
-                                                            "{connection_file}"],
-                                                   "display_name": "plain", "language": "python"}))
+    (plain / "kernel.json").write_text(
+        json.dumps(
+            {
+                "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                "display_name": "plain",
+                "language": "python",
+            }
+        )
+    )
     times: dict[str, list[tuple[float, float]]] = {"plain": [], "gpulab-1-gpu": []}
     for _ in range(args.rounds):
         for name in times:  # taking turns: load from other programs hits both alike

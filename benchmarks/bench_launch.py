@@ -19,6 +19,7 @@ server's import of torch; "ours, first after warm-up" calls warm_up_launcher() a
 reading the next cell). accelerate is not a gpulab dependency: install it for this benchmark alone with
 ``pip install --target DIR --no-deps accelerate huggingface_hub safetensors`` and pass --accelerate-dir DIR.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 
 from gpulab.core.tables import text_table  # noqa: E402
 
-RANK_BODY = '''
+RANK_BODY = """
 import os, time, torch, torch.distributed as dist
 
 def body(outdir, *_):
@@ -58,9 +59,9 @@ def spawn_entry(index, outdir, world_size):
 if __name__ == "__main__":  # torchrun runs this file
     import sys
     body(sys.argv[1])
-'''
+"""
 
-KERNEL = '''
+KERNEL = """
 import json, os, socket, sys, tempfile, time, torch
 sys.path.insert(0, {here!r})
 if {matmul!r}:
@@ -83,27 +84,32 @@ for i in range({launches}):
     readies = [float(open(os.path.join(outdir, f)).read().split()[0]) for f in sorted(os.listdir(outdir))]
     if i >= {skip} and len(readies) == 2:
         print("RESULT", json.dumps({{"ready_s": max(readies) - t, "total_s": end - t}}), flush=True)
-'''
+"""
 
 CONTENDERS = {
-    "gpulab.launch": ("import gpulab.ranks.launcher as L\n"
-                      "def notebook_fn(outdir):\n    body(outdir)\n",
-                      "    L.launch(notebook_fn, 2, args=(outdir,), threads_per_rank=2)"),
-    "torchrun": ("import subprocess\n",
-                 "    subprocess.run([sys.executable, '-m', 'torch.distributed.run', '--standalone', "
-                 "'--nproc-per-node=2', os.path.join({here!r}, 'bench_ranks.py'), outdir], check=True, "
-                 "capture_output=True)"),
-    "mp.spawn": ("import torch.multiprocessing as mp\nfrom bench_ranks import spawn_entry\n",
-                 "    os.environ.update(MASTER_ADDR='127.0.0.1', MASTER_PORT=str(free_port()))\n"
-                 "    mp.spawn(spawn_entry, args=(outdir, 2), nprocs=2)"),
-    "Lightning ddp_notebook": ("from lightning.fabric import Fabric\n"
-                               "def notebook_fn(fabric, outdir):\n    body(outdir)\n",
-                               "    Fabric(accelerator='cpu', devices=2, strategy='ddp_notebook').launch("
-                               "notebook_fn, outdir)"),
-    "accelerate notebook_launcher": ("from accelerate import notebook_launcher\n"
-                                     "def notebook_fn(outdir):\n    body(outdir)\n",
-                                     "    notebook_launcher(notebook_fn, (outdir,), num_processes=2, "
-                                     "use_port=str(free_port()))"),
+    "gpulab.launch": (
+        "import gpulab.ranks.launcher as L\ndef notebook_fn(outdir):\n    body(outdir)\n",
+        "    L.launch(notebook_fn, 2, args=(outdir,), threads_per_rank=2)",
+    ),
+    "torchrun": (
+        "import subprocess\n",
+        "    subprocess.run([sys.executable, '-m', 'torch.distributed.run', '--standalone', "
+        "'--nproc-per-node=2', os.path.join({here!r}, 'bench_ranks.py'), outdir], check=True, "
+        "capture_output=True)",
+    ),
+    "mp.spawn": (
+        "import torch.multiprocessing as mp\nfrom bench_ranks import spawn_entry\n",
+        "    os.environ.update(MASTER_ADDR='127.0.0.1', MASTER_PORT=str(free_port()))\n"
+        "    mp.spawn(spawn_entry, args=(outdir, 2), nprocs=2)",
+    ),
+    "Lightning ddp_notebook": (
+        "from lightning.fabric import Fabric\ndef notebook_fn(fabric, outdir):\n    body(outdir)\n",
+        "    Fabric(accelerator='cpu', devices=2, strategy='ddp_notebook').launch(notebook_fn, outdir)",
+    ),
+    "accelerate notebook_launcher": (
+        "from accelerate import notebook_launcher\ndef notebook_fn(outdir):\n    body(outdir)\n",
+        "    notebook_launcher(notebook_fn, (outdir,), num_processes=2, use_port=str(free_port()))",
+    ),
 }
 
 OURS_ALONE = '''
@@ -163,23 +169,44 @@ print(json.dumps({{"ready_s": statistics.median(s.ready_s for s in stats),
                   "failed_rank": sorted({{f[1] for f in failed}})}}))
 '''
 
-NOTEBOOK_FN_CHECK = '''
+NOTEBOOK_FN_CHECK = """
 import torch.multiprocessing as mp
 def notebook_fn(index):
     pass
 mp.spawn(notebook_fn, nprocs=1)
-'''
+"""
 
 
-def run_kernel(here: str, name: str, *, matmul: bool, launches: int = 1, skip: int = 0, timeout: float,
-               extra_env: dict[str, str], setup_extra: str = "") -> list[dict] | None:
+def run_kernel(
+    here: str,
+    name: str,
+    *,
+    matmul: bool,
+    launches: int = 1,
+    skip: int = 0,
+    timeout: float,
+    extra_env: dict[str, str],
+    setup_extra: str = "",
+) -> list[dict] | None:
     """Run one fresh kernel; its RESULT lines, or None if it hung (its whole process group is then killed)."""
     setup, launch = CONTENDERS[name]
-    code = KERNEL.format(here=here, matmul=matmul, setup=setup + setup_extra, launches=launches, skip=skip,
-                         launch=launch.format(here=here))
+    code = KERNEL.format(
+        here=here,
+        matmul=matmul,
+        setup=setup + setup_extra,
+        launches=launches,
+        skip=skip,
+        launch=launch.format(here=here),
+    )
     env = {**os.environ, **extra_env, "OMP_NUM_THREADS": "2"}
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=env, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        start_new_session=True,
+    )
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -198,41 +225,90 @@ def median(results: list[dict], key: str) -> str:
 def compare(args: argparse.Namespace, env: dict[str, str]) -> None:
     here = tempfile.mkdtemp(prefix="bench-launch-")
     Path(here, "bench_ranks.py").write_text(RANK_BODY)
-    spawn_fails = subprocess.run([sys.executable, "-c", NOTEBOOK_FN_CHECK], capture_output=True, text=True,
-                                 timeout=120)
-    spawn_note = "no: " + next((ln.strip().split(" on <module")[0] for ln in spawn_fails.stderr.splitlines()
-                                if "Can't get attribute" in ln), f"exit {spawn_fails.returncode}")
-    notebook_fn = {"gpulab.launch": "yes (by value)", "torchrun": "no (a script file)", "mp.spawn": spawn_note,
-                   "Lightning ddp_notebook": "yes (fork)", "accelerate notebook_launcher": "yes (fork)"}
+    spawn_fails = subprocess.run([sys.executable, "-c", NOTEBOOK_FN_CHECK], capture_output=True, text=True, timeout=120)
+    spawn_note = "no: " + next(
+        (ln.strip().split(" on <module")[0] for ln in spawn_fails.stderr.splitlines() if "Can't get attribute" in ln),
+        f"exit {spawn_fails.returncode}",
+    )
+    notebook_fn = {
+        "gpulab.launch": "yes (by value)",
+        "torchrun": "no (a script file)",
+        "mp.spawn": spawn_note,
+        "Lightning ddp_notebook": "yes (fork)",
+        "accelerate notebook_launcher": "yes (fork)",
+    }
     rows = []
     timeout = args.hang_timeout + 60  # the clean runs may be slow on a loaded machine; they never hang by design
 
     def survival(name: str, **kw) -> str:
         res = run_kernel(here, name, matmul=True, timeout=args.hang_timeout + 15, extra_env=env, **kw)
-        return f"hung (killed at {args.hang_timeout + 15:.0f} s)" if res is None else f"ok, ready {median(res, 'ready_s')}"
+        return (
+            f"hung (killed at {args.hang_timeout + 15:.0f} s)" if res is None else f"ok, ready {median(res, 'ready_s')}"
+        )
 
-    firsts = [r for _ in range(args.samples) for r in run_kernel(here, "gpulab.launch", matmul=False,
-                                                                     timeout=timeout, extra_env=env)]
-    rows.append(["gpulab.launch, first", notebook_fn["gpulab.launch"], median(firsts, "ready_s"),
-                 median(firsts, "total_s"), survival("gpulab.launch")])
+    firsts = [
+        r
+        for _ in range(args.samples)
+        for r in run_kernel(here, "gpulab.launch", matmul=False, timeout=timeout, extra_env=env)
+    ]
+    rows.append(
+        [
+            "gpulab.launch, first",
+            notebook_fn["gpulab.launch"],
+            median(firsts, "ready_s"),
+            median(firsts, "total_s"),
+            survival("gpulab.launch"),
+        ]
+    )
     warm = "from gpulab.ranks.fork_server import warm_up_launcher\nwarm_up_launcher(); time.sleep(3)\n"
-    warmed = [r for _ in range(args.samples) for r in run_kernel(here, "gpulab.launch", matmul=False, timeout=timeout,
-                                                                     extra_env=env, setup_extra=warm)]
-    rows.append(["gpulab.launch, first after warm-up", "yes (by value)", median(warmed, "ready_s"),
-                 median(warmed, "total_s"), "(as above)"])
-    repeats = run_kernel(here, "gpulab.launch", matmul=False, launches=args.repeats + 1, skip=1, timeout=timeout,
-                         extra_env=env)
-    rows.append([f"gpulab.launch, repeat (median of {args.repeats})", "yes (by value)", median(repeats, "ready_s"),
-                 median(repeats, "total_s"), survival("gpulab.launch", launches=args.repeats + 1, skip=1)])
+    warmed = [
+        r
+        for _ in range(args.samples)
+        for r in run_kernel(here, "gpulab.launch", matmul=False, timeout=timeout, extra_env=env, setup_extra=warm)
+    ]
+    rows.append(
+        [
+            "gpulab.launch, first after warm-up",
+            "yes (by value)",
+            median(warmed, "ready_s"),
+            median(warmed, "total_s"),
+            "(as above)",
+        ]
+    )
+    repeats = run_kernel(
+        here, "gpulab.launch", matmul=False, launches=args.repeats + 1, skip=1, timeout=timeout, extra_env=env
+    )
+    rows.append(
+        [
+            f"gpulab.launch, repeat (median of {args.repeats})",
+            "yes (by value)",
+            median(repeats, "ready_s"),
+            median(repeats, "total_s"),
+            survival("gpulab.launch", launches=args.repeats + 1, skip=1),
+        ]
+    )
     for name in ["torchrun", "mp.spawn", "Lightning ddp_notebook", "accelerate notebook_launcher"]:
         if name.startswith("accelerate") and not args.accelerate_dir:
             rows.append([name, notebook_fn[name], "not run", "not run", "pass --accelerate-dir"])
             continue
-        results = [r for _ in range(args.samples)
-                   for r in (run_kernel(here, name, matmul=False, timeout=timeout, extra_env=env) or [])]
+        results = [
+            r
+            for _ in range(args.samples)
+            for r in (run_kernel(here, name, matmul=False, timeout=timeout, extra_env=env) or [])
+        ]
         rows.append([name, notebook_fn[name], median(results, "ready_s"), median(results, "total_s"), survival(name)])
-    print(text_table(["launcher (2 gloo ranks)", "runs a notebook function", "ready", "total",
-                      "after parent matmul, 2 threads/rank"], rows))
+    print(
+        text_table(
+            [
+                "launcher (2 gloo ranks)",
+                "runs a notebook function",
+                "ready",
+                "total",
+                "after parent matmul, 2 threads/rank",
+            ],
+            rows,
+        )
+    )
     base = statistics.median(r["total_s"] for r in repeats)
     print(f"\nours (repeat) total = {base:.3f} s; each other launcher's total ÷ ours:")
     for row in rows[3:]:
@@ -251,19 +327,30 @@ def main() -> None:
     env = {"PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), args.accelerate_dir, os.environ.get("PYTHONPATH")]))}
     if not args.ours_only:
         compare(args, env)
-    alone = subprocess.run([sys.executable, "-c", OURS_ALONE.format(repeats=args.repeats)], capture_output=True,
-                           text=True, timeout=600, env={**os.environ, **env})
+    alone = subprocess.run(
+        [sys.executable, "-c", OURS_ALONE.format(repeats=args.repeats)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, **env},
+    )
     if alone.returncode != 0:
         raise RuntimeError(alone.stderr[-3000:])
     o = json.loads(alone.stdout.splitlines()[-1])
-    print(f"\ngpulab.launch alone, {args.repeats} repeat launches of a trivial function (return the rank): "
-          f"ready {o['ready_s']:.3f} s, total {o['total_s']:.3f} s (medians), {o['ports']} different ports; "
-          f"a rank that raises: reported as rank {o['failed_rank']} after at most {o['failure_s']:.2f} s (3 tries), "
-          f"at most {o['raise_to_report_s']:.2f} s after its raise (goal ≤ 0.5 s)")
-    print(f"the launching process while 2 ranks sleep 10 s: {100 * o['parent_cpu']:.2f} % of one core "
-          f"(the larger of 2 runs, seconds 2-8; goal < 2 %)")
-    print(textwrap.dedent(f"""
-        machine: {os.cpu_count()} cores; python {sys.version.split()[0]}; samples {args.samples} fresh kernels each"""))
+    print(
+        f"\ngpulab.launch alone, {args.repeats} repeat launches of a trivial function (return the rank): "
+        f"ready {o['ready_s']:.3f} s, total {o['total_s']:.3f} s (medians), {o['ports']} different ports; "
+        f"a rank that raises: reported as rank {o['failed_rank']} after at most {o['failure_s']:.2f} s (3 tries), "
+        f"at most {o['raise_to_report_s']:.2f} s after its raise (goal ≤ 0.5 s)"
+    )
+    print(
+        f"the launching process while 2 ranks sleep 10 s: {100 * o['parent_cpu']:.2f} % of one core "
+        f"(the larger of 2 runs, seconds 2-8; goal < 2 %)"
+    )
+    print(
+        textwrap.dedent(f"""
+        machine: {os.cpu_count()} cores; python {sys.version.split()[0]}; samples {args.samples} fresh kernels each""")
+    )
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ in a shared machine's load falls on both. A round is a training loop of several 
 live arm pays a monitor's start-up (a first frame drawn in full, and a few more while its limits settle) once per round,
 as a cell would; section 4 shows what each kind of frame costs.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -23,13 +24,12 @@ import torch
 from PIL import Image
 
 import gpulab
+from gpulab.machine.nvml import default_reader
+from gpulab.machine.simulated import SimulatedGpuReader
+from gpulab.measure.timing import quartiles
 from gpulab.monitoring import monitor
 from gpulab.monitoring.png import encode_png
 from gpulab.monitoring.sampler import Sampler
-from gpulab.machine.nvml import default_reader
-
-from gpulab.measure.timing import quartiles
-from gpulab.machine.simulated import SimulatedGpuReader
 
 
 def cost_per_reading(reader, n: int) -> tuple[float, int, list[str]]:
@@ -47,6 +47,7 @@ def cost_per_reading(reader, n: int) -> tuple[float, int, list[str]]:
 def cpu_share(seconds: float, interval_s: float = 0.2) -> tuple[float, float, int, float]:
     """Process CPU time per wall second while idle, without and with the sampler thread at 1/interval_s Hz, and the
     sampler thread's own CPU time per reading (cold caches: the realistic cost, unlike a tight loop's)."""
+
     def idle_cpu(with_sampler: bool) -> tuple[float, Sampler]:
         s = Sampler(reader=default_reader(), interval_s=interval_s)
         c0, w0 = time.process_time(), time.perf_counter()
@@ -72,7 +73,7 @@ def training_round(model, opt, data, target, steps: int, batch: int, arm: str) -
         t0 = time.perf_counter()
         for i in range(steps):
             j = (i * batch) % (len(data) - batch)
-            xb, yb = data[j:j + batch], target[j:j + batch]
+            xb, yb = data[j : j + batch], target[j : j + batch]
             opt.zero_grad(set_to_none=True)
             loss_fn(model(xb), yb).backward()
             opt.step()
@@ -124,15 +125,17 @@ def frame_stages(n: int, reader=None, label: str = "this machine") -> None:
             fig._margins = []  # what a first frame, new notes or wider tick labels do
         fig.draw_live()
 
-    kept, laid_out = (median_ms(lambda: full_draw(new), n) for new in (False, True))
+    kept, laid_out = (median_ms(lambda new=new: full_draw(new), n) for new in (False, True))
     frame = update + blit + ours
     print(f"4. CPU time per live frame on {label}, by stage (median of {n}; {pixels.shape[1]}×{pixels.shape[0]} px):")
     print(f"   update lines and stepped limits        {update:6.1f} ms")
     print(f"   blit: cached background + lines, marks {blit:6.1f} ms")
     print(f"   encode PNG (unfiltered, zlib level 1)  {ours:6.1f} ms   (Pillow as print_png uses it: {pillow:.1f} ms)")
     print(f"   → a live frame                         {frame:6.1f} ms → {frame / 10:.2f} % of a core at 1 frame/s")
-    print(f"   a frame drawn in full (new limit or mark): {update + kept + ours:.0f} ms; with a new layout (first "
-          f"frame, new notes, wider tick labels): {update + laid_out + ours:.0f} ms")
+    print(
+        f"   a frame drawn in full (new limit or mark): {update + kept + ours:.0f} ms; with a new layout (first "
+        f"frame, new notes, wider tick labels): {update + laid_out + ours:.0f} ms"
+    )
     t_hour = np.arange(18_000) * 0.2
     _, recorded = mon.history.snapshot()
     hour = recorded[np.arange(t_hour.size) % len(recorded)]  # the readings above, repeated for an hour at 5 Hz
@@ -142,20 +145,26 @@ def frame_stages(n: int, reader=None, label: str = "this machine") -> None:
     print(f"   after an hour (18,000 readings a line, cut to ~2 points per pixel column): update + blit {long:.1f} ms")
     old_kept = median_ms(lambda: (fig.update_from(mon.history, mon.marks), fig.png(relayout=False)), n)
     old_new = median_ms(lambda: (fig.update_from(mon.history, mon.marks), fig.png(relayout=True)), n)
-    print(f"   before blitting, every frame was a full draw + print_png: {old_kept:.0f} ms (layout kept), "
-          f"{old_new:.0f} ms (new layout, every 10th frame)")
+    print(
+        f"   before blitting, every frame was a full draw + print_png: {old_kept:.0f} ms (layout kept), "
+        f"{old_new:.0f} ms (new layout, every 10th frame)"
+    )
 
 
 def main() -> None:
     fast = gpulab.fast_mode()
-    print(f"gpulab monitor benchmark ({'fast' if fast else 'full'} mode), torch {torch.__version__}, "
-          f"{torch.get_num_threads()} torch threads\n")
+    print(
+        f"gpulab monitor benchmark ({'fast' if fast else 'full'} mode), torch {torch.__version__}, "
+        f"{torch.get_num_threads()} torch threads\n"
+    )
 
     n = gpulab.full_or_fast(3000, 300)
     print(f"1. Cost of one reading in a tight loop (median of {n}; host + speed + each GPU; warm caches):")
     real, gpus, missing = cost_per_reading(default_reader(), n)
-    print(f"   this machine's reader ({gpus} GPU(s)):    {real * 1e6:8.1f} µs per reading"
-          + (f"   [{missing[0][:70]}…]" if missing else ""))
+    print(
+        f"   this machine's reader ({gpus} GPU(s)):    {real * 1e6:8.1f} µs per reading"
+        + (f"   [{missing[0][:70]}…]" if missing else "")
+    )
     sim, gpus, _ = cost_per_reading(SimulatedGpuReader("workshop-8"), n)
     print(f"   8 simulated GPUs (no driver cost):   {sim * 1e6:8.1f} µs per reading")
     print()
@@ -164,27 +173,32 @@ def main() -> None:
     base, on, readings, per_reading = cpu_share(seconds)
     print(f"2. CPU share of the sampler thread at 5 Hz ({seconds:.0f} s idle, {readings} readings):")
     print(f"   the thread's CPU time per reading (caches cold between wake-ups): {per_reading * 1e6:.1f} µs")
-    print(f"   process CPU while idle: {base * 100:.3f} % without, {on * 100:.3f} % with the sampler "
-          f"→ sampler ≈ {(on - base) * 100:.3f} % of one core (target < 1 %)\n")
+    print(
+        f"   process CPU while idle: {base * 100:.3f} % without, {on * 100:.3f} % with the sampler "
+        f"→ sampler ≈ {(on - base) * 100:.3f} % of one core (target < 1 %)\n"
+    )
 
     torch.manual_seed(0)
     batch, steps, rounds = 64, gpulab.full_or_fast(6000, 300), gpulab.full_or_fast(6, 3)
     data, target = torch.randn(8192, 64), torch.randint(0, 10, (8192,))
-    model = torch.nn.Sequential(torch.nn.Linear(64, 512), torch.nn.ReLU(), torch.nn.Linear(512, 512),
-                                torch.nn.ReLU(), torch.nn.Linear(512, 10))
+    model = torch.nn.Sequential(
+        torch.nn.Linear(64, 512), torch.nn.ReLU(), torch.nn.Linear(512, 512), torch.nn.ReLU(), torch.nn.Linear(512, 10)
+    )
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     arms = ["off", "on", "on + live redraw"]
     times: dict[str, list[float]] = {a: [] for a in arms}
     frames: list[tuple[int, int, float]] = []
     training_round(model, opt, data, target, 50, batch, "off")  # warm-up
     for r in range(rounds):
-        for arm in arms[r % 3:] + arms[:r % 3]:  # rotate the order: no arm always runs first
+        for arm in arms[r % 3 :] + arms[: r % 3]:  # rotate the order: no arm always runs first
             seconds, *live = training_round(model, opt, data, target, steps, batch, arm)
             times[arm].append(seconds)
             if arm == "on + live redraw":
                 frames.append(tuple(live))
-    print(f"3. CPU training loop (MLP 64-512-512-10, batch {batch}, {steps} steps per round, {rounds} rounds; the "
-          "three arms run back to back in each round, in rotating order):")
+    print(
+        f"3. CPU training loop (MLP 64-512-512-10, batch {batch}, {steps} steps per round, {rounds} rounds; the "
+        "three arms run back to back in each round, in rotating order):"
+    )
     for arm in arms:
         med = statistics.median(times[arm])
         line = f"   monitor {arm:17s} median {med:7.3f} s per round ({steps * batch / med:7.0f} samples/s)"
@@ -193,10 +207,12 @@ def main() -> None:
             line += f"   paired ratio to off: median {med:.3f} (middle half {q1:.3f}–{q3:.3f})"
         print(line)
     drawn, full, cpu = (statistics.mean(f[i] for f in frames) for i in (0, 1, 2))
-    print(f"   the live arm drew {drawn:.1f} frames per round, {full:.1f} of them in full (a new monitor's first "
-          f"frame, limits settling),\n   the rest blitted; its render thread used {cpu * 1e3:.0f} ms of CPU per round "
-          f"({cpu / statistics.median(times['off']) * 100:.1f} % of a round). As in JupyterLab: nbval, nbconvert and "
-          "scripts never draw live frames\n")
+    print(
+        f"   the live arm drew {drawn:.1f} frames per round, {full:.1f} of them in full (a new monitor's first "
+        f"frame, limits settling),\n   the rest blitted; its render thread used {cpu * 1e3:.0f} ms of CPU per round "
+        f"({cpu / statistics.median(times['off']) * 100:.1f} % of a round). As in JupyterLab: nbval, nbconvert and "
+        "scripts never draw live frames\n"
+    )
     frame_stages(gpulab.full_or_fast(20, 5))
     print()
     frame_stages(gpulab.full_or_fast(20, 5), SimulatedGpuReader("workshop-8"), "8 simulated GPUs (workshop-8)")

@@ -4,6 +4,7 @@
 
 Prints each encoder's median time and size per frame and the ratio Pillow ÷ ours, measured side by side in one run.
 """
+
 from __future__ import annotations
 
 import io
@@ -18,7 +19,7 @@ from PIL import Image  # noqa: E402
 
 from gpulab.core.settings import full_or_fast  # noqa: E402
 from gpulab.machine.simulated import SimulatedGpuReader  # noqa: E402
-from gpulab.monitoring.monitor import Monitor  # noqa: E402
+from gpulab.monitoring.live_monitor import Monitor  # noqa: E402
 from gpulab.monitoring.png import encode_png  # noqa: E402
 
 
@@ -41,8 +42,11 @@ def main() -> None:
         Image.fromarray(rgba).save(out, format="PNG", compress_level=level)
         return out.getvalue()
 
-    arms = {"gpulab encode_png": lambda: encode_png(rgba), "Pillow compress_level=1": lambda: pillow(1),
-            "Pillow compress_level=0": lambda: pillow(0)}
+    arms = {
+        "gpulab encode_png": lambda: encode_png(rgba),
+        "Pillow compress_level=1": lambda: pillow(1),
+        "Pillow compress_level=0": lambda: pillow(0),
+    }
     times: dict[str, list[float]] = {k: [] for k in arms}
     sizes: dict[str, int] = {}
     for f in arms.values():

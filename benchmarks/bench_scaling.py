@@ -19,6 +19,7 @@ a light point's 1-rank run, slowed by other programs more than its 2-rank run, c
 itself.) On a 2-core machine any other busy program takes a core from one rank, and the pair then runs at the slower
 one's pace: the load average is printed. The last two lines are medians over the rounds, for scripts.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -41,11 +42,19 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--widths", type=int, nargs="+", default=[64, 256, 1024])
     parser.add_argument("--batches", type=int, nargs="+", default=[8, 64, 512, 2048])
-    parser.add_argument("--steps", type=int, default=8,
-                        help="the fewest timed steps per point (after 2 untimed); light points get up to 200")
-    parser.add_argument("--tries", type=int, default=2,
-                        help="times each point's 1-rank step, ceiling and 2-rank step are measured in turn; the "
-                             "least disturbed of each counts")
+    parser.add_argument(
+        "--steps",
+        type=int,
+        default=8,
+        help="the fewest timed steps per point (after 2 untimed); light points get up to 200",
+    )
+    parser.add_argument(
+        "--tries",
+        type=int,
+        default=2,
+        help="times each point's 1-rank step, ceiling and 2-rank step are measured in turn; the least "
+        "disturbed of each counts",
+    )
     parser.add_argument("--ceiling-chunks", type=int, default=20, help="chunks of 5 512×512 matmuls for the ceiling")
     args = parser.parse_args()
     if args.rounds < 3:
@@ -56,11 +65,15 @@ def main() -> None:
         ceilings.append(machine_ceiling(chunks=args.ceiling_chunks).speedup)
         link = gloo_link(launches=args.tries)
         sync = ddp_sync_s(link)
-        sweeps.append(scaling_sweep(args.widths, args.batches, steps=args.steps, link=link, sync_s=sync,
-                                   tries=args.tries))
-        print(f"round {r + 1}: machine ceiling {ceilings[-1]:.2f}×, gloo {link.bandwidth_bytes_per_s / 1e9:.2f} GB/s "
-              f"and {link.latency_s * 1e6:.0f} µs per message, meeting {sync * 1e3:.2f} ms per step; load "
-              f"{os.getloadavg()[0]:.2f}", flush=True)
+        sweeps.append(
+            scaling_sweep(args.widths, args.batches, steps=args.steps, link=link, sync_s=sync, tries=args.tries)
+        )
+        print(
+            f"round {r + 1}: machine ceiling {ceilings[-1]:.2f}×, gloo {link.bandwidth_bytes_per_s / 1e9:.2f} GB/s "
+            f"and {link.latency_s * 1e6:.0f} µs per message, meeting {sync * 1e3:.2f} ms per step; load "
+            f"{os.getloadavg()[0]:.2f}",
+            flush=True,
+        )
     print(f"\nlast round's sweep (ms: the fastest of each point's steps, at least {args.steps}):\n{sweeps[-1]}\n")
     points = [(p.one.plan.width, p.one.plan.batch) for p in sweeps[0].points]
     rows, medians, unsteady = [], [], 0
@@ -69,32 +82,50 @@ def main() -> None:
         medians.append(statistics.median(measured))
         unsteady += any(abs(m / medians[-1] - 1) > 0.15 for m in measured)
         errors = [s.points[i].error * 100 for s in sweeps]
-        rows.append([p.one.plan.width, p.one.plan.batch, f"{medians[-1]:.2f}×",
-                     " ".join(f"{m:.2f}" for m in measured), " ".join(f"{e:+.0f}" for e in errors)])
+        rows.append(
+            [
+                p.one.plan.width,
+                p.one.plan.batch,
+                f"{medians[-1]:.2f}×",
+                " ".join(f"{m:.2f}" for m in measured),
+                " ".join(f"{e:+.0f}" for e in errors),
+            ]
+        )
     print(text_table(["width", "batch/rank", "median speed-up", "each round", "model error % each round"], rows))
     worst = max(abs(s.points[i].error) for s in sweeps for i in range(len(points)))
     within = sum(abs(s.points[i].error) <= 0.15 for s in sweeps for i in range(len(points)))
-    print(f"model error: {within} of {len(points) * len(sweeps)} predictions within 15 %, worst {worst * 100:.0f} %; "
-          f"median error per point within 15 %: "
-          f"{sum(abs(statistics.median(s.points[i].error for s in sweeps)) <= 0.15 for i in range(len(points)))} "
-          f"of {len(points)}")
-    print(f"the measurement itself: at {unsteady} of {len(points)} points a round's measured speed-up is more than "
-          f"15 % from the point's median")
+    print(
+        f"model error: {within} of {len(points) * len(sweeps)} predictions within 15 %, worst {worst * 100:.0f} %; "
+        f"median error per point within 15 %: "
+        f"{sum(abs(statistics.median(s.points[i].error for s in sweeps)) <= 0.15 for i in range(len(points)))} "
+        f"of {len(points)}"
+    )
+    print(
+        f"the measurement itself: at {unsteady} of {len(points)} points a round's measured speed-up is more than "
+        f"15 % from the point's median"
+    )
     print("\nthe same sweep predicted for GPU setups (predictions from published peak figures, not measurements):")
     for setup in SETUPS:
         print(f"  {setup.label()}")
-        print("    " + ", ".join(f"w{w}/b{b}: {s:.2f}×" for (w, b), s in
-                                  zip(points, predicted_speedups(setup, points, sweeps[0].depth))))
+        print(
+            "    "
+            + ", ".join(
+                f"w{w}/b{b}: {s:.2f}×" for (w, b), s in zip(points, predicted_speedups(setup, points, sweeps[0].depth))
+            )
+        )
     ceiling = statistics.median(ceilings)
     k = max(range(len(points)), key=lambda i: points[i][0] ** 2 * points[i][1])  # the most FLOPs per step
-    print(f"\nbest point (the heavy end): width {points[k][0]}, batch {points[k][1]} per rank; {args.rounds} rounds "
-          f"in "
-          f"{time.perf_counter() - t0:.0f} s; load average (1 min) {load_before[0]:.2f} before, "
-          f"{os.getloadavg()[0]:.2f} after; ceiling each round: {', '.join(f'{x:.2f}' for x in ceilings)}")
+    print(
+        f"\nbest point (the heavy end): width {points[k][0]}, batch {points[k][1]} per rank; {args.rounds} rounds "
+        f"in "
+        f"{time.perf_counter() - t0:.0f} s; load average (1 min) {load_before[0]:.2f} before, "
+        f"{os.getloadavg()[0]:.2f} after; ceiling each round: {', '.join(f'{x:.2f}' for x in ceilings)}"
+    )
     heavy = [s.points[k].two for s in sweeps]
-    print("all-reduce at the best point, in % of its 2-rank step each round: "
-          + ", ".join(f"{t.allreduce_s / t.step_s * 100:.0f} (exposed {t.exposed_s / t.step_s * 100:.0f})"
-                      for t in heavy))
+    print(
+        "all-reduce at the best point, in % of its 2-rank step each round: "
+        + ", ".join(f"{t.allreduce_s / t.step_s * 100:.0f} (exposed {t.exposed_s / t.step_s * 100:.0f})" for t in heavy)
+    )
     print(f"machine ceiling (2 independent processes ÷ 1): {ceiling:.2f}×")
     print(f"best 2 ranks ÷ 1 rank: {medians[k]:.2f}× ({medians[k] / ceiling * 100:.0f} % of the ceiling)")
 

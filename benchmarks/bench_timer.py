@@ -8,6 +8,7 @@ each harness spent to produce one measurement. The empty function shows each har
 no work at all, which is the overhead it adds to every measurement. ``number=1`` rows show the floor when every call
 is bracketed by clock reads (or CUDA events), as for long operations.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,8 +23,8 @@ import torch  # noqa: E402
 from torch.utils import benchmark as tub  # noqa: E402
 
 from gpulab.core.tables import text_table  # noqa: E402
-from gpulab.measure.timing import benchmark  # noqa: E402
 from gpulab.core.units import format_seconds  # noqa: E402
+from gpulab.measure.timing import benchmark  # noqa: E402
 
 
 def cases(device: str) -> list[tuple[str, object, int | None]]:
@@ -71,19 +72,32 @@ def main() -> None:
     for name, fn, number in cases(args.device):
         o, t, ow, tw = [], [], [], []
         for _ in range(args.rounds):
-            value, wall = timed(lambda: ours(fn, number, args.device))
+            value, wall = timed(lambda fn=fn, number=number: ours(fn, number, args.device))
             o.append(value)
             ow.append(wall)
-            value, wall = timed(lambda: theirs(fn, number))
+            value, wall = timed(lambda fn=fn, number=number: theirs(fn, number))
             t.append(value)
             tw.append(wall)
         om, tm = statistics.median(o), statistics.median(t)
-        rows.append([name, format_seconds(om), format_seconds(tm), f"{om / tm:.2f}",
-                     format_seconds(statistics.median(ow)), format_seconds(statistics.median(tw))])
-    print(f"torch {torch.__version__}, device {args.device}, {torch.get_num_threads()} thread(s), "
-          f"{args.rounds} rounds, medians over rounds")
-    print(text_table(["case", "gpulab median", "torch.utils.benchmark median", "ratio", "gpulab wall",
-                      "torch wall"], rows))
+        rows.append(
+            [
+                name,
+                format_seconds(om),
+                format_seconds(tm),
+                f"{om / tm:.2f}",
+                format_seconds(statistics.median(ow)),
+                format_seconds(statistics.median(tw)),
+            ]
+        )
+    print(
+        f"torch {torch.__version__}, device {args.device}, {torch.get_num_threads()} thread(s), "
+        f"{args.rounds} rounds, medians over rounds"
+    )
+    print(
+        text_table(
+            ["case", "gpulab median", "torch.utils.benchmark median", "ratio", "gpulab wall", "torch wall"], rows
+        )
+    )
 
 
 if __name__ == "__main__":

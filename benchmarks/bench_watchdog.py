@@ -10,6 +10,7 @@
    ``launch`` raises ``RankFailed``. Printed: the median of (raise − firing) with the watchdog, and without it (what
    the launcher alone takes to stop the ranks and raise), goal ≤ 2 s with the watchdog.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -52,7 +53,7 @@ def overhead(repeats: int, steps: int) -> tuple[float, float]:
     launch(work, 2, args=(steps,))  # warm-up: the fork server's import of torch is not part of either
     with_w, without = [], []
     for i in range(repeats):
-        for on in ((True, False) if i % 2 == 0 else (False, True)):
+        for on in (True, False) if i % 2 == 0 else (False, True):
             t0 = time.perf_counter()
             launch(work, 2, args=(steps,), watchdog=on)
             (with_w if on else without).append(time.perf_counter() - t0)
@@ -84,13 +85,17 @@ def main() -> None:
     p.add_argument("--hangs", type=int, default=3)
     a = p.parse_args()
     on, off = overhead(a.repeats, a.steps)
-    print(f"launch, 2 ranks, {a.steps} all-reduces: with watchdog {on:.3f} s, without {off:.3f} s "
-          f"(median of {a.repeats} each, alternated)")
+    print(
+        f"launch, 2 ranks, {a.steps} all-reduces: with watchdog {on:.3f} s, without {off:.3f} s "
+        f"(median of {a.repeats} each, alternated)"
+    )
     print(f"watchdog overhead ratio (with / without): {on / off:.4f}  (goal ≤ 1.01)")
     late_on, named_on = time_to_report(a.timeout, a.hangs, True)
     late_off, _ = time_to_report(a.timeout, a.hangs, False)
-    print(f"collective timeout fired -> RankFailed with the report: {late_on:.2f} s (median of {a.hangs}; goal ≤ 2 s; "
-          f"report names rank 1 and all_reduce: {named_on})")
+    print(
+        f"collective timeout fired -> RankFailed with the report: {late_on:.2f} s (median of {a.hangs}; goal ≤ 2 s; "
+        f"report names rank 1 and all_reduce: {named_on})"
+    )
     print(f"collective timeout fired -> RankFailed without the watchdog: {late_off:.2f} s (the launcher alone)")
 
 

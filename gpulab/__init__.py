@@ -4,7 +4,7 @@ The top level holds the verbs a learner types in the chapters, grouped by chapte
 subpackage, whose names read as the course's contents (floor by floor: each imports only from the floors above it
 in this list, ``tests/test_layers.py``):
 
-    gpulab.core          units, tables, settings, readings, argument checks, CUDA_VISIBLE_DEVICES's grammar (pure:
+    gpulab.core          units, tables, settings, readings, argument validation, CUDA_VISIBLE_DEVICES's grammar (pure:
                          the standard library only)
     gpulab.reservations  who holds which GPU: the lock files that placement, checkup and server share
     gpulab.machine       NVML reader, described (simulated) GPUs, which machine a learner meant, inventory, host,
@@ -17,7 +17,7 @@ in this list, ``tests/test_layers.py``):
     gpulab.dataparallel  DataParallel by hand, its gradients, throughput and GPU footprint
     gpulab.checkup       the environment report and its checklist
     gpulab.server        the whole server's GPUs and who holds them (the watch view)
-    gpulab.lightning     Lightning's old Trainer flags translated, the monitor callback, the fork/OpenMP check
+    gpulab.lightning     Lightning's old Trainer flags translated, the monitor callback, the fork/OpenMP experiment
     gpulab.scaling       when a second device pays: a DDP step predicted, measured and swept
     gpulab.notebook      the magics (%%gpu, %%ranks, %gpulab doctor), short tracebacks, the shell demo
     gpulab.exercises     the checkers behind each chapter's exercises (gpulab.check)
@@ -27,6 +27,7 @@ IPython nor matplotlib — a worker process that imports it pays for nothing it 
 NVML nor CUDA. It costs ≤ 10 ms (``benchmarks/bench_import.py``): all it does is set a watch for ``torch.cuda``'s
 import (``machine.cuda_watch``), so that the line that starts CUDA can be named.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -40,41 +41,70 @@ __version__ = "0.1.0"
 # name -> module that defines it, in the order the chapters teach them
 _EXPORTS: dict[str, str] = {
     # course settings and notebook set-up (every chapter)
-    "fast_mode": "core.settings", "full_or_fast": "core.settings",
-    "format_bytes": "core.units", "format_seconds": "core.units",
+    "fast_mode": "core.settings",
+    "full_or_fast": "core.settings",
+    "format_bytes": "core.units",
+    "format_seconds": "core.units",
     "load_ipython_extension": "notebook.magics",
     # 00 setup: what hardware is here
-    "environment_report": "checkup.report", "devices": "machine.inventory",
-    "best_device": "machine.cuda", "cuda_gpu_count": "machine.cuda", "too_few_gpus": "machine.cuda",
-    "cuda_state": "machine.cuda", "default_reader": "machine.nvml", "SimulatedGpuReader": "machine.simulated",
+    "environment_report": "checkup.report",
+    "devices": "machine.inventory",
+    "best_device": "machine.cuda",
+    "cuda_gpu_count": "machine.cuda",
+    "too_few_gpus": "machine.cuda",
+    "cuda_state": "machine.cuda",
+    "default_reader": "machine.nvml",
+    "SimulatedGpuReader": "machine.simulated",
     # 01 CPU <-> GPU transfer
-    "benchmark": "measure.timing", "synchronize": "measure.timing",
-    "bandwidth_sweep": "measure.transfer", "nonblocking_hazard": "measure.transfer",
-    "crossover_sweep": "measure.crossover", "module_size": "measure.sizing", "allocated_bytes": "measure.sizing",
+    "benchmark": "measure.timing",
+    "synchronize": "measure.timing",
+    "bandwidth_sweep": "measure.transfer",
+    "nonblocking_hazard": "measure.transfer",
+    "crossover_sweep": "measure.crossover",
+    "module_size": "measure.sizing",
+    "allocated_bytes": "measure.sizing",
     # 02 choosing GPUs
-    "parse_visible_devices": "core.visible", "visible_map": "core.visible",
-    "set_visible_devices": "placement.setter", "CudaAlreadyStarted": "placement.setter",
+    "parse_visible_devices": "core.visible_text",
+    "visible_map": "core.visible",
+    "set_visible_devices": "placement.setter",
+    "CudaAlreadyStarted": "placement.setter",
     "patched_environ": "placement.setter",
-    "explain": "placement.explain", "choose_gpus": "placement.selection", "NoFreeGpu": "placement.selection",
-    "reserve_gpus": "placement.reservation", "GpuPicker": "placement.picker", "run_shell": "notebook.shell",
+    "explain": "placement.device_rules",
+    "choose_gpus": "placement.selection",
+    "NoFreeGpu": "placement.selection",
+    "reserve_gpus": "placement.reservation",
+    "GpuPicker": "placement.picker",
+    "run_shell": "notebook.shell",
     # 04 DDP: ranks from a notebook cell
-    "launch": "ranks.launcher", "warm_up_launcher": "ranks.fork_server", "rank_speedup": "ranks.speed",
-    "doctor": "checkup.doctor", "watchdog": "ranks.watchdog",
+    "launch": "ranks.launcher",
+    "warm_up_launcher": "ranks.fork_server",
+    "rank_speedup": "ranks.speed",
+    "doctor": "checkup.doctor",
+    "watchdog": "ranks.watchdog",
     # 05 live monitor
-    "monitor": "monitoring.monitor",
+    "monitor": "monitoring.live_monitor",
     # 06 Lightning's device flags, then and now
-    "translate_trainer": "lightning.flags", "trainer_kwargs": "lightning.trainer_args", "MonitorCallback": "lightning.callback",
-    "fork_check": "lightning.forkcheck", "autotune_comparison": "measure.autotune",
+    "translate_trainer": "lightning.flags",
+    "trainer_kwargs": "lightning.trainer_args",
+    "MonitorCallback": "lightning.callback",
+    "fork_experiment": "lightning.fork_hang",
+    "autotune_comparison": "measure.autotune",
     # the exercises at the end of every chapter
     "check": "exercises.check",
 }
 
 __all__ = list(_EXPORTS)
+_RENAMED = {"fork_check": "fork_experiment"}  # deprecated names -> today's, so that an older notebook learns the new
 
 
 def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
+        if name in _RENAMED:
+            raise AttributeError(
+                f"gpulab.{name} is now gpulab.{_RENAMED[name]}, with the same arguments: write that "
+                "instead (gpulab gives each idea one name; 'check' is the exercises' gpulab.check)."
+            )
         raise AttributeError(f"module 'gpulab' has no attribute {name!r}")
     value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
     globals()[name] = value  # later lookups skip __getattr__

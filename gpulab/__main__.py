@@ -1,13 +1,14 @@
 """``python -m gpulab <command>``: the course's command line (thin wrapper over the package's functions).
 
-    python -m gpulab env        the classroom environment report
-    python -m gpulab devices    the GPUs (physical numbering) and the CPU, like a short nvidia-smi
-    python -m gpulab visible    what cuda:k means under the current CUDA_VISIBLE_DEVICES
-    python -m gpulab watch      every GPU of the server, who is on it, redrawn in place (Ctrl-C stops)
-    python -m gpulab release N  free GPU N by stopping your process that holds it (yours only; root: any)
-    python -m gpulab kernelspec install --gpus 1   a Jupyter kernel that starts holding a free GPU
-    python -m gpulab kernelspec list | remove NAME
+python -m gpulab env        the classroom environment report
+python -m gpulab devices    the GPUs (physical numbering) and the CPU, like a short nvidia-smi
+python -m gpulab visible    what cuda:k means under the current CUDA_VISIBLE_DEVICES
+python -m gpulab watch      every GPU of the server, who is on it, redrawn in place (Ctrl-C stops)
+python -m gpulab release N  free GPU N by stopping your process that holds it (yours only; root: any)
+python -m gpulab kernelspec install --n-gpus 1   a Jupyter kernel that starts holding a free GPU
+python -m gpulab kernelspec list | remove NAME
 """
+
 from __future__ import annotations
 
 import argparse
@@ -16,6 +17,8 @@ import sys
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one ``python -m gpulab`` command (``argv``: its words, ``sys.argv[1:]`` when None); returns the exit
+    status."""
     parser = argparse.ArgumentParser(prog="python -m gpulab", description="Helpers for the gpulab GPU course.")
     sub = parser.add_subparsers(dest="command", metavar="command")
     sub.add_parser("env", help="the classroom environment report (GPUs, CUDA, packages, checklist)")
@@ -30,9 +33,19 @@ def main(argv: list[str] | None = None) -> int:
     p_ks = sub.add_parser("kernelspec", help="install, list or remove the Jupyter kernels that hold free GPUs")
     ks = p_ks.add_subparsers(dest="action", metavar="action")
     p_in = ks.add_parser("install", help="install a kernelspec started by gpulab's kernel provisioner")
-    p_in.add_argument("--gpus", type=int, default=1, help="GPUs each kernel holds (0: a kernel with no GPU)")
-    p_in.add_argument("--policy", default=None, metavar="K=V,...",
-                      help="what counts as free, e.g. max_memory_used_fraction=0.5,max_utilization_percent=50")
+    p_in.add_argument(
+        "--n-gpus",
+        type=int,
+        default=1,
+        metavar="N",
+        help="how many GPUs each kernel holds (1; 0: a kernel with no GPU)",
+    )
+    p_in.add_argument(
+        "--policy",
+        default=None,
+        metavar="K=V,...",
+        help="what counts as free, e.g. max_memory_used_fraction=0.5,max_utilization_percent=50",
+    )
     p_in.add_argument("--wait", type=float, default=0.0, metavar="S", help="seconds a start waits for a GPU (0)")
     p_in.add_argument("--name", default=None, help="the kernelspec's name (default gpulab-N-gpu)")
     where = p_in.add_mutually_exclusive_group()
@@ -59,8 +72,8 @@ def main(argv: list[str] | None = None) -> int:
 
             print(devices(processes=not args.no_processes))
         elif args.command == "visible":
-            from .machine.inventory import devices
             from .core.visible import visible_map
+            from .machine.inventory import devices
 
             print(visible_map(devices(processes=False).gpus))
         elif args.command == "watch":
@@ -69,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
             watch_terminal(interval_s=args.interval, frames=args.frames)
         elif args.command == "release":
             from .machine.resolve import as_reader
-            from .server.reservation_rows import release_gpu
+            from .server.reservation_list import release_gpu
 
             reader = as_reader(None)  # the standard library only: a student's own Python can run it
             print(release_gpu([reader.info(i) for i in range(reader.count())], args.gpu))
@@ -92,15 +105,18 @@ def _kernelspec(args: argparse.Namespace) -> int:
 
     if args.action == "install":
         prefix = sys.prefix if args.sys_prefix else args.prefix
-        where, spec = kernelspec.install_kernelspec(args.gpus, policy=args.policy, name=args.name, wait_s=args.wait,
-                                                    user=args.user, prefix=prefix)
-        print(f"installed kernelspec {os.path.basename(where)!r} in {where}: JupyterLab's launcher shows "
-              f"\"{spec['display_name']}\". Each kernel started from it holds "
-              f"{args.gpus or 'no'} GPU(s) until it shuts down, restarts or dies.")
+        where, spec = kernelspec.install_kernelspec(
+            args.n_gpus, policy=args.policy, name=args.name, wait_s=args.wait, user=args.user, prefix=prefix
+        )
+        print(
+            f"installed kernelspec {os.path.basename(where)!r} in {where}: JupyterLab's launcher shows "
+            f'"{spec["display_name"]}". Each kernel started from it holds '
+            f"{args.n_gpus or 'no'} GPU(s) until it shuts down, restarts or dies."
+        )
     elif args.action == "list":
         found = kernelspec.gpulab_kernelspecs()
         if not found:
-            print("no gpulab kernelspec is installed: python -m gpulab kernelspec install --gpus 1")
+            print("no gpulab kernelspec is installed: python -m gpulab kernelspec install --n-gpus 1")
         for name, info in sorted(found.items()):
             print(f"{name:<20} {info['spec']['display_name']:<36} {info['resource_dir']}")
     else:

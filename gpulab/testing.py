@@ -4,6 +4,7 @@ Only our own seam in front of missing hardware (NVML) is faked: tests describe G
 ``gpulab.machine.simulated.SimulatedGpuReader`` (default: two GPUs, one a MIG parent, one with a refused field).
 torch.distributed, processes, matplotlib and widgets run for real in the tests.
 """
+
 from __future__ import annotations
 
 import threading
@@ -27,6 +28,8 @@ class FakeClock:
             return self._t
 
     def advance(self, seconds: float) -> None:
+        """Move the clock ``seconds`` forward (never back); ``sleep`` is the same, so code that sleeps on this clock
+        returns at once."""
         if seconds < 0:
             raise ValueError("a clock cannot go backwards")
         with self._lock:

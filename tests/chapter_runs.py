@@ -11,6 +11,7 @@ Under pytest-xdist (``make test`` runs two workers) each worker counts its own k
 controller in ``workeroutput`` (xdist's channel for exactly this); the controller adds them up as each worker goes
 down and checks the sum, so a chapter run once on each worker is still two runs.
 """
+
 from __future__ import annotations
 
 import functools
@@ -48,8 +49,11 @@ def chapter_of(nb: nbformat.NotebookNode) -> str | None:
 
 def over_limit(runs: Counter[str], limit: int = LIMIT) -> list[str]:
     """One line per chapter that ran more than ``limit`` times."""
-    return [f"{name} ran {n} times in this session (at most {limit}: nbval and the simulated run)"
-            for name, n in sorted(runs.items()) if n > limit]
+    return [
+        f"{name} ran {n} times in this session (at most {limit}: nbval and the simulated run)"
+        for name, n in sorted(runs.items())
+        if n > limit
+    ]
 
 
 def _count_nbclient() -> None:

@@ -1,4 +1,5 @@
 """Fixtures shared by the test folders (the suite-wide set-up is the repository's conftest.py)."""
+
 from __future__ import annotations
 
 import shutil

@@ -1,9 +1,10 @@
 """A tripwire for "never starts CUDA" checks that must also fail on a machine without a GPU.
 
-``torch.cuda.is_initialized()`` and a mapped ``libcuda.so`` stay False on a machine without a driver whatever the
-code does, so a check built on them alone cannot fail here (and on a GPU machine a mapped libcuda proves nothing:
-``import torch`` maps it without starting CUDA; ``tests/machine/test_cuda_driver_probe.py`` tries the driver's answers). Installed in a fresh interpreter before the code under
-test runs, the tripwire records every call that would start CUDA on a GPU machine, whether or not it succeeds here:
+``torch.cuda.is_initialized()`` and a mapped ``libcuda.so`` stay False on a machine without a driver whatever the code
+does, so a check built on them alone cannot fail here (and on a GPU machine a mapped libcuda proves nothing: ``import
+torch`` maps it without starting CUDA; ``tests/machine/test_cuda_driver_probe.py`` tries the driver's answers).
+Installed in a fresh interpreter before the code under test runs, the tripwire records every call that would start CUDA
+on a GPU machine, whether or not it succeeds here:
 
 * ``torch.cuda._lazy_init``: every CUDA context starts here (a tensor on ``cuda``, ``current_device()``,
   ``set_device``, ``mem_get_info``, ``get_device_properties``, …; PyTorch's C++ side calls it too);
@@ -14,6 +15,7 @@ test runs, the tripwire records every call that would start CUDA on a GPU machin
 Use it from a test's child script: ``sys.path.insert(0, "<tests dir>"); import cuda_tripwire; cuda_tripwire.install()``
 first, ``print(cuda_tripwire.STARTS)`` last (``PRELUDE`` and ``REPORT`` below do exactly that).
 """
+
 from __future__ import annotations
 
 import sys
@@ -25,8 +27,10 @@ __all__ = ["STARTS", "install", "PRELUDE", "REPORT"]
 
 STARTS: list[str] = []  # one line per call that would start CUDA: what, and the first caller outside torch
 
-PRELUDE = (f"import sys; sys.path.insert(0, {str(Path(__file__).resolve().parent)!r}); "
-           "import cuda_tripwire; cuda_tripwire.install()\n")
+PRELUDE = (
+    f"import sys; sys.path.insert(0, {str(Path(__file__).resolve().parent)!r}); "
+    "import cuda_tripwire; cuda_tripwire.install()\n"
+)
 REPORT = "\nprint('CUDA starts:', cuda_tripwire.STARTS)\n"
 
 

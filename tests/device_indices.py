@@ -20,6 +20,7 @@ calls ``cuda_gpu_count()``, ``torch.cuda.device_count()`` or ``too_few_gpus(n)``
 one of them. Where such a test can be evaluated for 0 to 8 GPUs, the branch must not run on a machine with too few
 (``if gpus >= 1:`` does not cover ``cuda:1``); a test it cannot evaluate is trusted. Line numbers are the cell's own.
 """
+
 from __future__ import annotations
 
 import ast
@@ -46,7 +47,7 @@ class Finding:
     line: int
     code: str
     what: str  # "device index 1", "device_ids of 2 GPUs"
-    gpus: int  # the GPUs the machine needs for it: index + 1, or the list's length / highest index + 1
+    n_gpus: int  # the GPUs the machine needs for it: index + 1, or the list's length / highest index + 1
 
 
 def python_code(source: str) -> str:
@@ -98,8 +99,12 @@ def _literal_ids(node: ast.AST) -> list[int] | None:
     """``[0, 1]``, ``(0, 1)``, ``range(2)``, ``list(range(2))`` as a list of indices; ``None`` if not a literal."""
     if isinstance(node, ast.Call) and _name(node) in ("list", "tuple") and len(node.args) == 1:
         return _literal_ids(node.args[0])
-    if isinstance(node, ast.Call) and _name(node) == "range" and node.args and all(_int(a) is not None
-                                                                                  for a in node.args):
+    if (
+        isinstance(node, ast.Call)
+        and _name(node) == "range"
+        and node.args
+        and all(_int(a) is not None for a in node.args)
+    ):
         return list(range(*[_int(a) for a in node.args]))
     if isinstance(node, (ast.List, ast.Tuple)):
         ids = [_int(e) if _int(e) is not None else _device_string(e) for e in node.elts]
@@ -123,8 +128,9 @@ def _raw_findings(tree: ast.AST, source: str) -> list[tuple[ast.AST, Finding]]:
         ids = _literal_ids(node)
         if ids and (len(ids) >= 2 or max(ids) >= 1):
             code = ast.get_source_segment(source, at) or ast.unparse(at)
-            out.append((node, Finding(node.lineno, code, f"{what} of {len(ids)} GPU(s) {ids}",
-                                      max(len(ids), max(ids) + 1))))
+            out.append(
+                (node, Finding(node.lineno, code, f"{what} of {len(ids)} GPU(s) {ids}", max(len(ids), max(ids) + 1)))
+            )
 
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
@@ -182,8 +188,9 @@ def _countable(expr: ast.AST, names: dict[str, ast.expr]) -> bool:
     """Whether ``expr`` is a function of the GPU count alone: constants, count calls, ``len``/``range``/... and other
     such names (``gpus >= 2``, ``list(range(gpus))``), so a guard that reads it can be evaluated for each count."""
     for n in ast.walk(expr):
-        if isinstance(n, ast.Call) and not (_name(n) in COUNT_CALLS or (isinstance(n.func, ast.Name)
-                                                                       and n.func.id in SAFE)):
+        if isinstance(n, ast.Call) and not (
+            _name(n) in COUNT_CALLS or (isinstance(n.func, ast.Name) and n.func.id in SAFE)
+        ):
             return False
         if isinstance(n, ast.Name) and not (n.id in names or n.id in SAFE or n.id in ("gpulab", "torch")):
             return False
@@ -199,8 +206,10 @@ def _parses(code: str) -> bool:
 
 
 def _mentions_count(expr: ast.AST, names: dict[str, ast.expr]) -> bool:
-    return any((isinstance(n, ast.Call) and _name(n) in COUNT_CALLS) or (isinstance(n, ast.Name) and n.id in names)
-               for n in ast.walk(expr))
+    return any(
+        (isinstance(n, ast.Call) and _name(n) in COUNT_CALLS) or (isinstance(n, ast.Name) and n.id in names)
+        for n in ast.walk(expr)
+    )
 
 
 class _WithCount(ast.NodeTransformer):
@@ -235,8 +244,9 @@ def branch_counts(test: ast.expr, taken: bool, names: dict[str, ast.expr]) -> se
     counts = set()
     for c in COUNTS:
         try:
-            expr = ast.fix_missing_locations(ast.Expression(_WithCount(c, names).visit(ast.parse(ast.unparse(test),
-                                                                                                 mode="eval").body)))
+            expr = ast.fix_missing_locations(
+                ast.Expression(_WithCount(c, names).visit(ast.parse(ast.unparse(test), mode="eval").body))
+            )
             value = eval(compile(expr, "<guard>", "eval"), {"__builtins__": {**SAFE, "_as_is": lambda v: v}})
         except Exception:  # noqa: BLE001 - a test that reads anything else cannot be evaluated: trusted
             return None
@@ -258,8 +268,11 @@ def _guards(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> list[tuple[ast.ex
     return out
 
 
-def device_findings(source: str, tags: Iterable[str] = (), names: dict[str, ast.expr] | None = None,
-                    ) -> list[Finding]:
+def device_findings(
+    source: str,
+    tags: Iterable[str] = (),
+    names: dict[str, ast.expr] | None = None,
+) -> list[Finding]:
     """The device indices and ``device_ids`` in a cell that need more GPUs than some machine it runs on has.
     ``names``: the chapter's names bound to the GPU count (``count_names``); default, the cell's own."""
     tags = set(tags)
@@ -282,7 +295,7 @@ def device_findings(source: str, tags: Iterable[str] = (), names: dict[str, ast.
                 trusted = True
                 break
             runs_on &= counts
-        if not trusted and any(c < finding.gpus for c in runs_on):
+        if not trusted and any(c < finding.n_gpus for c in runs_on):
             found.append(finding)
     return sorted(set(found), key=lambda f: (f.line, f.code, f.what))
 
@@ -298,8 +311,10 @@ def chapter_problems(name: str, cells: Sequence[tuple[str, Sequence[str]]]) -> l
             runs = "on any machine (no gpu/multigpu tag)" if needed == 0 else f"from {needed} GPU(s) up"
             problems.append(
                 f"{name}, code cell {k} (as nbval numbers them; it starts `{first[:60]}`), line {f.line}: "
-                f"`{f.code[:80]}` names {f.what}, which needs {f.gpus} GPUs, in a cell that runs {runs}. On a "
+                f"`{f.code[:80]}` names {f.what}, which needs {f.n_gpus} GPUs, in a cell that runs {runs}. On a "
                 f"machine with fewer it fails (one GPU: 'Invalid device id' or 'invalid device ordinal'). Choose the "
-                f"devices from the GPU count (gpulab.dataparallel.devices), put it in an `if gpulab.cuda_gpu_count() "
-                f">= {f.gpus}:` branch, or make it a `%%gpu {f.gpus}` cell tagged multigpu that says why it skips.")
+                f"devices from the GPU count (gpulab.dataparallel.dataparallel_devices), put it in an "
+                f"`if gpulab.cuda_gpu_count() >= {f.n_gpus}:` branch, or make it a `%%gpu {f.n_gpus}` cell tagged "
+                "multigpu that says why it skips."
+            )
     return problems

@@ -5,6 +5,7 @@ objects). ``assert_ours(exc)`` passes only for an exception of a documented type
 gpulab itself — a refusal with our message — and fails for anything escaping from inside a helper or a library
 (an ``AttributeError``, a ``TypeError`` from ``int()``, a ``RecursionError``, torch's own errors).
 """
+
 from __future__ import annotations
 
 import linecache
@@ -25,11 +26,41 @@ class _Thing:
 
 
 JUNK = st.one_of(
-    st.none(), st.booleans(), st.integers(-5, 300), st.floats(allow_nan=True, allow_infinity=True),
-    st.text(max_size=12), st.binary(max_size=6),
-    st.sampled_from(["workshop-8", "two-gpus-mig", "", "free:2", "2,3", "0x1", "2;3", "cuda:1", "cpu", "gpu",
-                     "-1", "GPU-", "9" * 5000, 2**70, -(2**70), float("nan"), (), [], {}, set(), frozenset({1}),
-                     _Thing(), int, object, Path("workshop-8")]),
+    st.none(),
+    st.booleans(),
+    st.integers(-5, 300),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=12),
+    st.binary(max_size=6),
+    st.sampled_from(
+        [
+            "workshop-8",
+            "two-gpus-mig",
+            "",
+            "free:2",
+            "2,3",
+            "0x1",
+            "2;3",
+            "cuda:1",
+            "cpu",
+            "gpu",
+            "-1",
+            "GPU-",
+            "9" * 5000,
+            2**70,
+            -(2**70),
+            float("nan"),
+            (),
+            [],
+            {},
+            set(),
+            frozenset({1}),
+            _Thing(),
+            int,
+            object,
+            Path("workshop-8"),
+        ]
+    ),
     st.lists(st.one_of(st.integers(-3, 12), st.floats(-2, 12), st.text(max_size=4), st.none()), max_size=4),
     st.dictionaries(st.text(max_size=5), st.one_of(st.text(max_size=5), st.integers(), st.none()), max_size=3),
     st.tuples(st.integers(-2, 9), st.text(max_size=3)),

@@ -3,6 +3,7 @@
 The clone may sit in a private folder (root's home), which nobody cannot enter; the reservation and reservation code
 needs nothing outside the standard library, so a world-readable copy in a scratch folder is all such a process needs.
 """
+
 from __future__ import annotations
 
 import os

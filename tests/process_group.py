@@ -8,6 +8,7 @@ for a ``Popen`` a test manages itself (start it with ``start_new_session=True``)
 
 A command that ends normally is left alone: what it leaves behind is for the test to find (``no_process_left``).
 """
+
 from __future__ import annotations
 
 import os
@@ -29,8 +30,9 @@ def kill_group(proc: subprocess.Popen, wait_s: float = 10) -> None:
         pass
 
 
-def run(args, *, input=None, timeout: float | None = None, check: bool = False, capture_output: bool = False,
-        **kwargs) -> subprocess.CompletedProcess:
+def run(
+    args, *, input=None, timeout: float | None = None, check: bool = False, capture_output: bool = False, **kwargs
+) -> subprocess.CompletedProcess:
     """``subprocess.run`` with the command leading a process group that is killed whole on a timeout or error."""
     if capture_output:
         kwargs["stdout"] = kwargs["stderr"] = subprocess.PIPE

@@ -18,6 +18,7 @@ A ``%%gpu`` cell that skips on this machine (no GPU) prints why and raises nothi
 here. Where the GPUs exist it must raise; its class and message are compared when the committed output (a run on
 GPUs) holds an error. Written here because neither nbval nor nbclient compares errors of expected-raising cells.
 """
+
 from __future__ import annotations
 
 import re
@@ -89,8 +90,10 @@ def expected_error(cell: Mapping[str, Any]) -> ExpectedError | None:
     marker = cell.get("metadata", {}).get("gpulab", {}).get(MARKER_KEY)
     committed = errors[-1]
     if marker and marker not in committed["evalue"].split("\n", 1)[0]:
-        raise ValueError(f"the cell's metadata gpulab.{MARKER_KEY}={marker!r} does not occur in the first line of "
-                         f"its committed error message {committed['evalue'].splitlines()[0]!r}; fix the marker.")
+        raise ValueError(
+            f"the cell's metadata gpulab.{MARKER_KEY}={marker!r} does not occur in the first line of "
+            f"its committed error message {committed['evalue'].splitlines()[0]!r}; fix the marker."
+        )
     return ExpectedError(committed["ename"], stable_start(committed["evalue"], marker))
 
 
@@ -106,22 +109,30 @@ def raising_cell_problem(cell: Mapping[str, Any], fresh_outputs: Sequence[Mappin
     errors = _errors(fresh_outputs)
     if not errors:
         want = f"{expected}…" if expected else "an exception"
-        return (f"this cell is tagged raises-exception and committed {want}, but it raised nothing now. If the "
-                "pitfall no longer exists in this version, the lesson must say so: rewrite the cell and its text.")
+        return (
+            f"this cell is tagged raises-exception and committed {want}, but it raised nothing now. If the "
+            "pitfall no longer exists in this version, the lesson must say so: rewrite the cell and its text."
+        )
     fresh = errors[-1]
     if expected is None:
         if gpu_cell_needs(source) is not None:
             return None  # a %%gpu cell committed from a CPU run: no class or message to compare with
-        return ("this cell is tagged raises-exception but its committed output holds no error; re-run the notebook "
-                "with tools/execute_notebooks.py so the committed output shows what it raises.")
+        return (
+            "this cell is tagged raises-exception but its committed output holds no error; re-run the notebook "
+            "with tools/execute_notebooks.py so the committed output shows what it raises."
+        )
     marker = cell.get("metadata", {}).get("gpulab", {}).get(MARKER_KEY)
     got = ExpectedError(fresh["ename"], stable_start(fresh["evalue"], marker))
     if got.ename != expected.ename:
-        return (f"it raised {got.ename} but the notebook committed {expected.ename}.\n  committed: {expected}\n"
-                f"  now:       {got}")
+        return (
+            f"it raised {got.ename} but the notebook committed {expected.ename}.\n  committed: {expected}\n"
+            f"  now:       {got}"
+        )
     if got.message_start != expected.message_start:
-        return (f"it raised {got.ename} as committed, but the message starts differently (compared: the first line, "
-                f"sanitized by notebooks/nbval_sanitize.cfg).\n  committed: {expected}\n  now:       {got}")
+        return (
+            f"it raised {got.ename} as committed, but the message starts differently (compared: the first line, "
+            f"sanitized by notebooks/nbval_sanitize.cfg).\n  committed: {expected}\n  now:       {got}"
+        )
     return None
 
 

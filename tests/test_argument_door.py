@@ -5,6 +5,7 @@ A hand-written ``isinstance(n, bool) or not isinstance(n, int) or n < 1`` refuse
 for a wrong kind, ValueError for a wrong value). The walk below finds such checks in the source; the calls after it
 pass numpy's integers and floats to the public functions that take counts, and get the same answer as for ``int``.
 """
+
 from __future__ import annotations
 
 import ast
@@ -20,8 +21,9 @@ NUMBER_TYPES = {"int", "float", "complex", "Integral", "Real", "Number", "Ration
 
 def _names(node: ast.AST) -> set[str]:
     """The type names an ``isinstance`` second argument mentions: ``int``, ``numbers.Real``, ``(int, float)``."""
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} | \
-        {n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute)}
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} | {
+        n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute)
+    }
 
 
 def _isinstance_of(node: ast.AST) -> tuple[ast.AST, set[str]] | None:
@@ -53,8 +55,9 @@ def hand_written_number_checks(source: str) -> list[int]:
 
 def test_the_walk_finds_a_hand_written_number_check_and_only_that():
     assert hand_written_number_checks("if isinstance(n, bool) or not isinstance(n, int) or n < 1:\n    pass\n") == [1]
-    assert hand_written_number_checks("ok = all(isinstance(i, numbers.Integral) and not isinstance(i, bool)\n"
-                                      "         for i in items)\n") == [1]
+    assert hand_written_number_checks(
+        "ok = all(isinstance(i, numbers.Integral) and not isinstance(i, bool)\n         for i in items)\n"
+    ) == [1]
     assert hand_written_number_checks("bad = isinstance(x, bool) or not isinstance(x, (int, float))\n") == [1]
     assert hand_written_number_checks("if not isinstance(flag, bool):\n    raise TypeError\n") == []  # a flag
     assert hand_written_number_checks("if isinstance(a, bool) or isinstance(b, int):\n    pass\n") == []
@@ -62,11 +65,17 @@ def test_the_walk_finds_a_hand_written_number_check_and_only_that():
 
 
 def test_no_module_checks_numbers_by_hand():
-    found = {f"{p.relative_to(PKG)}:{line}" for p in sorted(PKG.rglob("*.py")) if p != DOOR
-             for line in hand_written_number_checks(p.read_text())}
-    assert not found, (f"{sorted(found)}: check through gpulab.core.arguments (whole_number, whole_numbers, "
-                       "positive_number, is_whole_number, is_real_number), which accept numpy's numbers and raise "
-                       "TypeError for a wrong kind, ValueError for a wrong value")
+    found = {
+        f"{p.relative_to(PKG)}:{line}"
+        for p in sorted(PKG.rglob("*.py"))
+        if p != DOOR
+        for line in hand_written_number_checks(p.read_text())
+    }
+    assert not found, (
+        f"{sorted(found)}: check through gpulab.core.arguments (whole_number, whole_numbers, "
+        "positive_number, is_whole_number, is_real_number), which accept numpy's numbers and raise "
+        "TypeError for a wrong kind, ValueError for a wrong value"
+    )
 
 
 def test_numpy_integers_are_whole_numbers_wherever_one_is_taken():
@@ -75,15 +84,16 @@ def test_numpy_integers_are_whole_numbers_wherever_one_is_taken():
     import gpulab
     from gpulab.core.arguments import index_list, whole_number, whole_numbers
     from gpulab.dataparallel import dataparallel_devices
-    from gpulab.dataparallel.gradients import sample_weights
-    from gpulab.lightning.forkcheck import ForkVariant
+    from gpulab.dataparallel.gradient_comparison import sample_weights
+    from gpulab.lightning.fork_hang import ForkVariant
     from gpulab.scaling import StepPlan, allreduce_s, crossover_batch, mlp_parameters, predict_step, train_flops
     from gpulab.scaling.sweep import steps_for
     from gpulab.workload import cnn, load_digits
 
     i = np.int64
-    assert whole_number(np.int32(3), "n", minimum=1) == 3 and whole_numbers([np.uint8(2), i(0)], "n", example="[2]",
-                                                                             what="n") == (2, 0)
+    assert whole_number(np.int32(3), "n", minimum=1) == 3 and whole_numbers(
+        [np.uint8(2), i(0)], "n", example="[2]", what="n"
+    ) == (2, 0)
     assert index_list(np.arange(2, 4).tolist(), "gpus") == index_list([i(2), i(3)], "gpus") == (2, 3)
     w8 = gpulab.devices("workshop-8")
     assert gpulab.choose_gpus(i(2), w8).physical_indices == gpulab.choose_gpus(2, w8).physical_indices
@@ -96,8 +106,9 @@ def test_numpy_integers_are_whole_numbers_wherever_one_is_taken():
     assert StepPlan(i(64), i(8)) == StepPlan(64, 8)
     link = gpulab.scaling.Link(np.float64(1e9), np.float32(1e-5))
     assert allreduce_s(np.float32(4e6), i(2), link) == pytest.approx(allreduce_s(4e6, 2, link))
-    assert predict_step(1e9, 4e6, i(2), flops_per_s=np.float64(1e10), link=link).step_s == \
-        pytest.approx(predict_step(1e9, 4e6, 2, flops_per_s=1e10, link=link).step_s)
+    assert predict_step(1e9, 4e6, i(2), flops_per_s=np.float64(1e10), link=link).step_s == pytest.approx(
+        predict_step(1e9, 4e6, 2, flops_per_s=1e10, link=link).step_s
+    )
     assert crossover_batch(np.float32(1e-4), 1e-3, i(2)) == pytest.approx(crossover_batch(1e-4, 1e-3, 2))
     assert ForkVariant("x", i(1), i(1), work_threads=i(1)).fit_threads == 1
     assert gpulab.translate_trainer(gpus=2).for_cpu(devices=i(2)).kwargs["devices"] == 2

@@ -19,6 +19,7 @@ chapter 05's figure, go to ``GPULAB_SCREENSHOTS`` (default ``build/browser-scree
 The server, its kernels, the browser and Playwright's driver are stopped at the end, and the test fails if any
 process it started is left.
 """
+
 from __future__ import annotations
 
 import json
@@ -61,8 +62,10 @@ PICKER_ROWS_JS = """(out) => Array.from(out.querySelectorAll('.widget-hbox')).fi
 pytestmark = [
     pytest.mark.browser,
     pytest.mark.timeout(600),
-    pytest.mark.skipif(CHROMIUM is None, reason="no Chromium installed (Debian: apt-get install chromium; .ci/run "
-                                                "installs it when it runs as root)"),
+    pytest.mark.skipif(
+        CHROMIUM is None,
+        reason="no Chromium installed (Debian: apt-get install chromium; .ci/run installs it when it runs as root)",
+    ),
 ]
 CHAPTERS = sorted(p.name for p in (ROOT / "notebooks").glob("[0-9]*.ipynb"))
 
@@ -106,10 +109,16 @@ def _kernelspec(folder: Path) -> None:
     """A kernel like python3 whose environment describes the workshop server (chapter 02's picker needs GPUs)."""
     spec = folder / "kernels" / WORKSHOP_KERNEL
     spec.mkdir(parents=True)
-    (spec / "kernel.json").write_text(json.dumps({
-        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": "Python 3 (workshop-8, described GPUs)", "language": "python",
-        "env": {"GPULAB_SIMULATE_GPUS": "workshop-8"}}))
+    (spec / "kernel.json").write_text(
+        json.dumps(
+            {
+                "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                "display_name": "Python 3 (workshop-8, described GPUs)",
+                "language": "python",
+                "env": {"GPULAB_SIMULATE_GPUS": "workshop-8"},
+            }
+        )
+    )
 
 
 @pytest.fixture(scope="module")
@@ -125,24 +134,47 @@ def lab(tmp_path_factory):
     _kernelspec(work / "share")
     (work / "settings").mkdir()  # a learner's own settings: none yet, so the news popup is off by the course's config
     port, token = _free_port(), secrets.token_hex(16)
-    env = {**os.environ, "GPULAB_FAST": "1", "JUPYTER_PATH": str(work / "share"), "PYTHONPATH": os.pathsep.join(
-        [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]), "GPULAB_RESERVATIONS_DIR": str(work / "locks"),
-           "JUPYTERLAB_SETTINGS_DIR": str(work / "settings"), "JUPYTERLAB_WORKSPACES_DIR": str(work / "workspaces"),
-           "JUPYTER_CONFIG_DIR": str(work / "config"), "JUPYTER_DATA_DIR": str(work / "data"),
-           "JUPYTER_RUNTIME_DIR": str(work / "runtime")}
+    env = {
+        **os.environ,
+        "GPULAB_FAST": "1",
+        "JUPYTER_PATH": str(work / "share"),
+        "PYTHONPATH": os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]),
+        "GPULAB_RESERVATIONS_DIR": str(work / "locks"),
+        "JUPYTERLAB_SETTINGS_DIR": str(work / "settings"),
+        "JUPYTERLAB_WORKSPACES_DIR": str(work / "workspaces"),
+        "JUPYTER_CONFIG_DIR": str(work / "config"),
+        "JUPYTER_DATA_DIR": str(work / "data"),
+        "JUPYTER_RUNTIME_DIR": str(work / "runtime"),
+    }
     env.pop("GPULAB_MONITOR_LIVE", None)
     env.pop("GPULAB_SIMULATE_GPUS", None)
-    cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
-           f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={work / 'notebooks'}",
-           "--LabApp.expose_app_in_browser=True", "--ServerApp.port_retries=0",
-           "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-           f"--config={ROOT / 'tools' / 'jupyter_server_config.py'}"]  # the server settings make lab uses
+    cmd = [
+        sys.executable,
+        "-m",
+        "jupyterlab",
+        "--no-browser",
+        "--ip=127.0.0.1",
+        f"--port={port}",
+        f"--IdentityProvider.token={token}",
+        f"--ServerApp.root_dir={work / 'notebooks'}",
+        "--LabApp.expose_app_in_browser=True",
+        "--ServerApp.port_retries=0",
+        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        f"--config={ROOT / 'tools' / 'jupyter_server_config.py'}",
+    ]  # the server settings make lab uses
     if os.geteuid() == 0:
         cmd.append("--allow-root")
     log = open(work / "jupyterlab.log", "w")
     before = {p.pid for p in psutil.Process().children(recursive=True)}
-    server = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=work,
-                              preexec_fn=_stop_with_parent, start_new_session=True)
+    server = subprocess.Popen(
+        cmd,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        cwd=work,
+        preexec_fn=_stop_with_parent,
+        start_new_session=True,
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         _wait_for_server(base, token, server, work / "jupyterlab.log")
@@ -152,8 +184,11 @@ def lab(tmp_path_factory):
         kill_group(server)  # whatever the server started in its own group (kernels lead groups of their own)
         log.close()
         time.sleep(0.5)
-        left = [p for p in psutil.Process().children(recursive=True) if p.pid not in before and p.is_running()
-                and p.status() != psutil.STATUS_ZOMBIE]
+        left = [
+            p
+            for p in psutil.Process().children(recursive=True)
+            if p.pid not in before and p.is_running() and p.status() != psutil.STATUS_ZOMBIE
+        ]
         for p in left:
             p.kill()
         assert not left, f"processes left behind: {[(p.pid, ' '.join(p.cmdline()[:3])) for p in left]}"
@@ -212,8 +247,9 @@ def browser():
 
     SHOTS.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu",
-                                                              "--disable-background-networking"])
+        b = p.chromium.launch(
+            executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+        )
         try:
             yield b
         finally:
@@ -224,20 +260,29 @@ def _open(browser, lab, name: str):
     page = browser.new_page(viewport=VIEWPORT)
     # A workspace per chapter, reset: JupyterLab would otherwise reopen the earlier chapters' tabs (and kernels).
     page.goto(f"{lab['base']}/lab/workspaces/{Path(name).stem}/tree/{name}?reset&token={lab['token']}")
-    page.wait_for_function("(name) => window.jupyterapp && window.jupyterapp.shell.currentWidget && "
-                           "window.jupyterapp.shell.currentWidget.context && "
-                           "window.jupyterapp.shell.currentWidget.context.path === name && "
-                           "window.jupyterapp.shell.currentWidget.sessionContext && "
-                           "window.jupyterapp.shell.currentWidget.sessionContext.session && "
-                           "window.jupyterapp.shell.currentWidget.sessionContext.session.kernel && "
-                           "window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.status === 'idle'",
-                           arg=name, timeout=120_000)
+    page.wait_for_function(
+        "(name) => window.jupyterapp && window.jupyterapp.shell.currentWidget && "
+        "window.jupyterapp.shell.currentWidget.context && "
+        "window.jupyterapp.shell.currentWidget.context.path === name && "
+        "window.jupyterapp.shell.currentWidget.sessionContext && "
+        "window.jupyterapp.shell.currentWidget.sessionContext.session && "
+        "window.jupyterapp.shell.currentWidget.sessionContext.session.kernel && "
+        "window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.status === 'idle'",
+        arg=name,
+        timeout=120_000,
+    )
     return page
 
 
 def _monitor_cells(state: dict) -> list[int]:
-    return [c["i"] for c in state["cells"] if c["type"] == "code" and "gpulab.monitor(" in c["source"]
-            and "show=False" not in c["source"] and not c["source"].startswith("%%gpu")]
+    return [
+        c["i"]
+        for c in state["cells"]
+        if c["type"] == "code"
+        and "gpulab.monitor(" in c["source"]
+        and "show=False" not in c["source"]
+        and not c["source"].startswith("%%gpu")
+    ]
 
 
 def _run_all(page, name: str) -> tuple[dict, dict[int, set[str]]]:
@@ -252,8 +297,9 @@ def _run_all(page, name: str) -> tuple[dict, dict[int, set[str]]]:
         frames = {int(i): set(sources) for i, sources in page.evaluate(FRAMES_JS).items()}
         for i in frames:
             if len(frames[i]) >= 2 and not shot:
-                page.evaluate("(i) => window.jupyterapp.shell.currentWidget.content.widgets[i].node"
-                              ".scrollIntoView()", i)
+                page.evaluate(
+                    "(i) => window.jupyterapp.shell.currentWidget.content.widgets[i].node.scrollIntoView()", i
+                )
                 page.screenshot(path=str(SHOTS / f"{Path(name).stem}-monitor-live.png"))
                 shot = True
         code = [c for c in state["cells"] if c["type"] == "code"]
@@ -281,7 +327,8 @@ def _errors_outside_raises(state: dict) -> list[str]:
 
 def _check_picker(page, name: str) -> None:
     picker = page.locator(".jp-OutputArea-output .widget-checkbox").first.locator(
-        "xpath=ancestor::div[contains(@class,'jp-OutputArea-output')][1]")
+        "xpath=ancestor::div[contains(@class,'jp-OutputArea-output')][1]"
+    )
     picker.scroll_into_view_if_needed()
     assert picker.locator(".widget-checkbox").count() == 8, "one checkbox per GPU of the described server"
     before = picker.inner_text()
@@ -316,22 +363,27 @@ def _screenshot_output(page, state: dict, source: str, path: Path) -> None:
     """A screenshot of the output of the first code cell whose source contains ``source``: its image if it has one
     (a figure), else the whole output."""
     i = next(c["i"] for c in state["cells"] if c["type"] == "code" and source in c["source"])
-    out = page.evaluate_handle("(i) => { const n = window.jupyterapp.shell.currentWidget.content.widgets[i].node;"
-                               " n.scrollIntoView(); return n.querySelector('.jp-OutputArea img') || "
-                               "n.querySelector('.jp-OutputArea'); }", i).as_element()
+    out = page.evaluate_handle(
+        "(i) => { const n = window.jupyterapp.shell.currentWidget.content.widgets[i].node;"
+        " n.scrollIntoView(); return n.querySelector('.jp-OutputArea img') || "
+        "n.querySelector('.jp-OutputArea'); }",
+        i,
+    ).as_element()
     out.scroll_into_view_if_needed()
     out.screenshot(path=str(path))
 
 
 def _check_monitor(state: dict, frames: dict[int, set[str]], name: str) -> None:
-    for i, seen in frames.items():
+    for i in frames:
         outputs = state["cells"][i]["outputs"]
         kinds = [set(o.get("data", {})) for o in outputs]
         assert any("image/png" in k for k in kinds), f"{name} cell {i}: no static figure at the end"
-        assert any("Monitor summary" in str(o.get("data", {}).get("text/plain", "")) for o in outputs), \
+        assert any("Monitor summary" in str(o.get("data", {}).get("text/plain", "")) for o in outputs), (
             f"{name} cell {i}: no summary at the end"
-        assert not any("application/vnd.jupyter.widget-view+json" in k for k in kinds), \
+        )
+        assert not any("application/vnd.jupyter.widget-view+json" in k for k in kinds), (
             f"{name} cell {i}: the live widget was left in the output"
+        )
     if name.startswith("05_"):
         main = next(i for i in frames if "digits MLP on the CPU" in state["cells"][i]["source"])
         assert len(frames[main]) >= 2, f"the live image changed {len(frames[main])} time(s) while training ran"
@@ -340,12 +392,23 @@ def _check_monitor(state: dict, frames: dict[int, set[str]], name: str) -> None:
 def test_ticking_a_gpu_in_the_picker_changes_the_mapping(lab, browser):
     """The picker as chapter 02 shows it (the described workshop server, GPUs 5 and 1 ticked), clicked for real, in a
     notebook of its own: after Run All, chapter 02's later cells have already changed its picker."""
-    nb = {"cells": [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "id": "picker",
-                     "source": "import gpulab\nmine = gpulab.reserve_gpus(1, gpulab.SimulatedGpuReader('workshop-8'))"
-                               "  # GPU 1\npicker = gpulab.GpuPicker(gpulab.SimulatedGpuReader('workshop-8'), "
-                               "selected=[5, 1])\npicker.count.value = 2\npicker"}],
-          "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
-          "nbformat": 4, "nbformat_minor": 5}
+    nb = {
+        "cells": [
+            {
+                "cell_type": "code",
+                "metadata": {},
+                "outputs": [],
+                "execution_count": None,
+                "id": "picker",
+                "source": "import gpulab\nmine = gpulab.reserve_gpus(1, gpulab.SimulatedGpuReader('workshop-8'))"
+                "  # GPU 1\npicker = gpulab.GpuPicker(gpulab.SimulatedGpuReader('workshop-8'), "
+                "selected=[5, 1])\npicker.count.value = 2\npicker",
+            }
+        ],
+        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
     (lab["work"] / "notebooks" / "picker.ipynb").write_text(json.dumps(nb))
     page = _open(browser, lab, "picker.ipynb")
     try:
@@ -364,8 +427,9 @@ def test_ticking_a_gpu_in_the_picker_changes_the_mapping(lab, browser):
 CHECKED_IN_BROWSER = ("02_", "05_")
 
 
-@pytest.mark.parametrize("name", [n if n.startswith(CHECKED_IN_BROWSER) else pytest.param(n, marks=pytest.mark.slow)
-                                  for n in CHAPTERS])
+@pytest.mark.parametrize(
+    "name", [n if n.startswith(CHECKED_IN_BROWSER) else pytest.param(n, marks=pytest.mark.slow) for n in CHAPTERS]
+)
 def test_chapter_runs_in_jupyterlab(lab, browser, name):
     page = _open(browser, lab, name)
     try:
@@ -377,12 +441,19 @@ def test_chapter_runs_in_jupyterlab(lab, browser, name):
         _check_monitor(state, frames, name)
         assert page.get_by_text(NEWS_POPUP).count() == 0, "the news popup covers the page"
         if name.startswith("02_"):  # its kernel describes workshop-8: a machine's GPU count must say SIMULATED
-            counts = [line for c in state["cells"] for o in c["outputs"] for line in _text(o).splitlines()
-                      if re.search(r"machine[^.]*?: \d+ GPU\(s\)", line)]  # "this machine: 8 GPU(s)"
+            counts = [
+                line
+                for c in state["cells"]
+                for o in c["outputs"]
+                for line in _text(o).splitlines()
+                if re.search(r"machine[^.]*?: \d+ GPU\(s\)", line)
+            ]  # "this machine: 8 GPU(s)"
             assert counts and all("SIMULATED" in line for line in counts), counts
             # printed text wraps at spaces (the course's custom.css), not mid-word as JupyterLab's own style does
-            assert page.evaluate("() => getComputedStyle(document.querySelector('.jp-OutputArea-output pre'))"
-                                 ".wordBreak") == "normal"
+            assert (
+                page.evaluate("() => getComputedStyle(document.querySelector('.jp-OutputArea-output pre')).wordBreak")
+                == "normal"
+            )
             _screenshot_output(page, state, "gpulab.GpuPicker(workshop", SHOTS / "02-picker.png")
             _screenshot_output(page, state, "gpulab.devices(workshop, processes=True)", SHOTS / "02-devices.png")
         if name.startswith("05_"):
@@ -400,10 +471,13 @@ def test_a_claims_ledger_link_opens_its_chapter_at_the_cell(lab, browser):
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     try:
         page.goto(f"{lab['base']}/lab/workspaces/ledger?reset&token={lab['token']}")
-        page.wait_for_function("() => window.jupyterapp && window.jupyterapp.commands.hasCommand('docmanager:open')",
-                               timeout=120_000)
-        page.evaluate("() => window.jupyterapp.commands.execute('docmanager:open', "
-                      "{path: 'claims_ledger.md', factory: 'Markdown Preview'})")
+        page.wait_for_function(
+            "() => window.jupyterapp && window.jupyterapp.commands.hasCommand('docmanager:open')", timeout=120_000
+        )
+        page.evaluate(
+            "() => window.jupyterapp.commands.execute('docmanager:open', "
+            "{path: 'claims_ledger.md', factory: 'Markdown Preview'})"
+        )
         # JupyterLab resolves the href to the server's /files/ URL and opens a click on it in the Lab itself
         link = page.locator(".jp-RenderedMarkdown a[href*='/04_ddp.ipynb'][href$='#cell-id=458e15b6']").first
         link.wait_for(timeout=60_000)
@@ -411,7 +485,9 @@ def test_a_claims_ledger_link_opens_its_chapter_at_the_cell(lab, browser):
         page.wait_for_function(
             "() => { const w = window.jupyterapp.shell.currentWidget; return w && w.context && "
             "w.context.path === '04_ddp.ipynb' && w.content && w.content.activeCell && "
-            "w.content.activeCell.model.id === '458e15b6'; }", timeout=60_000)
+            "w.content.activeCell.model.id === '458e15b6'; }",
+            timeout=60_000,
+        )
         page.screenshot(path=str(SHOTS / "claims-ledger-link.png"))
     finally:
         page.close()

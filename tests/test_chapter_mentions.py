@@ -4,6 +4,7 @@ A promise of a chapter that was never written (or was renamed) is rot a learner 
 read from the notebooks' markdown and code and from README.md; a mention of a number needs some
 ``notebooks/NN_*.ipynb``, a mention of a name (``04_ddp``) needs exactly that notebook.
 """
+
 from __future__ import annotations
 
 import re
@@ -52,13 +53,17 @@ def _exists(mention: str) -> bool:
 
 
 def test_mentions_are_read_with_ranges_lists_and_names():
-    text = ("Chapter 05 covers it; chapters 03–06 train on it; chapters 01, 02 and 04 run it; see 06_lightning.ipynb "
-            "and `02_choosing_gpus`; 60_000 samples, 2_048 steps, Chapter 1 of a book, v1.0 and nbval_sanitize.cfg")
+    text = (
+        "Chapter 05 covers it; chapters 03–06 train on it; chapters 01, 02 and 04 run it; see 06_lightning.ipynb "
+        "and `02_choosing_gpus`; 60_000 samples, 2_048 steps, Chapter 1 of a book, v1.0 and nbval_sanitize.cfg"
+    )
     assert chapter_mentions(text) == {"05", "03", "04", "06", "01", "02", "06_lightning", "02_choosing_gpus"}
 
 
 @pytest.mark.parametrize("source", sorted(_sources()))
 def test_every_chapter_mentioned_exists(source):
     missing = sorted(m for m in chapter_mentions(_sources()[source]) if not _exists(m))
-    assert not missing, (f"{source} mentions chapter(s) {', '.join(missing)}, but notebooks/ has no such notebook: "
-                         "write it, or say what the reader can do instead")
+    assert not missing, (
+        f"{source} mentions chapter(s) {', '.join(missing)}, but notebooks/ has no such notebook: "
+        "write it, or say what the reader can do instead"
+    )

@@ -1,4 +1,5 @@
 """The count of chapter runs (tests/chapter_runs.py) sees a real kernel run a chapter's cells, and fails over 2."""
+
 from __future__ import annotations
 
 import os
@@ -19,7 +20,8 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_a_third_run_of_a_chapter_is_reported_and_two_are_not():
     assert chapter_runs.over_limit(Counter({"02_choosing_gpus.ipynb": 2, "04_ddp.ipynb": 1})) == []
     assert chapter_runs.over_limit(Counter({"02_choosing_gpus.ipynb": 3})) == [
-        "02_choosing_gpus.ipynb ran 3 times in this session (at most 2: nbval and the simulated run)"]
+        "02_choosing_gpus.ipynb ran 3 times in this session (at most 2: nbval and the simulated run)"
+    ]
 
 
 def test_a_notebook_is_known_by_its_cells_ids():
@@ -48,12 +50,36 @@ def test_under_xdist_the_workers_counts_are_added_up(tmp_path):
     pytest.importorskip("xdist")
     name = chapter_runs.CHAPTERS[0].name
     for file, n in (("test_a.py", 2), ("test_b.py", 1)):
-        (tmp_path / file).write_text("from tests import chapter_runs\n\n\n"
-                                     f"def test_run():\n    chapter_runs.RUNS[{name!r}] += {n}\n")
+        (tmp_path / file).write_text(
+            f"from tests import chapter_runs\n\n\ndef test_run():\n    chapter_runs.RUNS[{name!r}] += {n}\n"
+        )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = run([sys.executable, "-m", "pytest", "-p", "tests.chapter_runs", "-n", "2", "--dist", "loadfile", "-q",
-                "-p", "no:cacheprovider", "-c", os.devnull, "--rootdir", str(tmp_path), str(tmp_path)],
-               cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    done = run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "tests.chapter_runs",
+            "-n",
+            "2",
+            "--dist",
+            "loadfile",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-c",
+            os.devnull,
+            "--rootdir",
+            str(tmp_path),
+            str(tmp_path),
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert "2 passed" in done.stdout, done.stdout + done.stderr
     assert f"ERROR: {name} ran 3 times in this session" in done.stdout
     assert done.returncode == 1

@@ -6,6 +6,7 @@ and must run without an error outside the cells tagged ``raises-exception`` (tho
 its temporary folder once the kernel has ended. ``GPULAB_TEST_PRESETS=workshop-8,kaggle-2xT4,colab-T4,two-gpus-mig``
 runs the chapters under more described machines (the default, in CI, is workshop-8 alone: one run per chapter).
 """
+
 from __future__ import annotations
 
 import os
@@ -32,8 +33,9 @@ def _lightnings_empty_folder(path: Path) -> bool:
 @pytest.mark.timeout(900)
 @pytest.mark.parametrize("preset", PRESETS)
 @pytest.mark.parametrize("path", CHAPTERS, ids=[p.stem for p in CHAPTERS])
-def test_the_chapter_runs_on_a_described_machine_and_leaves_nothing_behind(path, preset, tmp_path, monkeypatch,
-                                                                          short_tmp):
+def test_the_chapter_runs_on_a_described_machine_and_leaves_nothing_behind(
+    path, preset, tmp_path, monkeypatch, short_tmp
+):
     scratch = short_tmp
     monkeypatch.setenv("GPULAB_SIMULATE_GPUS", preset)
     monkeypatch.setenv("GPULAB_FAST", "1")
@@ -53,8 +55,12 @@ def test_the_chapter_runs_on_a_described_machine_and_leaves_nothing_behind(path,
     client.execute()
     for cell in nb.cells:
         if "raises-exception" in cell.metadata.get("tags", []):
-            assert any(o.output_type == "error" for o in cell.outputs), \
+            assert any(o.output_type == "error" for o in cell.outputs), (
                 f"tagged raises-exception but did not raise under {preset}: {cell.source[:80]}"
-    left = sorted(str(p.relative_to(scratch)) for p in scratch.iterdir()
-                  if not p.name.startswith(NOT_OURS) and not _lightnings_empty_folder(p))
+            )
+    left = sorted(
+        str(p.relative_to(scratch))
+        for p in scratch.iterdir()
+        if not p.name.startswith(NOT_OURS) and not _lightnings_empty_folder(p)
+    )
     assert left == [], f"{path.name} left these in its temporary folder under {preset}: {left}"

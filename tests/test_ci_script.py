@@ -1,6 +1,7 @@
 """.ci/run is what CI runs on a clean clone: it must parse, stop at the first failure, and run every leg in order.
 A stray edit once pasted two commands into its header comment; bash ran the first (make test-kit) and then stopped on
 a syntax error, so no leg after it ran and CI failed in 219 s. These checks read the script as bash does."""
+
 from __future__ import annotations
 
 import subprocess
@@ -31,4 +32,4 @@ def test_nothing_runs_before_set_e_and_every_leg_runs_in_order():
     commands = _commands()
     assert commands[0] == "set -euo pipefail", f".ci/run runs {commands[0]!r} before it stops on errors"
     legs = [c for c in commands if c.startswith("make ")]
-    assert legs == ["make test", "make test-slow", "make test-compat", "make test-kit"], legs
+    assert legs == ["make lint", "make test", "make test-slow", "make test-compat", "make test-kit"], legs

@@ -7,6 +7,7 @@ cell exists; a cell that ran on the CPU has outputs (it is not a skipped ``%%gpu
 cell whose output is a prediction on a described machine is not passed off as an observation; a GPU cell is tagged
 ``gpu``/``multigpu`` and contains the evidence in its code; every link on the page points to a cell that exists.
 """
+
 from __future__ import annotations
 
 import json
@@ -23,21 +24,29 @@ LEDGER = NOTEBOOKS / "claims_ledger.md"
 ARTICLES = ("000", "001", "002", "003", "004")
 
 STATUSES = ("ran here", "predicted here", "runs where GPUs exist", "full run only", "not shown by any cell yet")
-VERDICT = re.compile(r"(holds|holds: .+|holds \(.+\)|holds with a condition: .+"
-                     r"|outdated since (PyTorch|Lightning) \d+\.\d+(\.\d+)?: .+|wrong: .+)")
+VERDICT = re.compile(
+    r"(holds|holds: .+|holds \(.+\)|holds with a condition: .+"
+    r"|outdated since (PyTorch|Lightning) \d+\.\d+(\.\d+)?: .+|wrong: .+)"
+)
 LINK = re.compile(r"\[([^\]]+)\]\((\d{2}_[a-z0-9_]+\.ipynb)#cell-id=([A-Za-z0-9_-]+)\)")
 SECTION = re.compile(r"^## (\d{3}) · ")
-PREDICTION_MARKS = ("Predicted by gpulab.explain", "SIMULATED", "Predicted by gpulab.translate_trainer")  # in an output: not an observation of this machine
+PREDICTION_MARKS = (
+    "Predicted by gpulab.explain",
+    "SIMULATED",
+    "Predicted by gpulab.translate_trainer",
+)  # in an output: not an observation of this machine
 PREDICTORS = ("explain(", "SimulatedGpuReader(", "translate_trainer(", "flag_history_table(")  # in a cell's code
 SKIP_MARK = "Skipped in fast mode"
 # A cell that runs where GPUs exist says where the course's GPU runs executed it: "(ran on one H100:
 # `evidence/<date>-<gpu>.json`)" once a run's record (make test-gpu) holds its chapter on a machine with the GPUs it
 # needs, else, for a cell that needs two, "(needs two GPUs; not yet run on two)"; a cell rewritten since that run
 # says "(changed since the last GPU run; not yet run on one)" (a record names cells by position, not by version).
-GPU_LINK = re.compile(r"\]\((\d{2}_[a-z0-9_]+\.ipynb)#cell-id=([A-Za-z0-9_-]+)\) runs where GPUs exist"
-                      r"(?: \((?:ran on (\w+) [^:()]+: `evidence/([\w.-]+\.json)`"
-                      r"|(needs two GPUs; not yet run on two)"
-                      r"|(changed since the last GPU run; not yet run on one))\))?")
+GPU_LINK = re.compile(
+    r"\]\((\d{2}_[a-z0-9_]+\.ipynb)#cell-id=([A-Za-z0-9_-]+)\) runs where GPUs exist"
+    r"(?: \((?:ran on (\w+) [^:()]+: `evidence/([\w.-]+\.json)`"
+    r"|(needs two GPUs; not yet run on two)"
+    r"|(changed since the last GPU run; not yet run on one))\))?"
+)
 COUNTS = {"one": 1, "two": 2, "four": 4, "eight": 8}
 EVIDENCE = ROOT / "evidence"
 
@@ -61,7 +70,7 @@ def evidence_pattern(evidence: str) -> tuple[re.Pattern, list[tuple[str, float, 
     """The evidence as a regular expression (its bounds become numbers to capture), and the bounds in order."""
     parts, bounds, at = [], [], 0
     for m in BOUND.finditer(evidence):
-        parts += [re.escape(evidence[at:m.start()]), f"({NUMBER})"]
+        parts += [re.escape(evidence[at : m.start()]), f"({NUMBER})"]
         bounds.append((m.group(1), float(m.group(2))) if m.group(1) else ("–", float(m.group(3)), float(m.group(4))))
         at = m.end()
     parts.append(re.escape(evidence[at:]))
@@ -128,7 +137,7 @@ def parse_ledger(text: str) -> tuple[list[Entry], list[str]]:
         first = LINK.search(shown_in)
         if first:
             entry.cell = (first.group(2), first.group(3))
-            entry.status = next((s for s in STATUSES if shown_in[first.end():].lstrip().startswith(s)), "")
+            entry.status = next((s for s in STATUSES if shown_in[first.end() :].lstrip().startswith(s)), "")
         elif shown_in.startswith(STATUSES[-1]):
             entry.status = STATUSES[-1]
         entries.append(entry)
@@ -170,11 +179,15 @@ def check_entry(e: Entry, cache: dict) -> list[str]:
     if not e.number.startswith(e.article + "-"):
         problems.append(f"{where}: numbered for another article than its section ({e.article})")
     if not VERDICT.fullmatch(e.verdict):
-        problems.append(f"{where}: verdict {e.verdict[:60]!r} is none of: holds, holds with a condition: …, "
-                        "outdated since PyTorch|Lightning X.Y: …, wrong: …")
+        problems.append(
+            f"{where}: verdict {e.verdict[:60]!r} is none of: holds, holds with a condition: …, "
+            "outdated since PyTorch|Lightning X.Y: …, wrong: …"
+        )
     if not e.status:
-        problems.append(f"{where}: 'shown in' must start with a cell link followed by one of {STATUSES[:-1]}, "
-                        f"or say {STATUSES[-1]!r}")
+        problems.append(
+            f"{where}: 'shown in' must start with a cell link followed by one of {STATUSES[:-1]}, "
+            f"or say {STATUSES[-1]!r}"
+        )
     for notebook, cell_id in e.links:
         if _load(notebook, cache) is None:
             problems.append(f"{where}: links to {notebook}, which is not in notebooks/")
@@ -200,25 +213,37 @@ def check_entry(e: Entry, cache: dict) -> list[str]:
         else:
             found, outside = find_evidence(e.evidence, outputs)
             if outside and not found:
-                problems.append(f"{where}: the outputs of {e.cell[1]} in {e.cell[0]} hold {outside[0]!r}, outside "
-                                f"the bound of {e.evidence!r}")
+                problems.append(
+                    f"{where}: the outputs of {e.cell[1]} in {e.cell[0]} hold {outside[0]!r}, outside "
+                    f"the bound of {e.evidence!r}"
+                )
             elif not found:
                 problems.append(f"{where}: the outputs of {e.cell[1]} in {e.cell[0]} do not contain {e.evidence!r}")
-        if e.status == "ran here" and not observable_kinds(e.evidence) and \
-                not any(r in cell.source for r in DOC_READERS):
-            problems.append(f"{where}: its evidence {e.evidence!r} would print whether or not the claim held: give "
-                            f"the claim's observable ({', '.join(OBSERVABLES)}, or a bound on a measured number)")
+        if (
+            e.status == "ran here"
+            and not observable_kinds(e.evidence)
+            and not any(r in cell.source for r in DOC_READERS)
+        ):
+            problems.append(
+                f"{where}: its evidence {e.evidence!r} would print whether or not the claim held: give "
+                f"the claim's observable ({', '.join(OBSERVABLES)}, or a bound on a measured number)"
+            )
         # the paragraph of output that holds the evidence must not be one that says it is a prediction
         pattern = evidence_pattern(e.evidence)[0]
         paragraphs = [p for p in re.split(r"\n\s*\n", outputs) if pattern.search(p)]
         predicted = bool(paragraphs) and all(any(m in p for m in PREDICTION_MARKS) for p in paragraphs)
         if e.status == "ran here" and predicted:
-            problems.append(f"{where}: {e.cell[1]} prints a prediction on a described machine: mark it "
-                            "'predicted here', not 'ran here'")
-        if e.status == "predicted here" and not (any(p in cell.source for p in PREDICTORS) or
-                                                 any(m in outputs for m in PREDICTION_MARKS)):
-            problems.append(f"{where}: marked 'predicted here', but {e.cell[1]} neither calls one of gpulab's "
-                            f"predictors ({', '.join(PREDICTORS)}) nor prints a prediction: mark it 'ran here'")
+            problems.append(
+                f"{where}: {e.cell[1]} prints a prediction on a described machine: mark it "
+                "'predicted here', not 'ran here'"
+            )
+        if e.status == "predicted here" and not (
+            any(p in cell.source for p in PREDICTORS) or any(m in outputs for m in PREDICTION_MARKS)
+        ):
+            problems.append(
+                f"{where}: marked 'predicted here', but {e.cell[1]} neither calls one of gpulab's "
+                f"predictors ({', '.join(PREDICTORS)}) nor prints a prediction: mark it 'ran here'"
+            )
     elif e.status == "runs where GPUs exist":
         if not (_is_gpu_cell(cell) and tags & {"gpu", "multigpu"}):
             problems.append(f"{where}: marked 'runs where GPUs exist', but {e.cell[1]} is not a gpu/multigpu cell")
@@ -226,8 +251,9 @@ def check_entry(e: Entry, cache: dict) -> list[str]:
             problems.append(f"{where}: the code of {e.cell[1]} in {e.cell[0]} does not contain {e.evidence!r}")
     elif e.status == "full run only":
         if SKIP_MARK not in outputs:
-            problems.append(f"{where}: marked 'full run only', but {e.cell[1]}'s saved output does not say "
-                            f"{SKIP_MARK!r}")
+            problems.append(
+                f"{where}: marked 'full run only', but {e.cell[1]}'s saved output does not say {SKIP_MARK!r}"
+            )
         elif e.evidence not in cell.source:
             problems.append(f"{where}: the code of {e.cell[1]} in {e.cell[0]} does not contain {e.evidence!r}")
     return problems
@@ -252,25 +278,33 @@ def gpu_run_problems(e: Entry, cache: dict, records: dict[str, dict]) -> list[st
         if cell is None:
             continue
         need = 2 if "multigpu" in cell.metadata.get("tags", []) else 1
-        ran = [n for n, r in records.items() if len(r["machine"]["gpus"]) >= need and
-               any(t.startswith(f"notebooks.{notebook}::") for t in r["tests"])]
+        ran = [
+            n
+            for n, r in records.items()
+            if len(r["machine"]["gpus"]) >= need and any(t.startswith(f"notebooks.{notebook}::") for t in r["tests"])
+        ]
         if cited:
             r = records.get(cited)
             if r is None:
                 problems.append(f"{e.number}: cites evidence/{cited}, which is not the newest record of a GPU here")
             elif len(r["machine"]["gpus"]) < need:
-                problems.append(f"{e.number}: {cell_id} needs {need} GPUs, and the machine of {cited} had "
-                                f"{len(r['machine']['gpus'])}: it cannot have run there")
+                problems.append(
+                    f"{e.number}: {cell_id} needs {need} GPUs, and the machine of {cited} had "
+                    f"{len(r['machine']['gpus'])}: it cannot have run there"
+                )
             elif COUNTS.get(count) != len(r["machine"]["gpus"]):
                 problems.append(f"{e.number}: says it ran on {count} GPU(s); {cited} had {len(r['machine']['gpus'])}")
             elif not any(t.startswith(f"notebooks.{notebook}::") for t in r["tests"]):
                 problems.append(f"{e.number}: {cited} did not run {notebook}")
         elif ran and not changed:
-            problems.append(f"{e.number}: {cell_id} ran on a GPU machine in evidence/{ran[-1]}: say so, "
-                            f"'(ran on one …: `evidence/{ran[-1]}`)'")
+            problems.append(
+                f"{e.number}: {cell_id} ran on a GPU machine in evidence/{ran[-1]}: say so, "
+                f"'(ran on one …: `evidence/{ran[-1]}`)'"
+            )
         elif records and need > 1 and not (not_yet or changed):
-            problems.append(f"{e.number}: {cell_id} needs two GPUs and no run had them: say "
-                            "'(needs two GPUs; not yet run on two)'")
+            problems.append(
+                f"{e.number}: {cell_id} needs two GPUs and no run had them: say '(needs two GPUs; not yet run on two)'"
+            )
     return problems
 
 
@@ -286,8 +320,11 @@ def check_ledger(text: str) -> list[str]:
     for e in entries:
         problems += check_entry(e, cache) + gpu_run_problems(e, cache, records)
     for notebook, cell_id in {(nb, cell) for _, nb, cell in LINK.findall(text)}:
-        if _load(notebook, cache) is not None and _find(notebook, cell_id, cache) is None and \
-                not any((notebook, cell_id) in e.links for e in entries):
+        if (
+            _load(notebook, cache) is not None
+            and _find(notebook, cell_id, cache) is None
+            and not any((notebook, cell_id) in e.links for e in entries)
+        ):
             problems.append(f"a link on the page points to {notebook} cell {cell_id}, which does not exist")
     return problems
 
@@ -325,56 +362,124 @@ def _row(ledger: str, number: str) -> str:
     return next(line for line in ledger.splitlines() if line.startswith(f"| {number} "))
 
 
-@pytest.mark.parametrize(("number", "edit", "expected"), [
-    ("002-06", lambda r: r.replace("cell-id=2bf5c658", "cell-id=deadbeef"),
-     "002-06: 01_cpu_gpu_transfer.ipynb has no cell with id deadbeef"),
-    ("002-06", lambda r: r.replace("'bool' object is not callable", "'int' object is not callable"),
-     "002-06: the outputs of 2bf5c658 in 01_cpu_gpu_transfer.ipynb do not contain \"TypeError: 'int' object is not "
-     "callable\""),
-    ("002-06", lambda r: r.replace("02_choosing_gpus", "09_nothing").replace("01_cpu_gpu_transfer", "09_nothing"),
-     "002-06: links to 09_nothing.ipynb, which is not in notebooks/"),
-    ("002-05", lambda r: r.replace(") runs where GPUs exist", ") ran here", 1),
-     "002-05: marked 'ran here', but d812900a is a %%gpu cell that skips on a CPU"),
-    ("002-06", lambda r: r.replace(") ran here", ") runs where GPUs exist"),
-     "002-06: marked 'runs where GPUs exist', but 2bf5c658 is not a gpu/multigpu cell"),
-    ("002-05", lambda r: r.replace("`tensor = tensor.cuda()`", "`tensor.cuda(7)`"),
-     "002-05: the code of d812900a in 01_cpu_gpu_transfer.ipynb does not contain 'tensor.cuda(7)'"),
-    ("000-11", lambda r: r.replace("predicted here", "ran here", 1),
-     "000-11: 335ce22a prints a prediction on a described machine"),
-    ("002-06", lambda r: r.replace(") ran here", ") predicted here"),
-     "002-06: marked 'predicted here', but 2bf5c658 neither calls one of gpulab's predictors"),
-    ("002-06", lambda r: r.replace("| wrong: ", "| mostly fine: "), "002-06: verdict 'mostly fine:"),
-    ("004-13", lambda r: r.replace("outdated since PyTorch 1.9", "outdated since recently"), "004-13: verdict"),
-    ("002-06", lambda r: r.replace(") ran here", ") seen somewhere"), "002-06: 'shown in' must start with"),
-    ("001-16", lambda r: r.replace("cell-id=de34643a", "cell-id=9c5abdba"),
-     "001-16: marked 'full run only', but 9c5abdba's saved output does not say 'Skipped in fast mode'"),
-    ("004-09", lambda r: r.replace("| not shown by any cell yet, and no cell can:",
-                                   "| [06](06_lightning.ipynb#cell-id=f8da2172) ran here, and no cell can:"),
-     "004-09: no evidence given"),
-    # evidence that the cell would print whether or not the claim held
-    ("001-10", lambda r: r.replace("`of watched training = {≤ 3} % of one core`", "`% of one core`"),
-     "001-10: its evidence '% of one core' would print whether or not the claim held"),
-    ("004-04", lambda r: r.replace("`LOCAL_RANK=1: backend gloo, device cpu`", "`backend gloo, device`"),
-     "004-04: its evidence 'backend gloo, device' would print whether or not the claim held"),
-    ("002-06", lambda r: r.replace("`TypeError: 'bool' object is not callable`", "`object is not callable`"),
-     "002-06: its evidence 'object is not callable' would print whether or not the claim held"),
-    # where the course's GPU run executed a GPU cell (one H100, 2026-11-26)
-    ("002-05", lambda r: r.replace(" (ran on one H100: `evidence/2026-11-26-h100-80gb-hbm3.json`)", ""),
-     "002-05: d812900a ran on a GPU machine in evidence/2026-11-26-h100-80gb-hbm3.json: say so"),
-    ("000-11", lambda r: r.replace("(needs two GPUs; not yet run on two)",
-                                   "(ran on one H100: `evidence/2026-11-26-h100-80gb-hbm3.json`)"),
-     "000-11: 88fc538e needs 2 GPUs, and the machine of 2026-11-26-h100-80gb-hbm3.json had 1"),
-    ("000-11", lambda r: r.replace(" (needs two GPUs; not yet run on two)", ""),
-     "000-11: 88fc538e needs two GPUs and no run had them"),
-    ("000-13", lambda r: r.replace(" (changed since the last GPU run; not yet run on one)", ""),
-     "000-13: 456e378f ran on a GPU machine in evidence/2026-11-26-h100-80gb-hbm3.json: say so"),
-    ("002-05", lambda r: r.replace("ran on one H100", "ran on two H100"), "002-05: says it ran on two GPU(s)"),
-    ("002-05", lambda r: r.replace("2026-11-26-h100", "2026-11-01-h100"),
-     "002-05: cites evidence/2026-11-01-h100-80gb-hbm3.json, which is not the newest record"),
-    # a measured number outside its bound
-    ("001-10", lambda r: r.replace("{≤ 3}", "{≤ 0.5}"), "001-10: the outputs of a928a6ce in 05_live_monitor.ipynb hold"),
-    ("001-10", lambda r: r.replace("{≤ 3}", "{2–5}"), "outside the bound of 'of watched training = {2–5} % of one core'"),
-])
+@pytest.mark.parametrize(
+    ("number", "edit", "expected"),
+    [
+        (
+            "002-06",
+            lambda r: r.replace("cell-id=2bf5c658", "cell-id=deadbeef"),
+            "002-06: 01_cpu_gpu_transfer.ipynb has no cell with id deadbeef",
+        ),
+        (
+            "002-06",
+            lambda r: r.replace("'bool' object is not callable", "'int' object is not callable"),
+            "002-06: the outputs of 2bf5c658 in 01_cpu_gpu_transfer.ipynb do not contain \"TypeError: 'int' object is "
+            'not callable"',
+        ),
+        (
+            "002-06",
+            lambda r: r.replace("02_choosing_gpus", "09_nothing").replace("01_cpu_gpu_transfer", "09_nothing"),
+            "002-06: links to 09_nothing.ipynb, which is not in notebooks/",
+        ),
+        (
+            "002-05",
+            lambda r: r.replace(") runs where GPUs exist", ") ran here", 1),
+            "002-05: marked 'ran here', but d812900a is a %%gpu cell that skips on a CPU",
+        ),
+        (
+            "002-06",
+            lambda r: r.replace(") ran here", ") runs where GPUs exist"),
+            "002-06: marked 'runs where GPUs exist', but 2bf5c658 is not a gpu/multigpu cell",
+        ),
+        (
+            "002-05",
+            lambda r: r.replace("`tensor = tensor.cuda()`", "`tensor.cuda(7)`"),
+            "002-05: the code of d812900a in 01_cpu_gpu_transfer.ipynb does not contain 'tensor.cuda(7)'",
+        ),
+        (
+            "000-11",
+            lambda r: r.replace("predicted here", "ran here", 1),
+            "000-11: 335ce22a prints a prediction on a described machine",
+        ),
+        (
+            "002-06",
+            lambda r: r.replace(") ran here", ") predicted here"),
+            "002-06: marked 'predicted here', but 2bf5c658 neither calls one of gpulab's predictors",
+        ),
+        ("002-06", lambda r: r.replace("| wrong: ", "| mostly fine: "), "002-06: verdict 'mostly fine:"),
+        ("004-13", lambda r: r.replace("outdated since PyTorch 1.9", "outdated since recently"), "004-13: verdict"),
+        ("002-06", lambda r: r.replace(") ran here", ") seen somewhere"), "002-06: 'shown in' must start with"),
+        (
+            "001-16",
+            lambda r: r.replace("cell-id=de34643a", "cell-id=9c5abdba"),
+            "001-16: marked 'full run only', but 9c5abdba's saved output does not say 'Skipped in fast mode'",
+        ),
+        (
+            "004-09",
+            lambda r: r.replace(
+                "| not shown by any cell yet, and no cell can:",
+                "| [06](06_lightning.ipynb#cell-id=f8da2172) ran here, and no cell can:",
+            ),
+            "004-09: no evidence given",
+        ),
+        # evidence that the cell would print whether or not the claim held
+        (
+            "001-10",
+            lambda r: r.replace("`of watched training = {≤ 3} % of one core`", "`% of one core`"),
+            "001-10: its evidence '% of one core' would print whether or not the claim held",
+        ),
+        (
+            "004-04",
+            lambda r: r.replace("`LOCAL_RANK=1: backend gloo, device cpu`", "`backend gloo, device`"),
+            "004-04: its evidence 'backend gloo, device' would print whether or not the claim held",
+        ),
+        (
+            "002-06",
+            lambda r: r.replace("`TypeError: 'bool' object is not callable`", "`object is not callable`"),
+            "002-06: its evidence 'object is not callable' would print whether or not the claim held",
+        ),
+        # where the course's GPU run executed a GPU cell (one H100, 2026-11-26)
+        (
+            "002-05",
+            lambda r: r.replace(" (ran on one H100: `evidence/2026-11-26-h100-80gb-hbm3.json`)", ""),
+            "002-05: d812900a ran on a GPU machine in evidence/2026-11-26-h100-80gb-hbm3.json: say so",
+        ),
+        (
+            "000-11",
+            lambda r: r.replace(
+                "(needs two GPUs; not yet run on two)", "(ran on one H100: `evidence/2026-11-26-h100-80gb-hbm3.json`)"
+            ),
+            "000-11: 88fc538e needs 2 GPUs, and the machine of 2026-11-26-h100-80gb-hbm3.json had 1",
+        ),
+        (
+            "000-11",
+            lambda r: r.replace(" (needs two GPUs; not yet run on two)", ""),
+            "000-11: 88fc538e needs two GPUs and no run had them",
+        ),
+        (
+            "000-13",
+            lambda r: r.replace(" (changed since the last GPU run; not yet run on one)", ""),
+            "000-13: 456e378f ran on a GPU machine in evidence/2026-11-26-h100-80gb-hbm3.json: say so",
+        ),
+        ("002-05", lambda r: r.replace("ran on one H100", "ran on two H100"), "002-05: says it ran on two GPU(s)"),
+        (
+            "002-05",
+            lambda r: r.replace("2026-11-26-h100", "2026-11-01-h100"),
+            "002-05: cites evidence/2026-11-01-h100-80gb-hbm3.json, which is not the newest record",
+        ),
+        # a measured number outside its bound
+        (
+            "001-10",
+            lambda r: r.replace("{≤ 3}", "{≤ 0.5}"),
+            "001-10: the outputs of a928a6ce in 05_live_monitor.ipynb hold",
+        ),
+        (
+            "001-10",
+            lambda r: r.replace("{≤ 3}", "{2–5}"),
+            "outside the bound of 'of watched training = {2–5} % of one core'",
+        ),
+    ],
+)
 def test_a_wrong_row_is_caught(ledger, number, edit, expected):
     row = _row(ledger, number)
     broken = ledger.replace(row, edit(row))
@@ -404,27 +509,33 @@ def test_a_cell_that_lost_its_outputs_is_caught(ledger, monkeypatch):
     assert "002-06: marked 'ran here', but 2bf5c658 has no committed outputs" in check_entry(entry, cache)
 
 
-@pytest.mark.parametrize(("evidence", "text", "found"), [
-    ("= {≤ 3} % of one core", "training = 1.04 % of one core", True),
-    ("= {≤ 3} % of one core", "training = 3.50 % of one core", False),
-    ("= {< 1} %", "= 1 %", False),
-    ("accuracy {≥ 0.85}", "accuracy 0.9 then accuracy 0.5", True),  # one match within the bound is enough
-    ("ratio {1.2–2} on {> 1} ranks", "ratio 1.5 on 2 ranks", True),
-    ("ratio {1.2–2} on {> 1} ranks", "ratio 1.5 on 1 ranks", False),
-    ("literal (with [regex] characters) 1.0", "a literal (with [regex] characters) 1.0 here", True),
-])
+@pytest.mark.parametrize(
+    ("evidence", "text", "found"),
+    [
+        ("= {≤ 3} % of one core", "training = 1.04 % of one core", True),
+        ("= {≤ 3} % of one core", "training = 3.50 % of one core", False),
+        ("= {< 1} %", "= 1 %", False),
+        ("accuracy {≥ 0.85}", "accuracy 0.9 then accuracy 0.5", True),  # one match within the bound is enough
+        ("ratio {1.2–2} on {> 1} ranks", "ratio 1.5 on 2 ranks", True),
+        ("ratio {1.2–2} on {> 1} ranks", "ratio 1.5 on 1 ranks", False),
+        ("literal (with [regex] characters) 1.0", "a literal (with [regex] characters) 1.0 here", True),
+    ],
+)
 def test_a_bound_matches_a_number_only_within_it(evidence, text, found):
     assert find_evidence(evidence, text)[0] is found
 
 
-@pytest.mark.parametrize(("evidence", "kinds"), [
-    ("% of one core", []),
-    ("'gloo'", []),
-    ("= {≤ 3} % of one core", ["a number"]),
-    ("TypeError: 'bool' object is not callable", ["an exception with its text"]),
-    ("device cpu", ["a device"]),
-    ("DeviceStatsMonitor.on_train_batch_end/cpu_percent", ["a device"]),
-    ("shares memory: True", ["the result of a check"]),
-])
+@pytest.mark.parametrize(
+    ("evidence", "kinds"),
+    [
+        ("% of one core", []),
+        ("'gloo'", []),
+        ("= {≤ 3} % of one core", ["a number"]),
+        ("TypeError: 'bool' object is not callable", ["an exception with its text"]),
+        ("device cpu", ["a device"]),
+        ("DeviceStatsMonitor.on_train_batch_end/cpu_percent", ["a device"]),
+        ("shares memory: True", ["the result of a check"]),
+    ],
+)
 def test_what_counts_as_an_observable(evidence, kinds):
     assert observable_kinds(evidence) == kinds

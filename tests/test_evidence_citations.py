@@ -7,6 +7,7 @@ must be one of that record's quantities (a figure, its peak, or a number of its 
 and 01 must cite the H100's context size, pinned against pageable copies and the non_blocking overlap (``CITED``).
 When a newer record for the same GPU arrives, the citations fail until they name it, and the numbers then follow it.
 """
+
 from __future__ import annotations
 
 import json
@@ -20,7 +21,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 
 from gpukit.evidence import NAME_RE, citation_problems  # noqa: E402
-
 from gpulab.monitoring.recorded import FORMAT as RECORDING  # noqa: E402
 
 EVIDENCE = ROOT / "evidence"
@@ -31,8 +31,13 @@ def _kind(path: Path) -> str | None:
         data = json.loads(path.read_text())
     except ValueError:
         return None
-    return "recording" if isinstance(data, dict) and data.get("format") == RECORDING else \
-        "record" if NAME_RE.match(path.name) else None
+    return (
+        "recording"
+        if isinstance(data, dict) and data.get("format") == RECORDING
+        else "record"
+        if NAME_RE.match(path.name)
+        else None
+    )
 
 
 def _files(kind: str) -> list[str]:
@@ -40,27 +45,37 @@ def _files(kind: str) -> list[str]:
 
 
 FILES, RECORDINGS = _files("record"), _files("recording")
-RECORDING_RE = re.compile(r"(?<![\w/])evidence/(" + "|".join(map(re.escape, RECORDINGS)) + r")(?![\w.-])") \
-    if RECORDINGS else None
+RECORDING_RE = (
+    re.compile(r"(?<![\w/])evidence/(" + "|".join(map(re.escape, RECORDINGS)) + r")(?![\w.-])") if RECORDINGS else None
+)
 QUANTITY = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?) ?(GB/s|MiB|ms|TFLOP/s)(?![\w/])")
 # cells that must cite these figures of the newest record for their GPU (figure name, or figure.note-number)
 CITED = {
     ("00_setup.ipynb", "5283655c"): ["cuda_context_bytes"],
     ("01_cpu_gpu_transfer.ipynb", "07689b0f"): ["cuda_context_bytes"],
-    ("01_cpu_gpu_transfer.ipynb", "h100-copies"): ["h2d_pinned_gbps", "h2d_pageable_gbps", "d2h_pinned_gbps",
-                                               "d2h_pageable_gbps"],
+    ("01_cpu_gpu_transfer.ipynb", "h100-copies"): [
+        "h2d_pinned_gbps",
+        "h2d_pageable_gbps",
+        "d2h_pinned_gbps",
+        "d2h_pageable_gbps",
+    ],
     ("01_cpu_gpu_transfer.ipynb", "h100-overlap"): ["non_blocking_overlap.copy", "non_blocking_overlap.work"],
 }
 
 
 def _markdown_cells(nb: Path) -> list[tuple[str, str]]:
-    return [(c.get("id", ""), "".join(c["source"])) for c in json.loads(nb.read_text())["cells"]
-            if c["cell_type"] == "markdown"]
+    return [
+        (c.get("id", ""), "".join(c["source"]))
+        for c in json.loads(nb.read_text())["cells"]
+        if c["cell_type"] == "markdown"
+    ]
 
 
 def _texts() -> dict[str, str]:
-    out = {"notebooks/claims_ledger.md": (ROOT / "notebooks" / "claims_ledger.md").read_text(),
-           "README.md": (ROOT / "README.md").read_text()}
+    out = {
+        "notebooks/claims_ledger.md": (ROOT / "notebooks" / "claims_ledger.md").read_text(),
+        "README.md": (ROOT / "README.md").read_text(),
+    }
     for nb in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
         out[nb.name] = "\n".join(src for _, src in _markdown_cells(nb))
     return out
@@ -81,8 +96,9 @@ def quantities(record: dict) -> dict[str, tuple[float, str]]:
         out[name] = (fig["value"] / 2**20, "MiB") if unit == "bytes" else (fig["value"], unit)
         if "peak" in fig:
             out[f"{name}.peak"] = (fig["peak"], unit)
-        for i, (label, number, note_unit) in enumerate(re.findall(r"(?:([a-z]+) )?(\d+(?:\.\d+)?) ?(ms|MiB|GB/s)",
-                                                                   fig.get("note", ""))):
+        for i, (label, number, note_unit) in enumerate(
+            re.findall(r"(?:([a-z]+) )?(\d+(?:\.\d+)?) ?(ms|MiB|GB/s)", fig.get("note", ""))
+        ):
             out[f"{name}.{label or i}"] = (float(number), note_unit)
     return out
 
@@ -156,27 +172,35 @@ def test_chapter_05_shows_the_recorded_gpu_run_as_text_labelled_as_recorded():
     cells = json.loads((ROOT / "notebooks" / "05_live_monitor.ipynb").read_text())["cells"]
     shown = [c for c in cells if c["cell_type"] == "code" and "latest_recorded_run()" in "".join(c["source"])]
     assert len(shown) == 1, "chapter 05 draws the recorded run in one cell"
-    text = "".join("".join(o.get("text", "")) + "".join(o.get("data", {}).get("text/plain", ""))
-                   for o in shown[0]["outputs"])
+    text = "".join(
+        "".join(o.get("text", "")) + "".join(o.get("data", {}).get("text/plain", "")) for o in shown[0]["outputs"]
+    )
     assert run.label in text and "Monitor summary: " + run.title in text
     assert all(not k.startswith("image/") and k != "text/html" for o in shown[0]["outputs"] for k in o.get("data", {}))
 
 
-H100 = {"figures": {"h2d_pinned_gbps": {"value": 51.76, "unit": "GB/s", "peak": 63.008},
-                    "cuda_context_bytes": {"value": 648000000.0, "unit": "bytes"},
-                    "non_blocking_overlap": {"value": 1.0, "unit": "fraction", "note": "copy 1.40 ms, work 21.15 ms"},
-                    "nccl_allreduce_busbw_gbps": {"not_measured": "one GPU"}}}
+H100 = {
+    "figures": {
+        "h2d_pinned_gbps": {"value": 51.76, "unit": "GB/s", "peak": 63.008},
+        "cuda_context_bytes": {"value": 648000000.0, "unit": "bytes"},
+        "non_blocking_overlap": {"value": 1.0, "unit": "fraction", "note": "copy 1.40 ms, work 21.15 ms"},
+        "nccl_allreduce_busbw_gbps": {"not_measured": "one GPU"},
+    }
+}
 
 
-@pytest.mark.parametrize("text, problem", [
-    ("pinned 51.8 GB/s of 63.0 GB/s; a context 618 MiB; copy 1.40 ms under 21.15 ms", None),
-    ("pinned 51.76 GB/s, 52 GB/s", None),
-    ("pinned 51.7 GB/s", "51.7 GB/s is no figure of h.json at that precision"),
-    ("a context 648 MiB", "648 MiB is no figure"),
-    ("copy 1.4 ms", None),
-    ("copy 1.5 ms", "1.5 ms is no figure"),
-    ("nothing stated", "must state h2d_pinned_gbps of h.json (51.76 GB/s)"),
-])
+@pytest.mark.parametrize(
+    "text, problem",
+    [
+        ("pinned 51.8 GB/s of 63.0 GB/s; a context 618 MiB; copy 1.40 ms under 21.15 ms", None),
+        ("pinned 51.76 GB/s, 52 GB/s", None),
+        ("pinned 51.7 GB/s", "51.7 GB/s is no figure of h.json at that precision"),
+        ("a context 648 MiB", "648 MiB is no figure"),
+        ("copy 1.4 ms", None),
+        ("copy 1.5 ms", "1.5 ms is no figure"),
+        ("nothing stated", "must state h2d_pinned_gbps of h.json (51.76 GB/s)"),
+    ],
+)
 def test_the_figure_check_finds_a_number_the_record_does_not_hold(text, problem):
     found = figure_problems(text, "cell", {"h.json": H100}, ["h2d_pinned_gbps"] if "nothing" in text else [])
     assert (found == []) if problem is None else any(problem in p for p in found), found
@@ -184,8 +208,10 @@ def test_the_figure_check_finds_a_number_the_record_does_not_hold(text, problem)
 
 def test_the_citation_check_finds_a_wrong_a_missing_and_a_stale_citation():
     files = ["2026-11-01-h100.json", "2026-11-24-h100.json", "2026-11-24-t4.json"]
-    text = ("measured on an H100, 2026-11-24 (evidence/2026-11-24-h100.json); on a T4 (evidence/2026-11-24-t4.json); "
-            "old: evidence/2026-11-01-h100.json; typo: evidence/h100.json; gone: evidence/2026-12-01-a100.json")
+    text = (
+        "measured on an H100, 2026-11-24 (evidence/2026-11-24-h100.json); on a T4 (evidence/2026-11-24-t4.json); "
+        "old: evidence/2026-11-01-h100.json; typo: evidence/h100.json; gone: evidence/2026-12-01-a100.json"
+    )
     found = citation_problems(text, "ch", files)
     assert len(found) == 3, found
     assert "not the newest evidence for this GPU: cite 2026-11-24-h100.json" in found[0]

@@ -1,5 +1,6 @@
 """Handouts: a chapter run again into a copy (figures kept, widgets frozen, settings lines out), exported offline,
 printed by Chromium, and its printed pages looked at; the two editions; the one-page cheat sheet and its facts."""
+
 from __future__ import annotations
 
 import re
@@ -12,25 +13,38 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 import handouts  # noqa: E402
+
 from handoutkit import cheatsheet, editions, export, printing, run, static  # noqa: E402
-from tests import process_group
+from tests import process_group  # noqa: E402
 
 CHROMIUM = printing.find_chromium()
 needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium installed (Debian: apt-get install chromium)")
-needs_pdftoppm = pytest.mark.skipif(not __import__("shutil").which("pdftoppm"),
-                                    reason="no pdftoppm (Debian: apt-get install poppler-utils)")
+needs_pdftoppm = pytest.mark.skipif(
+    not __import__("shutil").which("pdftoppm"), reason="no pdftoppm (Debian: apt-get install poppler-utils)"
+)
 A4 = export.PAPERS["a4"]
 
 CELLS = [
     ("markdown", "# 99 · A small chapter\n\nSquares: $x^2 + y^2$.\n#9158, a wrapped line that starts with a hash.", []),
-    ("code", "%load_ext gpulab\nimport gpulab\nprint(\"fast mode:\", gpulab.fast_mode(), \"| sizes ok\")\n"
-             "print('kept line')", []),
-    ("code", "import ipywidgets as w\nbox = w.VBox([w.Checkbox(value=True, description='GPU 1'), "
-             "w.FloatProgress(value=0.5, max=1.0, bar_style='warning'), w.HTML('<p>cuda:0 → physical 1</p>'), "
-             "w.Button(description='Apply', button_style='primary')])\nbox", []),
+    (
+        "code",
+        '%load_ext gpulab\nimport gpulab\nprint("fast mode:", gpulab.fast_mode(), "| sizes ok")\nprint(\'kept line\')',
+        [],
+    ),
+    (
+        "code",
+        "import ipywidgets as w\nbox = w.VBox([w.Checkbox(value=True, description='GPU 1'), "
+        "w.FloatProgress(value=0.5, max=1.0, bar_style='warning'), w.HTML('<p>cuda:0 → physical 1</p>'), "
+        "w.Button(description='Apply', button_style='primary')])\nbox",
+        [],
+    ),
     ("code", "w.Image(value=b'')", []),
-    ("code", "import time\nwith gpulab.monitor('a short wait') as mon:\n    for _ in range(3):\n"
-             "        time.sleep(0.1)\n        mon.step(samples=8)", []),
+    (
+        "code",
+        "import time\nwith gpulab.monitor('a short wait') as mon:\n    for _ in range(3):\n"
+        "        time.sleep(0.1)\n        mon.step(samples=8)",
+        [],
+    ),
     ("code", "import matplotlib.pyplot as plt\nplt.plot([1, 2, 3], [1, 4, 9]);", []),
     ("code", "answer = 42  # the worked answer\nprint('SOLUTION', answer)", ["solution"]),
     ("code", "raise ValueError('on purpose')", ["raises-exception"]),
@@ -69,8 +83,10 @@ def frozen(executed):
 
 @pytest.fixture(scope="module")
 def pages(frozen):
-    return {e: export.to_html(editions.edition_of(frozen, e), title="99 · small", made="made here", edition=e,
-                              paper=A4) for e in ("student", "instructor")}
+    return {
+        e: export.to_html(editions.edition_of(frozen, e), title="99 · small", made="made here", edition=e, paper=A4)
+        for e in ("student", "instructor")
+    }
 
 
 def test_the_run_keeps_figures_and_widget_state(executed):
@@ -149,8 +165,13 @@ def test_a_chapter_that_fails_unexpectedly_makes_no_handout(tmp_path):
 
 
 def test_a_missing_notebook_is_reported():
-    out = process_group.run([sys.executable, str(ROOT / "tools" / "handouts.py"), "notebooks/99_nope.ipynb"],
-                            capture_output=True, text=True, cwd=ROOT, timeout=60)
+    out = process_group.run(
+        [sys.executable, str(ROOT / "tools" / "handouts.py"), "notebooks/99_nope.ipynb"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+    )
     assert out.returncode == 2 and "no such notebook: notebooks/99_nope.ipynb" in out.stderr
 
 
@@ -170,8 +191,9 @@ def test_printed_pages_fit_the_paper(pages, tmp_path, paper):
 
 def _print(tmp_path: Path, body: str, paper: export.Paper = A4) -> printing.PrintCheck:
     html = tmp_path / "page.html"
-    html.write_text(f"<html><head><style>@page {{ size: {paper.css_size}; margin: 12mm; }}</style></head>"
-                    f"<body>{body}</body></html>")
+    html.write_text(
+        f"<html><head><style>@page {{ size: {paper.css_size}; margin: 12mm; }}</style></head><body>{body}</body></html>"
+    )
     pdf = printing.print_pdf(html, tmp_path / "page.pdf", CHROMIUM)
     return printing.check_pages(pdf, (paper.width_mm, paper.height_mm), 12)
 
@@ -197,9 +219,13 @@ def test_the_page_check_sees_clipped_code_and_half_empty_pages(tmp_path):
 def test_the_cheat_sheet_fits_one_page(tmp_path, paper):
     chosen = export.PAPERS[paper]
     html = cheatsheet.write_html(tmp_path / "cheatsheet.html", chosen)
-    check = printing.check_pages(printing.print_pdf(html, tmp_path / "cheatsheet.pdf", CHROMIUM),
-                                 (chosen.width_mm, chosen.height_mm), *cheatsheet.MARGINS_MM[:1],
-                                 top_mm=cheatsheet.MARGINS_MM[1], bottom_mm=cheatsheet.MARGINS_MM[2])
+    check = printing.check_pages(
+        printing.print_pdf(html, tmp_path / "cheatsheet.pdf", CHROMIUM),
+        (chosen.width_mm, chosen.height_mm),
+        *cheatsheet.MARGINS_MM[:1],
+        top_mm=cheatsheet.MARGINS_MM[1],
+        bottom_mm=cheatsheet.MARGINS_MM[2],
+    )
     assert check.pages == 1 and check.problems == [], str(check)
     assert check.fills[0] > 0.6, "one page, and well used"
 
@@ -215,7 +241,9 @@ def test_every_fact_on_the_cheat_sheet_holds_on_the_installed_versions():
 
 
 def test_a_cheat_sheet_check_can_fail():
-    (check, missing, out), = cheatsheet.run_checks(sys.executable, [cheatsheet.Check("shown … absent", "print('shown')")])
+    ((check, missing, out),) = cheatsheet.run_checks(
+        sys.executable, [cheatsheet.Check("shown … absent", "print('shown')")]
+    )
     assert missing == ["absent"] and "shown" in out
 
 
@@ -226,9 +254,22 @@ def test_a_cheat_sheet_check_can_fail():
 def test_a_real_chapter_builds_and_its_pages_pass(tmp_path):
     """Chapter 02 has the picker (a widget), long outputs and many code cells; handouts.py checks every page and
     exits 3 on a problem."""
-    out = process_group.run([sys.executable, str(ROOT / "tools" / "handouts.py"), "notebooks/02_choosing_gpus.ipynb",
-                             "--edition", "student", "--no-cheatsheet", "--out", str(tmp_path)],
-                            capture_output=True, text=True, cwd=ROOT, timeout=600)
+    out = process_group.run(
+        [
+            sys.executable,
+            str(ROOT / "tools" / "handouts.py"),
+            "notebooks/02_choosing_gpus.ipynb",
+            "--edition",
+            "student",
+            "--no-cheatsheet",
+            "--out",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=600,
+    )
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-3000:]
     page = (tmp_path / "student" / "02_choosing_gpus.html").read_text(encoding="utf-8")
     # the pickers drawn from their saved widget state: a ticked row, and the by-hand picker's mapping (quoted value)
@@ -259,13 +300,36 @@ def test_the_ledger_page_links_to_the_chapters_handouts(ledger_page):
 
 def test_the_handout_build_writes_the_ledger_beside_the_chapters(tmp_path):
     chapter = small_chapter(tmp_path, [("markdown", "# 99 · tiny", []), ("code", "print('ran')", [])])
-    code = handouts.main([str(chapter), "--no-pdf", "--no-cheatsheet", "--size", "fast", "--edition", "student",
-                          "--out", str(tmp_path / "out")])
+    code = handouts.main(
+        [
+            str(chapter),
+            "--no-pdf",
+            "--no-cheatsheet",
+            "--size",
+            "fast",
+            "--edition",
+            "student",
+            "--out",
+            str(tmp_path / "out"),
+        ]
+    )
     assert code == 0
     page = (tmp_path / "out" / "student" / "claims_ledger.html").read_text(encoding="utf-8")
     assert "04_ddp.html#cell-id=" in page and (tmp_path / "out" / "student" / "99_small.html").is_file()
-    handouts.main([str(chapter), "--no-pdf", "--no-cheatsheet", "--no-ledger", "--size", "fast", "--edition",
-                   "student", "--out", str(tmp_path / "without")])
+    handouts.main(
+        [
+            str(chapter),
+            "--no-pdf",
+            "--no-cheatsheet",
+            "--no-ledger",
+            "--size",
+            "fast",
+            "--edition",
+            "student",
+            "--out",
+            str(tmp_path / "without"),
+        ]
+    )
     assert not (tmp_path / "without" / "student" / "claims_ledger.html").exists()
 
 
@@ -275,6 +339,7 @@ def test_the_handout_build_writes_the_ledger_beside_the_chapters(tmp_path):
 def test_the_printed_ledger_passes_the_page_check(ledger_page, tmp_path):
     html = tmp_path / "claims_ledger.html"
     html.write_text(ledger_page, encoding="utf-8")
-    check = printing.check_pages(printing.print_pdf(html, tmp_path / "claims_ledger.pdf", CHROMIUM),
-                                 (A4.width_mm, A4.height_mm), A4.margin_mm)
+    check = printing.check_pages(
+        printing.print_pdf(html, tmp_path / "claims_ledger.pdf", CHROMIUM), (A4.width_mm, A4.height_mm), A4.margin_mm
+    )
     assert check.problems == [], str(check)

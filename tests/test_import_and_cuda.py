@@ -2,6 +2,7 @@
 
 Each check runs in a fresh interpreter: what a module import or a CUDA start leaves behind cannot be undone in this one.
 """
+
 from __future__ import annotations
 
 import os
@@ -11,9 +12,9 @@ import textwrap
 import pytest
 
 import gpulab
+from tests import process_group
 
 from .cuda_tripwire import PRELUDE, REPORT
-from tests import process_group
 
 
 def _python(code: str, **env: str) -> str:
@@ -21,8 +22,9 @@ def _python(code: str, **env: str) -> str:
     # makes torch.cuda.is_available() ask NVML instead of starting the driver; once any test in this process has
     # imported it, children would inherit that. The children here start from torch's own default.
     base = {k: v for k, v in os.environ.items() if k != "PYTORCH_NVML_BASED_CUDA_CHECK"}
-    out = process_group.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=180,
-                            env={**base, **env})
+    out = process_group.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=180, env={**base, **env}
+    )
     assert out.returncode == 0, out.stderr
     return out.stdout.strip().splitlines()[-1]
 
@@ -33,11 +35,14 @@ def _python_watching_cuda(code: str, **env: str) -> str:
 
 
 def test_import_gpulab_loads_no_heavy_module_and_starts_nothing():
-    assert _python("""
+    assert (
+        _python("""
         import sys, gpulab
         heavy = [m for m in ("torch", "ipywidgets", "IPython", "matplotlib", "pynvml", "lightning") if m in sys.modules]
         print(heavy, gpulab.default_reader()._started)
-    """) == "[] False"
+    """)
+        == "[] False"
+    )
 
 
 def test_import_gpulab_loads_only_the_package_and_its_watch_for_torch_cuda():
@@ -45,12 +50,15 @@ def test_import_gpulab_loads_only_the_package_and_its_watch_for_torch_cuda():
     the interpreter had, the package, the watch that waits for ``torch.cuda`` (``machine.cuda_watch``), which
     imports nothing, and ``core.lazy``, which gives ``machine`` its names on first use (standard library only, no
     ``typing``); the recorder of the first CUDA start, its dataclasses and ``traceback`` load with torch."""
-    assert _python("""
+    assert (
+        _python("""
         import sys
         before = set(sys.modules)
         import gpulab
         print(sorted(set(sys.modules) - before - {"__future__"}))
-    """) == "['gpulab', 'gpulab.core', 'gpulab.core.lazy', 'gpulab.machine', 'gpulab.machine.cuda_watch']"
+    """)
+        == "['gpulab', 'gpulab.core', 'gpulab.core.lazy', 'gpulab.machine', 'gpulab.machine.cuda_watch']"
+    )
 
 
 def test_every_public_name_resolves_and_unknown_names_say_so():
@@ -88,8 +96,13 @@ def test_discovering_describing_selecting_and_watching_never_start_cuda(simulate
     assert _python_watching_cuda(NO_CUDA_SCRIPT, GPULAB_SIMULATE_GPUS=simulate) == "CUDA starts: []"
 
 
-STARTING_CALLS = ["torch.cuda.is_available()", "torch.ones(1, device='cuda')", "torch.cuda.current_device()",
-                  "torch.cuda.mem_get_info(0)", "torch.cuda.set_device(0)"]
+STARTING_CALLS = [
+    "torch.cuda.is_available()",
+    "torch.ones(1, device='cuda')",
+    "torch.cuda.current_device()",
+    "torch.cuda.mem_get_info(0)",
+    "torch.cuda.set_device(0)",
+]
 
 
 def test_the_tripwire_catches_every_way_to_start_cuda_even_without_a_gpu():
@@ -103,7 +116,8 @@ def test_the_tripwire_catches_every_way_to_start_cuda_even_without_a_gpu():
 
 def test_without_posix_locks_gpulab_imports_and_its_cpu_path_runs():
     """Windows has neither fcntl nor pwd: blocked here, the package and the pure parts must still work."""
-    assert _python("""
+    assert (
+        _python("""
         import sys
         sys.modules["fcntl"] = None; sys.modules["pwd"] = None   # import fcntl now raises ImportError
         import gpulab
@@ -117,4 +131,6 @@ def test_without_posix_locks_gpulab_imports_and_its_cpu_path_runs():
             gpulab.reserve_gpus(1, reader)
         except OSError as exc:
             print("refused:", str(exc).split(".")[0])
-    """) == "refused: GPU reservations use POSIX file locks (flock), which this system (Windows) does not have"
+    """)
+        == "refused: GPU reservations use POSIX file locks (flock), which this system (Windows) does not have"
+    )

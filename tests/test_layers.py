@@ -6,6 +6,7 @@ pure (imports nothing heavy, and of gpulab only other pure modules) <- probes (t
 A probe never imports a view; exactly one module talks to NVML, one imports ipywidgets for each view, and Lightning is
 imported only by the three Lightning modules whose job needs it. These lists say which layer each module is in.
 """
+
 from __future__ import annotations
 
 import ast
@@ -19,23 +20,72 @@ PKG = Path(__file__).resolve().parents[1] / "gpulab"
 FLOORS = {
     "core": 1,  # units, readings, settings, CUDA_VISIBLE_DEVICES's grammar: pure, the standard library only
     "reservations": 2,  # who holds which GPU: the lock files that placement, checkup and server share (STORES)
-    "machine": 3, "workload": 3,  # what this machine has (NVML, GPUs, host, CUDA state, torch's private APIs); data
-    "measure": 4, "placement": 4, "monitoring": 4, "ranks": 4,  # timing; choosing GPUs; live monitor; ranks from a cell
-    "dataparallel": 5, "checkup": 5, "server": 5, "lightning": 5, "scaling": 5,
-    "exercises": 6, "notebook": 6,  # checks every chapter's answers; the magics (%%ranks, %gpulab doctor)
+    "machine": 3,
+    "workload": 3,  # what this machine has (NVML, GPUs, host, CUDA state, torch's private APIs); data
+    "measure": 4,
+    "placement": 4,
+    "monitoring": 4,
+    "ranks": 4,  # timing; choosing GPUs; live monitor; ranks from a cell
+    "dataparallel": 5,
+    "checkup": 5,
+    "server": 5,
+    "lightning": 5,
+    "scaling": 5,
+    "exercises": 6,
+    "notebook": 6,  # checks every chapter's answers; the magics (%%ranks, %gpulab doctor)
 }
 # a store that several rooms share stands on a floor of its own, and they reach it only through its package's __all__
 STORES = ["reservations"]
 TOP = ["__init__", "__main__", "testing"]  # the entry points above every floor
-PURE = ["core/units", "core/readings", "core/cuda_evidence", "core/arguments", "core/tables", "core/settings",
-        "core/lazy", "core/frames", "core/widget_view", "core/renamed", "core/visible", "core/rank_devices",
-        "placement/selection", "placement/explanation", "monitoring/history", "monitoring/limits", "monitoring/png",
-        "monitoring/decimate", "monitoring/panels", "server/render",
-        "lightning/call", "lightning/history", "lightning/draft", "lightning/devices", "lightning/strategy",
-        "lightning/flags", "lightning/translation", "exercises/feedback", "exercises/check",
-        "scaling/cost", "scaling/published", "dataparallel/devices"]
-VIEWS = ["__main__", "checkup/report", "placement/picker", "monitoring/view", "monitoring/monitor", "monitoring/figure",
-         "monitoring/blit", "monitoring/recorded", "server/watch", "lightning/callback"]
+PURE = [
+    "core/units",
+    "core/readings",
+    "core/cuda_evidence",
+    "core/arguments",
+    "core/tables",
+    "core/settings",
+    "core/lazy",
+    "core/frames",
+    "core/widget_view",
+    "core/renamed",
+    "core/visible",
+    "core/visible_text",
+    "core/rank_devices",
+    "placement/selection",
+    "placement/explanation",
+    "monitoring/ring_buffer",
+    "monitoring/limits",
+    "monitoring/png",
+    "monitoring/decimate",
+    "monitoring/panels",
+    "monitoring/watched",
+    "machine/described",
+    "server/render",
+    "lightning/call",
+    "lightning/flag_history",
+    "lightning/draft",
+    "lightning/device_flags",
+    "lightning/strategy",
+    "lightning/flags",
+    "lightning/translation",
+    "exercises/feedback",
+    "exercises/check",
+    "scaling/cost",
+    "scaling/published",
+    "dataparallel/device_ids",
+]
+VIEWS = [
+    "__main__",
+    "checkup/report",
+    "placement/picker",
+    "monitoring/view",
+    "monitoring/live_monitor",
+    "monitoring/figure",
+    "monitoring/blit",
+    "monitoring/recorded",
+    "server/watch",
+    "lightning/callback",
+]
 LIGHTNING = ["lightning/callback", "lightning/classifier", "lightning/fork_fit"]
 HEAVY = {"torch", "pynvml", "ipywidgets", "matplotlib", "psutil", "IPython", "lightning"}
 
@@ -43,8 +93,13 @@ HEAVY = {"torch", "pynvml", "ipywidgets", "matplotlib", "psutil", "IPython", "li
 def _exports() -> dict[str, str]:
     """``gpulab/__init__.py``'s ``_EXPORTS``, read from its source: public name -> the module defining it."""
     for node in ast.parse((PKG / "__init__.py").read_text()).body:
-        target = node.target if isinstance(node, ast.AnnAssign) else node.targets[0] if isinstance(node, ast.Assign) \
+        target = (
+            node.target
+            if isinstance(node, ast.AnnAssign)
+            else node.targets[0]
+            if isinstance(node, ast.Assign)
             else None
+        )
         if isinstance(target, ast.Name) and target.id == "_EXPORTS":
             return ast.literal_eval(node.value)
     raise AssertionError("gpulab/__init__.py has no _EXPORTS table")
@@ -66,17 +121,29 @@ def imports_in(source: str, name: str) -> set[str]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             out |= {a.name for a in node.names}
-            aliases |= {a.asname or "gpulab" for a in node.names if a.name == "gpulab" or a.asname is None
-                        and a.name.startswith("gpulab.")}
+            aliases |= {
+                a.asname or "gpulab"
+                for a in node.names
+                if a.name == "gpulab" or a.asname is None and a.name.startswith("gpulab.")
+            }
         elif isinstance(node, ast.ImportFrom):
-            base = ".".join(package[: len(package) - node.level + 1] + ([node.module] if node.module else [])) \
-                if node.level else node.module or ""
+            base = (
+                ".".join(package[: len(package) - node.level + 1] + ([node.module] if node.module else []))
+                if node.level
+                else node.module or ""
+            )
             out |= {f"{base}.{a.name}" for a in node.names}
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases:
             out.add(f"gpulab.{node.attr}")
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr") \
-                and node.args and isinstance(node.args[0], ast.Name) and node.args[0].id in aliases:
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in ("getattr", "hasattr")
+            and node.args
+            and isinstance(node.args[0], ast.Name)
+            and node.args[0].id in aliases
+        ):
             attr = node.args[1] if len(node.args) > 1 else None
             known = isinstance(attr, ast.Constant) and isinstance(attr.value, str)
             out.add(f"gpulab.{attr.value if known else RUN_TIME}")
@@ -128,8 +195,9 @@ def test_pure_modules_import_nothing_heavy_and_only_pure_modules(name):
     assert _gpulab_modules(imports) <= set(PURE), f"{name} imports non-pure {_gpulab_modules(imports) - set(PURE)}"
 
 
-@pytest.mark.parametrize("path", [p for p in _modules() if _name(p) not in VIEWS and p.name != "__init__.py"],
-                         ids=_name)
+@pytest.mark.parametrize(
+    "path", [p for p in _modules() if _name(p) not in VIEWS and p.name != "__init__.py"], ids=_name
+)
 def test_no_probe_or_pure_module_imports_a_view(path):
     assert not _gpulab_modules(_imports(path)) & set(VIEWS)
 
@@ -145,8 +213,9 @@ def test_one_ipywidgets_importer_per_view():
 
 
 def test_lightning_is_imported_only_where_a_module_needs_it_and_those_only_by_each_other():
-    users = [_name(p) for p in _modules() if any(i.split(".")[0] in ("lightning", "pytorch_lightning")
-                                                  for i in _imports(p))]
+    users = [
+        _name(p) for p in _modules() if any(i.split(".")[0] in ("lightning", "pytorch_lightning") for i in _imports(p))
+    ]
     assert users == LIGHTNING
     importers = {_name(p) for p in _modules() if _gpulab_modules(_imports(p)) & set(LIGHTNING)}
     assert importers <= {"__init__", *LIGHTNING}, "importing Lightning costs seconds: load it on first use only"
@@ -192,12 +261,15 @@ def test_imports_only_run_down_the_floors():
 
 def test_the_floor_rule_catches_an_import_back_up_and_a_pair_that_import_each_other():
     assert floor_violations([("machine/cuda", "placement/setter")], FLOORS) == [
-        "machine/cuda (floor 3) -> placement/setter (floor 4)"]
-    assert len(floor_violations([("measure/timing", "ranks/launcher"), ("ranks/launcher", "measure/timing")],
-                                FLOORS)) == 2
+        "machine/cuda (floor 3) -> placement/setter (floor 4)"
+    ]
+    assert (
+        len(floor_violations([("measure/timing", "ranks/launcher"), ("ranks/launcher", "measure/timing")], FLOORS)) == 2
+    )
     assert floor_violations([("core/units", "gpulab_new/x")], FLOORS) != []
-    assert floor_violations([("placement/picker", "machine/nvml"), ("placement/picker", "placement/setter")],
-                            FLOORS) == []
+    assert (
+        floor_violations([("placement/picker", "machine/nvml"), ("placement/picker", "placement/setter")], FLOORS) == []
+    )
 
 
 def test_a_store_stands_alone_below_every_room_that_uses_it():
@@ -216,8 +288,11 @@ def _imported_names(path: Path) -> list[tuple[str, str]]:
         if isinstance(node, ast.Import):
             out += [(a.name, "") for a in node.names if a.name.startswith("gpulab.")]
         elif isinstance(node, ast.ImportFrom):
-            module = (".".join(package[: len(package) - node.level + 1] + ([node.module] if node.module else []))
-                      if node.level else node.module or "")
+            module = (
+                ".".join(package[: len(package) - node.level + 1] + ([node.module] if node.module else []))
+                if node.level
+                else node.module or ""
+            )
             if module.startswith("gpulab."):
                 out += [(module, a.name) for a in node.names]
     return out
@@ -225,8 +300,11 @@ def _imported_names(path: Path) -> list[tuple[str, str]]:
 
 def _store_api(store: str) -> set[str]:
     tree = ast.parse((PKG / store / "__init__.py").read_text())
-    return next(set(ast.literal_eval(n.value)) for n in tree.body if isinstance(n, ast.Assign)
-                and any(isinstance(t, ast.Name) and t.id == "__all__" for t in n.targets))
+    return next(
+        set(ast.literal_eval(n.value))
+        for n in tree.body
+        if isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in n.targets)
+    )
 
 
 def private_imports(importer: str, imported: list[tuple[str, str]], stores: dict[str, set[str]]) -> list[str]:
@@ -242,8 +320,10 @@ def private_imports(importer: str, imported: list[tuple[str, str]], stores: dict
         if name.startswith("_") and not name.startswith("__"):
             out.append(f"{importer} imports {module}.{name}: a private name of {target}")
         elif target in stores and (len(parts) > 2 or name not in stores[target]):
-            out.append(f"{importer} imports {module}{'.' + name if name else ''}: only the names in "
-                       f"gpulab.{target}.__all__ are {target}'s interface")
+            out.append(
+                f"{importer} imports {module}{'.' + name if name else ''}: only the names in "
+                f"gpulab.{target}.__all__ are {target}'s interface"
+            )
     return out
 
 
@@ -255,11 +335,17 @@ def test_no_room_imports_a_private_name_of_another_and_stores_only_through_their
 
 def test_the_private_import_rule_catches_a_private_name_a_store_module_and_a_name_outside_the_interface():
     stores = {"reservations": {"reservation_holders", "hold"}}
-    assert private_imports("server/watch", [("gpulab.reservations.folder", "open_lock_file"),
-                                            ("gpulab.reservations", "_read_holder"),
-                                            ("gpulab.reservations", "try_lock"),
-                                            ("gpulab.reservations.holders", ""),
-                                            ("gpulab.scaling.cost", "_positive")], stores) == [
+    assert private_imports(
+        "server/watch",
+        [
+            ("gpulab.reservations.folder", "open_lock_file"),
+            ("gpulab.reservations", "_read_holder"),
+            ("gpulab.reservations", "try_lock"),
+            ("gpulab.reservations.holders", ""),
+            ("gpulab.scaling.cost", "_positive"),
+        ],
+        stores,
+    ) == [
         "server/watch imports gpulab.reservations.folder.open_lock_file: only the names in gpulab.reservations.__all__ "
         "are reservations's interface",
         "server/watch imports gpulab.reservations._read_holder: a private name of reservations",
@@ -267,7 +353,8 @@ def test_the_private_import_rule_catches_a_private_name_a_store_module_and_a_nam
         "reservations's interface",
         "server/watch imports gpulab.reservations.holders: only the names in gpulab.reservations.__all__ are "
         "reservations's interface",
-        "server/watch imports gpulab.scaling.cost._positive: a private name of scaling"]
+        "server/watch imports gpulab.scaling.cost._positive: a private name of scaling",
+    ]
     assert private_imports("reservations/holders", [("gpulab.reservations.folder", "try_lock")], stores) == []
     assert private_imports("server/hub", [("gpulab.reservations", "hold")], stores) == []
 
@@ -281,29 +368,48 @@ def test_the_floor_rule_follows_names_reached_through_the_package_itself():
     that skipped the floors while the rule saw only an import of ``__init__``."""
     doctor = "checkup/doctor (floor 5)"
     assert _violations_of("machine/x", "import gpulab\n\ndef f():\n    return gpulab.doctor()\n") == [
-        f"machine/x (floor 3) -> {doctor}"]
+        f"machine/x (floor 3) -> {doctor}"
+    ]
     assert _violations_of("machine/x", "from .. import doctor\n") == [f"machine/x (floor 3) -> {doctor}"]
     assert _violations_of("machine/x", "from gpulab import doctor\n") == [f"machine/x (floor 3) -> {doctor}"]
     assert _violations_of("machine/x", "import gpulab as g\ng.launch()\n") == [
-        "machine/x (floor 3) -> ranks/launcher (floor 4)"]
+        "machine/x (floor 3) -> ranks/launcher (floor 4)"
+    ]
     assert _violations_of("machine/x", "import gpulab\ngetattr(gpulab, 'doctor')()\n") == [
-        f"machine/x (floor 3) -> {doctor}"]
+        f"machine/x (floor 3) -> {doctor}"
+    ]
     assert _violations_of("machine/x", "import gpulab\nname = 'doctor'\ngetattr(gpulab, name)()\n") == [
-        "machine/x -> gpulab.<a name known only at run time>: import what it uses from its module"]
+        "machine/x -> gpulab.<a name known only at run time>: import what it uses from its module"
+    ]
     assert _violations_of("checkup/x", "import gpulab\ngpulab.__version__, gpulab.launch, gpulab.devices\n") == []
     assert _violations_of("machine/x", "from ..core import units\nfrom ..placement.setter import x\n") == [
-        "machine/x (floor 3) -> placement/setter (floor 4)"]
+        "machine/x (floor 3) -> placement/setter (floor 4)"
+    ]
 
 
 # standard-library modules that start or reach into threads, processes and native code: a probe's tools, not core's
-PROCESS = {"threading", "_thread", "subprocess", "multiprocessing", "concurrent", "signal", "ctypes", "socket",
-           "fcntl", "resource", "mmap"}
+PROCESS = {
+    "threading",
+    "_thread",
+    "subprocess",
+    "multiprocessing",
+    "concurrent",
+    "signal",
+    "ctypes",
+    "socket",
+    "fcntl",
+    "resource",
+    "mmap",
+}
 
 
 def not_pure(imports: set[str]) -> set[str]:
     """What of ``imports`` is outside the standard library and ``gpulab.core`` itself, or touches the process."""
-    return {i for i in imports if i.split(".")[0] not in sys.stdlib_module_names - PROCESS
-            and (resolve(i) or "").split("/")[0] != "core"}
+    return {
+        i
+        for i in imports
+        if i.split(".")[0] not in sys.stdlib_module_names - PROCESS and (resolve(i) or "").split("/")[0] != "core"
+    }
 
 
 @pytest.mark.parametrize("path", sorted(PKG.glob("core/*.py")), ids=_name)
@@ -313,17 +419,28 @@ def test_core_imports_only_the_standard_library_and_itself(path):
 
 
 def test_the_core_rule_catches_a_third_party_import_another_floor_the_package_and_threads():
-    source = ("from __future__ import annotations\nimport os, json\nfrom collections.abc import Sequence\n"
-              "from . import units\nfrom .readings import GpuInfo\nfrom gpulab.core.tables import Table\n"
-              "def f():\n    import torch.cuda\n    from ..machine import compat\n    import gpulab\n"
-              "    import numpy as np\n    import threading\n")
-    assert not_pure(imports_in(source, "core/x")) == {"torch.cuda", "gpulab.machine.compat", "gpulab", "numpy",
-                                                      "threading"}
+    source = (
+        "from __future__ import annotations\nimport os, json\nfrom collections.abc import Sequence\n"
+        "from . import units\nfrom .readings import GpuInfo\nfrom gpulab.core.tables import Table\n"
+        "def f():\n    import torch.cuda\n    from ..machine import compat\n    import gpulab\n"
+        "    import numpy as np\n    import threading\n"
+    )
+    assert not_pure(imports_in(source, "core/x")) == {
+        "torch.cuda",
+        "gpulab.machine.compat",
+        "gpulab",
+        "numpy",
+        "threading",
+    }
 
 
 def test_every_module_opens_with_a_line_saying_its_job():
-    missing = [_name(p) for p in _modules() if p.name != "__init__.py" or p.stat().st_size
-               if not (ast.get_docstring(ast.parse(p.read_text())) or "").strip()]
+    missing = [
+        _name(p)
+        for p in _modules()
+        if p.name != "__init__.py" or p.stat().st_size
+        if not (ast.get_docstring(ast.parse(p.read_text())) or "").strip()
+    ]
     assert missing == []
 
 
@@ -338,7 +455,6 @@ def test_modules_stay_small():
     assert big == {}, "split these into one concept per module"
 
 
-
 # elastic's process context: the name gpulab gives it (``ctx``) and the private state compat reads and replaces
 _ELASTIC_CONTEXT = "ctx"
 _ELASTIC_PRIVATE = ("_pc", "_ret_vals", "_return_values", "_worker_finished_event")
@@ -349,17 +465,28 @@ def _private_uses(source: str) -> list[str]:
     process context's private attributes (``ctx._ret_vals``, ``x._pc``)."""
     found = []
     for node in ast.walk(ast.parse(source)):
-        names = ([a.name for a in node.names] if isinstance(node, ast.Import)
-                 else [f"{node.module}.{a.name}" for a in node.names] if isinstance(node, ast.ImportFrom)
-                 and node.module and not node.level else [])
-        found += [n for n in names if n.split(".")[0] in ("torch", "multiprocessing")
-                  and any(part.startswith("_") and not part.startswith("__") for part in n.split(".")[1:])]
+        names = (
+            [a.name for a in node.names]
+            if isinstance(node, ast.Import)
+            else [f"{node.module}.{a.name}" for a in node.names]
+            if isinstance(node, ast.ImportFrom) and node.module and not node.level
+            else []
+        )
+        found += [
+            n
+            for n in names
+            if n.split(".")[0] in ("torch", "multiprocessing")
+            and any(part.startswith("_") and not part.startswith("__") for part in n.split(".")[1:])
+        ]
         if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
             root = node.value
             while isinstance(root, ast.Attribute):
                 root = root.value
-            if isinstance(root, ast.Name) and root.id in ("torch", "multiprocessing", _ELASTIC_CONTEXT) \
-                    or node.attr in _ELASTIC_PRIVATE:
+            if (
+                isinstance(root, ast.Name)
+                and root.id in ("torch", "multiprocessing", _ELASTIC_CONTEXT)
+                or node.attr in _ELASTIC_PRIVATE
+            ):
                 found.append(f"{ast.unparse(node)} (line {node.lineno})")
     return found
 
@@ -370,10 +497,17 @@ def test_private_torch_and_multiprocessing_apis_go_through_the_one_compat_module
 
 
 def test_the_private_api_scan_finds_what_it_looks_for():
-    found = _private_uses("import torch\nfrom torch.cuda._utils import _get_device_index\nx = torch._C._cudnn\n"
-                          "y = torch.__version__\nimport multiprocessing.forkserver as f\n"
-                          "z = multiprocessing.forkserver._forkserver\n"
-                          "ctx._ret_vals = {}\nn = len(context._pc.sentinels)\n")
-    assert sorted(found) == ["context._pc (line 8)", "ctx._ret_vals (line 7)",
-                             "multiprocessing.forkserver._forkserver (line 6)", "torch._C (line 3)",
-                             "torch._C._cudnn (line 3)", "torch.cuda._utils._get_device_index"]
+    found = _private_uses(
+        "import torch\nfrom torch.cuda._utils import _get_device_index\nx = torch._C._cudnn\n"
+        "y = torch.__version__\nimport multiprocessing.forkserver as f\n"
+        "z = multiprocessing.forkserver._forkserver\n"
+        "ctx._ret_vals = {}\nn = len(context._pc.sentinels)\n"
+    )
+    assert sorted(found) == [
+        "context._pc (line 8)",
+        "ctx._ret_vals (line 7)",
+        "multiprocessing.forkserver._forkserver (line 6)",
+        "torch._C (line 3)",
+        "torch._C._cudnn (line 3)",
+        "torch.cuda._utils._get_device_index",
+    ]

@@ -1,4 +1,5 @@
 """Every chapter is committed in a state nbval, handouts and learners can rely on (no kernel needed)."""
+
 from __future__ import annotations
 
 import sys
@@ -62,7 +63,9 @@ def test_expected_exceptions_really_raised_in_the_committed_run(nb):
     # a %%gpu cell committed from a CPU run shows why it skipped; tests/raising_cells.py holds it to its tag on GPUs
     for c in _code(nb):
         if "raises-exception" in c.metadata.get("tags", []) and not c.source.lstrip().startswith("%%gpu"):
-            assert any(o.output_type == "error" for o in c.outputs), f"tagged raises-exception but did not raise: {c.source[:80]}"
+            assert any(o.output_type == "error" for o in c.outputs), (
+                f"tagged raises-exception but did not raise: {c.source[:80]}"
+            )
 
 
 def test_only_cells_tagged_raises_exception_committed_an_error(nb):
@@ -87,16 +90,20 @@ def test_every_chapter_is_at_most_100_kib(path):
 
 def test_the_normaliser_removes_colours_and_the_paths_of_the_machine_that_ran_it():
     repo = Path("/home/ada/gpulab")
-    text = ("\x1b[31mValueError\x1b[0m in /home/ada/gpulab/gpulab/core/units.py, line 3, called from "
-            "/opt/venv/lib/python3.11/site-packages/torch/nn/modules/module.py and /usr/lib/python3.11/runpy.py; "
-            "another checkout: /work/wt-7/notebooks/scripts/ddp_digits.py; reservations in /tmp/gpulab-reservations")
+    text = (
+        "\x1b[31mValueError\x1b[0m in /home/ada/gpulab/gpulab/core/units.py, line 3, called from "
+        "/opt/venv/lib/python3.11/site-packages/torch/nn/modules/module.py and /usr/lib/python3.11/runpy.py; "
+        "another checkout: /work/wt-7/notebooks/scripts/ddp_digits.py; reservations in /tmp/gpulab-reservations"
+    )
     assert normal_text(text, repo) == (
         "ValueError in <repo>/gpulab/core/units.py, line 3, called from .../site-packages/torch/nn/modules/module.py "
         "and .../lib/python3.11/runpy.py; another checkout: <repo>/notebooks/scripts/ddp_digits.py; "
-        "reservations in /tmp/gpulab-reservations")
+        "reservations in /tmp/gpulab-reservations"
+    )
 
 
 def test_the_normaliser_hides_the_folders_a_run_made_in_the_temporary_directory():
     text = "No such file or directory: '/tmp/gpulab-04-3r0ii739/tmpexei_ckt/new.pt'; locks: /tmp/gpulab-reservations/a"
     assert normal_text(text, Path("/home/ada/gpulab")) == (
-        "No such file or directory: '/tmp/…/new.pt'; locks: /tmp/gpulab-reservations/a")
+        "No such file or directory: '/tmp/…/new.pt'; locks: /tmp/gpulab-reservations/a"
+    )

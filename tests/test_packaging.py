@@ -1,4 +1,5 @@
 """The project's own install files agree with each other (no kernel, no network)."""
+
 from __future__ import annotations
 
 import json
@@ -64,7 +65,7 @@ def test_ci_runs_make_test_and_readme_gives_the_two_commands():
 
 
 def test_make_lab_keeps_token_auth_and_binds_to_localhost():
-    lab = [l for l in (ROOT / "Makefile").read_text().splitlines() if "jupyter lab" in l][0]
+    lab = [line for line in (ROOT / "Makefile").read_text().splitlines() if "jupyter lab" in line][0]
     assert "--ip=127.0.0.1" in lab
     assert "token=''" not in lab and "ServerApp.token" not in lab and "--NotebookApp.token" not in lab
 
@@ -79,7 +80,8 @@ def test_the_readme_names_only_chapters_that_exist():
 
 def test_the_lab_config_keeps_subshell_requests_from_setting_the_kernel_state():
     """JupyterLab shows "Idle" after any status answering a request type the server does not list as untracked;
-    ipykernel 7 answers a widget's create_subshell_request mid-cell. make lab loads this file (real traitlets loader)."""
+    ipykernel 7 answers a widget's create_subshell_request mid-cell. make lab loads this file (real traitlets
+    loader)."""
     from jupyter_server.services.kernels.kernelmanager import MappingKernelManager
     from traitlets.config.loader import PyFileConfigLoader
 
@@ -101,5 +103,8 @@ def test_the_lab_config_turns_off_the_news_popup_with_jupyterlabs_own_overrides(
     assert folder == ROOT / "tools" / "lab_settings"
     overrides = json.loads((folder / "overrides.json").read_text())
     assert overrides["@jupyterlab/apputils-extension:notification"]["fetchNews"] == "false"
-    assert config.LabApp.custom_css and Path(config.ServerApp.tornado_settings["static_custom_path"][0]) == ROOT / "tools" / "lab_custom"
+    assert (
+        config.LabApp.custom_css
+        and Path(config.ServerApp.tornado_settings["static_custom_path"][0]) == ROOT / "tools" / "lab_custom"
+    )
     assert "word-break: normal" in (ROOT / "tools" / "lab_custom" / "custom.css").read_text()

@@ -1,9 +1,10 @@
 """The public API as a learner meets it: one name per meaning, old spellings refused by name, cited names importable.
 
-``machine=`` always says which machine (a reader, a preset name such as ``'workshop-8'``, or GPUs already read),
-``gpus=`` always says which GPUs of it (indices or UUIDs), ``reservations=`` always the reservations folder. A
+``machine=`` always says which machine (a reader, or a preset name such as ``'workshop-8'``), ``gpus=`` always says
+which GPUs (indices, UUIDs, or GPUs already read), ``reservations=`` always the reservations folder. A
 docstring, a chapter, the README or the claims ledger that cites ``gpulab.x.y`` can be followed: the name exists there.
 """
+
 from __future__ import annotations
 
 import ast
@@ -21,11 +22,16 @@ from gpulab.server import watch
 
 ROOT = Path(__file__).resolve().parents[1]
 PUBLIC = {name: getattr(gpulab, name) for name in gpulab.__all__ if callable(getattr(gpulab, name))} | {
-    f"server.watch.{n}": getattr(watch, n) for n in ("watch_gpus", "watch_terminal", "read_server", "ServerWatch")}
+    f"server.watch.{n}": getattr(watch, n) for n in ("watch_gpus", "watch_terminal", "read_server", "ServerWatch")
+}
 OLD_NAMES = {"reader", "directory"}  # renamed machine= and reservations=
 # the only public ** parameters, each a pass-through whose keys are another API's names
-PASS_THROUGH = {("translate_trainer", "kwargs"), ("trainer_kwargs", "overrides"), ("MonitorCallback", "monitor_options"),
-                ("patched_environ", "values")}
+PASS_THROUGH = {
+    ("translate_trainer", "kwargs"),
+    ("trainer_kwargs", "overrides"),
+    ("MonitorCallback", "monitor_options"),
+    ("patched_environ", "values"),
+}
 
 
 def _parameters():
@@ -42,21 +48,33 @@ def _annotation(p: inspect.Parameter) -> str:
 
 def test_the_walk_sees_every_function_that_takes_a_machine_gpus_or_reservations():
     names = {(fn, p.name) for fn, p in _parameters()}
-    assert {("devices", "machine"), ("environment_report", "machine"), ("explain", "machine"),
-            ("choose_gpus", "machine"), ("reserve_gpus", "machine"), ("GpuPicker", "machine"), ("monitor", "machine"),
-            ("visible_map", "machine"), ("server.watch.watch_gpus", "machine"), ("monitor", "gpus"),
-            ("set_visible_devices", "gpus"), ("reserve_gpus", "reservations"), ("GpuPicker", "reservations"),
-            ("server.watch.watch_gpus", "reservations")} <= names
+    assert {
+        ("devices", "machine"),
+        ("environment_report", "machine"),
+        ("explain", "machine"),
+        ("choose_gpus", "gpus"),
+        ("reserve_gpus", "machine"),
+        ("GpuPicker", "machine"),
+        ("monitor", "machine"),
+        ("visible_map", "gpus"),
+        ("server.watch.watch_gpus", "machine"),
+        ("monitor", "gpus"),
+        ("set_visible_devices", "gpus"),
+        ("reserve_gpus", "reservations"),
+        ("GpuPicker", "reservations"),
+        ("server.watch.watch_gpus", "reservations"),
+    } <= names
 
 
 @pytest.mark.parametrize("fn, p", list(_parameters()), ids=lambda v: v if isinstance(v, str) else v.name)
 def test_one_name_per_meaning(fn, p):
     kind = _annotation(p)
     assert p.name not in OLD_NAMES, f"{fn}({p.name}=): renamed; see gpulab.core.renamed.MEANINGS"
-    takes_machine = "GpuReader" in kind or "GpuInfo" in kind
-    assert takes_machine == (p.name == "machine"), f"{fn}({p.name}: {kind}): a machine is always machine="
+    assert ("GpuReader" in kind) == (p.name == "machine"), f"{fn}({p.name}: {kind}): a machine is always machine="
+    if "GpuInfo" in kind:
+        assert p.name == "gpus", f"{fn}({p.name}: {kind}): GPUs already read are gpus="
     if p.name == "gpus":
-        assert "int" in kind, f"{fn}(gpus: {kind}): gpus= takes GPU indices or UUIDs"
+        assert "int" in kind or "GpuInfo" in kind, f"{fn}(gpus: {kind}): gpus= takes GPU indices, UUIDs or GpuInfos"
     if p.name == "reservations":
         assert "str" in kind and "PathLike" in kind or kind == "str | None", f"{fn}(reservations: {kind})"
     if p.kind is p.VAR_KEYWORD:
@@ -66,9 +84,6 @@ def test_one_name_per_meaning(fn, p):
 OLD_SPELLINGS = [
     (lambda: gpulab.devices(reader="workshop-8"), "devices", "reader", "machine"),
     (lambda: gpulab.environment_report(reader="workshop-8"), "environment_report", "reader", "machine"),
-    (lambda: gpulab.explain("x.cuda()", gpus="workshop-8"), "explain", "gpus", "machine"),
-    (lambda: gpulab.choose_gpus(1, gpus=gpulab.devices("workshop-8")), "choose_gpus", "gpus", "machine"),
-    (lambda: gpulab.visible_map(gpus=gpulab.devices("workshop-8")), "visible_map", "gpus", "machine"),
     (lambda: gpulab.reserve_gpus(1, reader="workshop-8"), "reserve_gpus", "reader", "machine"),
     (lambda: gpulab.reserve_gpus(1, "workshop-8", directory="/tmp/x"), "reserve_gpus", "directory", "reservations"),
     (lambda: gpulab.GpuPicker(reader="workshop-8"), "GpuPicker", "reader", "machine"),
@@ -79,6 +94,7 @@ OLD_SPELLINGS = [
     (lambda: watch.watch_terminal("workshop-8", directory="/tmp/x"), "watch_terminal", "directory", "reservations"),
     (lambda: watch.read_server(reader="workshop-8"), "read_server", "reader", "machine"),
     (lambda: watch.ServerWatch("workshop-8", directory="/tmp/x"), "ServerWatch", "directory", "reservations"),
+    (lambda: gpulab.launch(print, nprocs=2), "launch", "nprocs", "world_size"),  # checked before any process starts
 ]
 
 
@@ -127,13 +143,19 @@ def _cited() -> set[tuple[str, str]]:
         for node in ast.walk(ast.parse(p.read_text())):
             if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
                 out |= {(p.relative_to(ROOT).as_posix(), m) for m in DOTTED.findall(ast.get_docstring(node) or "")}
-    texts = {f"notebooks/{nb.name}": "\n".join("".join(c["source"]) for c in json.loads(nb.read_text())["cells"])
-             for nb in sorted((ROOT / "notebooks").glob("*.ipynb"))}
+    texts = {
+        f"notebooks/{nb.name}": "\n".join("".join(c["source"]) for c in json.loads(nb.read_text())["cells"])
+        for nb in sorted((ROOT / "notebooks").glob("*.ipynb"))
+    }
     texts |= {f: (ROOT / f).read_text() for f in ("README.md", "notebooks/claims_ledger.md")}
     for where, text in texts.items():
         out |= {(where, m) for m in DOTTED.findall(text)}
-        out |= {(where, f"{module}.{n.strip()}") for module, names in FROM_IMPORT.findall(text)
-                for n in names.split(",") if n.strip()}
+        out |= {
+            (where, f"{module}.{n.strip()}")
+            for module, names in FROM_IMPORT.findall(text)
+            for n in names.split(",")
+            if n.strip()
+        }
     return out
 
 

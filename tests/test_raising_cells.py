@@ -3,6 +3,7 @@
 The rules are checked on their own first; then a notebook that is wrong on purpose goes through nbval and the
 plugin in a separate pytest run, the way `make test` runs the chapters, and the cells that must fail do.
 """
+
 from __future__ import annotations
 
 import os
@@ -13,9 +14,17 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook, new_output
 
-from tests.raising_cells import (GPU_SKIP_LINE, SANITIZE_FILE, ExpectedError, expected_error, raising_cell_problem,
-                                 skipped_gpu_cell, stable_start, volatile_patterns)
 from tests import process_group
+from tests.raising_cells import (
+    GPU_SKIP_LINE,
+    SANITIZE_FILE,
+    ExpectedError,
+    expected_error,
+    raising_cell_problem,
+    skipped_gpu_cell,
+    stable_start,
+    volatile_patterns,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -37,8 +46,10 @@ def _cell(source: str, outputs: list, tags=("raises-exception",), **metadata) ->
 
 # -- the rules ----------------------------------------------------------------------------------------------------
 def test_the_stable_start_is_the_first_line_with_volatile_parts_replaced():
-    assert stable_start("asked for 1 GPU but only 0 of 8 qualify:\n  GPU 1: reserved by pid 8257") == \
-        "asked for 1 GPU but only 0 of 8 qualify:"
+    assert (
+        stable_start("asked for 1 GPU but only 0 of 8 qualify:\n  GPU 1: reserved by pid 8257")
+        == "asked for 1 GPU but only 0 of 8 qualify:"
+    )
     moved = "rank 1 raised FileNotFoundError: No such file or directory: '/tmp/tmp8hnco6rd/new.pt'"
     assert stable_start(moved) == stable_start(moved.replace("tmp8hnco6rd", "tmpq2x"))
     assert stable_start("object at 0x7f3a2b1c9d00, took 12.5 ms") == stable_start("object at 0x55d0aa01b2c3, took 3 s")
@@ -64,14 +75,20 @@ def test_the_committed_error_is_what_is_expected():
         expected_error(lost)
 
 
-@pytest.mark.parametrize(("fresh", "verdict"), [
-    ([_error("TypeError", "'bool' object is not callable")], None),
-    ([], "raised nothing now"),
-    ([_stdout("ok\n")], "raised nothing now"),
-    ([_error("ValueError", "'bool' object is not callable")], "it raised ValueError but the notebook committed TypeError"),
-    ([_error("TypeError", "'int' object is not callable")], "the message starts differently"),
-    ([_error("TypeError", "'bool' object is not callable\nwith a different second line")], None),
-])
+@pytest.mark.parametrize(
+    ("fresh", "verdict"),
+    [
+        ([_error("TypeError", "'bool' object is not callable")], None),
+        ([], "raised nothing now"),
+        ([_stdout("ok\n")], "raised nothing now"),
+        (
+            [_error("ValueError", "'bool' object is not callable")],
+            "it raised ValueError but the notebook committed TypeError",
+        ),
+        ([_error("TypeError", "'int' object is not callable")], "the message starts differently"),
+        ([_error("TypeError", "'bool' object is not callable\nwith a different second line")], None),
+    ],
+)
 def test_a_fresh_run_is_compared_with_the_committed_error(fresh, verdict):
     cell = _cell("x.is_cuda()", [_error("TypeError", "'bool' object is not callable")])
     problem = raising_cell_problem(cell, fresh)
@@ -113,13 +130,21 @@ def _wrong_on_purpose_notebook() -> nbformat.NotebookNode:
         _cell("x = 1", [committed]),  # 2: the pitfall was fixed upstream: no longer raises
         _cell("raise KeyError('fast')", [committed]),  # 3: another class
         _cell("raise ValueError(\"no GPU called 'fast' here\")", [committed]),  # 4: another message
-        _cell("import os, tempfile\nd = os.path.join(tempfile.gettempdir(), f'run{os.getpid()}')\n"
-              "raise FileNotFoundError(f'no checkpoint {d}/new.pt in object at {hex(id(d))}\\nsecond line differs')",
-              [_error("FileNotFoundError", "no checkpoint /tmp/tmpab12cd/new.pt in object at 0x7f00aa11bb22\nold")]),  # 5
-        _cell("%%gpu 64\nraise RuntimeError('runs only on 64 GPUs')", [_stdout(f"{GPU_SKIP_LINE} …\n")],
-              tags=("multigpu", "raises-exception")),  # 6: skipped here, not a failure
-        _cell("raise ValueError('found 3 at dusk')", [_error("ValueError", "found 3 at noon")],
-              gpulab={"error_stable_until": " at "}),  # 7: compared up to the marker
+        _cell(
+            "import os, tempfile\nd = os.path.join(tempfile.gettempdir(), f'run{os.getpid()}')\n"
+            "raise FileNotFoundError(f'no checkpoint {d}/new.pt in object at {hex(id(d))}\\nsecond line differs')",
+            [_error("FileNotFoundError", "no checkpoint /tmp/tmpab12cd/new.pt in object at 0x7f00aa11bb22\nold")],
+        ),  # 5
+        _cell(
+            "%%gpu 64\nraise RuntimeError('runs only on 64 GPUs')",
+            [_stdout(f"{GPU_SKIP_LINE} …\n")],
+            tags=("multigpu", "raises-exception"),
+        ),  # 6: skipped here, not a failure
+        _cell(
+            "raise ValueError('found 3 at dusk')",
+            [_error("ValueError", "found 3 at noon")],
+            gpulab={"error_stable_until": " at "},
+        ),  # 7: compared up to the marker
         _cell("raise KeyError('fast')", [_stdout("")]),  # 8: committed without its error
     ]
     nb = new_notebook(cells=cells)
@@ -131,9 +156,26 @@ def test_nbval_with_the_plugin_fails_exactly_the_wrong_cells(tmp_path):
     path = tmp_path / "wrong_on_purpose.ipynb"
     nbformat.write(_wrong_on_purpose_notebook(), path)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    run = process_group.run([sys.executable, "-m", "pytest", "-p", "tests.raising_cells", "-p", "no:cacheprovider",
-                             "--nbval-lax", "-rA", "-q", str(path)],
-                            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240)
+    run = process_group.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "tests.raising_cells",
+            "-p",
+            "no:cacheprovider",
+            "--nbval-lax",
+            "-rA",
+            "-q",
+            str(path),
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     out = run.stdout
     failed = sorted(int(line.split("::Cell ")[1].split()[0]) for line in out.splitlines() if line.startswith("FAILED"))
     passed = sorted(int(line.split("::Cell ")[1].split()[0]) for line in out.splitlines() if line.startswith("PASSED"))

@@ -2,9 +2,11 @@
 
 A chapter imports ``from gpulab.scaling import speedup``, never ``from gpulab.scaling.cost import speedup``: a module
 file is where a name lives today, the subpackage is where a learner finds it. Importing a subpackage loads nothing
-heavy (``gpulab.core.lazy``), and a name that is also its module's name (``dataparallel.gradients``) stays the
-function whichever module was imported first.
+heavy (``gpulab.core.lazy``). A module's name says what it holds: no two modules share a name, and no subpackage
+exports a name that is also one of its modules (``import gpulab.<package>.<name> as m`` would give the function, and
+importing the module would hide the function).
 """
+
 from __future__ import annotations
 
 import ast
@@ -12,7 +14,6 @@ import json
 import re
 import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
@@ -31,9 +32,9 @@ def _run(code: str) -> str:
     return out.stdout
 
 
-def _exports(package: str) -> dict[str, str]:
+def _exports(package: str, root: Path = PKG) -> dict[str, str]:
     """name -> module file of ``gpulab.<package>``'s ``export_lazily`` call, read from its source."""
-    tree = ast.parse((PKG / package / "__init__.py").read_text())
+    tree = ast.parse((root / package / "__init__.py").read_text())
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "export_lazily":
             return ast.literal_eval(node.args[1])
@@ -43,8 +44,11 @@ def _exports(package: str) -> dict[str, str]:
 def _face(package: str) -> set[str]:
     """The names ``gpulab.<package>`` exports: its lazy ones, or the ``__all__`` of an ``__init__`` that binds them."""
     tree = ast.parse((PKG / package / "__init__.py").read_text())
-    listed = [ast.literal_eval(n.value) for n in tree.body if isinstance(n, ast.Assign)
-              and any(getattr(t, "id", "") == "__all__" for t in n.targets)]
+    listed = [
+        ast.literal_eval(n.value)
+        for n in tree.body
+        if isinstance(n, ast.Assign) and any(getattr(t, "id", "") == "__all__" for t in n.targets)
+    ]
     return set(_exports(package)).union(*listed)
 
 
@@ -59,41 +63,69 @@ def test_each_exported_name_lives_in_the_module_named_and_is_that_object(package
     missing = [f"{m}.py" for m in set(exports.values()) if not (PKG / package / f"{m}.py").exists()]
     assert not missing, f"gpulab.{package} names module files that do not exist: {missing}"
     # each name's module imported first, by the module path as another module of gpulab would: the name must win
-    code = (f"import importlib, types\nexports = {exports!r}\n"
-            f"for m in sorted(set(exports.values())): importlib.import_module('gpulab.{package}.' + m)\n"
-            f"import gpulab.{package} as p\n"
-            "for n, m in exports.items():\n"
-            f"    v = getattr(p, n); w = getattr(importlib.import_module('gpulab.{package}.' + m), n)\n"
-            "    assert v is w and not isinstance(v, types.ModuleType), (n, v)\n"
-            "assert sorted(p.__all__) == sorted(exports) and set(exports) <= set(dir(p))\nprint('ok')\n")
+    code = (
+        f"import importlib, types\nexports = {exports!r}\n"
+        f"for m in sorted(set(exports.values())): importlib.import_module('gpulab.{package}.' + m)\n"
+        f"import gpulab.{package} as p\n"
+        "for n, m in exports.items():\n"
+        f"    v = getattr(p, n); w = getattr(importlib.import_module('gpulab.{package}.' + m), n)\n"
+        "    assert v is w and not isinstance(v, types.ModuleType), (n, v)\n"
+        "assert sorted(p.__all__) == sorted(exports) and set(exports) <= set(dir(p))\nprint('ok')\n"
+    )
     assert _run(code).strip() == "ok"
 
 
 def test_importing_a_subpackage_loads_nothing_heavy():
-    code = (f"import sys, importlib\nfor p in {SUBPACKAGES!r}: importlib.import_module('gpulab.' + p)\n"
-            f"print([m for m in {HEAVY!r} if m in sys.modules])")
+    code = (
+        f"import sys, importlib\nfor p in {SUBPACKAGES!r}: importlib.import_module('gpulab.' + p)\n"
+        f"print([m for m in {HEAVY!r} if m in sys.modules])"
+    )
     assert _run(code).strip() == "[]"
 
 
-def test_a_name_that_is_also_its_module_needs_the_package_class(tmp_path, monkeypatch):
-    """Without ``export_lazily``'s package class, importing the module by its path hides the function behind it."""
-    for name, lazy in (("plainpkg", False), ("lazypkg", True)):
-        (tmp_path / name).mkdir()
-        init = "from gpulab.core.lazy import export_lazily\nexport_lazily(__name__, {'tool': 'tool'})\n" if lazy else \
-            "def __getattr__(n):\n    import importlib\n    return getattr(importlib.import_module(__name__ + '.tool'), n)\n"
-        (tmp_path / name / "__init__.py").write_text(init)
-        (tmp_path / name / "tool.py").write_text("def tool():\n    return 42\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    import lazypkg.tool  # noqa: F401  (the module first, as another module would)
-    import plainpkg.tool  # noqa: F401
-    from lazypkg import tool as lazy_tool
-    from plainpkg import tool as plain_tool
-    assert isinstance(plain_tool, ModuleType)
-    assert lazy_tool() == 42
-    with pytest.raises(AttributeError, match="has no attribute 'nothing'"):
-        __import__("lazypkg").nothing
-    for name in ("plainpkg", "plainpkg.tool", "lazypkg", "lazypkg.tool"):
-        sys.modules.pop(name, None)
+def names_like_modules(root: Path) -> list[str]:
+    """``package.name`` for each name a subpackage of ``root`` exports that is also one of that subpackage's modules."""
+    return sorted(
+        f"{p.parent.name}.{name}"
+        for p in root.glob("*/__init__.py")
+        for name in _exports(p.parent.name, root)
+        if (p.parent / f"{name}.py").exists()
+    )
+
+
+def shared_module_names(root: Path) -> dict[str, list[str]]:
+    """Each module file name (``__init__.py`` aside) found in more than one folder under ``root``, with the folders."""
+    where: dict[str, list[str]] = {}
+    for path in sorted(root.rglob("*.py")):
+        if path.name != "__init__.py" and "__pycache__" not in path.parts:
+            where.setdefault(path.name, []).append(path.parent.relative_to(root).as_posix())
+    return {name: folders for name, folders in where.items() if len(folders) > 1}
+
+
+def test_no_subpackage_exports_a_name_that_is_also_one_of_its_modules():
+    assert names_like_modules(PKG) == [], "name the module after what it holds (dataparallel/wrappers.py: unwrap)"
+
+
+def test_no_two_modules_share_a_name():
+    assert shared_module_names(PKG) == {}, "name each module after what it holds (lightning/flag_history.py)"
+
+
+def test_the_module_name_rules_can_fail(tmp_path):
+    for folder, files in {
+        "one": {
+            "__init__.py": "from gpulab.core.lazy import export_lazily\n"
+            "export_lazily(__name__, {'tool': 'tool', 'other': 'helpers'})\n",
+            "tool.py": "",
+            "helpers.py": "",
+            "history.py": "",
+        },
+        "two": {"__init__.py": "", "history.py": ""},
+    }.items():
+        (tmp_path / folder).mkdir()
+        for name, text in files.items():
+            (tmp_path / folder / name).write_text(text)
+    assert names_like_modules(tmp_path) == ["one.tool"]
+    assert shared_module_names(tmp_path) == {"history.py": ["one", "two"]}
 
 
 _FROM = re.compile(r"^\s*from\s+gpulab\.(\w+)\.(\w+)[\w.]*\s+import\b", re.M)

@@ -1,6 +1,7 @@
 """The support matrix the README and pyproject state (Python 3.10-3.13, torch 2.11 to the newest, ipywidgets 7.7 and 8,
 JupyterLab an extra), and the files that test it: constraints-lowest.txt pins every lower bound, make test-compat
 installs it, .ci/run runs it. Only Python 3.11 runs here, so 3.10 is checked statically with vermin."""
+
 from __future__ import annotations
 
 import re
@@ -23,13 +24,18 @@ PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
 
 def _vermin(*paths: str) -> subprocess.CompletedProcess[str]:
     vermin = Path(sys.executable).parent / "vermin"  # the dev extra's console script (no `python -m vermin`)
-    return subprocess.run([str(vermin), "-t=3.10-", "--no-tips", "--violations", *paths],
-                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    return subprocess.run(
+        [str(vermin), "-t=3.10-", "--no-tips", "--violations", *paths],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
 
 
 def test_the_package_and_the_gpu_kit_use_nothing_newer_than_python_3_10():
     """The GPU kit runs with the GPU machine's own Python (3.10 on many HPC clusters), so it is checked too."""
-    done = _vermin("gpulab", "tools/gpu_run.py", "tools/gpukit", "tools/install_check.py")
+    done = _vermin("gpulab", "tools/gpu_run.py", "tools/gpukit", "tools/install_changes.py")
     assert done.returncode == 0, f"this uses Python newer than 3.10 (requires-python >= 3.10):\n{done.stdout}"
 
 
@@ -44,7 +50,9 @@ def _lower_bounds() -> dict[str, str]:
     """Every direct requirement's lower bound: dependencies and every extra but `lab` and `hub` (not in the compat
     leg)."""
     reqs = list(PYPROJECT["dependencies"])
-    reqs += [r for name, extra in PYPROJECT["optional-dependencies"].items() if name not in ("lab", "hub") for r in extra]
+    reqs += [
+        r for name, extra in PYPROJECT["optional-dependencies"].items() if name not in ("lab", "hub") for r in extra
+    ]
     out = {}
     for text in reqs:
         req = Requirement(text)
@@ -67,15 +75,18 @@ def _pins(name: str) -> dict[str, str]:
 
 def test_constraints_lowest_pins_every_direct_dependency_at_its_lower_bound():
     bounds, pins = _lower_bounds(), _pins("constraints-lowest.txt")
-    assert set(pins) == set(bounds), f"pinned but not a dependency: {set(pins) - set(bounds)}; " \
-                                     f"a dependency left unpinned: {set(bounds) - set(pins)}"
+    assert set(pins) == set(bounds), (
+        f"pinned but not a dependency: {set(pins) - set(bounds)}; a dependency left unpinned: {set(bounds) - set(pins)}"
+    )
     differ = {n: (bounds[n], pins[n]) for n in bounds if Version(bounds[n]) != Version(pins[n])}
     assert not differ, f"pyproject's bound and the version make test-compat installs differ: {differ}"
 
 
 def test_the_matrix_is_stated_in_pyproject():
     assert PYPROJECT["requires-python"] == ">=3.10"
-    minors = {c.rsplit(".", 1)[1] for c in PYPROJECT["classifiers"] if c.startswith("Programming Language :: Python :: 3.")}
+    minors = {
+        c.rsplit(".", 1)[1] for c in PYPROJECT["classifiers"] if c.startswith("Programming Language :: Python :: 3.")
+    }
     assert minors == {"10", "11", "12", "13"}
     deps = {Requirement(r).name: Requirement(r) for r in PYPROJECT["dependencies"]}
     assert "jupyterlab" not in deps, "JupyterLab is an extra: Colab, Kaggle and VS Code bring their own front end"
@@ -96,5 +107,5 @@ def test_make_installs_the_lab_extra_and_ci_runs_the_compat_leg_after_make_test(
     makefile = (ROOT / "Makefile").read_text()
     assert re.search(r"-e '\.\[[a-z,]*\blab\b[a-z,]*\]'", makefile), "make install must install the lab extra"
     assert re.search(r"^test-compat:", makefile, re.M) and "constraints-lowest.txt" in makefile
-    ci = [l.strip() for l in (ROOT / ".ci" / "run").read_text().splitlines() if l.strip().startswith("make ")]
+    ci = [s.strip() for s in (ROOT / ".ci" / "run").read_text().splitlines() if s.strip().startswith("make ")]
     assert ci.index("make test-compat") > ci.index("make test")

@@ -4,6 +4,7 @@ The first GPU run (one H100, 2026-11-26) failed chapter 03's untagged ``DataPara
 with ``AssertionError: Invalid device id``; every CPU run had passed it, because without CUDA DataParallel ignores
 ``device_ids``. This check reads the code instead of running it, so it needs no GPU to catch such a cell.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -18,27 +19,34 @@ CHAPTERS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("[0-9
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=[p.stem for p in CHAPTERS])
 def test_no_cell_names_a_gpu_that_a_machine_it_runs_on_lacks(path):
-    cells = [(c.source, c.metadata.get("tags", [])) for c in nbformat.read(path, as_version=4).cells
-             if c.cell_type == "code"]
+    cells = [
+        (c.source, c.metadata.get("tags", [])) for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"
+    ]
     problems = chapter_problems(f"notebooks/{path.name}", cells)
     assert not problems, "\n\n".join(problems)
 
 
 # The cell of chapter 03 that failed on one H100, as it was committed then.
-CHAPTER_03_CELL_8 = "\n".join([
-    "dp = torch.nn.DataParallel(cnn((8, 16), 64).eval(), device_ids=[0, 1])  # eval: dropout off, to compare",
-    'print("device_ids:", dp.device_ids, "| output_device set:", hasattr(dp, "output_device"))',
-    "x = data.train.tensors[0][:6]",
-    'print("output equals the bare model\'s:", torch.equal(dp(x), dp.module(x)))',
-    'print("state_dict keys:", list(dp.state_dict())[:2], "...")'])
+CHAPTER_03_CELL_8 = "\n".join(
+    [
+        "dp = torch.nn.DataParallel(cnn((8, 16), 64).eval(), device_ids=[0, 1])  # eval: dropout off, to compare",
+        'print("device_ids:", dp.device_ids, "| output_device set:", hasattr(dp, "output_device"))',
+        "x = data.train.tensors[0][:6]",
+        'print("output equals the bare model\'s:", torch.equal(dp(x), dp.module(x)))',
+        'print("state_dict keys:", list(dp.state_dict())[:2], "...")',
+    ]
+)
 
 
 def test_it_catches_the_chapter_03_cell_that_failed_on_one_gpu():
-    problems = chapter_problems("notebooks/03_dataparallel.ipynb", [("%load_ext gpulab", []), ("x = 1", ["gpu"]),
-                                                                     (CHAPTER_03_CELL_8, [])])
+    problems = chapter_problems(
+        "notebooks/03_dataparallel.ipynb", [("%load_ext gpulab", []), ("x = 1", ["gpu"]), (CHAPTER_03_CELL_8, [])]
+    )
     assert len(problems) == 1
-    assert problems[0].startswith("notebooks/03_dataparallel.ipynb, code cell 2 (as nbval numbers them; it starts "
-                                  "`dp = torch.nn.DataParallel(cnn((8, 16), 64).eval(), device_i`), line 1: ")
+    assert problems[0].startswith(
+        "notebooks/03_dataparallel.ipynb, code cell 2 (as nbval numbers them; it starts "
+        "`dp = torch.nn.DataParallel(cnn((8, 16), 64).eval(), device_i`), line 1: "
+    )
     assert "names device_ids of 2 GPU(s) [0, 1], which needs 2 GPUs, in a cell that runs on any machine" in problems[0]
     assert "`if gpulab.cuda_gpu_count() >= 2:`" in problems[0] and "%%gpu 2" in problems[0]
 
@@ -60,8 +68,12 @@ FAILS = [  # (cell, tags, line, what): one finding each
     ("def f(device='cuda:3'):\n    return device", [], 1, "device index 3"),
     ("dp = torch.nn.DataParallel(model, device_ids=[0, 1])", [], 1, "device_ids of 2 GPU(s) [0, 1]"),
     ("dp = torch.nn.DataParallel(model, [0, 1])", [], 1, "device_ids of 2 GPU(s) [0, 1]"),
-    ("device_ids = list(range(2))\ndp = torch.nn.DataParallel(model, device_ids)", [], 1,
-     "device_ids of 2 GPU(s) [0, 1]"),
+    (
+        "device_ids = list(range(2))\ndp = torch.nn.DataParallel(model, device_ids)",
+        [],
+        1,
+        "device_ids of 2 GPU(s) [0, 1]",
+    ),
     ("dp = torch.nn.DataParallel(model, device_ids=[1])", [], 1, "device_ids of 1 GPU(s) [1]"),
     ("trainer = L.Trainer(accelerator='gpu', devices=[0, 1])", [], 1, "devices of 2 GPU(s) [0, 1]"),
     ("step = data_parallel_step(m, x, y, devices=['cuda:0', 'cuda:1'])", [], 1, "devices of 2 GPU(s) [0, 1]"),
@@ -82,8 +94,8 @@ def test_a_cell_that_needs_more_gpus_than_it_may_have_fails(cell, tags, line, wh
 
 
 PASSES = [  # (cell, tags)
-    ('print(explain("model.cuda(1)", gpus, {}))', []),  # a string of code, explained, not run
-    ('explain("nn.DataParallel(model, device_ids=[2, 3])", gpulab.devices().gpus, {})', []),
+    ('print(explain("model.cuda(1)", workshop, {}))', []),  # a string of code, explained, not run
+    ('explain("nn.DataParallel(model, device_ids=[2, 3])", env={})', []),
     ('print("cuda:1 is physical GPU", m.physical(1).physical_index)', []),  # prose
     ("print('cuda:1')", []),
     ("x = model  # model.cuda(1) would fail on one GPU", []),  # a comment
@@ -113,15 +125,22 @@ def test_a_cell_that_runs_anywhere_it_may_passes(cell, tags):
 
 
 def test_a_name_bound_to_the_count_in_one_cell_guards_a_branch_in_another():
-    cells = [("gpus = gpulab.cuda_gpu_count()", []), ("if gpus >= 2:\n    model.cuda(1)", []),
-             ("if gpus >= 1:\n    model.cuda(1)", [])]
+    cells = [
+        ("gpus = gpulab.cuda_gpu_count()", []),
+        ("if gpus >= 2:\n    model.cuda(1)", []),
+        ("if gpus >= 1:\n    model.cuda(1)", []),
+    ]
     problems = chapter_problems("notebooks/99_made_up.ipynb", cells)
     assert len(problems) == 1 and problems[0].startswith("notebooks/99_made_up.ipynb, code cell 2 ")
 
 
 def test_the_code_keeps_the_cells_line_numbers():
     assert python_code("%load_ext gpulab\n\nimport torch\n!ls\nx = 1").splitlines() == [
-        "get_ipython().run_line_magic('load_ext', 'gpulab')", "", "import torch", "get_ipython().system('ls')",
-        "x = 1"]
+        "get_ipython().run_line_magic('load_ext', 'gpulab')",
+        "",
+        "import torch",
+        "get_ipython().system('ls')",
+        "x = 1",
+    ]
     assert python_code("\n%%gpu 2\nx = 1").splitlines() == ["pass", "pass", "x = 1"]
     assert python_code("%%writefile script.py\nimport torch") == ""

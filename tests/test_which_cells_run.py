@@ -1,4 +1,5 @@
 """Which cells and tests run is a function of the GPU count and the tags, tested for 0, 1, 2 and 8 GPUs."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -28,8 +29,10 @@ def test_the_cells_that_run_on_0_1_2_and_8_gpus(gpus):
     assert cells_that_run(CELLS, gpus) == RUN[gpus]
 
 
-@pytest.mark.parametrize("tags, needed", [([], 0), (["gpu"], 1), (["multigpu"], 2), (["gpu", "multigpu"], 2),
-                                          (["raises-exception"], 0), ({"multigpu"}, 2)])
+@pytest.mark.parametrize(
+    "tags, needed",
+    [([], 0), (["gpu"], 1), (["multigpu"], 2), (["gpu", "multigpu"], 2), (["raises-exception"], 0), ({"multigpu"}, 2)],
+)
 def test_gpus_needed_reads_the_tags(tags, needed):
     assert gpus_needed(tags) == needed
     assert runs_with(tags, needed) and (needed == 0 or not runs_with(tags, needed - 1))

@@ -6,6 +6,7 @@ other). A test marked ``gpu`` / ``multigpu`` needs the same. Every other cell an
 included: so it must not name a GPU that a one-GPU machine lacks (``tests/test_untagged_cells.py``).
 ``conftest.py`` acts on this rule (markers, skips, ``make test-gpu``'s selection); tests give it 0, 1, 2 and 8 GPUs.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence

@@ -7,6 +7,7 @@ repository keeps text only; a fresh run in JupyterLab draws them again). Executi
 result is normalised (``tools/normalise_notebook.py``: no timestamps, widget state, ANSI codes or machine paths), so
 that a re-run with no code change differs only in what was measured. ``make notebooks`` runs every chapter.
 """
+
 from __future__ import annotations
 
 import os
@@ -50,8 +51,13 @@ def run(path: Path) -> None:
     nb = nbformat.read(path, as_version=4)
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
     t0 = time.perf_counter()
-    NotebookClient(nb, timeout=600, kernel_name="python3", store_widget_state=False,
-                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    NotebookClient(
+        nb,
+        timeout=600,
+        kernel_name="python3",
+        store_widget_state=False,
+        resources={"metadata": {"path": str(path.parent)}},
+    ).execute()
     images = strip_images(nb)
     normalise(nb)
     nbformat.write(nb, path)

@@ -13,6 +13,7 @@
 3. Where a GPU ran them, the figures the chapters quote are measured and evidence/<date>-<gpu>.json is written with
    its Markdown summary. Where there is none, it says so and exits 0 once the CPU-side checks passed.
 """
+
 from __future__ import annotations
 
 import datetime
@@ -41,33 +42,53 @@ def outcomes(junit_xml: Path) -> dict[str, str]:
     for case in ET.parse(junit_xml).iter("testcase"):
         test_id = f"{case.get('classname')}::{case.get('name')}"
         kinds = {child.tag for child in case}
-        out[test_id] = "failed" if "failure" in kinds else "error" if "error" in kinds else \
-            "skipped" if "skipped" in kinds else "passed"
+        out[test_id] = (
+            "failed"
+            if "failure" in kinds
+            else "error"
+            if "error" in kinds
+            else "skipped"
+            if "skipped" in kinds
+            else "passed"
+        )
     return out
 
 
 def _machine() -> dict:
     import torch
 
-    gpus = [{"name": torch.cuda.get_device_name(i), "memory_bytes": torch.cuda.get_device_properties(i).total_memory}
-            for i in range(torch.cuda.device_count())]
-    smi = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"], capture_output=True,
-                         text=True, timeout=60).stdout.split()
-    return {"gpus": gpus, "driver": smi[0] if smi else "unknown", "cuda": torch.version.cuda or "none",
-            "torch": torch.__version__, "python": platform.python_version()}
+    gpus = [
+        {"name": torch.cuda.get_device_name(i), "memory_bytes": torch.cuda.get_device_properties(i).total_memory}
+        for i in range(torch.cuda.device_count())
+    ]
+    smi = subprocess.run(
+        ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    ).stdout.split()
+    return {
+        "gpus": gpus,
+        "driver": smi[0] if smi else "unknown",
+        "cuda": torch.version.cuda or "none",
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+    }
 
 
-def measure(machine: dict) -> dict:
+def measure(machine_facts: dict) -> dict:
     from gpukit import figures as f
 
-    n = len(machine["gpus"])
+    n = len(machine_facts["gpus"])
     figs = f.guarded(lambda: f.transfers("cuda:0"))
     if "not_measured" in figs:
         figs = {k: figs for k in ("h2d_pageable_gbps", "h2d_pinned_gbps", "d2h_pageable_gbps", "d2h_pinned_gbps")}
     figs["non_blocking_overlap"] = f.guarded(lambda: f.non_blocking_overlap("cuda:0"))
-    figs["matmul_tflops"] = f.guarded(lambda: f.matmul_tflops("cuda:0", gpu_name=machine["gpus"][0]["name"]))
+    figs["matmul_tflops"] = f.guarded(lambda: f.matmul_tflops("cuda:0", gpu_name=machine_facts["gpus"][0]["name"]))
     figs["cuda_context_bytes"] = f.guarded(lambda: f.cuda_context_bytes("cuda:0"))
-    figs["dataparallel_samples_per_s"] = f.guarded(lambda: f.dataparallel_samples_per_s([f"cuda:{i}" for i in range(n)]))
+    figs["dataparallel_samples_per_s"] = f.guarded(
+        lambda: f.dataparallel_samples_per_s([f"cuda:{i}" for i in range(n)])
+    )
     figs["ddp_samples_per_s"] = f.guarded(lambda: f.ddp_samples_per_s("auto"))  # where the launcher puts 2 ranks
     figs["nccl_allreduce_busbw_gbps"] = f.guarded(lambda: f.nccl_allreduce_busbw_gbps(n))
     return figs
@@ -108,32 +129,53 @@ def kit_env(root: Path, target: Path, wheelhouse: Path | None, python: str = sys
 
     added = add_missing(python, target, wheelhouse)
     distinfo.register(root, target)
-    env = {**os.environ, "GPULAB_ONLY_GPU": "1", "GPULAB_RECORD_EVIDENCE": "1",  # chapter 05 keeps its GPU run
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(target), str(root), os.environ.get("PYTHONPATH")]))}
+    env = {
+        **os.environ,
+        "GPULAB_ONLY_GPU": "1",
+        "GPULAB_RECORD_EVIDENCE": "1",  # chapter 05 keeps its GPU run
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(target), str(root), os.environ.get("PYTHONPATH")])),
+    }
     return added, env
 
 
 def preflight(root: Path, env: dict, python: str = sys.executable) -> list[str]:
     """What is wrong with the run's environment, seen by a fresh ``python`` in it (tools/gpukit/preflight.py)."""
-    done = subprocess.run([python, str(root / "tools" / "gpukit" / "preflight.py"), str(root)], env=env,
-                          capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [python, str(root / "tools" / "gpukit" / "preflight.py"), str(root)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     if done.returncode not in (0, 1):
         return [f"the check of the run's environment itself failed:\n{(done.stdout + done.stderr).strip()[-2000:]}"]
     return done.stdout.splitlines() if done.returncode else []
 
 
-def record_of(machine: dict, mode: str, tests: dict[str, str], figures: dict, pytest_exit: int, *,
-              corpus: dict | None = None) -> dict:
+def record_of(
+    machine_facts: dict,
+    mode: str,
+    tests: dict[str, str],
+    figures: dict,
+    pytest_exit: int,
+    *,
+    corpus: dict | None = None,
+) -> dict:
     """The evidence record of this run (schema 2), its paths rewritten as the log shows them: the checkout as
     ``<repo>``, site-packages as ``.../site-packages`` (a figure's note may hold a traceback). ``corpus``: what
     ``explain_corpus`` read from the run's JUnit XML (none counted when not given)."""
     from gpukit import evidence
 
-    record = {"schema": evidence.SCHEMA_VERSION, "date": datetime.date.today().isoformat(), "machine": machine,
-              "mode": mode,
-              "tests": {t: o for t, o in tests.items() if not t.startswith("tests.evidence")},
-              "explain_corpus": corpus or {"snippets": 0, "disagreements": [], "uncounted": []}, "figures": figures,
-              "pytest_exit": pytest_exit}
+    record = {
+        "schema": evidence.SCHEMA_VERSION,
+        "date": datetime.date.today().isoformat(),
+        "machine": machine_facts,
+        "mode": mode,
+        "tests": {t: o for t, o in tests.items() if not t.startswith("tests.evidence")},
+        "explain_corpus": corpus or {"snippets": 0, "disagreements": [], "uncounted": []},
+        "figures": figures,
+        "pytest_exit": pytest_exit,
+    }
     return evidence.redact(record, ROOT)
 
 
@@ -141,8 +183,10 @@ def main() -> int:
     try:
         import torch
     except ImportError:
-        print(f"{sys.executable} has no torch: point GPU_PYTHON at the Python that holds this machine's torch build "
-              "(make test-gpu GPU_PYTHON=/path/to/python).")
+        print(
+            f"{sys.executable} has no torch: point GPU_PYTHON at the Python that holds this machine's torch build "
+            "(make test-gpu GPU_PYTHON=/path/to/python)."
+        )
         return 2
     from gpukit.distinfo import MetadataError
 
@@ -154,14 +198,18 @@ def main() -> int:
     except (RuntimeError, MetadataError, ValueError) as exc:
         print(f"make test-gpu: {exc}")
         return 2
-    print(f"GPU run: {sys.executable} (Python {platform.python_version()}, torch {torch.__version__}); "
-          f"added to {target.name}/: {', '.join(sorted(added)) or 'nothing (already there)'}"
-          f"{' from wheelhouse/ (no index)' if wheelhouse and added else ''}; gpulab's entry points registered "
-          f"there (metadata only); chapters in {mode} mode (GPULAB_FAST={os.environ['GPULAB_FAST']})")
+    print(
+        f"GPU run: {sys.executable} (Python {platform.python_version()}, torch {torch.__version__}); "
+        f"added to {target.name}/: {', '.join(sorted(added)) or 'nothing (already there)'}"
+        f"{' from wheelhouse/ (no index)' if wheelhouse and added else ''}; gpulab's entry points registered "
+        f"there (metadata only); chapters in {mode} mode (GPULAB_FAST={os.environ['GPULAB_FAST']})"
+    )
     problems = preflight(ROOT, env)
     if problems:
-        print("make test-gpu: the run's environment is not right, so nothing ran:\n" +
-              "\n".join(f"- {p}" for p in problems))
+        print(
+            "make test-gpu: the run's environment is not right, so nothing ran:\n"
+            + "\n".join(f"- {p}" for p in problems)
+        )
         return 2
     count = torch.cuda.device_count() if torch.cuda.is_available() else 0
     junit = ROOT / ".gpu-deps" / "junit.xml"
@@ -170,8 +218,10 @@ def main() -> int:
     done = subprocess.run(cmd, cwd=ROOT, env=env)
     tests = outcomes(junit) if junit.exists() else {}
     if count == 0:
-        print(f"No CUDA GPU here (torch {torch.__version__}, torch.cuda.is_available() is False): the CPU-side checks "
-              f"ran, the GPU tests skipped with their reason, and no evidence file was written.")
+        print(
+            f"No CUDA GPU here (torch {torch.__version__}, torch.cuda.is_available() is False): the CPU-side checks "
+            f"ran, the GPU tests skipped with their reason, and no evidence file was written."
+        )
         return done.returncode
     from gpukit import evidence
 

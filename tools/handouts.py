@@ -12,6 +12,7 @@ HTML is self-contained and offline; Chromium prints the PDF (A4 unless ``--paper
 is checked (``handoutkit.printing``). The claims ledger (``notebooks/claims_ledger.md``) is printed beside the chapters,
 its links to chapter cells pointing at their handouts. Writes into the ignored ``handouts/`` folder.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -49,15 +50,23 @@ def machine_line() -> tuple[str, bool]:
     inv = devices(reader, processes=False)
     real = inv.gpus if not getattr(reader, "simulated", False) else ()
     gpus = ", ".join(f"GPU {g.physical_index} {g.name}" for g in real) if real else "no GPU"
-    return (f"{inv.host.cpu_model} ({inv.host.usable_cores} usable cores), {gpus}; "
-            f"PyTorch {_version('torch')}, Lightning {_version('lightning')}"), bool(real)
+    return (
+        f"{inv.host.cpu_model} ({inv.host.usable_cores} usable cores), {gpus}; "
+        f"PyTorch {_version('torch')}, Lightning {_version('lightning')}"
+    ), bool(real)
 
 
-def made_line(machine: str, fast: bool, when: dt.date) -> str:
-    sizes = ("small data sizes and few epochs (fast mode), so each chapter runs in seconds: numbers and curves are "
-             "smaller than in the full lesson" if fast else "the lesson's full data sizes")
-    return (f"Printed from a run on {when:%Y-%m-%d} on {machine}; {sizes}. Cells marked “GPU cell” say on this "
-            "page why they skipped where there is no GPU.")
+def made_line(ran_on: str, fast: bool, when: dt.date) -> str:
+    sizes = (
+        "small data sizes and few epochs (fast mode), so each chapter runs in seconds: numbers and curves are "
+        "smaller than in the full lesson"
+        if fast
+        else "the lesson's full data sizes"
+    )
+    return (
+        f"Printed from a run on {when:%Y-%m-%d} on {ran_on}; {sizes}. Cells marked “GPU cell” say on this "
+        "page why they skipped where there is no GPU."
+    )
 
 
 def chapter_title(nb) -> str:
@@ -73,23 +82,34 @@ def missing_font_warning(notebooks: list[Path]) -> str | None:
     import shutil
     import subprocess
 
-    if not shutil.which("fc-list") or not any(re.search("[\u4e00-\u9fff]", n.read_text(encoding="utf-8"))
-                                              for n in notebooks):
+    if not shutil.which("fc-list") or not any(
+        re.search("[\u4e00-\u9fff]", n.read_text(encoding="utf-8")) for n in notebooks
+    ):
         return None
     if subprocess.run(["fc-list", ":lang=zh"], capture_output=True, text=True).stdout.strip():
         return None
-    return ("The chapters quote Chinese titles, and no installed font has Chinese characters: they will print as "
-            "boxes. Install one (Debian/Ubuntu: apt-get install fonts-wqy-microhei or fonts-noto-cjk).")
+    return (
+        "The chapters quote Chinese titles, and no installed font has Chinese characters: they will print as "
+        "boxes. Install one (Debian/Ubuntu: apt-get install fonts-wqy-microhei or fonts-noto-cjk)."
+    )
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="handouts.py", description=__doc__.split("\n\n")[0])
     p.add_argument("notebooks", nargs="*", type=Path, help="chapters to print (default: notebooks/*.ipynb)")
     p.add_argument("--paper", choices=sorted(export.PAPERS), default="a4")
-    p.add_argument("--edition", choices=[e.value for e in editions.Edition], action="append",
-                   help="student and/or instructor (default: both)")
-    p.add_argument("--size", choices=["auto", "fast", "full"], default="auto",
-                   help="auto: full sizes where GPUs are present, fast sizes elsewhere")
+    p.add_argument(
+        "--edition",
+        choices=[e.value for e in editions.Edition],
+        action="append",
+        help="student and/or instructor (default: both)",
+    )
+    p.add_argument(
+        "--size",
+        choices=["auto", "fast", "full"],
+        default="auto",
+        help="auto: full sizes where GPUs are present, fast sizes elsewhere",
+    )
     p.add_argument("--no-pdf", action="store_true", help="HTML only")
     p.add_argument("--no-cheatsheet", action="store_true")
     p.add_argument("--no-ledger", action="store_true", help="leave out the claims ledger page")
@@ -120,9 +140,15 @@ def main(argv: list[str]) -> int:
     cells = sum(run.code_cells(nbformat.read(n, as_version=4)) for n in notebooks)
     pages = (len(notebooks) + (not args.no_ledger and LEDGER.is_file())) * len(chosen) + (not args.no_cheatsheet)
     # Chromium prints one handout while the next chapter runs: one worker, so printing never competes with itself.
-    with tqdm(total=cells + pages * (2 if chromium else 1), unit="step", dynamic_ncols=True,
-              bar_format="{desc:<28} {bar} {n_fmt}/{total_fmt} [{elapsed}<{remaining}]") as bar, \
-            ThreadPoolExecutor(1, thread_name_prefix="handout-print") as printer:
+    with (
+        tqdm(
+            total=cells + pages * (2 if chromium else 1),
+            unit="step",
+            dynamic_ncols=True,
+            bar_format="{desc:<28} {bar} {n_fmt}/{total_fmt} [{elapsed}<{remaining}]",
+        ) as bar,
+        ThreadPoolExecutor(1, thread_name_prefix="handout-print") as printer,
+    ):
         printing_jobs = []
 
         def page_written(html: Path, one_page: bool = False) -> None:
@@ -146,16 +172,25 @@ def main(argv: list[str]) -> int:
                 folder = args.out / edition.value
                 folder.mkdir(parents=True, exist_ok=True)
                 html = folder / f"{path.stem}.html"
-                html.write_text(export.to_html(editions.edition_of(nb, edition), title=chapter_title(nb) or path.stem,
-                                               made=made, edition=edition.value, paper=paper), encoding="utf-8")
+                html.write_text(
+                    export.to_html(
+                        editions.edition_of(nb, edition),
+                        title=chapter_title(nb) or path.stem,
+                        made=made,
+                        edition=edition.value,
+                        paper=paper,
+                    ),
+                    encoding="utf-8",
+                )
                 page_written(html)
         if not args.no_ledger and LEDGER.is_file():
             ledger, title = export.markdown_page(LEDGER.read_text(encoding="utf-8"))
             for edition in chosen:
                 html = args.out / edition.value / "claims_ledger.html"
                 html.parent.mkdir(parents=True, exist_ok=True)
-                html.write_text(export.to_html(ledger, title=title, made=made, edition=edition.value, paper=paper),
-                                encoding="utf-8")
+                html.write_text(
+                    export.to_html(ledger, title=title, made=made, edition=edition.value, paper=paper), encoding="utf-8"
+                )
                 page_written(html)
         if not args.no_cheatsheet:
             page_written(cheatsheet.write_html(args.out / "cheatsheet.html", paper), one_page=True)
@@ -163,25 +198,31 @@ def main(argv: list[str]) -> int:
         problems = [p for job in printing_jobs for p in job.result()]
     for f in sorted(written):
         print(f.relative_to(args.out.parent) if f.is_relative_to(args.out.parent) else f)
-    print(f"{len(written)} file(s) in {args.out} in {time.perf_counter() - started:.0f} s "
-          f"({'fast' if fast else 'full'} sizes, {paper.name}).")
+    print(
+        f"{len(written)} file(s) in {args.out} in {time.perf_counter() - started:.0f} s "
+        f"({'fast' if fast else 'full'} sizes, {paper.name})."
+    )
     if not chromium and not args.no_pdf:
-        print("No Chromium found, so no PDFs: install one (Debian/Ubuntu: `sudo apt-get install chromium`), set "
-              "GPULAB_CHROMIUM to its path, or print the HTML files from any browser.")
+        print(
+            "No Chromium found, so no PDFs: install one (Debian/Ubuntu: `sudo apt-get install chromium`), set "
+            "GPULAB_CHROMIUM to its path, or print the HTML files from any browser."
+        )
     for problem in problems:
         print(f"problem: {problem}", file=sys.stderr)
     return 3 if problems else 0
 
 
-def _print_and_check(html: Path, chromium: str, paper: export.Paper, written: list[Path],
-                     one_page: bool = False) -> list[str]:
+def _print_and_check(
+    html: Path, chromium: str, paper: export.Paper, written: list[Path], one_page: bool = False
+) -> list[str]:
     """Print ``html`` to PDF beside it and check the pages; return the problems found, one sentence each."""
     try:
         pdf = printing.print_pdf(html, html.with_suffix(".pdf"), chromium)
         written.append(pdf)
         margins = cheatsheet.MARGINS_MM if one_page else (paper.margin_mm, 12.0, 14.0)
-        check = printing.check_pages(pdf, (paper.width_mm, paper.height_mm), margins[0], top_mm=margins[1],
-                                     bottom_mm=margins[2])
+        check = printing.check_pages(
+            pdf, (paper.width_mm, paper.height_mm), margins[0], top_mm=margins[1], bottom_mm=margins[2]
+        )
     except printing.PrintFailed as exc:
         return [str(exc)]
     found = [f"{pdf.name}: {p}" for p in check.problems]

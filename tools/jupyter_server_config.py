@@ -9,6 +9,7 @@ on IOPub — and that request type is missing from jupyter-server's default list
 rest of a cell that is still running. Observed with JupyterLab 4.6.6, jupyter-server 2.21.1, ipykernel 7.4.0; gone
 with the subshell requests added below.
 """
+
 import os
 from pathlib import Path
 
@@ -16,16 +17,22 @@ from jupyter_server.services.kernels.kernelmanager import MappingKernelManager
 
 c = get_config()  # noqa: F821 - provided by the config loader
 
-SUBSHELL_MESSAGES = ["create_subshell_request", "create_subshell_reply", "delete_subshell_request",
-                     "delete_subshell_reply", "list_subshell_request", "list_subshell_reply"]
+SUBSHELL_MESSAGES = [
+    "create_subshell_request",
+    "create_subshell_reply",
+    "delete_subshell_request",
+    "delete_subshell_reply",
+    "list_subshell_request",
+    "list_subshell_reply",
+]
 DEFAULT = list(MappingKernelManager.class_traits()["untracked_message_types"].default())
 c.MappingKernelManager.untracked_message_types = DEFAULT + [m for m in SUBSHELL_MESSAGES if m not in DEFAULT]
 
-# The course's JupyterLab settings (tools/lab_settings/overrides.json): no "Would you like to get notified about official
-# Jupyter news?" popup over the corner of every projected page, and no update check. JupyterLab 4 reads overrides.json
-# from its application settings directory (by default <prefix>/share/jupyter/lab/settings, empty in a pip install);
-# pointing that directory at the course's copy needs no write into the environment. A learner's own choices in the
-# Settings editor still win: they live in the user settings directory, which this leaves alone.
+# The course's JupyterLab settings (tools/lab_settings/overrides.json): no "Would you like to get notified about
+# official Jupyter news?" popup over the corner of every projected page, and no update check. JupyterLab 4 reads
+# overrides.json from its application settings directory (by default <prefix>/share/jupyter/lab/settings, empty in a pip
+# install); pointing that directory at the course's copy needs no write into the environment. A learner's own choices in
+# the Settings editor still win: they live in the user settings directory, which this leaves alone.
 COURSE_SETTINGS = Path(__file__).resolve().parent / "lab_settings"
 if COURSE_SETTINGS.is_dir():  # a copy of this file without the folder keeps JupyterLab's own settings directory
     c.LabApp.app_settings_dir = str(COURSE_SETTINGS)

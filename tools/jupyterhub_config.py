@@ -8,7 +8,7 @@ Choose the model with the environment variable ``GPULAB_HUB_MODEL`` when startin
     Set up once, in the Python environment the single-user servers run (as root, or the owner of that environment)::
 
         pip install -c constraints.txt -e '.[lightning,lab,hub]'     # from a checkout of this repository
-        python -m gpulab kernelspec install --gpus 1 --sys-prefix      # the kernelspec, for every user
+        python -m gpulab kernelspec install --n-gpus 1 --sys-prefix    # the kernelspec, for every user
 
     Each single-user server loads ``tools/jupyter_server_config.py`` (its culling of idle kernels: a forgotten kernel
     gives its GPU back). Students who should not bypass the reservation can be kept to the gpulab kernel with
@@ -28,6 +28,7 @@ Start it with ``jupyterhub -f tools/jupyterhub_config.py`` (``GPULAB_SIMULATE_GP
 8-GPU server). Choose an authenticator for your site (JupyterHub's default, PAM, uses the machine's Unix accounts:
 each student's server then runs as that user, which the reservations' "who" relies on).
 """
+
 import os
 import sys
 from pathlib import Path
@@ -45,8 +46,9 @@ c.Spawner.default_url = "/lab"
 # The course's server settings: culling of idle kernels, JupyterLab's kernel state with the live monitor.
 c.Spawner.args = [f"--config={TOOLS / 'jupyter_server_config.py'}"]
 # Every server and kernel reads the same reservations (and, in a rehearsal, the same described machine) as the Hub.
-c.Spawner.environment = {k: os.environ[k] for k in ("GPULAB_RESERVATIONS_DIR", "GPULAB_SIMULATE_GPUS")
-                         if k in os.environ}
+c.Spawner.environment = {
+    k: os.environ[k] for k in ("GPULAB_RESERVATIONS_DIR", "GPULAB_SIMULATE_GPUS") if k in os.environ
+}
 
 # How soon the Hub notices a server that died by itself (JupyterHub's default is 30 s). In the server model this is
 # how long a killed server's GPUs stay reserved; each poll is one waitpid (or one container inspection) per server.
@@ -63,8 +65,8 @@ if CHP.exists():
 if MODEL == "server":
     from gpulab.server.hub import gpu_hooks
 
-    c.Spawner.pre_spawn_hook, c.Spawner.post_stop_hook = gpu_hooks(gpus=GPUS_PER_SERVER)
-    # Optional: what free means, e.g. gpu_hooks(gpus=1, policy={"max_memory_used_fraction": 0.05}).
+    c.Spawner.pre_spawn_hook, c.Spawner.post_stop_hook = gpu_hooks(n_gpus=GPUS_PER_SERVER)
+    # Optional: what free means, e.g. gpu_hooks(n_gpus=1, policy={"max_memory_used_fraction": 0.05}).
     # A server left open holds its GPUs all day. JupyterHub's idle culler (pip install jupyterhub-idle-culler) stops
     # servers idle for an hour, which gives their GPUs back:
     #   c.JupyterHub.load_roles = [{"name": "idle-culler", "services": ["idle-culler"],
@@ -72,9 +74,11 @@ if MODEL == "server":
     #   c.JupyterHub.services = [{"name": "idle-culler",
     #       "command": [sys.executable, "-m", "jupyterhub_idle_culler", "--timeout=3600"]}]
 elif MODEL != "kernel":
-    raise ValueError(f"GPULAB_HUB_MODEL={MODEL!r} is not a model of tools/jupyterhub_config.py: use 'kernel' (every "
-                     "kernel reserves its GPU: the gpulab kernelspec) or 'server' (every single-user server reserves "
-                     "its GPUs, from the Hub).")
+    raise ValueError(
+        f"GPULAB_HUB_MODEL={MODEL!r} is not a model of tools/jupyterhub_config.py: use 'kernel' (every "
+        "kernel reserves its GPU: the gpulab kernelspec) or 'server' (every single-user server reserves "
+        "its GPUs, from the Hub)."
+    )
 
 # DockerSpawner, server model: gpu_hooks also writes the reserved GPUs into the container's device_requests (by UUID),
 # so exactly those GPUs are passed into it, and CUDA_VISIBLE_DEVICES (UUIDs too) names the same ones inside.

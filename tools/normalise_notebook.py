@@ -15,6 +15,7 @@ anything about the code:
   sanitizer that nbval and the raising-cell check apply. The documented default ``/tmp/gpulab-reservations`` is a
   path the reader's machine has too, and stays.
 """
+
 from __future__ import annotations
 
 import re
@@ -30,8 +31,10 @@ _PATH_CHARS = r"[^\s'\"(),:<>\[\]]"
 SITE_PACKAGES = re.compile(rf"/{_PATH_CHARS}*?/site-packages/")
 STDLIB = re.compile(rf"/{_PATH_CHARS}*?/lib/(python3\.\d+)/")
 # Folders a run made under the temporary directory (random names), not the documented reservations folder.
-TEMP_FOLDERS = re.compile(rf"(?<![\w.~-])({'|'.join(re.escape(t) for t in sorted({'/tmp', tempfile.gettempdir()}))})/"
-                          rf"(?!gpulab-reservations\b)(?:{_PATH_CHARS}+/)+")
+TEMP_FOLDERS = re.compile(
+    rf"(?<![\w.~-])({'|'.join(re.escape(t) for t in sorted({'/tmp', tempfile.gettempdir()}))})/"
+    rf"(?!gpulab-reservations\b)(?:{_PATH_CHARS}+/)+"
+)
 # Another checkout of this repository (a worktree, a clone elsewhere): a folder followed by one of ours.
 OTHER_CHECKOUT = re.compile(rf"/{_PATH_CHARS}*?/(?=(?:gpulab|notebooks|tools|tests|benchmarks)/{_PATH_CHARS}+\.py\b)")
 

@@ -4,6 +4,7 @@ The report says what each chapter will do on this machine from the chapters them
 cells tagged ``gpu`` / ``multigpu`` — so it never promises a chapter that is not there, and stays true as chapters
 are added. Taught in ``notebooks/00_setup.ipynb``.
 """
+
 from __future__ import annotations
 
 import json
@@ -32,7 +33,9 @@ class Chapter:
         if self.gpu_cells:
             parts.append(f"{self.gpu_cells} GPU cell(s) " + ("run" if usable_gpus >= 1 else "skip, saying why"))
         if self.multigpu_cells:
-            parts.append(f"{self.multigpu_cells} multi-GPU cell(s) " + ("run" if usable_gpus >= 2 else "skip, saying why"))
+            parts.append(
+                f"{self.multigpu_cells} multi-GPU cell(s) " + ("run" if usable_gpus >= 2 else "skip, saying why")
+            )
         return "; ".join(parts) if parts else "runs entirely on the CPU"
 
 
@@ -58,7 +61,10 @@ def _read(path: Path) -> Chapter:
             break
     tags = [set(c.get("metadata", {}).get("tags", [])) for c in cells if c.get("cell_type") == "code"]
     code = "\n".join("".join(c.get("source", "")) for c in cells if c.get("cell_type") == "code")
-    lightning = re.search(r"^\s*(import|from)\s+(lightning|pytorch_lightning|gpulab\.lightning)\b", code, re.MULTILINE) is not None
+    lightning = (
+        re.search(r"^\s*(import|from)\s+(lightning|pytorch_lightning|gpulab\.lightning)\b", code, re.MULTILINE)
+        is not None
+    )
     return Chapter(path.stem, title, sum("gpu" in t for t in tags), sum("multigpu" in t for t in tags), lightning)
 
 

@@ -2,8 +2,8 @@
 
 Nothing here reads the machine: ``diagnose`` takes the facts (``Facts``: torch's build, NVML's GPUs and driver, the
 environment, reservations, ``/dev/shm``), so every diagnosis can be tried on a described machine with described
-torch facts. Each ``Check`` names what was checked, what it means for the chapters, and — when it fails — the fix.
-The classroom's classic failures, in the order they bite:
+torch facts. Each ``Finding`` (a row of the report's checklist) names what was examined, what it means for the
+chapters, and — when it fails — the fix. The classroom's classic failures, in the order they bite:
 
 - a torch build newer than the driver: a CUDA 13 build on a driver for CUDA 12.4 finds no GPU (``torch.cuda.
   is_available()`` is False, "The NVIDIA driver on your system is too old"); within one major version CUDA's
@@ -14,169 +14,83 @@ The classroom's classic failures, in the order they bite:
 
 Taught in ``notebooks/00_setup.ipynb``.
 """
+
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-
-from ..core.readings import GpuInfo, Unavailable
 from ..core.units import format_bytes
-from ..reservations import THIS_NOTEBOOK
+from ..core.visible import visible_map
+from ..core.visible_text import parse_visible_devices
 from ..placement.selection import rank_gpus
-from ..core.visible import parse_visible_devices, visible_map
+from ..reservations import THIS_NOTEBOOK
+from .build_findings import build_findings, major_minor
 from .chapters import Chapter
-from ..machine.software import TorchFacts
+from .facts import Facts, Finding
 
-__all__ = ["Check", "Facts", "diagnose", "usable_gpus", "headline", "wheel_index_url", "CUDA_BUILDS"]
+__all__ = ["diagnose", "usable_gpus", "headline"]
 
-WHEEL_INDEX = "https://download.pytorch.org/whl/"
-# CUDA versions PyTorch has published wheels for (download.pytorch.org/whl/cuXYZ); not every torch release has each.
-CUDA_BUILDS = ((11, 8), (12, 1), (12, 4), (12, 6), (12, 8), (12, 9), (13, 0))
-# The oldest Linux driver that runs any program built with CUDA <major>.x (CUDA's minor-version compatibility).
-MIN_DRIVER = {11: "450.80.02", 12: "525.60.13", 13: "580.65.06"}
 SHM_ENOUGH_BYTES = 1 << 30
-
-
-@dataclass(frozen=True)
-class Check:
-    """One checklist row: is ``what`` true here, what that means, and (when not) ``fix``: what to do about it.
-
-    ``ok`` is ``None`` where gpulab cannot tell (marked ``?``; its ``fix`` says how to be sure). ``blocks_gpus``: when
-    this fails, PyTorch will use no GPU at all, whatever else is true."""
-
-    ok: bool | None
-    what: str
-    meaning: str
-    fix: str = ""
-    blocks_gpus: bool = False
-
-    @property
-    def mark(self) -> str:
-        return {True: "✔", False: "✘", None: "?"}[self.ok]
-
-    @property
-    def fix_label(self) -> str:
-        """How the fix is introduced: ``fix`` for a failure, ``to be sure`` where gpulab cannot tell."""
-        return "to be sure" if self.ok is None else "fix"
-
-    def __str__(self) -> str:
-        return f"{self.mark} {self.what} — {self.meaning}" + (
-            f" {self.fix_label.capitalize()}: {self.fix}" if self.fix and self.ok is not True else "")
-
-
-@dataclass(frozen=True)
-class Facts:
-    """What the report read (or was given): torch's build, NVML's GPUs and driver, and the process's surroundings."""
-
-    torch: TorchFacts
-    gpus: tuple[GpuInfo, ...]
-    driver_version: str | Unavailable
-    cuda_driver_version: str | Unavailable  # the newest CUDA the driver supports (nvidia-smi's "CUDA Version")
-    nvml_error: str | None
-    simulated: bool = False
-    env: Mapping[str, str] = field(default_factory=dict)
-    holders: Mapping[str, str] = field(default_factory=dict)  # uuid -> who holds a gpulab reservation on it
-    shm_bytes: int | None = None
-    fork: bool = True
-    cuda_read: bool | None = False  # has CUDA read CUDA_VISIBLE_DEVICES here (None: cannot tell; CudaState)
-    cuda_said: str = ""  # why: the whole state when read or unknown, the evidence when not
-    packages: Mapping[str, str | None] = field(default_factory=dict)
-    chapters: tuple[Chapter, ...] = ()
-
-
-def _version(text: object) -> tuple[int, int] | None:
-    """``"12.4"`` → (12, 4); anything unreadable (N/A, None) → None."""
-    try:
-        major, minor = str(text).split(".")[:2]
-        return int(major), int(minor)
-    except (ValueError, TypeError):
-        return None
-
-
-def wheel_index_url(driver_cuda: tuple[int, int]) -> str:
-    """The PyTorch wheel index of the newest CUDA build that a driver for CUDA ``driver_cuda`` runs as it is."""
-    fits = [v for v in CUDA_BUILDS if v <= driver_cuda] or [CUDA_BUILDS[0]]
-    major, minor = fits[-1]
-    return f"{WHEEL_INDEX}cu{major}{minor}"
 
 
 def _names(chapters: tuple[Chapter, ...]) -> str:
     return ", ".join(c.name for c in chapters) or "none of the chapters here"
 
 
-def _build_checks(f: Facts) -> list[Check]:
-    t, out = f.torch, []
-    driver = _version(f.cuda_driver_version)
-    if t.built_with_cuda is None:
-        if f.gpus:
-            where = (f"; for this driver (CUDA ≤ {f.cuda_driver_version}): pip install torch --index-url "
-                     f"{wheel_index_url(driver)}" if driver else "")
-            out.append(Check(False, "PyTorch built with CUDA",
-                             f"torch {t.version} is a CPU-only build: it can never use the {len(f.gpus)} GPU(s) NVML "
-                             "lists.", "install a CUDA build of torch" + where + ", then restart the kernel.", True))
-        else:
-            out.append(Check(True, "PyTorch built with CUDA", f"no: torch {t.version} is a CPU-only build, which is "
-                             "all a machine without an NVIDIA GPU needs"))
-        return out
-    out.append(Check(True, "PyTorch built with CUDA", f"CUDA {t.built_with_cuda} build (torch {t.version})"))
-    build = _version(t.built_with_cuda)
-    if build is None or driver is None or not f.gpus:
-        return out
-    if build[0] > driver[0]:
-        need = MIN_DRIVER.get(build[0])
-        out.append(Check(
-            False, "torch's CUDA fits the driver",
-            f"torch {t.version} was built with CUDA {t.built_with_cuda}, but this driver ({f.driver_version}) supports "
-            f"CUDA up to {f.cuda_driver_version}: PyTorch will find no GPU (torch.cuda.is_available() is False, with "
-            "the warning 'The NVIDIA driver on your system is too old').",
-            f"install a torch built for CUDA {driver[0]}: pip install torch --index-url {wheel_index_url(driver)} "
-            f"(download.pytorch.org/whl/torch lists which torch versions have that build), then restart the kernel; "
-            f"or have the driver upgraded" + (f" to ≥ {need} (Linux) for CUDA {build[0]}.x builds." if need else "."),
-            True))
-    elif build > driver:
-        out.append(Check(True, "torch's CUDA fits the driver",
-                         f"CUDA {t.built_with_cuda} build on a driver for CUDA ≤ {f.cuda_driver_version}: it runs "
-                         f"through CUDA's minor-version compatibility (any {build[0]}.x build on a driver ≥ "
-                         f"{MIN_DRIVER.get(build[0], '?')}); only kernels compiled at run time (torch.compile) may "
-                         f"need a driver for CUDA {t.built_with_cuda}"))
-    else:
-        out.append(Check(True, "torch's CUDA fits the driver",
-                         f"CUDA {t.built_with_cuda} build on a driver for CUDA ≤ {f.cuda_driver_version}"))
-    return out
-
-
-def _visibility_checks(f: Facts) -> list[Check]:
-    out = [Check(f.nvml_error is None, "NVIDIA driver reachable (NVML)",
-                 "GPUs can be listed, picked and monitored" if f.nvml_error is None else f.nvml_error)]
+def _visibility_findings(f: Facts) -> list[Finding]:
+    out = [
+        Finding(
+            f.nvml_error is None,
+            "NVIDIA driver reachable (NVML)",
+            "GPUs can be listed, picked and monitored" if f.nvml_error is None else f.nvml_error,
+        )
+    ]
     if not f.gpus:
         return out
     raw = f.env.get("CUDA_VISIBLE_DEVICES")
     visible = visible_map(f.gpus, f.env)
     if raw is None:
-        out.append(Check(True, "CUDA_VISIBLE_DEVICES", "unset: this process may use every GPU"))
+        out.append(Finding(True, "CUDA_VISIBLE_DEVICES", "unset: this process may use every GPU"))
     elif not visible.devices:
         spec = parse_visible_devices(raw)
         why = "; ".join(visible.notes or spec.notes) or "it names no GPU"
-        out.append(Check(False, "CUDA_VISIBLE_DEVICES", f"CUDA_VISIBLE_DEVICES={raw!r} hides every GPU from this "
-                         f"process ({why}).", "start the kernel without it, or set it to GPUs that exist "
-                         f"(0–{len(f.gpus) - 1} here) before anything starts CUDA; `python -m gpulab visible` "
-                         "explains the value.", True))
+        out.append(
+            Finding(
+                False,
+                "CUDA_VISIBLE_DEVICES",
+                f"CUDA_VISIBLE_DEVICES={raw!r} hides every GPU from this process ({why}).",
+                "start the kernel without it, or set it to GPUs that exist "
+                f"(0–{len(f.gpus) - 1} here) before anything starts CUDA; `python -m gpulab visible` "
+                "explains the value.",
+                True,
+            )
+        )
     else:
         shown = ", ".join(f"cuda:{d.cuda_index} = GPU {d.physical_index}" for d in visible.devices)
-        out.append(Check(True, "CUDA_VISIBLE_DEVICES", f"{raw!r}: {shown}"))
+        out.append(Finding(True, "CUDA_VISIBLE_DEVICES", f"{raw!r}: {shown}"))
     seen = [g for g in f.gpus if g.physical_index in {d.physical_index for d in visible.devices}]
     only_empty_mig = bool(seen) and all(g.mig_enabled is True and not g.mig_devices for g in seen)
     for g in f.gpus:
         if g.mig_enabled is True and not g.mig_devices:
-            out.append(Check(False, f"GPU {g.physical_index} MIG slices",
-                             f"GPU {g.physical_index} ({g.name}) is in MIG mode with no MIG instance: CUDA sees no "
-                             "device on it.", f"an administrator creates instances (sudo nvidia-smi mig -i "
-                             f"{g.physical_index} -cgi <profile> -C) or turns MIG off (sudo nvidia-smi -i "
-                             f"{g.physical_index} -mig 0, then reset the GPU).", only_empty_mig))
+            out.append(
+                Finding(
+                    False,
+                    f"GPU {g.physical_index} MIG slices",
+                    f"GPU {g.physical_index} ({g.name}) is in MIG mode with no MIG instance: CUDA sees no "
+                    "device on it.",
+                    f"an administrator creates instances (sudo nvidia-smi mig -i "
+                    f"{g.physical_index} -cgi <profile> -C) or turns MIG off (sudo nvidia-smi -i "
+                    f"{g.physical_index} -mig 0, then reset the GPU).",
+                    only_empty_mig,
+                )
+            )
         elif g.mig_enabled is True:
-            out.append(Check(True, f"GPU {g.physical_index} MIG slices",
-                             f"{len(g.mig_devices)} slice(s); a process uses one slice, named in CUDA_VISIBLE_DEVICES "
-                             "by its MIG-… UUID (nvidia-smi -L lists them)"))
+            out.append(
+                Finding(
+                    True,
+                    f"GPU {g.physical_index} MIG slices",
+                    f"{len(g.mig_devices)} slice(s); a process uses one slice, named in CUDA_VISIBLE_DEVICES "
+                    "by its MIG-… UUID (nvidia-smi -L lists them)",
+                )
+            )
     allowed = {d.physical_index for d in visible.devices} if raw is not None else None
     pool = [g for g in f.gpus if allowed is None or g.physical_index in allowed]
     if pool:
@@ -186,20 +100,33 @@ def _visibility_checks(f: Facts) -> list[Check]:
         free = [v.gpu.physical_index for v in ranking if v.free]
         if free:
             yours = f"GPU {', '.join(map(str, mine))} reserved by {THIS_NOTEBOOK}; " if mine else ""
-            out.append(Check(True, "a free GPU to work on", f"{len(free)} free now (GPU {', '.join(map(str, free))}); "
-                             f"{yours}hold one with gpulab.reserve_gpus(1)"))
+            out.append(
+                Finding(
+                    True,
+                    "a free GPU to work on",
+                    f"{len(free)} free now (GPU {', '.join(map(str, free))}); "
+                    f"{yours}hold one with gpulab.reserve_gpus(1)",
+                )
+            )
         else:
-            out.append(Check(False, "a free GPU to work on", "every GPU this process may use is busy or reserved: "
-                             + "; ".join(f"GPU {v.gpu.physical_index} {v.reason}" for v in ranking) + ".",
-                             "wait for one (gpulab.reserve_gpus(1, wait_s=600)), ask who holds one to release it "
-                             "(`python -m gpulab watch` shows who), or share one knowingly: gpulab.reserve_gpus(1, "
-                             "policy=gpulab.placement.selection.Policy(max_memory_used_fraction=0.5))."))
+            out.append(
+                Finding(
+                    False,
+                    "a free GPU to work on",
+                    "every GPU this process may use is busy or reserved: "
+                    + "; ".join(f"GPU {v.gpu.physical_index} {v.reason}" for v in ranking)
+                    + ".",
+                    "wait for one (gpulab.reserve_gpus(1, wait_s=600)), ask who holds one to release it "
+                    "(`python -m gpulab watch` shows who), or share one knowingly: gpulab.reserve_gpus(1, "
+                    "policy=gpulab.placement.selection.Policy(max_memory_used_fraction=0.5)).",
+                )
+            )
     return out
 
 
-def usable_gpus(f: Facts, checks: list[Check] | tuple[Check, ...]) -> int:
+def usable_gpus(f: Facts, findings: list[Finding] | tuple[Finding, ...]) -> int:
     """How many GPUs PyTorch will use here (for a described machine: would use, with this torch)."""
-    if any(c.blocks_gpus and not c.ok for c in checks):
+    if any(c.blocks_gpus and not c.ok for c in findings):
         return 0
     if not f.gpus:
         return 0 if f.simulated else f.torch.cuda_device_count
@@ -207,104 +134,188 @@ def usable_gpus(f: Facts, checks: list[Check] | tuple[Check, ...]) -> int:
     devices = visible_map(f.gpus, f.env).devices
     whole = sum(1 for d in devices if by_index[d.physical_index].mig_enabled is not True)
     # CUDA enumerates a single MIG slice per process (CUDA 11/R450 and 12/R525), whatever the variable lists.
-    mig = any(by_index[d.physical_index].mig_enabled is True and by_index[d.physical_index].mig_devices for d in devices)
+    mig = any(
+        by_index[d.physical_index].mig_enabled is True and by_index[d.physical_index].mig_devices for d in devices
+    )
     predicted = whole + int(mig)
     return predicted if f.simulated else min(predicted, f.torch.cuda_device_count)
 
 
-def _use_checks(f: Facts, usable: int) -> list[Check]:
+def _use_findings(f: Facts, usable: int) -> list[Finding]:
     t, ch = f.torch, f.chapters
     gpu_ch = tuple(c for c in ch if c.gpu_cells)
     multi_ch = tuple(c for c in ch if c.multigpu_cells)
     out = [
-        Check(usable >= 1, "at least one CUDA GPU usable by PyTorch",
-              f"the GPU cells run ({_names(gpu_ch)})" if usable else
-              f"GPU cells print why they skip ({_names(gpu_ch)}); every other cell runs on the CPU"),
-        Check(usable >= 2, "two or more CUDA GPUs",
-              f"the multi-GPU cells run ({_names(multi_ch)})" if usable >= 2 else
-              f"multi-GPU cells skip, saying why ({_names(multi_ch)}); worker processes run on the CPU with gloo"),
-        Check(t.gloo, "gloo backend", "distributed work on the CPU runs" if t.gloo else
-              "no gloo in this build: distributed work on the CPU is impossible", "" if t.gloo else
-              "install torch from pytorch.org or PyPI (every official build has gloo)."),
+        Finding(
+            usable >= 1,
+            "at least one CUDA GPU usable by PyTorch",
+            f"the GPU cells run ({_names(gpu_ch)})"
+            if usable
+            else f"GPU cells print why they skip ({_names(gpu_ch)}); every other cell runs on the CPU",
+        ),
+        Finding(
+            usable >= 2,
+            "two or more CUDA GPUs",
+            f"the multi-GPU cells run ({_names(multi_ch)})"
+            if usable >= 2
+            else f"multi-GPU cells skip, saying why ({_names(multi_ch)}); worker processes run on the CPU with gloo",
+        ),
+        Finding(
+            t.gloo,
+            "gloo backend",
+            "distributed work on the CPU runs"
+            if t.gloo
+            else "no gloo in this build: distributed work on the CPU is impossible",
+            "" if t.gloo else "install torch from pytorch.org or PyPI (every official build has gloo).",
+        ),
     ]
     if len(f.gpus) >= 2 or usable >= 2:
-        out.append(Check(t.nccl is not None, "NCCL backend (DDP across GPUs)",
-                         f"NCCL {t.nccl}" if t.nccl else "this torch has no NCCL (Windows and macOS builds never "
-                         "do): DDP across this machine's GPUs would have to use gloo, which copies through the CPU",
-                         "on Linux, install the CUDA build of torch from pytorch.org (it bundles NCCL); on Windows "
-                         "use backend='gloo', or WSL2."))
+        out.append(
+            Finding(
+                t.nccl is not None,
+                "NCCL backend (DDP across GPUs)",
+                f"NCCL {t.nccl}"
+                if t.nccl
+                else "this torch has no NCCL (Windows and macOS builds never "
+                "do): DDP across this machine's GPUs would have to use gloo, which copies through the CPU",
+                "on Linux, install the CUDA build of torch from pytorch.org (it bundles NCCL); on Windows "
+                "use backend='gloo', or WSL2.",
+            )
+        )
     else:
-        out.append(Check(True, "NCCL backend (DDP across GPUs)", f"NCCL {t.nccl}" if t.nccl else
-                         "no NCCL, and not needed with fewer than two GPUs"))
-    out.append(Check(f.fork, "fork start method", "notebook launchers can start worker processes" if f.fork else
-                     "no fork on this OS: multi-process cells start fresh interpreters instead"))
-    out.append(_cuda_check(f))
+        out.append(
+            Finding(
+                True,
+                "NCCL backend (DDP across GPUs)",
+                f"NCCL {t.nccl}" if t.nccl else "no NCCL, and not needed with fewer than two GPUs",
+            )
+        )
+    out.append(
+        Finding(
+            f.fork,
+            "fork start method",
+            "notebook launchers can start worker processes"
+            if f.fork
+            else "no fork on this OS: multi-process cells start fresh interpreters instead",
+        )
+    )
+    out.append(_cuda_finding(f))
     if f.shm_bytes is not None:
         enough = f.shm_bytes >= SHM_ENOUGH_BYTES
-        out.append(Check(enough, "shared memory for DataLoader workers",
-                         f"/dev/shm is {format_bytes(f.shm_bytes)}" + ("" if enough else
-                         ": DataLoader workers (num_workers > 0) hand batches over through it and die with 'ERROR: "
-                         "Unexpected bus error encountered in worker. This might be caused by insufficient shared "
-                         "memory (shm)'."), "" if enough else "start the container with --shm-size=2g (or "
-                         "--ipc=host; on Kubernetes mount an emptyDir with medium: Memory at /dev/shm), or use "
-                         "num_workers=0."))
+        out.append(
+            Finding(
+                enough,
+                "shared memory for DataLoader workers",
+                f"/dev/shm is {format_bytes(f.shm_bytes)}"
+                + (
+                    ""
+                    if enough
+                    else ": DataLoader workers (num_workers > 0) hand batches over through it and die with 'ERROR: "
+                    "Unexpected bus error encountered in worker. This might be caused by insufficient shared "
+                    "memory (shm)'."
+                ),
+                ""
+                if enough
+                else "start the container with --shm-size=2g (or "
+                "--ipc=host; on Kubernetes mount an emptyDir with medium: Memory at /dev/shm), or use "
+                "num_workers=0.",
+            )
+        )
     widgets = f.packages.get("ipywidgets")
-    widgets_ok = (_version(widgets) or (0, 0)) >= (7, 7)  # 7.7 (Colab's) and 8 are both tested
-    out.append(Check(widgets_ok, "ipywidgets ≥ 7.7", "the GPU picker and the live monitor are interactive" if widgets_ok
-                     else f"{widgets} is too old: the picker does not show" if widgets else
-                     "not installed: the picker cannot show", "pip install 'ipywidgets>=7.7.1', then reload the page."))
+    widgets_ok = (major_minor(widgets) or (0, 0)) >= (7, 7)  # 7.7 (Colab's) and 8 are both tested
+    out.append(
+        Finding(
+            widgets_ok,
+            "ipywidgets ≥ 7.7",
+            "the GPU picker and the live monitor are interactive"
+            if widgets_ok
+            else f"{widgets} is too old: the picker does not show"
+            if widgets
+            else "not installed: the picker cannot show",
+            "pip install 'ipywidgets>=7.7.1', then reload the page.",
+        )
+    )
     light = tuple(c for c in ch if c.uses_lightning)
     if light:
         have = f.packages.get("lightning") is not None
-        out.append(Check(have, "lightning", f"{_names(light)} can run" if have else f"{_names(light)} need it",
-                         "pip install 'gpulab[lightning]'."))
+        out.append(
+            Finding(
+                have,
+                "lightning",
+                f"{_names(light)} can run" if have else f"{_names(light)} need it",
+                "pip install 'gpulab[lightning]'.",
+            )
+        )
     return out
 
 
-def _cuda_check(f: Facts) -> Check:
+def _cuda_finding(f: Facts) -> Finding:
     if f.cuda_read is None:
-        return Check(None, "CUDA not yet started in this kernel: cannot tell", f.cuda_said,
-                     "restart the kernel and change CUDA_VISIBLE_DEVICES or fork workers before any cell that uses "
-                     "CUDA.")
+        return Finding(
+            None,
+            "CUDA not yet started in this kernel: cannot tell",
+            f.cuda_said,
+            "restart the kernel and change CUDA_VISIBLE_DEVICES or fork workers before any cell that uses CUDA.",
+        )
     if f.cuda_read:
-        return Check(False, "CUDA not yet started in this kernel", f.cuda_said,
-                     "restart the kernel before changing it or forking workers.")
+        return Finding(
+            False,
+            "CUDA not yet started in this kernel",
+            f.cuda_said,
+            "restart the kernel before changing it or forking workers.",
+        )
     said = f"{f.cuda_said}: " if f.cuda_said else ""
-    return Check(True, "CUDA not yet started in this kernel",
-                 f"{said}CUDA_VISIBLE_DEVICES can still be changed and workers forked")
+    return Finding(
+        True,
+        "CUDA not yet started in this kernel",
+        f"{said}CUDA_VISIBLE_DEVICES can still be changed and workers forked",
+    )
 
 
-def diagnose(f: Facts) -> tuple[tuple[Check, ...], int]:
+def diagnose(f: Facts) -> tuple[tuple[Finding, ...], int]:
     """The checklist for these facts, and how many GPUs PyTorch will use (would use, on a described machine)."""
-    checks = _build_checks(f) + _visibility_checks(f)
-    usable = usable_gpus(f, checks)
-    return tuple(checks + _use_checks(f, usable)), usable
+    findings = build_findings(f) + _visibility_findings(f)
+    usable = usable_gpus(f, findings)
+    return tuple(findings + _use_findings(f, usable)), usable
 
 
-def headline(f: Facts, checks: tuple[Check, ...], usable: int) -> str:
+def headline(f: Facts, findings: tuple[Finding, ...], usable: int) -> str:
     """One sentence (two at most) for the top of the report: what the lessons will do here, or the real reason not."""
-    plan = ("CPU fallback mode: every chapter runs on the CPU, GPU-only cells print why they skip, and multi-GPU "
-            "lessons run real processes on the CPU with gloo.")
+    plan = (
+        "CPU fallback mode: every chapter runs on the CPU, GPU-only cells print why they skip, and multi-GPU "
+        "lessons run real processes on the CPU with gloo."
+    )
     predicted = "On this described machine (SIMULATED), this PyTorch would" if f.simulated else "PyTorch will"
-    blocker = next((c for c in checks if c.blocks_gpus and not c.ok), None)
+    blocker = next((c for c in findings if c.blocks_gpus and not c.ok), None)
     if blocker is not None:
-        text = (f"{predicted} use none of the {len(f.gpus)} GPU(s) NVML lists. Cause: {blocker.meaning} "
-                f"Fix: {blocker.fix} Until then, the chapters run in CPU fallback mode.")
+        text = (
+            f"{predicted} use none of the {len(f.gpus)} GPU(s) NVML lists. Cause: {blocker.meaning} "
+            f"Fix: {blocker.fix} Until then, the chapters run in CPU fallback mode."
+        )
     elif usable >= 2:
-        text = (f"{usable} CUDA GPUs are usable: every chapter runs its GPU and multi-GPU cells." if not f.simulated
-                else f"{predicted} use {usable} CUDA GPUs: every chapter would run its GPU and multi-GPU cells.")
+        text = (
+            f"{usable} CUDA GPUs are usable: every chapter runs its GPU and multi-GPU cells."
+            if not f.simulated
+            else f"{predicted} use {usable} CUDA GPUs: every chapter would run its GPU and multi-GPU cells."
+        )
     elif usable == 1:
-        text = ("1 CUDA GPU is usable: GPU cells run; multi-GPU cells skip and the multi-process lessons run their "
-                "workers on the CPU (gloo)." if not f.simulated else
-                f"{predicted} use 1 CUDA GPU: GPU cells would run; multi-GPU cells would skip.")
+        text = (
+            "1 CUDA GPU is usable: GPU cells run; multi-GPU cells skip and the multi-process lessons run their "
+            "workers on the CPU (gloo)."
+            if not f.simulated
+            else f"{predicted} use 1 CUDA GPU: GPU cells would run; multi-GPU cells would skip."
+        )
     elif f.gpus:
-        text = (f"PyTorch sees none of the {len(f.gpus)} GPU(s) NVML lists, for a reason this report cannot tell: "
-                "`python -c \"import torch; torch.cuda.init()\"` prints PyTorch's own error. " + plan)
+        text = (
+            f"PyTorch sees none of the {len(f.gpus)} GPU(s) NVML lists, for a reason this report cannot tell: "
+            '`python -c "import torch; torch.cuda.init()"` prints PyTorch\'s own error. ' + plan
+        )
     else:
-        why = f.nvml_error or ("PyTorch was built without CUDA" if f.torch.built_with_cuda is None else
-                               "NVML lists no GPU")
+        why = f.nvml_error or (
+            "PyTorch was built without CUDA" if f.torch.built_with_cuda is None else "NVML lists no GPU"
+        )
         text = f"No GPU found ({why.split(':')[0].rstrip('.')}). {plan}"
-    busy = next((c for c in checks if c.what == "a free GPU to work on" and not c.ok), None)
+    busy = next((c for c in findings if c.what == "a free GPU to work on" and not c.ok), None)
     if busy is not None and blocker is None and usable:
         text += " Right now every GPU is busy or reserved: see the checklist."
     return text

@@ -4,55 +4,57 @@ The environment report (``report``) asks "will the chapters run on this machine?
 launch work in *this kernel*, as it is now?": whether CUDA started and by which line, ``CUDA_VISIBLE_DEVICES`` at the
 kernel's start and now, the reservation held, the start method and whether a fork is safe, OpenMP's threads, a process
 group left open, ports held, and whether Lightning's ``ddp_notebook`` or accelerate's ``notebook_launcher`` would
-refuse or hang here — said before the learner tries. The verdicts (``checks``) read only a ``KernelState``
+refuse or hang here — said before the learner tries. The findings (``findings``) read only a ``KernelState``
 (``kernel_state`` reads it); each quotes the launcher's own condition, with its source in a comment.
 Taught in ``notebooks/04_ddp.ipynb``.
 """
+
 from __future__ import annotations
 
 import html
 import os
 from dataclasses import dataclass
 
-from .diagnosis import Check
-from .kernel_state import KernelState, kernel_state
 from ..machine.nvml import GpuReader
+from .facts import Finding
+from .kernel_state import KernelState, kernel_state
 
-__all__ = ["Doctor", "doctor", "checks"]
+__all__ = ["Doctor", "doctor", "findings"]
 
 _RESTART = "Restart the kernel (Kernel → Restart) and run the cells again without that line before the launch"
 
 
 @dataclass(frozen=True, repr=False)
 class Doctor:
-    """The doctor's verdicts on this kernel: ``problems`` lists those that fail; ``str()`` / HTML show them all."""
+    """The doctor's findings on this kernel: ``problems`` lists those that fail; ``str()`` / HTML show them all."""
 
-    checks: tuple[Check, ...]
-
-    @property
-    def problems(self) -> tuple[Check, ...]:
-        return tuple(c for c in self.checks if c.ok is False)
+    findings: tuple[Finding, ...]
 
     @property
-    def unknowns(self) -> tuple[Check, ...]:
-        """The verdicts gpulab cannot give here (``?``): not problems, but said, with how to be sure."""
-        return tuple(c for c in self.checks if c.ok is None)
+    def problems(self) -> tuple[Finding, ...]:
+        """The findings that fail here (``✘``): what would stop or hang the next launch."""
+        return tuple(c for c in self.findings if c.ok is False)
+
+    @property
+    def unknowns(self) -> tuple[Finding, ...]:
+        """The findings gpulab cannot decide here (``?``): not problems, but said, with how to be sure."""
+        return tuple(c for c in self.findings if c.ok is None)
 
     def _head(self) -> str:
         n, unknown = len(self.problems), len(self.unknowns)
         head = f"{n} problem(s) in this kernel" if n else "no problem in this kernel"
         return head + (f", {unknown} thing(s) it cannot tell" if unknown else "")
 
-    def check(self, what: str) -> Check:
-        """The verdict whose ``what`` starts with ``what`` (``doctor().check("OpenMP")``)."""
-        for c in self.checks:
+    def finding(self, what: str) -> Finding:
+        """The finding whose ``what`` starts with ``what`` (``doctor().finding("OpenMP")``)."""
+        for c in self.findings:
             if c.what.startswith(what):
                 return c
-        raise KeyError(f"no check named {what!r}; the checks are: {', '.join(c.what for c in self.checks)}")
+        raise KeyError(f"no finding named {what!r}; the findings are: {', '.join(c.what for c in self.findings)}")
 
     def __str__(self) -> str:
         out = [f"gpulab doctor: {self._head()}"]
-        for c in self.checks:
+        for c in self.findings:
             out.append(f"  {c.mark} {c.what} — {c.meaning}")
             if c.fix and c.ok is not True:
                 out.append(f"      {c.fix_label}: {c.fix}")
@@ -66,10 +68,14 @@ class Doctor:
         colour = {True: "#080", False: "#b00", None: "#a60"}
         rows = "".join(
             f"<li><span style='color:{colour[c.ok]}'>{c.mark}</span> <b>{e(c.what)}</b> — {e(c.meaning)}"
-            + (f"<br><b>{c.fix_label}:</b> {e(c.fix)}" if c.fix and c.ok is not True else "") + "</li>"
-            for c in self.checks)
-        return (f"<div class='gpulab-doctor'><h4>gpulab doctor: {e(self._head())}</h4>"
-                f"<ul style='list-style:none'>{rows}</ul></div>")
+            + (f"<br><b>{c.fix_label}:</b> {e(c.fix)}" if c.fix and c.ok is not True else "")
+            + "</li>"
+            for c in self.findings
+        )
+        return (
+            f"<div class='gpulab-doctor'><h4>gpulab doctor: {e(self._head())}</h4>"
+            f"<ul style='list-style:none'>{rows}</ul></div>"
+        )
 
 
 def doctor(machine: GpuReader | str | None = None, *, reservations: str | os.PathLike[str] | None = None) -> Doctor:
@@ -77,68 +83,105 @@ def doctor(machine: GpuReader | str | None = None, *, reservations: str | os.Pat
     folder).
 
     Starts nothing: no CUDA, no process group, no fork. Taught in ``notebooks/04_ddp.ipynb``."""
-    return Doctor(checks(kernel_state(machine, reservations)))
+    return Doctor(findings(kernel_state(machine, reservations)))
 
 
-def checks(s: KernelState) -> tuple[Check, ...]:
-    """Every verdict on a state (pure: a state built by hand gives the same verdicts as a kernel in that state)."""
-    return (_cuda(s), _visible(s), _reservation(s), _start_method(s), _openmp(s), _group(s), _ports(s), _lightning(s),
-            _accelerate(s))
+def findings(s: KernelState) -> tuple[Finding, ...]:
+    """Every finding on a state (pure: a state built by hand gives the same findings as a kernel in that state)."""
+    return (
+        _cuda(s),
+        _visible(s),
+        _reservation(s),
+        _start_method(s),
+        _openmp(s),
+        _group(s),
+        _ports(s),
+        _lightning(s),
+        _accelerate(s),
+    )
 
 
-def _cuda(s: KernelState) -> Check:
+def _cuda(s: KernelState) -> Finding:
     rec = s.cuda_started_by
     read = s.cuda.variable_read
     if read is True:
         by = f" {rec}" if rec else " (before gpulab was imported, or not through torch, so the line is unknown)"
-        return Check(False, "CUDA started in this kernel", f"{s.cuda._state()}{by}",
-                     f"{_RESTART}; move it into the function you launch. gpulab.launch still works (its ranks come "
-                     "from a fork server that never touched CUDA); fork-based launchers do not.")
+        return Finding(
+            False,
+            "CUDA started in this kernel",
+            f"{s.cuda._state()}{by}",
+            f"{_RESTART}; move it into the function you launch. gpulab.launch still works (its ranks come "
+            "from a fork server that never touched CUDA); fork-based launchers do not.",
+        )
     if rec is not None:
-        return Check(False, "CUDA asked for in this kernel",
-                     f"{rec} On a GPU machine that line starts CUDA, and fork-based launchers then refuse.",
-                     f"{_RESTART}; move it into the function you launch, or after the launch.")
+        return Finding(
+            False,
+            "CUDA asked for in this kernel",
+            f"{rec} On a GPU machine that line starts CUDA, and fork-based launchers then refuse.",
+            f"{_RESTART}; move it into the function you launch, or after the launch.",
+        )
     if read is None:
-        return Check(None, "CUDA started in this kernel? cannot tell", s.cuda._state(),
-                     "if a cell before this one used CUDA (torch.cuda.is_available(), a tensor on a GPU), restart the "
-                     "kernel (Kernel → Restart) and run that line after the launch, or inside the launched function.")
-    return Check(True, "CUDA not started", f"no CUDA call since gpulab was imported, and {s.cuda.evidence}: "
-                 "CUDA_VISIBLE_DEVICES can still be changed and any launcher may fork this kernel")
+        return Finding(
+            None,
+            "CUDA started in this kernel? cannot tell",
+            s.cuda._state(),
+            "if a cell before this one used CUDA (torch.cuda.is_available(), a tensor on a GPU), restart the "
+            "kernel (Kernel → Restart) and run that line after the launch, or inside the launched function.",
+        )
+    return Finding(
+        True,
+        "CUDA not started",
+        f"no CUDA call since gpulab was imported, and {s.cuda.evidence}: "
+        "CUDA_VISIBLE_DEVICES can still be changed and any launcher may fork this kernel",
+    )
 
 
-def _visible(s: KernelState) -> Check:
+def _visible(s: KernelState) -> Finding:
     start, now = s.visible_at_start, s.visible_now
     said = f"at kernel start {_shown(start)}, now {_shown(now)}"
     if start == now:
-        return Check(True, "CUDA_VISIBLE_DEVICES unchanged", said)
+        return Finding(True, "CUDA_VISIBLE_DEVICES unchanged", said)
     if s.cuda.variable_read is None and s.cuda_started_by is None:
-        return Check(None, "CUDA_VISIBLE_DEVICES changed; whether CUDA had read it first cannot be told",
-                     f"{said}; {s.cuda.evidence}",
-                     "if a cell before the change used CUDA, restart the kernel (Kernel → Restart) with "
-                     "gpulab.set_visible_devices(...) or reservation.apply() as the first cell.")
+        return Finding(
+            None,
+            "CUDA_VISIBLE_DEVICES changed; whether CUDA had read it first cannot be told",
+            f"{said}; {s.cuda.evidence}",
+            "if a cell before the change used CUDA, restart the kernel (Kernel → Restart) with "
+            "gpulab.set_visible_devices(...) or reservation.apply() as the first cell.",
+        )
     if s.cuda.variable_read or s.cuda_started_by is not None:
-        return Check(False, "CUDA_VISIBLE_DEVICES changed after CUDA was asked",
-                     f"{said}; CUDA reads it once, when it starts, so this kernel keeps the GPUs of that moment "
-                     "(child processes get the new value)",
-                     f"{_RESTART}, with gpulab.set_visible_devices(...) or reservation.apply() as the first cell.")
-    return Check(True, "CUDA_VISIBLE_DEVICES changed before CUDA started", f"{said}: CUDA will read the new value")
+        return Finding(
+            False,
+            "CUDA_VISIBLE_DEVICES changed after CUDA was asked",
+            f"{said}; CUDA reads it once, when it starts, so this kernel keeps the GPUs of that moment "
+            "(child processes get the new value)",
+            f"{_RESTART}, with gpulab.set_visible_devices(...) or reservation.apply() as the first cell.",
+        )
+    return Finding(True, "CUDA_VISIBLE_DEVICES changed before CUDA started", f"{said}: CUDA will read the new value")
 
 
-def _reservation(s: KernelState) -> Check:
+def _reservation(s: KernelState) -> Finding:
     if not s.reservation:
-        return Check(True, "no GPU reserved by this notebook", "nothing held (gpulab.reserve_gpus(n) holds GPUs "
-                     "against the other notebooks on this machine)")
+        return Finding(
+            True,
+            "no GPU reserved by this notebook",
+            "nothing held (gpulab.reserve_gpus(n) holds GPUs against the other notebooks on this machine)",
+        )
     held = ", ".join(f"GPU {i}" for i, _ in s.reservation)
     tokens = [t.strip() for t in (s.visible_now or "").split(",") if t.strip()]
-    points = bool(tokens) and all(any(t == str(i) or (t.startswith("GPU-") and u.startswith(t))
-                                      for i, u in s.reservation) for t in tokens)
+    points = bool(tokens) and all(
+        any(t == str(i) or (t.startswith("GPU-") and u.startswith(t)) for i, u in s.reservation) for t in tokens
+    )
     if points:
-        return Check(True, f"{held} reserved by this notebook", f"CUDA_VISIBLE_DEVICES={s.visible_now!r} uses them")
-    return Check(False, f"{held} reserved by this notebook, but not used",
-                 f"CUDA_VISIBLE_DEVICES={_shown(s.visible_now)} does not point at them, so work here may land on "
-                 "another user's GPU",
-                 "call reservation.apply() before CUDA starts (or pass reservation.env() to the processes you "
-                 "start); release() what you do not use.")
+        return Finding(True, f"{held} reserved by this notebook", f"CUDA_VISIBLE_DEVICES={s.visible_now!r} uses them")
+    return Finding(
+        False,
+        f"{held} reserved by this notebook, but not used",
+        f"CUDA_VISIBLE_DEVICES={_shown(s.visible_now)} does not point at them, so work here may land on "
+        "another user's GPU",
+        "call reservation.apply() before CUDA starts (or pass reservation.env() to the processes you "
+        "start); release() what you do not use.",
+    )
 
 
 def _fork_unsafe(s: KernelState) -> list[str]:
@@ -148,101 +191,153 @@ def _fork_unsafe(s: KernelState) -> list[str]:
     elif s.cuda.variable_read is True:  # cuInit ran (is_available() is enough): CUDA does not survive a fork after it
         why.append("the CUDA driver has started here (a forked child cannot use CUDA)")
     if s.extra_threads:
-        why.append(f"OpenMP's thread pool is running ({s.extra_threads} thread(s) beyond torch's own): a forked "
-                   "child's first multi-threaded op waits for threads that were not copied")
+        why.append(
+            f"OpenMP's thread pool is running ({s.extra_threads} thread(s) beyond torch's own): a forked "
+            "child's first multi-threaded op waits for threads that were not copied"
+        )
     return why
 
 
-def _start_method(s: KernelState) -> Check:
+def _start_method(s: KernelState) -> Finding:
     method = s.start_method or "not set yet (Python's default)"
     why = _fork_unsafe(s)
     if not s.fork_available:
-        return Check(True, f"start method: {method}", "this platform has no fork: every launcher spawns")
+        return Finding(True, f"start method: {method}", "this platform has no fork: every launcher spawns")
     if not why:
-        return Check(True, f"start method: {method}", "a fork is safe now")
-    return Check(False, f"start method: {method}; a fork is not safe now", "; ".join(why),
-                 "use gpulab.launch (its ranks come from a fork server started clean), or restart the kernel and "
-                 "launch before any CPU or CUDA work.")
+        return Finding(True, f"start method: {method}", "a fork is safe now")
+    return Finding(
+        False,
+        f"start method: {method}; a fork is not safe now",
+        "; ".join(why),
+        "use gpulab.launch (its ranks come from a fork server started clean), or restart the kernel and "
+        "launch before any CPU or CUDA work.",
+    )
 
 
-def _openmp(s: KernelState) -> Check:
+def _openmp(s: KernelState) -> Finding:
     if s.torch_threads is None:
-        return Check(True, "OpenMP threads: torch not imported", "no thread pool yet")
+        return Finding(True, "OpenMP threads: torch not imported", "no thread pool yet")
     if not s.extra_threads:
-        return Check(True, f"OpenMP threads: pool not started (torch uses {s.torch_threads})",
-                     "no CPU op has run on two or more threads here yet")
-    return Check(False, f"OpenMP threads: pool started ({s.extra_threads} thread(s) beyond torch's own, torch uses "
-                 f"{s.torch_threads})",
-                 "a process forked from this kernel hangs at its first op on two or more threads (GNU OpenMP does "
-                 "not survive fork; notebooks/06_lightning.ipynb shows it)",
-                 "launch with gpulab.launch; with a fork-based launcher set OMP_NUM_THREADS=1 and "
-                 "torch.set_num_threads(1) before any CPU work (restart the kernel first).")
+        return Finding(
+            True,
+            f"OpenMP threads: pool not started (torch uses {s.torch_threads})",
+            "no CPU op has run on two or more threads here yet",
+        )
+    return Finding(
+        False,
+        f"OpenMP threads: pool started ({s.extra_threads} thread(s) beyond torch's own, torch uses {s.torch_threads})",
+        "a process forked from this kernel hangs at its first op on two or more threads (GNU OpenMP does "
+        "not survive fork; notebooks/06_lightning.ipynb shows it)",
+        "launch with gpulab.launch; with a fork-based launcher set OMP_NUM_THREADS=1 and "
+        "torch.set_num_threads(1) before any CPU work (restart the kernel first).",
+    )
 
 
-def _group(s: KernelState) -> Check:
+def _group(s: KernelState) -> Finding:
     if s.process_group is None:
-        return Check(True, "no process group open", "torch.distributed.is_initialized() is False here")
-    return Check(False, f"a {s.process_group} process group is open in this kernel",
-                 "init_process_group ran in the notebook itself: a second one raises, and its store keeps a port",
-                 "torch.distributed.destroy_process_group(); start process groups inside the launched function "
-                 "(gpulab.launch does it for you).")
+        return Finding(True, "no process group open", "torch.distributed.is_initialized() is False here")
+    return Finding(
+        False,
+        f"a {s.process_group} process group is open in this kernel",
+        "init_process_group ran in the notebook itself: a second one raises, and its store keeps a port",
+        "torch.distributed.destroy_process_group(); start process groups inside the launched function "
+        "(gpulab.launch does it for you).",
+    )
 
 
-def _ports(s: KernelState) -> Check:
-    last = f" (the last gpulab.launch used {s.launch_port}, now free)" if s.launch_port and \
-        s.launch_port not in s.ports else ""
+def _ports(s: KernelState) -> Finding:
+    last = (
+        f" (the last gpulab.launch used {s.launch_port}, now free)"
+        if s.launch_port and s.launch_port not in s.ports
+        else ""
+    )
     if not s.ports:
-        return Check(True, "no port held by this kernel", "besides Jupyter's own" + last)
+        return Finding(True, "no port held by this kernel", "besides Jupyter's own" + last)
     default = " including 29500, torchrun's and notebook_launcher's default," if 29500 in s.ports else ""
-    return Check(False, f"port(s) {', '.join(map(str, s.ports))} held by this kernel",
-                 f"this kernel listens on them{default} besides Jupyter's own: a store or process group from an "
-                 "earlier launch or cell is still open, and a launcher that picks one of these ports fails with "
-                 "'address already in use'",
-                 "destroy_process_group() / `del store` in the cell that opened them, or restart the kernel; "
-                 "gpulab.launch picks a free port every time.")
+    return Finding(
+        False,
+        f"port(s) {', '.join(map(str, s.ports))} held by this kernel",
+        f"this kernel listens on them{default} besides Jupyter's own: a store or process group from an "
+        "earlier launch or cell is still open, and a launcher that picks one of these ports fails with "
+        "'address already in use'",
+        "destroy_process_group() / `del store` in the cell that opened them, or restart the kernel; "
+        "gpulab.launch picks a free port every time.",
+    )
 
 
-def _lightning(s: KernelState) -> Check:
+def _lightning(s: KernelState) -> Finding:
     # lightning/fabric/strategies/launchers/multiprocessing.py (Lightning 2.6): ddp_notebook = ddp_fork; launch()
     # calls _check_bad_cuda_fork() for fork/forkserver, which refuses where torch.cuda.is_initialized() (older torch)
     # or lets the ranks fail with "Cannot re-initialize CUDA in forked subprocess"; each rank gets cores ÷ ranks
-    # OpenMP threads, and GNU OpenMP's pool does not survive the fork (gpulab.fork_check shows the hang).
+    # OpenMP threads, and GNU OpenMP's pool does not survive the fork (gpulab.fork_experiment shows the hang).
     if not s.fork_available:
-        return Check(False, "Lightning ddp_notebook would refuse", "it forks, and this platform has no fork",
-                     "use gpulab.launch, or strategy='ddp' from a script.")
+        return Finding(
+            False,
+            "Lightning ddp_notebook would refuse",
+            "it forks, and this platform has no fork",
+            "use gpulab.launch, or strategy='ddp' from a script.",
+        )
     if s.cuda.initialized:
-        return Check(False, "Lightning ddp_notebook would fail", "CUDA is initialised in this kernel: its forked "
-                     "ranks stop with 'Cannot re-initialize CUDA in forked subprocess'", _RESTART + ".")
+        return Finding(
+            False,
+            "Lightning ddp_notebook would fail",
+            "CUDA is initialised in this kernel: its forked "
+            "ranks stop with 'Cannot re-initialize CUDA in forked subprocess'",
+            _RESTART + ".",
+        )
     if s.extra_threads and os.environ.get("OMP_NUM_THREADS", "") != "1":
-        return Check(False, "Lightning ddp_notebook would hang", "OpenMP's pool is running here and each forked rank "
-                     "gets several threads: the first multi-threaded op in a rank never ends",
-                     "restart the kernel, set OMP_NUM_THREADS=1 and torch.set_num_threads(1) in the first cell.")
-    return Check(True, "Lightning ddp_notebook would start", "nothing here makes its fork fail or hang")
+        return Finding(
+            False,
+            "Lightning ddp_notebook would hang",
+            "OpenMP's pool is running here and each forked rank "
+            "gets several threads: the first multi-threaded op in a rank never ends",
+            "restart the kernel, set OMP_NUM_THREADS=1 and torch.set_num_threads(1) in the first cell.",
+        )
+    return Finding(True, "Lightning ddp_notebook would start", "nothing here makes its fork fail or hang")
 
 
-def _accelerate(s: KernelState) -> Check:
+def _accelerate(s: KernelState) -> Finding:
     # accelerate/launchers.py, notebook_launcher with num_processes > 1: raises ValueError when
     # AcceleratorState._shared_state is not empty ("the Accelerator should only be initialized inside your training
     # function"), RuntimeError when bitsandbytes is imported (are_libraries_initialized), ValueError when
     # torch.cuda.is_initialized(); then forks on master_port 29500 unless use_port is given (PR #4059: torch ≥ 2.9's
     # LaunchConfig itself touched CUDA before that fix).
     if s.accelerator_made:
-        return Check(False, "accelerate notebook_launcher would refuse", "an Accelerator was created in this "
-                     "kernel (it must be created inside the training function)", _RESTART + ".")
+        return Finding(
+            False,
+            "accelerate notebook_launcher would refuse",
+            "an Accelerator was created in this kernel (it must be created inside the training function)",
+            _RESTART + ".",
+        )
     if s.bitsandbytes:
-        return Check(False, "accelerate notebook_launcher would refuse", "bitsandbytes is imported here, and it "
-                     "initialises CUDA", "restart the kernel; import bitsandbytes inside the training function.")
+        return Finding(
+            False,
+            "accelerate notebook_launcher would refuse",
+            "bitsandbytes is imported here, and it initialises CUDA",
+            "restart the kernel; import bitsandbytes inside the training function.",
+        )
     if s.cuda.initialized:
-        return Check(False, "accelerate notebook_launcher would refuse",
-                     f"CUDA is initialised in this kernel{': ' + str(s.cuda_started_by) if s.cuda_started_by else ''}",
-                     _RESTART + ".")
+        return Finding(
+            False,
+            "accelerate notebook_launcher would refuse",
+            f"CUDA is initialised in this kernel{': ' + str(s.cuda_started_by) if s.cuda_started_by else ''}",
+            _RESTART + ".",
+        )
     if 29500 in s.ports:
-        return Check(False, "accelerate notebook_launcher would fail", "its default port 29500 is held by this kernel",
-                     "pass use_port='29501' (or free the port).")
+        return Finding(
+            False,
+            "accelerate notebook_launcher would fail",
+            "its default port 29500 is held by this kernel",
+            "pass use_port='29501' (or free the port).",
+        )
     if s.extra_threads and os.environ.get("OMP_NUM_THREADS", "") != "1":
-        return Check(False, "accelerate notebook_launcher may hang", "it forks this kernel, whose OpenMP pool is "
-                     "running", "restart the kernel and set OMP_NUM_THREADS=1 before any CPU work.")
-    return Check(True, "accelerate notebook_launcher would start", "nothing here makes it refuse or hang")
+        return Finding(
+            False,
+            "accelerate notebook_launcher may hang",
+            "it forks this kernel, whose OpenMP pool is running",
+            "restart the kernel and set OMP_NUM_THREADS=1 before any CPU work.",
+        )
+    return Finding(True, "accelerate notebook_launcher would start", "nothing here makes it refuse or hang")
 
 
 def _shown(value: str | None) -> str:

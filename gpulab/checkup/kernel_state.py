@@ -1,8 +1,9 @@
 """What this kernel's process holds that decides whether the next launch works: the facts ``doctor`` judges (probes).
 
 Each fact is read without starting anything: no CUDA, no fork, no new thread. ``KernelState`` is plain data, so
-``doctor``'s verdicts are checked on states built by hand as well as on real kernels.
+``doctor``'s findings are tested on states built by hand as well as on real kernels.
 """
+
 from __future__ import annotations
 
 import functools
@@ -16,6 +17,7 @@ from pathlib import Path
 from ..machine import compat
 from ..machine.cuda import CudaState, cuda_state
 from ..machine.cuda_start import CudaStart
+from ..machine.nvml import GpuReader
 from ..machine.threads import native_threads, threads_at_torch_import
 
 __all__ = ["KernelState", "kernel_state", "listening_ports", "visible_at_start"]
@@ -23,6 +25,10 @@ __all__ = ["KernelState", "kernel_state", "listening_ports", "visible_at_start"]
 
 @dataclass(frozen=True)
 class KernelState:
+    """What the doctor reads of this kernel: CUDA's state, ``CUDA_VISIBLE_DEVICES`` then and now, the start method,
+    threads, open process groups and ports, the reservation held, and what would make accelerate refuse. Built by
+    ``kernel_state()`` or by hand in tests."""
+
     cuda: CudaState
     visible_at_start: str | None  # CUDA_VISIBLE_DEVICES when this process started (None: unset)
     visible_now: str | None
@@ -39,6 +45,7 @@ class KernelState:
 
     @property
     def cuda_started_by(self) -> CudaStart | None:
+        """The line that started CUDA here (or asked it to), None when none is known."""
         return self.cuda.started_by
 
 
@@ -63,11 +70,15 @@ def _threads_of_torch_import() -> int:
     counted = threads_at_torch_import()
     if counted is not None:
         return counted
-    code = ("import torch, sys; sys.path.insert(0, %r); from gpulab.machine.threads import native_threads; "
-            "print(native_threads())" % str(Path(__file__).resolve().parents[2]))
+    root = str(Path(__file__).resolve().parents[2])
+    code = (
+        f"import torch, sys; sys.path.insert(0, {root!r}); from gpulab.machine.threads import native_threads; "
+        "print(native_threads())"
+    )
     try:
-        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
-                             start_new_session=True)
+        out = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, start_new_session=True
+        )
         return int(out.stdout.strip().splitlines()[-1])
     except (OSError, ValueError, IndexError, subprocess.TimeoutExpired):
         return 1
@@ -86,11 +97,12 @@ def listening_ports() -> tuple[int, ...]:
     except (psutil.Error, OSError):
         return ()
     own = set(compat.jupyter_ports())
-    return tuple(sorted({c.laddr.port for c in conns if c.status == psutil.CONN_LISTEN and c.laddr}
-                        - own))
+    return tuple(sorted({c.laddr.port for c in conns if c.status == psutil.CONN_LISTEN and c.laddr} - own))
 
 
-def _reservation(machine: object, reservations: str | os.PathLike[str] | None) -> tuple[tuple[int, str], ...]:
+def _reservation(
+    machine: GpuReader | str | None, reservations: str | os.PathLike[str] | None
+) -> tuple[tuple[int, str], ...]:
     from ..machine.inventory import devices
     from ..reservations import reservation_holders
 
@@ -99,7 +111,9 @@ def _reservation(machine: object, reservations: str | os.PathLike[str] | None) -
     return tuple((g.physical_index, g.uuid) for g in gpus if g.uuid in holders and holders[g.uuid].mine)
 
 
-def kernel_state(machine: object = None, reservations: str | os.PathLike[str] | None = None) -> KernelState:
+def kernel_state(
+    machine: GpuReader | str | None = None, reservations: str | os.PathLike[str] | None = None
+) -> KernelState:
     """Read this process's state (nothing is started; the first call measures torch's own threads in a child)."""
     torch = sys.modules.get("torch")
     threads = torch.get_num_threads() if torch is not None else None
@@ -112,8 +126,18 @@ def kernel_state(machine: object = None, reservations: str | os.PathLike[str] | 
     last = launcher.last_launch() if launcher is not None else None
     state = sys.modules.get("accelerate.state")
     made = bool(getattr(getattr(state, "AcceleratorState", None), "_shared_state", None))
-    return KernelState(cuda_state(), visible_at_start(), os.environ.get("CUDA_VISIBLE_DEVICES"),
-                       multiprocessing.get_start_method(allow_none=True),
-                       "fork" in multiprocessing.get_all_start_methods(), threads, extra, group, listening_ports(),
-                       last.master_port if last is not None else None, _reservation(machine, reservations), made,
-                       "bitsandbytes" in sys.modules)
+    return KernelState(
+        cuda_state(),
+        visible_at_start(),
+        os.environ.get("CUDA_VISIBLE_DEVICES"),
+        multiprocessing.get_start_method(allow_none=True),
+        "fork" in multiprocessing.get_all_start_methods(),
+        threads,
+        extra,
+        group,
+        listening_ports(),
+        last.master_port if last is not None else None,
+        _reservation(machine, reservations),
+        made,
+        "bitsandbytes" in sys.modules,
+    )

@@ -9,19 +9,34 @@ CUDA_ERROR_NOT_INITIALIZED". So ``cuDeviceGetCount``, asked of a libcuda that is
 ``cuInit`` and 0 after, without starting anything. This module reads the maps text and interprets that answer;
 ``gpulab.machine.cuda`` asks it.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["CUDA_SUCCESS", "CUDA_ERROR_NOT_INITIALIZED", "result_name", "mapped_drivers", "driver_in_maps",
-           "DriverAnswer"]
+__all__ = [
+    "CUDA_SUCCESS",
+    "CUDA_ERROR_NOT_INITIALIZED",
+    "result_name",
+    "mapped_drivers",
+    "driver_in_maps",
+    "DriverAnswer",
+]
 
 CUDA_SUCCESS = 0
 CUDA_ERROR_NOT_INITIALIZED = 3
 # CUresult values a learner may meet here (cuda.h); any other is printed by number
-_RESULTS = {0: "CUDA_SUCCESS", 1: "CUDA_ERROR_INVALID_VALUE", 3: "CUDA_ERROR_NOT_INITIALIZED",
-            4: "CUDA_ERROR_DEINITIALIZED", 34: "CUDA_ERROR_STUB_LIBRARY", 35: "CUDA_ERROR_INSUFFICIENT_DRIVER",
-            100: "CUDA_ERROR_NO_DEVICE", 101: "CUDA_ERROR_INVALID_DEVICE", 999: "CUDA_ERROR_UNKNOWN"}
+_RESULTS = {
+    0: "CUDA_SUCCESS",
+    1: "CUDA_ERROR_INVALID_VALUE",
+    3: "CUDA_ERROR_NOT_INITIALIZED",
+    4: "CUDA_ERROR_DEINITIALIZED",
+    34: "CUDA_ERROR_STUB_LIBRARY",
+    35: "CUDA_ERROR_INSUFFICIENT_DRIVER",
+    100: "CUDA_ERROR_NO_DEVICE",
+    101: "CUDA_ERROR_INVALID_DEVICE",
+    999: "CUDA_ERROR_UNKNOWN",
+}
 
 
 def result_name(code: int) -> str:
@@ -62,6 +77,7 @@ class DriverAnswer:
 
     @classmethod
     def not_loaded(cls) -> DriverAnswer:
+        """No libcuda is mapped in this process: CUDA cannot have started."""
         return cls(False, None, "libcuda is not loaded in this process")
 
     @classmethod
@@ -83,6 +99,7 @@ class DriverAnswer:
 
     @classmethod
     def unanswered(cls, path: str, why: str) -> DriverAnswer:
+        """The libcuda at ``path`` is loaded but could not be asked (``why``): whether CUDA started stays unknown."""
         return cls(True, None, f"{path.rsplit('/', 1)[-1]} is loaded but could not be asked ({why})")
 
     @staticmethod

@@ -3,6 +3,7 @@
 Both the notebook's short tracebacks and the launcher's report of a failed rank keep the learner's frames and drop
 these, so the rule lives here, below both.
 """
+
 from __future__ import annotations
 
 import sysconfig
@@ -10,8 +11,13 @@ from pathlib import Path
 
 __all__ = ["is_library_file", "GPULAB_ROOT", "code_place"]
 
-_LIBRARY_ROOTS = tuple({str(Path(p).resolve()) for key in ("stdlib", "platstdlib", "purelib", "platlib")
-                        if (p := sysconfig.get_paths().get(key))})
+_LIBRARY_ROOTS = tuple(
+    {
+        str(Path(p).resolve())
+        for key in ("stdlib", "platstdlib", "purelib", "platlib")
+        if (p := sysconfig.get_paths().get(key))
+    }
+)
 GPULAB_ROOT = str(Path(__file__).resolve().parents[1])
 
 
@@ -24,7 +30,6 @@ def is_library_file(filename: str) -> bool:
     except (OSError, ValueError):
         return False
     return resolved.startswith(_LIBRARY_ROOTS) or resolved.startswith(GPULAB_ROOT) or "site-packages" in resolved
-
 
 
 def code_place(filename: str, lineno: int, cell: int | None = None) -> str:

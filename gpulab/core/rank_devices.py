@@ -12,6 +12,7 @@ The facts come from whoever can see them: the launcher (one machine, ``cuda:k`` 
 torchrun script (each rank's GPU UUID, gathered over a gloo group: ``gpulab.ranks.agree``). Tests give them directly
 for 0, 1, 2 and 8 GPUs. Taught in ``notebooks/04_ddp.ipynb``.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -43,14 +44,15 @@ class RankDevices:
         return self.reason
 
 
-def gpus_of_one_machine(nprocs: int, gpu_count: int) -> list[RankGpu | None]:
+def gpus_of_one_machine(world_size: int, gpu_count: int) -> list[RankGpu | None]:
     """Ranks started on one machine: rank k may use ``cuda:k`` while k < ``gpu_count`` (distinct indices are
     distinct GPUs in one process's numbering; CUDA refuses a list that names a GPU twice)."""
-    return [RankGpu(k, f"cuda:{k}") if k < gpu_count else None for k in range(nprocs)]
+    return [RankGpu(k, f"cuda:{k}") if k < gpu_count else None for k in range(world_size)]
 
 
-def decide_rank_devices(gpus: Sequence[RankGpu | None], *, nccl_available: bool, requested: str = "auto"
-                        ) -> RankDevices:
+def decide_rank_devices(
+    gpus: Sequence[RankGpu | None], *, nccl_available: bool, requested: str = "auto"
+) -> RankDevices:
     """Backend and device per rank for ranks whose possible GPUs are ``gpus`` (rank order; None: no GPU for it).
 
     ``requested``: ``"auto"`` (NCCL when every rank has a GPU of its own and NCCL exists, else gloo on the CPU),
@@ -62,26 +64,35 @@ def decide_rank_devices(gpus: Sequence[RankGpu | None], *, nccl_available: bool,
         raise ValueError("there must be at least one rank to decide for; got an empty list of ranks.")
     strays = [g for g in gpus if g is not None and not isinstance(g, RankGpu)]
     if strays:
-        raise TypeError(f"each rank's GPU is a RankGpu(cuda_index, uuid) or None (no GPU for that rank); got "
-                        f"{strays[0]!r}. gpus_of_one_machine(nprocs, gpu_count) builds the list for one machine.")
+        raise TypeError(
+            f"each rank's GPU is a RankGpu(cuda_index, uuid) or None (no GPU for that rank); got "
+            f"{strays[0]!r}. gpus_of_one_machine(world_size, gpu_count) builds the list for one machine."
+        )
     if not isinstance(requested, str):
         raise TypeError(f"backend is a name such as 'auto', 'gloo' or 'nccl'; got {requested!r}.")
     requested = requested.lower()  # torch.distributed accepts 'NCCL' and 'Gloo' too
     if requested not in _NAMED + _OTHERS:
-        raise ValueError(f"backend={requested!r} is not available in this PyTorch build; use 'auto', 'gloo' or, "
-                         f"with a GPU per rank, 'nccl'.")
+        raise ValueError(
+            f"backend={requested!r} is not available in this PyTorch build; use 'auto', 'gloo' or, "
+            f"with a GPU per rank, 'nccl'."
+        )
     cpu = ("cpu",) * n
     if requested == "gloo" or requested in _OTHERS:
         return RankDevices(requested, cpu, f"{requested} on the CPU for {_ranks(n)}, as asked.")
     why_not = _why_not_nccl(gpus, nccl_available)
     if why_not is None:
         devices = tuple(f"cuda:{g.cuda_index}" for g in gpus if g is not None)
-        return RankDevices("nccl", devices, f"NCCL: each of the {_ranks(n)} has a GPU of its own "
-                                            f"({', '.join(devices)} in each rank's numbering).")
+        return RankDevices(
+            "nccl",
+            devices,
+            f"NCCL: each of the {_ranks(n)} has a GPU of its own ({', '.join(devices)} in each rank's numbering).",
+        )
     if requested == "nccl":
-        raise ValueError(f"backend='nccl' cannot work here: {why_not}. NCCL needs a GPU of its own for every rank. "
-                         f"Use backend='gloo' (CPU tensors; 'auto' picks it here), fewer ranks, or a machine with "
-                         f"one GPU per rank.")
+        raise ValueError(
+            f"backend='nccl' cannot work here: {why_not}. NCCL needs a GPU of its own for every rank. "
+            f"Use backend='gloo' (CPU tensors; 'auto' picks it here), fewer ranks, or a machine with "
+            f"one GPU per rank."
+        )
     return RankDevices("gloo", cpu, f"gloo on the CPU for {_ranks(n)}: {why_not}.")
 
 
@@ -95,14 +106,18 @@ def _why_not_nccl(gpus: Sequence[RankGpu | None], nccl_available: bool) -> str |
         return "no rank has a CUDA GPU"
     if without:
         have = n - len(without)
-        return (f"{_ranks(n)} but only {have} GPU(s), so {_listed('rank', without)} would have none "
-                f"(never cuda:k past the GPUs there are)")
+        return (
+            f"{_ranks(n)} but only {have} GPU(s), so {_listed('rank', without)} would have none "
+            f"(never cuda:k past the GPUs there are)"
+        )
     first: dict[str, int] = {}
     for r, g in enumerate(gpus):
         assert g is not None
         if g.uuid in first:
-            return (f"ranks {first[g.uuid]} and {r} would share one GPU ({g.uuid}), as two nodes on one machine with "
-                    f"one GPU do, and NCCL refuses two ranks on one GPU")
+            return (
+                f"ranks {first[g.uuid]} and {r} would share one GPU ({g.uuid}), as two nodes on one machine with "
+                f"one GPU do, and NCCL refuses two ranks on one GPU"
+            )
         first[g.uuid] = r
     return None
 

@@ -5,10 +5,10 @@ Every field that the hardware or driver may refuse is ``value | Unavailable``: a
 ``N/A (reason)`` and is falsy, so nothing downstream crashes on a field a GPU lacks.
 Index spaces are spelled out: ``physical_index`` is NVML's (= nvidia-smi's) numbering, never a ``cuda:k`` index.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Union
 
 __all__ = ["Unavailable", "GpuProcess", "MigInstance", "GpuInfo", "GpuSample", "is_known"]
 
@@ -31,7 +31,7 @@ def is_known(value: object) -> bool:
     return value is not None and not isinstance(value, Unavailable)
 
 
-Number = Union[int, float, Unavailable]
+Number = int | float | Unavailable
 
 
 @dataclass(frozen=True)
@@ -84,7 +84,10 @@ class GpuInfo:
     simulated: bool = False  # described by gpulab.machine.simulated, not read from a driver: outputs say SIMULATED
 
     def sample(self) -> GpuSample:
-        return GpuSample(self.physical_index, self.memory_used_bytes, self.memory_total_bytes, self.utilization_gpu_percent)
+        """This reading's memory and utilisation, as the monitor samples them."""
+        return GpuSample(
+            self.physical_index, self.memory_used_bytes, self.memory_total_bytes, self.utilization_gpu_percent
+        )
 
     @property
     def short_uuid(self) -> str:

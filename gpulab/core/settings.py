@@ -3,6 +3,7 @@
 ``GPULAB_FAST=1`` (set by ``make test`` and the CI) shrinks data sets, epochs and repeats so that every chapter runs
 top to bottom in seconds on a 2-core CPU; ``make lab`` sets ``GPULAB_FAST=0`` for the full-size experiments.
 """
+
 from __future__ import annotations
 
 import os
@@ -34,8 +35,7 @@ def env_flag(name: str, default: bool | None = False, *, meaning: str = "") -> b
 
 def fast_mode() -> bool:
     """True when ``GPULAB_FAST`` is set to 1/true/yes/on (read at every call, so a notebook can change it)."""
-    return bool(env_flag("GPULAB_FAST", False,
-                         meaning="1 for the quick run of every chapter, 0 for the full one"))
+    return bool(env_flag("GPULAB_FAST", False, meaning="1 for the quick run of every chapter, 0 for the full one"))
 
 
 def full_or_fast(full: T, fast: T) -> T:

@@ -1,4 +1,5 @@
 """Plain-text and HTML tables (pure). Every gpulab result renders both ways: ``__str__`` and ``_repr_html_``."""
+
 from __future__ import annotations
 
 import html
@@ -69,6 +70,7 @@ class TableView:
     """Mixin for a result that is one table: define ``table()``; ``print`` and Jupyter both show it."""
 
     def table(self) -> Table:
+        """The result as one ``Table``; each result class defines it, and ``print`` and Jupyter show it."""
         raise NotImplementedError
 
     def __str__(self) -> str:

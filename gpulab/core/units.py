@@ -2,6 +2,7 @@
 
 Taught in every chapter that prints a measurement; see ``notebooks/00_setup.ipynb``.
 """
+
 from __future__ import annotations
 
 import math

@@ -5,6 +5,7 @@ and ipywidgets 7.7 (Colab's) lacks: ``'VBox' object has no attribute '_repr_mime
 this view message (widget protocol 2.0, unchanged from ipywidgets 7.0 to 8.x); a front end without widgets (nbconvert,
 GitHub, a terminal) shows ``text/plain``, so the text says everything the widget shows.
 """
+
 from __future__ import annotations
 
 __all__ = ["WIDGET_VIEW_MIME", "widget_bundle"]

@@ -13,6 +13,7 @@ replicas' gradients are *reduced*: the copy that replicate made is differentiabl
 a differentiable copy of each parameter per replica (its backward adds into the parameter, like Broadcast's),
 one thread per replica, ``torch.cat``. Taught in ``notebooks/03_dataparallel.ipynb``.
 """
+
 from __future__ import annotations
 
 import threading
@@ -23,10 +24,17 @@ from itertools import chain
 import torch
 
 from ..core.tables import Table, TableView
-from .gradients import sample_weights
+from .gradient_comparison import sample_weights
 
-__all__ = ["data_parallel_step", "ParallelStep", "scatter_batch", "replicate_module", "apply_in_parallel",
-           "gather_outputs", "resolve_devices"]
+__all__ = [
+    "data_parallel_step",
+    "ParallelStep",
+    "scatter_batch",
+    "replicate_module",
+    "apply_in_parallel",
+    "gather_outputs",
+    "resolve_devices",
+]
 
 LossFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
@@ -50,6 +58,8 @@ class ParallelStep(TableView):
         return sample_weights(self.chunk_sizes, per_replica=self.replica_losses is not None)
 
     def table(self) -> Table:
+        """The step as a table: each replica's chunk, loss and gradient norm, the gathered loss, and how exactly the
+        reduce summed the gradients."""
         torch_way, cpu = self.torch_primitives, not self.torch_primitives
         chunks = ", ".join(f"{n} → {d}" for n, d in zip(self.chunk_sizes, self.devices))
         if self.replica_losses is None:
@@ -58,41 +68,71 @@ class ParallelStep(TableView):
             each = ", ".join(f"{v:.4f}" for v in self.replica_losses)
             loss = f"a loss per replica ({each}), averaged: {self.loss:.4f}"
         rows = [
-            ["1 scatter", f"batch of {sum(self.chunk_sizes)} split: {chunks}",
-             "Tensor.chunk + .to" if cpu else "torch.nn.parallel.scatter"],
-            ["2 replicate", f"{len(self.devices)} replicas, each parameter copied differentiably",
-             "Tensor.to(copy=True) per parameter" if cpu else "torch.nn.parallel.replicate"],
-            ["3 apply", f"{len(self.devices)} replicas, one thread each",
-             "threading.Thread" if cpu else "torch.nn.parallel.parallel_apply"],
-            ["4 gather + loss", loss, "a loss per chunk, then .mean()" if self.replica_losses is not None
-             else "torch.cat" if cpu else "torch.nn.parallel.gather"],
-            ["5 reduce", "replica gradients (norms " + ", ".join(f"{g:.3g}" for g in self.replica_grad_norms)
-             + f") summed into .grad; max |.grad − sum| = {self.reduce_error:.1e}",
-             "backward of the copy" if cpu else "Broadcast.backward (ReduceAddCoalesced)"],
+            [
+                "1 scatter",
+                f"batch of {sum(self.chunk_sizes)} split: {chunks}",
+                "Tensor.chunk + .to" if cpu else "torch.nn.parallel.scatter",
+            ],
+            [
+                "2 replicate",
+                f"{len(self.devices)} replicas, each parameter copied differentiably",
+                "Tensor.to(copy=True) per parameter" if cpu else "torch.nn.parallel.replicate",
+            ],
+            [
+                "3 apply",
+                f"{len(self.devices)} replicas, one thread each",
+                "threading.Thread" if cpu else "torch.nn.parallel.parallel_apply",
+            ],
+            [
+                "4 gather + loss",
+                loss,
+                "a loss per chunk, then .mean()"
+                if self.replica_losses is not None
+                else "torch.cat"
+                if cpu
+                else "torch.nn.parallel.gather",
+            ],
+            [
+                "5 reduce",
+                "replica gradients (norms "
+                + ", ".join(f"{g:.3g}" for g in self.replica_grad_norms)
+                + f") summed into .grad; max |.grad − sum| = {self.reduce_error:.1e}",
+                "backward of the copy" if cpu else "Broadcast.backward (ReduceAddCoalesced)",
+            ],
         ]
         weights = sorted(set(round(w, 6) for w in self.sample_weights))
-        note = (f"each image's loss weighs {weights[0]:.4g} in the total (1/{sum(self.chunk_sizes)}), as in one pass "
-                "over the whole batch" if len(weights) == 1 else
-                f"images weigh {', '.join(f'{w:.4g}' for w in weights)} in the total instead of "
-                f"{1 / sum(self.chunk_sizes):.4g} each: chunks of unequal size count unequally")
+        note = (
+            f"each image's loss weighs {weights[0]:.4g} in the total (1/{sum(self.chunk_sizes)}), as in one pass "
+            "over the whole batch"
+            if len(weights) == 1
+            else f"images weigh {', '.join(f'{w:.4g}' for w in weights)} in the total instead of "
+            f"{1 / sum(self.chunk_sizes):.4g} each: chunks of unequal size count unequally"
+        )
         how = "torch.nn.parallel's primitives" if torch_way else "plain code (torch.nn.parallel refuses CPU devices)"
-        return Table(["step", "what happened", "done by"], rows, title=f"one DataParallel step by hand, {how}",
-                     notes=[note])
+        return Table(
+            ["step", "what happened", "done by"], rows, title=f"one DataParallel step by hand, {how}", notes=[note]
+        )
 
 
 def resolve_devices(devices: Sequence[str | torch.device]) -> list[torch.device]:
-    """``['cuda:0', 'cuda:1']`` or ``['cpu', 'cpu']`` → torch devices, checked: all CUDA (each once) or all CPU."""
+    """``['cuda:0', 'cuda:1']`` or ``['cpu', 'cpu']`` → torch devices, validated: all CUDA (each once) or all CPU."""
     if isinstance(devices, (str, torch.device)) or not devices:
-        raise ValueError(f"devices is a list with one entry per replica, like ['cuda:0', 'cuda:1'] or, on a CPU, "
-                         f"['cpu', 'cpu']; got {devices!r}.")
+        raise ValueError(
+            f"devices is a list with one entry per replica, like ['cuda:0', 'cuda:1'] or, on a CPU, "
+            f"['cpu', 'cpu']; got {devices!r}."
+        )
     try:
         devs = [torch.device(d) for d in devices]
     except (RuntimeError, TypeError) as e:
-        raise ValueError(f"{devices!r} holds something that is not a device name ({e}); use 'cpu' or 'cuda:<index>'.")
+        raise ValueError(
+            f"{devices!r} holds something that is not a device name ({e}); use 'cpu' or 'cuda:<index>'."
+        ) from e
     kinds = {d.type for d in devs}
     if not kinds <= {"cpu", "cuda"} or len(kinds) > 1:
-        raise ValueError(f"devices must be all CUDA GPUs or all the CPU (DataParallel replicates over GPUs; the CPU "
-                         f"stands in for them here); got {', '.join(map(str, devs))}.")
+        raise ValueError(
+            f"devices must be all CUDA GPUs or all the CPU (DataParallel replicates over GPUs; the CPU "
+            f"stands in for them here); got {', '.join(map(str, devs))}."
+        )
     if kinds == {"cuda"}:
         from ..machine.cuda import cuda_gpu_count
 
@@ -100,11 +140,15 @@ def resolve_devices(devices: Sequence[str | torch.device]) -> list[torch.device]
         devs = [torch.device("cuda", d.index if d.index is not None else torch.cuda.current_device()) for d in devs]
         missing = [str(d) for d in devs if d.index >= have]
         if missing:
-            raise ValueError(f"{', '.join(missing)} do(es) not exist: this process sees {have} CUDA GPU(s). On a "
-                             f"machine without enough GPUs, pass ['cpu'] * {len(devs)} to run the same steps.")
+            raise ValueError(
+                f"{', '.join(missing)} do(es) not exist: this process sees {have} CUDA GPU(s). On a "
+                f"machine without enough GPUs, pass ['cpu'] * {len(devs)} to run the same steps."
+            )
         if len(set(devs)) < len(devs):
-            raise ValueError(f"a GPU is listed twice in {', '.join(map(str, devs))}: DataParallel keeps one replica "
-                             f"per GPU. Only the CPU may be listed several times (threads stand in for GPUs).")
+            raise ValueError(
+                f"a GPU is listed twice in {', '.join(map(str, devs))}: DataParallel keeps one replica "
+                f"per GPU. Only the CPU may be listed several times (threads stand in for GPUs)."
+            )
     return devs
 
 
@@ -140,12 +184,14 @@ def replicate_module(module: torch.nn.Module, devices: Sequence[torch.device]) -
     return replicas
 
 
-def apply_in_parallel(replicas: Sequence[torch.nn.Module], chunks: Sequence[torch.Tensor],
-                      devices: Sequence[torch.device]) -> list[torch.Tensor]:
+def apply_in_parallel(
+    replicas: Sequence[torch.nn.Module], chunks: Sequence[torch.Tensor], devices: Sequence[torch.device]
+) -> list[torch.Tensor]:
     """Replica k on chunk k, all at once (a thread each); a failure names the replica and its device."""
     if devices[0].type == "cuda":
-        return list(torch.nn.parallel.parallel_apply(replicas, [(c,) for c in chunks], None,
-                                                     [d.index for d in devices]))
+        return list(
+            torch.nn.parallel.parallel_apply(replicas, [(c,) for c in chunks], None, [d.index for d in devices])
+        )
     grad_enabled = torch.is_grad_enabled()  # grad mode is per thread: hand it on, as torch's parallel_apply does
     results: list[torch.Tensor | None] = [None] * len(replicas)
     errors: list[BaseException | None] = [None] * len(replicas)
@@ -164,8 +210,9 @@ def apply_in_parallel(replicas: Sequence[torch.nn.Module], chunks: Sequence[torc
         t.join()
     for k, e in enumerate(errors):
         if e is not None:
-            raise RuntimeError(f"replica {k} on {devices[k]} failed on its chunk of {len(chunks[k])} rows: "
-                               f"{type(e).__name__}: {e}") from e
+            raise RuntimeError(
+                f"replica {k} on {devices[k]} failed on its chunk of {len(chunks[k])} rows: {type(e).__name__}: {e}"
+            ) from e
     return [r for r in results if r is not None]
 
 
@@ -177,19 +224,27 @@ def gather_outputs(outputs: Sequence[torch.Tensor], output_device: torch.device)
     return torch.cat([o.to(output_device) for o in outputs])
 
 
-def _check_module_on(module: torch.nn.Module, device: torch.device) -> None:
+def _validate_module_on(module: torch.nn.Module, device: torch.device) -> None:
     for t in chain(module.parameters(), module.buffers()):
         if t.device != device:
             # DataParallel's own words, then what to do
-            raise RuntimeError(f"module must have its parameters and buffers on device {device} (devices[0]) but "
-                               f"found one of them on device: {t.device}. Move it first with module.to('{device}'): "
-                               f"the replicas are copied from the module where it is, so it must sit on devices[0].")
+            raise RuntimeError(
+                f"module must have its parameters and buffers on device {device} (devices[0]) but "
+                f"found one of them on device: {t.device}. Move it first with module.to('{device}'): "
+                f"the replicas are copied from the module where it is, so it must sit on devices[0]."
+            )
 
 
-def data_parallel_step(module: torch.nn.Module, inputs: torch.Tensor, targets: torch.Tensor,
-                       devices: Sequence[str | torch.device], *, output_device: str | torch.device | None = None,
-                       loss_fn: LossFn = torch.nn.functional.cross_entropy,
-                       loss_per_replica: bool = False) -> ParallelStep:
+def data_parallel_step(
+    module: torch.nn.Module,
+    inputs: torch.Tensor,
+    targets: torch.Tensor,
+    devices: Sequence[str | torch.device],
+    *,
+    output_device: str | torch.device | None = None,
+    loss_fn: LossFn = torch.nn.functional.cross_entropy,
+    loss_per_replica: bool = False,
+) -> ParallelStep:
     """Forward and backward of one batch the way DataParallel does it; afterwards each parameter's ``.grad`` holds
     the batch's gradient (cleared first, like ``optimizer.zero_grad()``).
 
@@ -202,12 +257,14 @@ def data_parallel_step(module: torch.nn.Module, inputs: torch.Tensor, targets: t
     if not isinstance(inputs, torch.Tensor) or inputs.dim() == 0 or len(inputs) == 0:
         raise ValueError("inputs must be a batch: a tensor whose first dimension counts at least one example.")
     if not isinstance(targets, torch.Tensor) or targets.dim() == 0 or len(targets) != len(inputs):
-        raise ValueError(f"targets must hold one target per input along dimension 0; got "
-                         f"{tuple(getattr(targets, 'shape', ()))} for inputs of shape {tuple(inputs.shape)}.")
-    _check_module_on(module, devs[0])
+        raise ValueError(
+            f"targets must hold one target per input along dimension 0; got "
+            f"{tuple(getattr(targets, 'shape', ()))} for inputs of shape {tuple(inputs.shape)}."
+        )
+    _validate_module_on(module, devs[0])
     module.zero_grad(set_to_none=True)
     chunks = scatter_batch(inputs, devs)  # 1
-    used = devs[:len(chunks)]  # a batch smaller than the device list leaves the last devices idle
+    used = devs[: len(chunks)]  # a batch smaller than the device list leaves the last devices idle
     replicas = replicate_module(module, used)  # 2
     names = [n for n, p in module.named_parameters() if p.requires_grad]
     copies = [[_tensor_at(r, n) for n in names] for r in replicas]
@@ -232,8 +289,16 @@ def data_parallel_step(module: torch.nn.Module, inputs: torch.Tensor, targets: t
         parts = [c[i].grad.to(params[n].device) for c in copies if c[i].grad is not None]
         if parts and params[n].grad is not None:
             error = max(error, (params[n].grad - torch.stack(parts).sum(0)).abs().max().item())
-    return ParallelStep(tuple(str(d) for d in used), str(out_dev), tuple(len(c) for c in chunks), loss.item(),
-                        replica_losses, tuple(norms), error, devs[0].type == "cuda")
+    return ParallelStep(
+        tuple(str(d) for d in used),
+        str(out_dev),
+        tuple(len(c) for c in chunks),
+        loss.item(),
+        replica_losses,
+        tuple(norms),
+        error,
+        devs[0].type == "cuda",
+    )
 
 
 def _tensor_at(replica: torch.nn.Module, name: str) -> torch.Tensor:

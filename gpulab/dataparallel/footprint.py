@@ -17,6 +17,7 @@ The child sees the GPUs numbered as nvidia-smi numbers them (``CUDA_DEVICE_ORDER
 physical indices. On a shared machine other users' processes change the numbers too: read them as a measurement of
 this moment. Taught in ``notebooks/03_dataparallel.ipynb``.
 """
+
 from __future__ import annotations
 
 import json
@@ -34,6 +35,7 @@ from ..core.arguments import whole_numbers
 from ..core.readings import Unavailable
 from ..core.tables import Table, TableView
 from ..core.units import format_bytes
+from ..machine.nvml import GpuReader
 
 __all__ = ["context_footprint", "GpuFootprint", "VARIANTS", "run_until_ready"]
 
@@ -47,6 +49,9 @@ VARIANTS = {
 
 @dataclass(frozen=True)
 class GpuFootprint(TableView):
+    """The memory each GPU held before and during one DataParallel step of ``variant`` (NVML's count, every process):
+    which GPUs the step really occupied."""
+
     variant: str
     device_ids: tuple[int, ...]  # physical indices the step was meant to use
     used_before_bytes: tuple[int | Unavailable, ...]  # NVML, every process, per physical GPU
@@ -54,46 +59,66 @@ class GpuFootprint(TableView):
     reserved_bytes: dict[int, int]  # torch's caching allocator in the child, per CUDA index the step used
 
     def added_bytes(self, physical_index: int) -> int | None:
+        """Bytes GPU ``physical_index`` gained during the step (None where NVML could not read it)."""
         a, b = self.used_before_bytes[physical_index], self.used_during_bytes[physical_index]
         return None if isinstance(a, Unavailable) or isinstance(b, Unavailable) else b - a
 
     def table(self) -> Table:
+        """Per GPU: whether ``device_ids`` named it, and its memory before, during and added."""
         rows = []
         for i in range(len(self.used_before_bytes)):
             added = self.added_bytes(i)
             role = "in device_ids" if i in self.device_ids else "not asked for"
-            rows.append([i, role, format_bytes(self.used_before_bytes[i]) if added is not None else "N/A",
-                         format_bytes(self.used_during_bytes[i]) if added is not None else "N/A",
-                         "N/A" if added is None else format_bytes(added)])
+            rows.append(
+                [
+                    i,
+                    role,
+                    format_bytes(self.used_before_bytes[i]) if added is not None else "N/A",
+                    format_bytes(self.used_during_bytes[i]) if added is not None else "N/A",
+                    "N/A" if added is None else format_bytes(added),
+                ]
+            )
         stray = [i for i in range(len(rows)) if i not in self.device_ids and (self.added_bytes(i) or 0) > 64 * 2**20]
-        note = (f"GPU {', '.join(map(str, stray))} gained memory although not in device_ids: a CUDA context "
-                f"(see the variant's code)" if stray else "no GPU outside device_ids gained more than 64 MiB")
-        return Table(["GPU (nvidia-smi)", "role", "used before", "used during", "added"], rows,
-                     title=f"{self.variant}: {VARIANTS[self.variant]} (ids = {list(self.device_ids)})",
-                     notes=[note, "NVML counts every process on each GPU: other users' work shows up too."])
+        note = (
+            f"GPU {', '.join(map(str, stray))} gained memory although not in device_ids: a CUDA context "
+            f"(see the variant's code)"
+            if stray
+            else "no GPU outside device_ids gained more than 64 MiB"
+        )
+        return Table(
+            ["GPU (nvidia-smi)", "role", "used before", "used during", "added"],
+            rows,
+            title=f"{self.variant}: {VARIANTS[self.variant]} (ids = {list(self.device_ids)})",
+            notes=[note, "NVML counts every process on each GPU: other users' work shows up too."],
+        )
 
 
-def run_until_ready(argv: Sequence[str], *, env: dict[str, str] | None = None,
-                    timeout_s: float = 120.0) -> tuple[subprocess.Popen[str], dict[str, Any]]:
+def run_until_ready(
+    argv: Sequence[str], *, env: dict[str, str] | None = None, timeout_s: float = 120.0
+) -> tuple[subprocess.Popen[str], dict[str, Any]]:
     """Start ``argv`` and wait for its first stdout line, a JSON object; return the still-running process and it.
 
     The child must then wait for a line on stdin before exiting. On failure or timeout the child is killed (no
     process is left behind) and the error carries the end of its stderr.
     """
-    proc = subprocess.Popen(list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=env)
+    proc = subprocess.Popen(
+        list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
     lines: queue.Queue[str] = queue.Queue()
     threading.Thread(target=lambda: lines.put(proc.stdout.readline()), daemon=True).start()  # type: ignore[union-attr]
     try:
         try:
             line = lines.get(timeout=timeout_s)
         except queue.Empty:
-            raise TimeoutError(f"the measuring process gave no result within {timeout_s:g} s and was stopped.") from None
+            raise TimeoutError(
+                f"the measuring process gave no result within {timeout_s:g} s and was stopped."
+            ) from None
         if not line.strip():
             proc.wait(timeout=10)
             tail = (proc.stderr.read() if proc.stderr else "").strip().splitlines()[-5:]
-            raise RuntimeError(f"the measuring process ended before it was ready (exit code {proc.returncode}):\n"
-                               + "\n".join(tail))
+            raise RuntimeError(
+                f"the measuring process ended before it was ready (exit code {proc.returncode}):\n" + "\n".join(tail)
+            )
         return proc, json.loads(line)
     except BaseException:
         if proc.poll() is None:
@@ -102,8 +127,13 @@ def run_until_ready(argv: Sequence[str], *, env: dict[str, str] | None = None,
         raise
 
 
-def context_footprint(variant: str = "article", device_ids: Sequence[int] | None = None, *, machine: Any = None,
-                      timeout_s: float = 120.0) -> GpuFootprint:
+def context_footprint(
+    variant: str = "article",
+    device_ids: Sequence[int] | None = None,
+    *,
+    machine: GpuReader | str | None = None,
+    timeout_s: float = 120.0,
+) -> GpuFootprint:
     """Run one DataParallel step as ``variant`` does it, in a new process, and measure every GPU's memory meanwhile.
 
     ``device_ids`` are physical GPU indices, never 0 here (the point is to see whether GPU 0 is touched anyway);
@@ -117,24 +147,39 @@ def context_footprint(variant: str = "article", device_ids: Sequence[int] | None
         raise ValueError(f"variant is one of {', '.join(map(repr, VARIANTS))}; got {variant!r}.")
     reason = too_few_gpus(2)
     if reason is not None:
-        raise RuntimeError(f"This measurement {reason}: it watches GPU 0 while other GPUs do the work. Read the "
-                           f"chapter's text for what it shows on a machine with several GPUs.")
+        raise RuntimeError(
+            f"This measurement {reason}: it watches GPU 0 while other GPUs do the work. Read the "
+            f"chapter's text for what it shows on a machine with several GPUs."
+        )
     reader = as_reader(machine)
     n = reader.count()
     ids = list(device_ids) if device_ids is not None else ([n - 2, n - 1] if n >= 3 else [1])
-    ids = list(whole_numbers(ids, "device_ids", minimum=1, example="[1, 2]", empty_ok=False,
-                             what="physical GPU indices, from 1 (GPU 0 is the one watched)"))
+    ids = list(
+        whole_numbers(
+            ids,
+            "device_ids",
+            minimum=1,
+            example="[1, 2]",
+            empty_ok=False,
+            what="physical GPU indices, from 1 (GPU 0 is the one watched)",
+        )
+    )
     if max(ids) >= n:
-        raise ValueError(f"device_ids={ids!r}: device_ids are physical GPU indices between 1 and {n - 1} (GPU 0 is the "
-                         f"one watched; this machine has {n}), e.g. device_ids=[1].")
+        raise ValueError(
+            f"device_ids={ids!r}: device_ids are physical GPU indices between 1 and {n - 1} (GPU 0 is the "
+            f"one watched; this machine has {n}), e.g. device_ids=[1]."
+        )
     env = {k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"}
     env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
     env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[2]), env.get("PYTHONPATH", "")])
     if variant == "CUDA_VISIBLE_DEVICES":
         env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, ids))
     before = tuple(reader.sample(i).memory_used_bytes for i in range(n))
-    proc, ready = run_until_ready([sys.executable, "-m", "gpulab.dataparallel.footprint", variant,
-                                   ",".join(map(str, ids))], env=env, timeout_s=timeout_s)
+    proc, ready = run_until_ready(
+        [sys.executable, "-m", "gpulab.dataparallel.footprint", variant, ",".join(map(str, ids))],
+        env=env,
+        timeout_s=timeout_s,
+    )
     try:
         during = tuple(reader.sample(i).memory_used_bytes for i in range(n))
     finally:

@@ -7,6 +7,7 @@ setup is timed with ``gpulab.benchmark`` (warm-up, repeats, median). DataParalle
 step, as the fourth article does, so each GPU sees the same ``batch`` as the single device.
 Taught in ``notebooks/03_dataparallel.ipynb``; ``benchmarks/bench_dataparallel.py`` prints the ratios side by side.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
@@ -26,6 +27,8 @@ SETUPS = ("one device", "DataParallel", "by hand")
 
 @dataclass(frozen=True)
 class ThroughputRow:
+    """One setup timed at one batch per device: its devices and median step, and samples per second."""
+
     setup: str  # "one device", "DataParallel" or "by hand"
     devices: tuple[str, ...]
     batch_per_device: int
@@ -35,6 +38,8 @@ class ThroughputRow:
 
 @dataclass(frozen=True)
 class Throughput(TableView):
+    """Training speed of one model on one device, DataParallel and by hand, at each batch size measured."""
+
     rows: tuple[ThroughputRow, ...]
     model: str
 
@@ -42,22 +47,42 @@ class Throughput(TableView):
         """``setup``'s samples/s ÷ one device's, at the same batch per device."""
         speed = {r.setup: r.samples_per_s for r in self.rows if r.batch_per_device == batch_per_device}
         if "one device" not in speed or setup not in speed:
-            raise KeyError(f"no '{setup}' and 'one device' rows at batch {batch_per_device} per device; measured: "
-                           f"{sorted({(r.setup, r.batch_per_device) for r in self.rows})}")
+            raise KeyError(
+                f"no '{setup}' and 'one device' rows at batch {batch_per_device} per device; measured: "
+                f"{sorted({(r.setup, r.batch_per_device) for r in self.rows})}"
+            )
         return speed[setup] / speed["one device"]
 
     def table(self) -> Table:
-        rows = [[r.setup, ", ".join(r.devices), r.batch_per_device, r.batch_per_device * len(r.devices),
-                 format_seconds(r.step_s), format_rate(r.samples_per_s, "samples")] for r in self.rows]
-        notes = [f"batch {b} per device: {s} ÷ one device = {self.speedup(s, b):.2f}×"
-                 for b in sorted({r.batch_per_device for r in self.rows})
-                 for s in SETUPS[1:] if {s, "one device"} <= {r.setup for r in self.rows if r.batch_per_device == b}]
-        return Table(["setup", "devices", "batch per device", "batch per step", "step (median)", "speed"], rows,
-                     title=f"training speed, {self.model}", notes=notes)
+        """Each setup's devices, batch, median step and samples/s, with the speedups over one device as notes."""
+        rows = [
+            [
+                r.setup,
+                ", ".join(r.devices),
+                r.batch_per_device,
+                r.batch_per_device * len(r.devices),
+                format_seconds(r.step_s),
+                format_rate(r.samples_per_s, "samples"),
+            ]
+            for r in self.rows
+        ]
+        notes = [
+            f"batch {b} per device: {s} ÷ one device = {self.speedup(s, b):.2f}×"
+            for b in sorted({r.batch_per_device for r in self.rows})
+            for s in SETUPS[1:]
+            if {s, "one device"} <= {r.setup for r in self.rows if r.batch_per_device == b}
+        ]
+        return Table(
+            ["setup", "devices", "batch per device", "batch per step", "step (median)", "speed"],
+            rows,
+            title=f"training speed, {self.model}",
+            notes=notes,
+        )
 
 
-def _step_fn(setup: str, model: torch.nn.Module, devices: Sequence[torch.device], batch: int,
-             image_shape: tuple[int, ...]) -> Callable[[], None]:
+def _step_fn(
+    setup: str, model: torch.nn.Module, devices: Sequence[torch.device], batch: int, image_shape: tuple[int, ...]
+) -> Callable[[], None]:
     from .by_hand import data_parallel_step
 
     g = torch.Generator().manual_seed(0)
@@ -81,10 +106,17 @@ def _step_fn(setup: str, model: torch.nn.Module, devices: Sequence[torch.device]
     return step
 
 
-def training_throughput(make_model: Callable[[], torch.nn.Module], batch_sizes: Sequence[int], *,
-                        device: str = "cpu", parallel_devices: Sequence[str] = (),
-                        setups: Sequence[str] = ("one device",), image_shape: tuple[int, ...] = (1, 28, 28),
-                        repeats: int = 5, label: str = "") -> Throughput:
+def training_throughput(
+    make_model: Callable[[], torch.nn.Module],
+    batch_sizes: Sequence[int],
+    *,
+    device: str = "cpu",
+    parallel_devices: Sequence[str] = (),
+    setups: Sequence[str] = ("one device",),
+    image_shape: tuple[int, ...] = (1, 28, 28),
+    repeats: int = 5,
+    label: str = "",
+) -> Throughput:
     """Median samples/s of a training step for each setup and batch size (per device), measured in turns.
 
     ``device`` runs the "one device" setup; ``parallel_devices`` (e.g. ``['cuda:0', 'cuda:1']``, or ``['cpu'] * 2``
@@ -95,21 +127,37 @@ def training_throughput(make_model: Callable[[], torch.nn.Module], batch_sizes: 
     unknown = [s for s in setups if s not in SETUPS]
     if unknown or not setups:
         raise ValueError(f"setups are some of {SETUPS}; got {list(setups)!r}.")
-    batch_sizes = list(whole_numbers(batch_sizes, "batch_sizes", minimum=1, example="[32, 128, 512]", empty_ok=False,
-                                     what="images per device and step"))
+    batch_sizes = list(
+        whole_numbers(
+            batch_sizes,
+            "batch_sizes",
+            minimum=1,
+            example="[32, 128, 512]",
+            empty_ok=False,
+            what="images per device and step",
+        )
+    )
     one = resolve_devices([device])
     many = resolve_devices(parallel_devices) if set(setups) - {"one device"} else []
     if "DataParallel" in setups and many[0].type != "cuda":
-        raise ValueError("DataParallel runs on GPUs only: on a machine without them it calls the module as it is "
-                         "(device_ids becomes []), which is the 'one device' row. Use setup 'by hand' to run its "
-                         "steps on CPU threads.")
+        raise ValueError(
+            "DataParallel runs on GPUs only: on a machine without them it calls the module as it is "
+            "(device_ids becomes []), which is the 'one device' row. Use setup 'by hand' to run its "
+            "steps on CPU threads."
+        )
     rows = []
     for batch in batch_sizes:
         for setup in setups:
             devices = one if setup == "one device" else many
             model = make_model().to(devices[0])
-            result = benchmark(_step_fn(setup, model, devices, batch, image_shape), device="cpu", warmup=1,
-                               repeats=repeats, number=1, label=f"{setup}, batch {batch}")
+            result = benchmark(
+                _step_fn(setup, model, devices, batch, image_shape),
+                device="cpu",
+                warmup=1,
+                repeats=repeats,
+                number=1,
+                label=f"{setup}, batch {batch}",
+            )
             n = batch * len(devices)
             rows.append(ThroughputRow(setup, tuple(map(str, devices)), batch, result.median_s, n / result.median_s))
     return Throughput(tuple(rows), label or type(make_model()).__name__)

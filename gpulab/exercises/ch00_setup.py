@@ -1,11 +1,12 @@
 """Checkers for the exercises of notebooks/00_setup.ipynb: the two numberings of GPUs, and what starts CUDA."""
+
 from __future__ import annotations
 
 from typing import Any
 
+from ..core.visible import visible_map
 from ..machine.inventory import devices
 from ..machine.simulated import SimulatedGpuReader
-from ..core.visible import visible_map
 from .feedback import Exercise, Hint, WrongType, exercise, kind
 
 EXERCISES: dict[str, Exercise] = {}
@@ -18,31 +19,43 @@ LOOKING = "“Looking did not start CUDA”"
 WANTED_CUDA0, WANTED_CUDA1 = 6, 1
 
 
-@exercise(EXERCISES, "ch00-ex1", "make physical GPU 6 your cuda:0", section=NUMBERINGS,
-          expects='a string, the value you would give CUDA_VISIBLE_DEVICES (e.g. "3,4")')
+@exercise(
+    EXERCISES,
+    "ch00-ex1",
+    "make physical GPU 6 your cuda:0",
+    section=NUMBERINGS,
+    expects='a string, the value you would give CUDA_VISIBLE_DEVICES (e.g. "3,4")',
+)
 def _visible_devices(answer: Any) -> str:
     if not isinstance(answer, str):
-        raise WrongType(f"an environment variable's value is text: write it as a string in quotes, not "
-                        f"{kind(answer)}.")
+        raise WrongType(f"an environment variable's value is text: write it as a string in quotes, not {kind(answer)}.")
     gpus = devices(SimulatedGpuReader("workshop-8"), processes=False).gpus
     seen = visible_map(gpus, {"CUDA_VISIBLE_DEVICES": answer})
     physical = [d.physical_index for d in seen.devices]
     if physical == [WANTED_CUDA0, WANTED_CUDA1]:
-        return (f"CUDA_VISIBLE_DEVICES={answer!r}: on the described workshop-8 server (SIMULATED) cuda:0 is physical "
-                f"GPU {WANTED_CUDA0} and cuda:1 is physical GPU {WANTED_CUDA1}, and no other GPU is visible. The list "
-                "names physical GPUs (nvidia-smi's numbers); its order makes cuda:0, cuda:1, ...")
+        return (
+            f"CUDA_VISIBLE_DEVICES={answer!r}: on the described workshop-8 server (SIMULATED) cuda:0 is physical "
+            f"GPU {WANTED_CUDA0} and cuda:1 is physical GPU {WANTED_CUDA1}, and no other GPU is visible. The list "
+            "names physical GPUs (nvidia-smi's numbers); its order makes cuda:0, cuda:1, ..."
+        )
     if not physical:
         why = f" ({seen.notes[0].rstrip('.')})" if seen.notes else ""
-        raise Hint(f"with this value the program would see no GPU at all{why}. The value is a list of nvidia-smi's "
-                   "GPU numbers, separated by commas.")
+        raise Hint(
+            f"with this value the program would see no GPU at all{why}. The value is a list of nvidia-smi's "
+            "GPU numbers, separated by commas."
+        )
     got = ", ".join(f"cuda:{k} would be physical GPU {p}" for k, p in enumerate(physical))
     if sorted(physical) == sorted([WANTED_CUDA0, WANTED_CUDA1]):
-        raise Hint(f"the right two GPUs, in the wrong order: {got}. cuda:k counts the entries of the list in the "
-                   "order you write them.")
+        raise Hint(
+            f"the right two GPUs, in the wrong order: {got}. cuda:k counts the entries of the list in the "
+            "order you write them."
+        )
     extra = sorted(set(physical) - {WANTED_CUDA0, WANTED_CUDA1})
     if {WANTED_CUDA0, WANTED_CUDA1} <= set(physical):
-        raise Hint(f"the program would also see physical GPU(s) {', '.join(map(str, extra))}, which others in the room "
-                   "are using: list only the GPUs it should use.")
+        raise Hint(
+            f"the program would also see physical GPU(s) {', '.join(map(str, extra))}, which others in the room "
+            "are using: list only the GPUs it should use."
+        )
     raise Hint(f"with this value {got}. The entries are physical GPU numbers as nvidia-smi shows them, not cuda:k.")
 
 
@@ -63,8 +76,11 @@ WHY_NOT: dict[str, tuple[str, str]] = {
     "f": ("it is another program, in its own process: nothing it does starts CUDA in yours", NUMBERINGS),
 }
 WHY: dict[str, tuple[str, str]] = {
-    "a": ("one call that looks harmless does start the CUDA driver in this process: it asks the CUDA runtime for a "
-          "device count", FALLBACK),
+    "a": (
+        "one call that looks harmless does start the CUDA driver in this process: it asks the CUDA runtime for a "
+        "device count",
+        FALLBACK,
+    ),
     "c": ("creating a tensor on a GPU is the plainest way to start CUDA", FALLBACK),
 }
 
@@ -74,19 +90,25 @@ def _letters(answer: Any) -> set[str]:
         picked = {c for c in answer.lower() if c.isalpha()}
     elif isinstance(answer, (set, frozenset, list, tuple)):
         if not all(isinstance(x, str) for x in answer):
-            raise WrongType("give the letters of the calls as text, e.g. {\"a\", \"b\"} or \"ab\".")
+            raise WrongType('give the letters of the calls as text, e.g. {"a", "b"} or "ab".')
         picked = {x.strip().lower() for x in answer}
     else:
-        raise WrongType(f"give the letters of the calls that start CUDA as a set of strings, e.g. {{\"a\", \"b\"}}, "
-                        f"not {kind(answer)}.")
+        raise WrongType(
+            f'give the letters of the calls that start CUDA as a set of strings, e.g. {{"a", "b"}}, not {kind(answer)}.'
+        )
     unknown = sorted(picked - set(CALLS))
     if unknown:
         raise WrongType(f"{', '.join(map(repr, unknown))}: the calls are lettered {', '.join(CALLS)}.")
     return picked
 
 
-@exercise(EXERCISES, "ch00-ex2", "which calls start CUDA?", section=FALLBACK,
-          expects='the set of letters of the calls that start CUDA, e.g. {"a", "b"}')
+@exercise(
+    EXERCISES,
+    "ch00-ex2",
+    "which calls start CUDA?",
+    section=FALLBACK,
+    expects='the set of letters of the calls that start CUDA, e.g. {"a", "b"}',
+)
 def _starts_cuda(answer: Any) -> str:
     picked = _letters(answer)
     if not picked:
@@ -97,5 +119,7 @@ def _starts_cuda(answer: Any) -> str:
     for letter in sorted(STARTS_CUDA - picked):
         why, section = WHY[letter]
         raise Hint(f"you left out a call that starts CUDA: {why}.", section)
-    return ("exactly the calls that start CUDA: torch.cuda.is_available() and a tensor on the GPU. gpulab looks "
-            "through NVML, is_initialized() only reports, and nvidia-smi runs in a process of its own.")
+    return (
+        "exactly the calls that start CUDA: torch.cuda.is_available() and a tensor on the GPU. gpulab looks "
+        "through NVML, is_initialized() only reports, and nvidia-smi runs in a process of its own."
+    )

@@ -1,7 +1,9 @@
 """Checkers for the exercises of notebooks/01_cpu_gpu_transfer.ipynb: moving a step to a device (buffers included),
 copy or share, and bytes in half precision. The ``meta`` device stands in for a GPU, as in the chapter."""
+
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -33,19 +35,27 @@ def _step_parts() -> tuple[nn.Module, nn.Module, torch.Tensor, torch.Tensor]:
 
 def _left_behind(model: nn.Module, criterion: nn.Module, device: str) -> Hint | None:
     if model.weight.device.type != device:
-        return Hint(f"the model's parameters are on {model.weight.device.type}, not on {device}. A module's "
-                    ".to(device) moves its parameters and buffers in place.", TO_AND_CUDA)
+        return Hint(
+            f"the model's parameters are on {model.weight.device.type}, not on {device}. A module's "
+            ".to(device) moves its parameters and buffers in place.",
+            TO_AND_CUDA,
+        )
     if criterion.weight.device.type != device:
-        return Hint(f"the model is on {device}, but the loss function's class weights are on "
-                    f"{criterion.weight.device.type}: a criterion with weights holds them as a buffer, and it must "
-                    "be on the inputs' device too.", BUFFERS)
+        return Hint(
+            f"the model is on {device}, but the loss function's class weights are on "
+            f"{criterion.weight.device.type}: a criterion with weights holds them as a buffer, and it must "
+            "be on the inputs' device too.",
+            BUFFERS,
+        )
     return None
 
 
 def _reached_for_cuda(device: str, what: str) -> Hint:
-    return Hint(f"your function reached for CUDA although it was asked for device={device!r} ({what}). Use the "
-                "device parameter everywhere, never a fixed 'cuda': the same function must run on any device.",
-                TO_AND_CUDA)
+    return Hint(
+        f"your function reached for CUDA although it was asked for device={device!r} ({what}). Use the "
+        "device parameter everywhere, never a fixed 'cuda': the same function must run on any device.",
+        TO_AND_CUDA,
+    )
 
 
 def _explain_failure(model: nn.Module, criterion: nn.Module, device: str, exc: Exception) -> Hint:
@@ -56,42 +66,74 @@ def _explain_failure(model: nn.Module, criterion: nn.Module, device: str, exc: E
     if behind is not None:
         return behind
     if "item" in text or "meta tensors" in text:
-        return Hint("return the loss tensor itself: .item() copies a number back to the host, which the meta device "
-                    "(standing in for a GPU here) cannot do, and which a GPU does only by waiting for the work.",
-                    TO_AND_CUDA)
-    return Hint(f"the model and the criterion are on {device}, but the call still failed ({type(exc).__name__}: "
-                f"{first_line(exc)}). Is the batch there too? A tensor's .to(device) returns a new tensor and leaves "
-                "the original where it was: use the one it returns.", TO_AND_CUDA)
+        return Hint(
+            "return the loss tensor itself: .item() copies a number back to the host, which the meta device "
+            "(standing in for a GPU here) cannot do, and which a GPU does only by waiting for the work.",
+            TO_AND_CUDA,
+        )
+    return Hint(
+        f"the model and the criterion are on {device}, but the call still failed ({type(exc).__name__}: "
+        f"{first_line(exc)}). Is the batch there too? A tensor's .to(device) returns a new tensor and leaves "
+        "the original where it was: use the one it returns.",
+        TO_AND_CUDA,
+    )
 
 
-@exercise(EXERCISES, "ch01-ex1", "one loss computation on any device", section=BUFFERS,
-          expects="a function weighted_loss(model, criterion, x, y, device) that returns the loss tensor")
+@exercise(
+    EXERCISES,
+    "ch01-ex1",
+    "one loss computation on any device",
+    section=BUFFERS,
+    expects="a function weighted_loss(model, criterion, x, y, device) that returns the loss tensor",
+)
 def _weighted_loss(answer: Any) -> str:
     for device in ("cpu", "meta"):
         model, criterion, x, y = _step_parts()
         reference = criterion(model(x), y).detach() if device == "cpu" else None
-        loss = call_learner(answer, model, criterion, x, y, device, name="weighted_loss",
-                            expects="a function weighted_loss(model, criterion, x, y, device)",
-                            explain=lambda exc: _explain_failure(model, criterion, device, exc))
+        loss = call_learner(
+            answer,
+            model,
+            criterion,
+            x,
+            y,
+            device,
+            name="weighted_loss",
+            expects="a function weighted_loss(model, criterion, x, y, device)",
+            explain=functools.partial(_explain_failure, model, criterion, device),
+        )
         if not isinstance(loss, torch.Tensor):
-            raise WrongType(f"weighted_loss returned {kind(loss)}: return the loss tensor itself (the notebook "
-                            "calls .item() on it when it wants a number on the host).", TO_AND_CUDA)
-        on_cuda = [what for what, t in (("the model", model.weight), ("the class weights", criterion.weight),
-                                        ("the loss", loss)) if t.device.type == "cuda"]
+            raise WrongType(
+                f"weighted_loss returned {kind(loss)}: return the loss tensor itself (the notebook "
+                "calls .item() on it when it wants a number on the host).",
+                TO_AND_CUDA,
+            )
+        on_cuda = [
+            what
+            for what, t in (("the model", model.weight), ("the class weights", criterion.weight), ("the loss", loss))
+            if t.device.type == "cuda"
+        ]
         if on_cuda:  # a GPU machine, where a fixed 'cuda' works
             raise _reached_for_cuda(device, f"{', '.join(on_cuda)} ended up on cuda")
         behind = _left_behind(model, criterion, device)
         if behind is not None:
             raise behind
         if loss.device.type != device:
-            raise Hint(f"with device={device!r} the loss came back on {loss.device.type}: compute it from the model, "
-                       "the criterion and the batch on that device.", TO_AND_CUDA)
+            raise Hint(
+                f"with device={device!r} the loss came back on {loss.device.type}: compute it from the model, "
+                "the criterion and the batch on that device.",
+                TO_AND_CUDA,
+            )
         if reference is not None and (loss.shape != () or not close_tensor(loss, reference)):
-            raise Hint("the loss differs from the weighted cross-entropy of the model's output: compute it with the "
-                       "criterion you were given (its class weights are part of the loss).", BUFFERS)
-    return ("on cpu and on meta (the stand-in for a GPU) the model, the criterion's class weights (a buffer) and the "
-            "batch all went to the device you passed, and the loss was computed there; on cpu it equals the "
-            "weighted cross-entropy.")
+            raise Hint(
+                "the loss differs from the weighted cross-entropy of the model's output: compute it with the "
+                "criterion you were given (its class weights are part of the loss).",
+                BUFFERS,
+            )
+    return (
+        "on cpu and on meta (the stand-in for a GPU) the model, the criterion's class weights (a buffer) and the "
+        "batch all went to the device you passed, and the loss was computed there; on cpu it equals the "
+        "weighted cross-entropy."
+    )
 
 
 CONVERSIONS: dict[str, str] = {
@@ -123,15 +165,20 @@ def shares_memory() -> dict[str, bool]:
     return out
 
 
-@exercise(EXERCISES, "ch01-ex2", "which conversions share memory?", section=COPY_OR_SHARE,
-          expects='the set of letters of the conversions that share memory with arr, e.g. {"a", "b"}')
+@exercise(
+    EXERCISES,
+    "ch01-ex2",
+    "which conversions share memory?",
+    section=COPY_OR_SHARE,
+    expects='the set of letters of the conversions that share memory with arr, e.g. {"a", "b"}',
+)
 def _share(answer: Any) -> str:
     if isinstance(answer, str):
         picked = {c for c in answer.lower() if c.isalpha()}
     elif isinstance(answer, (set, frozenset, list, tuple)) and all(isinstance(x, str) for x in answer):
         picked = {x.strip().lower() for x in answer}
     else:
-        raise WrongType(f"give the letters as a set of strings, e.g. {{\"a\", \"b\"}}, not {kind(answer)}.")
+        raise WrongType(f'give the letters as a set of strings, e.g. {{"a", "b"}}, not {kind(answer)}.')
     unknown = sorted(picked - set(CONVERSIONS))
     if unknown:
         raise WrongType(f"{', '.join(map(repr, unknown))}: the conversions are lettered {', '.join(CONVERSIONS)}.")
@@ -140,10 +187,11 @@ def _share(answer: Any) -> str:
     for letter in sorted(picked - sharing):
         raise Hint(f"{letter}) {CONVERSIONS[letter]} copies: {WHY[letter]}.", COPY_OR_SHARE)
     for letter in sorted(sharing - picked):
-        raise Hint(f"one you left out shares memory: {WHY[letter]}.",
-                   TO_AND_CUDA if letter == "f" else COPY_OR_SHARE)
-    return ("right, and checked by running each one: changing arr in place changed exactly the tensors from "
-            f"{', '.join(CONVERSIONS[k] for k in sorted(sharing))}.")
+        raise Hint(f"one you left out shares memory: {WHY[letter]}.", TO_AND_CUDA if letter == "f" else COPY_OR_SHARE)
+    return (
+        "right, and checked by running each one: changing arr in place changed exactly the tensors from "
+        f"{', '.join(CONVERSIONS[k] for k in sorted(sharing))}."
+    )
 
 
 def linear_bytes(dtype: torch.dtype, *, bias: bool = True) -> int:
@@ -152,16 +200,17 @@ def linear_bytes(dtype: torch.dtype, *, bias: bool = True) -> int:
     return sum(p.numel() * p.element_size() for p in layer.parameters())
 
 
-@exercise(EXERCISES, "ch01-ex3", "bytes of a layer in half precision", section=HALF,
-          expects="a whole number of bytes")
+@exercise(EXERCISES, "ch01-ex3", "bytes of a layer in half precision", section=HALF, expects="a whole number of bytes")
 def _half_bytes(answer: Any) -> str:
     if not is_real_number(answer):
         raise WrongType(f"give a number of bytes (an int), not {kind(answer)}.")
     truth = linear_bytes(torch.float16)
     numbers_total = truth // 2
     if answer == truth:
-        return (f"{truth:,} bytes: {numbers_total:,} numbers (weight 6400 × 12800, bias 6400) × 2 bytes, "
-                f"{truth / 2**20:.1f} MiB; float32 takes twice that.")
+        return (
+            f"{truth:,} bytes: {numbers_total:,} numbers (weight 6400 × 12800, bias 6400) × 2 bytes, "
+            f"{truth / 2**20:.1f} MiB; float32 takes twice that."
+        )
     if answer == linear_bytes(torch.float32):
         raise Hint("that is the size in float32 (4 bytes a number); the question asks for float16.", HALF)
     if answer == linear_bytes(torch.float16, bias=False):
@@ -170,5 +219,8 @@ def _half_bytes(answer: Any) -> str:
         raise Hint("that is how many numbers the layer holds; the question asks how many bytes they take.", HALF)
     if abs(answer * 2**20 - truth) < 2**20 or abs(answer * 1e6 - truth) < 1e6:
         raise Hint("that looks like mebibytes or megabytes: give the answer in bytes.", HALF)
-    raise Hint("count the numbers in the weight (outputs × inputs) and in the bias (one per output), then the bytes "
-               "each takes in float16. gpulab.module_size can check you without allocating anything.", BIG)
+    raise Hint(
+        "count the numbers in the weight (outputs × inputs) and in the bias (one per output), then the bytes "
+        "each takes in float16. gpulab.module_size can check you without allocating anything.",
+        BIG,
+    )

@@ -1,12 +1,13 @@
 """Checkers for the exercises of notebooks/02_choosing_gpus.ipynb: which physical GPU a ``cuda:k`` is, on the
 described workshop-8 server, when ``CUDA_VISIBLE_DEVICES`` names GPUs by UUID or stops early."""
+
 from __future__ import annotations
 
 from typing import Any
 
 from ..core.arguments import is_whole_number, shown
-from ..machine.inventory import devices
 from ..core.visible import visible_map
+from ..machine.inventory import devices
 from .feedback import Exercise, Hint, WrongType, exercise, kind
 
 EXERCISES: dict[str, Exercise] = {}
@@ -34,8 +35,13 @@ def _index_or_none(value: Any, what: str) -> int | None:
 UUIDS = "GPU-ad57b9ec,GPU-3a79"
 
 
-@exercise(EXERCISES, "ch02-ex1", "GPUs named by UUID", section=ENTRIES_TO_GPUS,
-          expects='a dict {"cuda:0": physical GPU, "cuda:1": physical GPU}')
+@exercise(
+    EXERCISES,
+    "ch02-ex1",
+    "GPUs named by UUID",
+    section=ENTRIES_TO_GPUS,
+    expects='a dict {"cuda:0": physical GPU, "cuda:1": physical GPU}',
+)
 def _by_uuid(answer: Any) -> str:
     if not isinstance(answer, dict):
         raise WrongType(f'give a dict such as {{"cuda:0": 4, "cuda:1": 0}}, not {kind(answer)}.')
@@ -46,44 +52,67 @@ def _by_uuid(answer: Any) -> str:
     given = [_index_or_none(keys[k], k) for k in ("cuda:0", "cuda:1")]
     truth = physical_of(UUIDS)
     if given == truth:
-        return (f"CUDA_VISIBLE_DEVICES={UUIDS} on the described {PRESET} server (SIMULATED): cuda:0 is physical GPU "
-                f"{truth[0]} and cuda:1 is physical GPU {truth[1]}. A UUID, or a unique start of one, names the same "
-                "GPU whatever the numbering, which is why it is the safest entry.")
+        return (
+            f"CUDA_VISIBLE_DEVICES={UUIDS} on the described {PRESET} server (SIMULATED): cuda:0 is physical GPU "
+            f"{truth[0]} and cuda:1 is physical GPU {truth[1]}. A UUID, or a unique start of one, names the same "
+            "GPU whatever the numbering, which is why it is the safest entry."
+        )
     if None in given:
-        raise Hint("both entries name a GPU: a UUID entry may be cut short as long as its start matches one GPU only.",
-                   HOW_CUDA_READS)
+        raise Hint(
+            "both entries name a GPU: a UUID entry may be cut short as long as its start matches one GPU only.",
+            HOW_CUDA_READS,
+        )
     if given == truth[::-1]:
         raise Hint("the right GPUs, but cuda:k follows the order of the list, not nvidia-smi's order.", ENTRIES_TO_GPUS)
     if given == [0, 1]:
-        raise Hint("cuda:k is not physical GPU k once the variable is set: look up which GPUs the entries name.",
-                   TWO_NUMBERINGS)
-    raise Hint("look each UUID up in the server's device table (its uuid column): the entry names the GPU whose UUID "
-               "starts with it.", TWO_NUMBERINGS)
+        raise Hint(
+            "cuda:k is not physical GPU k once the variable is set: look up which GPUs the entries name.",
+            TWO_NUMBERINGS,
+        )
+    raise Hint(
+        "look each UUID up in the server's device table (its uuid column): the entry names the GPU whose UUID "
+        "starts with it.",
+        TWO_NUMBERINGS,
+    )
 
 
 # raw value -> the idea that decides where cuda:1 is
 VALUES: dict[str, tuple[str, str]] = {
-    "0,7,-1,1": ("CUDA reads the list from the left and stops at the first entry it cannot use, keeping the entries "
-                 "before it", HOW_CUDA_READS),
-    "1gpu2,4ampere": ("an index is read like C's strtoul: its leading digits count and the rest of the entry is "
-                      "ignored", HOW_CUDA_READS),
+    "0,7,-1,1": (
+        "CUDA reads the list from the left and stops at the first entry it cannot use, keeping the entries before it",
+        HOW_CUDA_READS,
+    ),
+    "1gpu2,4ampere": (
+        "an index is read like C's strtoul: its leading digits count and the rest of the entry is ignored",
+        HOW_CUDA_READS,
+    ),
     "4,6,4": ("a GPU named twice makes the whole list invalid", HOW_CUDA_READS),
     "3,,5": ("an empty entry is one CUDA cannot use", HOW_CUDA_READS),
-    "GPU-6544817b,3": ("a list that starts with UUIDs must go on with UUIDs: CUDA stops at an entry of another kind",
-                       HOW_CUDA_READS),
+    "GPU-6544817b,3": (
+        "a list that starts with UUIDs must go on with UUIDs: CUDA stops at an entry of another kind",
+        HOW_CUDA_READS,
+    ),
 }
 
 
-@exercise(EXERCISES, "ch02-ex2", "where CUDA stops reading", section=HOW_CUDA_READS,
-          expects="a dict from each value to the physical GPU of cuda:1, or None where there is no cuda:1")
+@exercise(
+    EXERCISES,
+    "ch02-ex2",
+    "where CUDA stops reading",
+    section=HOW_CUDA_READS,
+    expects="a dict from each value to the physical GPU of cuda:1, or None where there is no cuda:1",
+)
 def _stops(answer: Any) -> str:
     if not isinstance(answer, dict):
         raise WrongType(f"give a dict from each value to a physical GPU number or None, not {kind(answer)}.")
     missing = [raw for raw in VALUES if raw not in answer]
     extra = [raw for raw in answer if raw not in VALUES]
     if missing or extra:
-        what = (f"missing {', '.join(map(repr, missing))}" if missing else "") + \
-            ("; " if missing and extra else "") + (f"not asked about: {shown(extra, 60)}" if extra else "")
+        what = (
+            (f"missing {', '.join(map(repr, missing))}" if missing else "")
+            + ("; " if missing and extra else "")
+            + (f"not asked about: {shown(extra, 60)}" if extra else "")
+        )
         raise WrongType(f"answer for each of the {len(VALUES)} values, with the value as the key ({what}).")
     for raw, (idea, section) in VALUES.items():
         given = _index_or_none(answer[raw], repr(raw))
@@ -91,8 +120,9 @@ def _stops(answer: Any) -> str:
         truth = seen[1] if len(seen) > 1 else None
         if given != truth:
             said = "that there is no cuda:1" if given is None else f"physical GPU {given}"
-            raise Hint(f"{raw!r}: you said {said}, which is not how CUDA reads this value. Remember: {idea}.",
-                       section)
-    return ("every value read as CUDA reads it, on the described workshop-8 server (SIMULATED): CUDA stops at the "
-            "first entry it cannot use, reads an index's leading digits, refuses a repeated GPU and a change from "
-            "UUIDs to indices.")
+            raise Hint(f"{raw!r}: you said {said}, which is not how CUDA reads this value. Remember: {idea}.", section)
+    return (
+        "every value read as CUDA reads it, on the described workshop-8 server (SIMULATED): CUDA stops at the "
+        "first entry it cannot use, reads an index's leading digits, refuses a repeated GPU and a change from "
+        "UUIDs to indices."
+    )

@@ -1,5 +1,6 @@
 """Checkers for the exercises of notebooks/05_live_monitor.ipynb: reporting a loop's work to the monitor, and reading
 its records (NaN where a value could not be read)."""
+
 from __future__ import annotations
 
 import math
@@ -24,8 +25,13 @@ def expected_work() -> tuple[int, int]:
     return EPOCHS * len(data.loader(batch_size=BATCH)), EPOCHS * len(data.train)
 
 
-@exercise(EXERCISES, "ch05-ex1", "report a loop's work to the monitor", section=UNDER_MONITOR,
-          expects="the monitor of your loop (the name after `as` in `with gpulab.monitor(...) as ...`)")
+@exercise(
+    EXERCISES,
+    "ch05-ex1",
+    "report a loop's work to the monitor",
+    section=UNDER_MONITOR,
+    expects="the monitor of your loop (the name after `as` in `with gpulab.monitor(...) as ...`)",
+)
 def _reported(answer: Any) -> str:
     # a Monitor is recognised by what it does (this module does not import the monitor's view)
     if isinstance(answer, MonitorSummary):
@@ -41,19 +47,32 @@ def _reported(answer: Any) -> str:
     steps, samples = expected_work()
     labels = [label for _, label in summary.marks]
     if summary.steps_total == 0:
-        raise Hint("the monitor saw no step: the loop has to report each batch to it, and the chapter shows two ways.",
-                   UNDER_MONITOR)
+        raise Hint(
+            "the monitor saw no step: the loop has to report each batch to it, and the chapter shows two ways.",
+            UNDER_MONITOR,
+        )
     if summary.steps_total != steps:
-        raise Hint(f"the monitor counted {summary.steps_total} steps, not one per batch of every epoch: report each "
-                   f"batch once, in both epochs.", UNDER_MONITOR)
+        raise Hint(
+            f"the monitor counted {summary.steps_total} steps, not one per batch of every epoch: report each "
+            f"batch once, in both epochs.",
+            UNDER_MONITOR,
+        )
     if summary.samples_total != samples:
-        raise Hint(f"{summary.steps_total} steps, but {summary.samples_total} samples: a step's samples are the "
-                   "images in its batch, not 1.", UNDER_MONITOR)
+        raise Hint(
+            f"{summary.steps_total} steps, but {summary.samples_total} samples: a step's samples are the "
+            "images in its batch, not 1.",
+            UNDER_MONITOR,
+        )
     if labels != [f"epoch {k}" for k in range(1, EPOCHS + 1)]:
-        raise Hint(f"the steps are right; the marks are {labels or 'missing'}: put one mark, labelled "
-                   f"'epoch 1', 'epoch 2', ..., at the start of each epoch.", UNDER_MONITOR)
-    return (f"{steps} steps, {samples} samples ({EPOCHS} epochs of the {samples // EPOCHS} training images in batches "
-            f"of {BATCH}) and a mark per epoch: the summary counts exactly what the loop reported.")
+        raise Hint(
+            f"the steps are right; the marks are {labels or 'missing'}: put one mark, labelled "
+            f"'epoch 1', 'epoch 2', ..., at the start of each epoch.",
+            UNDER_MONITOR,
+        )
+    return (
+        f"{steps} steps, {samples} samples ({EPOCHS} epochs of the {samples // EPOCHS} training images in batches "
+        f"of {BATCH}) and a mark per epoch: the summary counts exactly what the loop reported."
+    )
 
 
 MiB = 2**20
@@ -64,23 +83,32 @@ RUNS: tuple[tuple[float, ...], ...] = ((NAN, 100, 300, NAN, 140), (250, NAN, 120
 
 def records_for(rss_mib: tuple[float, ...]) -> list[dict[str, Any]]:
     """Rows shaped like ``mon.records()`` for one run (the columns this exercise reads, and two more)."""
-    return [{"elapsed_s": 0.2 * i, "host_cpu_percent": 50.0, "process_rss_bytes": m * MiB, "marks": ""}
-            for i, m in enumerate(rss_mib)]
+    return [
+        {"elapsed_s": 0.2 * i, "host_cpu_percent": 50.0, "process_rss_bytes": m * MiB, "marks": ""}
+        for i, m in enumerate(rss_mib)
+    ]
 
 
-@exercise(EXERCISES, "ch05-ex2", "the peak memory from the records", section=KEEPING,
-          expects="a function peak_rss_mib(records) that returns the largest process_rss_bytes in MiB")
+@exercise(
+    EXERCISES,
+    "ch05-ex2",
+    "the peak memory from the records",
+    section=KEEPING,
+    expects="a function peak_rss_mib(records) that returns the largest process_rss_bytes in MiB",
+)
 def _peak(answer: Any) -> str:
     for run in RUNS:
-        result = call_learner(answer, records_for(run), name="peak_rss_mib",
-                              expects="a function peak_rss_mib(records)")
+        result = call_learner(answer, records_for(run), name="peak_rss_mib", expects="a function peak_rss_mib(records)")
         if not is_real_number(result):
             raise WrongType(f"peak_rss_mib returned {kind(result)}: return a number (MiB).")
         readable = [m for m in run if not math.isnan(m)]
         truth = max(readable)
         if math.isnan(result):
-            raise Hint("the result is NaN. A reading that could not be taken is NaN, and NaN compares false with "
-                       "everything, so max() and np.max can return it: leave those readings out.", KEEPING)
+            raise Hint(
+                "the result is NaN. A reading that could not be taken is NaN, and NaN compares false with "
+                "everything, so max() and np.max can return it: leave those readings out.",
+                KEEPING,
+            )
         if math.isclose(result, truth):
             continue
         if math.isclose(result, truth * MiB):
@@ -89,7 +117,12 @@ def _peak(answer: Any) -> str:
             raise Hint("that is in megabytes (10**6 bytes); a MiB is 2**20 bytes.", KEEPING)
         if math.isclose(result, sum(readable) / len(readable)):
             raise Hint("that is the mean of the readings; the peak is the largest one.", KEEPING)
-        raise Hint(f"for readings of {', '.join('NaN' if math.isnan(m) else f'{m:g} MiB' for m in run)} your "
-                   "function gave another number than the largest readable one.", KEEPING)
-    return ("the largest readable reading, in MiB, with the NaN readings left out: the same rule the summary's peak "
-            "table follows.")
+        raise Hint(
+            f"for readings of {', '.join('NaN' if math.isnan(m) else f'{m:g} MiB' for m in run)} your "
+            "function gave another number than the largest readable one.",
+            KEEPING,
+        )
+    return (
+        "the largest readable reading, in MiB, with the NaN readings left out: the same rule the summary's peak "
+        "table follows."
+    )

@@ -1,5 +1,6 @@
 """Checkers for the exercises of notebooks/06_lightning.ipynb: old ``Trainer`` calls written with today's
 ``accelerator``/``devices``/``strategy``/``precision``. The key is ``gpulab.translate_trainer`` (pure: no Lightning)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -34,8 +35,10 @@ def _kwargs(answer: Any) -> dict[str, Any]:
     elif isinstance(answer, dict) and all(isinstance(k, str) for k in answer):
         found = dict(answer)
     else:
-        raise WrongType("give today's arguments as a dict, e.g. {\"accelerator\": \"cpu\"}, or the call as a string, "
-                        f"e.g. 'Trainer(accelerator=\"cpu\")'; not {kind(answer)}.")
+        raise WrongType(
+            'give today\'s arguments as a dict, e.g. {"accelerator": "cpu"}, or the call as a string, '
+            f"e.g. 'Trainer(accelerator=\"cpu\")'; not {kind(answer)}."
+        )
     return {k: list(v) if isinstance(v, tuple) else v for k, v in found.items()}
 
 
@@ -44,11 +47,17 @@ def _accelerator(got: Any, want: Any) -> None:
     if got == want:
         return
     if got in STRATEGIES:
-        raise Hint(f"accelerator={got!r}: the accelerator names the kind of device (cpu, gpu, ...); how to run on "
-                   "several devices is a different flag.", TODAY)
+        raise Hint(
+            f"accelerator={got!r}: the accelerator names the kind of device (cpu, gpu, ...); how to run on "
+            "several devices is a different flag.",
+            TODAY,
+        )
     if want == "cpu":
-        raise Hint("gpus=None and gpus=0 meant the CPU. Today's default, accelerator='auto', takes a GPU whenever one "
-                   "is visible: say which accelerator you mean.", EVERY_FLAG)
+        raise Hint(
+            "gpus=None and gpus=0 meant the CPU. Today's default, accelerator='auto', takes a GPU whenever one "
+            "is visible: say which accelerator you mean.",
+            EVERY_FLAG,
+        )
     raise Hint(f"accelerator={got!r} is not the kind of device the old call ran on.", TODAY)
 
 
@@ -56,11 +65,17 @@ def _devices(got: Any, want: Any) -> None:
     if got == want or (want is None and got in (None, 1, "auto")):
         return
     if isinstance(want, list) and isinstance(got, int):
-        raise Hint("devices= reads its values as gpus= did: an int counts the first n GPUs, a list names them. "
-                   "The old call named two particular GPUs.", TODAY)
+        raise Hint(
+            "devices= reads its values as gpus= did: an int counts the first n GPUs, a list names them. "
+            "The old call named two particular GPUs.",
+            TODAY,
+        )
     if isinstance(want, int) and isinstance(got, list):
-        raise Hint("devices= reads its values as gpus= did: an int counts GPUs, a list names particular ones. The old "
-                   "call asked for a number of GPUs, any of them.", TODAY)
+        raise Hint(
+            "devices= reads its values as gpus= did: an int counts GPUs, a list names particular ones. The old "
+            "call asked for a number of GPUs, any of them.",
+            TODAY,
+        )
     raise Hint(f"devices={got!r} does not ask for the devices the old call used.", TODAY)
 
 
@@ -70,17 +85,27 @@ def _strategy(got: Any, want: Any, notebook: bool) -> None:
     if notebook and got in ("ddp_notebook", "ddp_fork") and want in ("ddp_notebook", "ddp_fork"):  # one strategy
         return
     if got == "dp":
-        raise Hint("strategy='dp' (DataParallel) was removed in Lightning 2.0: its replacement runs one process per "
-                   "device.", EVERY_FLAG)
+        raise Hint(
+            "strategy='dp' (DataParallel) was removed in Lightning 2.0: its replacement runs one process per device.",
+            EVERY_FLAG,
+        )
     if notebook and got in ("ddp", "ddp_spawn"):
-        raise Hint(f"in a notebook Lightning refuses strategy={got!r}: those start ranks that must recreate the "
-                   "program, and a notebook cannot be re-run or re-imported.", REFUSED)
+        raise Hint(
+            f"in a notebook Lightning refuses strategy={got!r}: those start ranks that must recreate the "
+            "program, and a notebook cannot be re-run or re-imported.",
+            REFUSED,
+        )
     if got is None:
-        raise Hint("with several devices, write the strategy out: the call should say how it runs on them (the "
-                   "default differs between a script and a notebook).", EVERY_FLAG)
+        raise Hint(
+            "with several devices, write the strategy out: the call should say how it runs on them (the "
+            "default differs between a script and a notebook).",
+            EVERY_FLAG,
+        )
     if not notebook and got in ("ddp_notebook", "ddp_fork"):
-        raise Hint(f"strategy={got!r} forks the process it runs in: that is the notebook's way. This call goes in a "
-                   "script.", REFUSED)
+        raise Hint(
+            f"strategy={got!r} forks the process it runs in: that is the notebook's way. This call goes in a script.",
+            REFUSED,
+        )
     if want is None:
         raise Hint("one process on the CPU needs no strategy.", EVERY_FLAG)
     raise Hint(f"strategy={got!r} is not how the old call ran on several devices today.", TODAY)
@@ -90,14 +115,19 @@ def _precision(got: Any, want: Any) -> None:
     if got == want or (want is None and got is None) or (want == "32-true" and got is None):
         return
     if got in (16, "16"):
-        raise Hint("precision=16 still runs, accepted 'for historical reasons': write the name of what it does.",
-                   PRECISION)
+        raise Hint(
+            "precision=16 still runs, accepted 'for historical reasons': write the name of what it does.", PRECISION
+        )
     if got in (32, "32"):
-        raise Hint("precision=32 still runs: write today's name, which says what it is (or leave it out: it is the "
-                   "default).", PRECISION)
+        raise Hint(
+            "precision=32 still runs: write today's name, which says what it is (or leave it out: it is the default).",
+            PRECISION,
+        )
     if want == "32-true":
-        raise Hint(f"precision={got!r}: the old precision=32 was never mixed precision, whatever the article's comment "
-                   "says.", PRECISION)
+        raise Hint(
+            f"precision={got!r}: the old precision=32 was never mixed precision, whatever the article's comment says.",
+            PRECISION,
+        )
     raise Hint(f"precision={got!r} is not what the old value meant.", PRECISION)
 
 
@@ -106,8 +136,11 @@ def check_translation(old_call: str, notebook: bool, answer: Any) -> str:
     got = _kwargs(answer)
     old = [k for k in OLD_FLAGS if k in got]
     if old:
-        raise Hint(f"{old[0]}= is no longer a Trainer argument: Lightning 2 refuses the call with a TypeError before it "
-                   "runs. Today the kind of device and the devices are two flags.", TODAY)
+        raise Hint(
+            f"{old[0]}= is no longer a Trainer argument: Lightning 2 refuses the call with a TypeError before it "
+            "runs. Today the kind of device and the devices are two flags.",
+            TODAY,
+        )
     want = translate_trainer(old_call, notebook=notebook).kwargs
     extra = [k for k in got if k not in ("accelerator", "devices", "strategy", "precision") and k not in want]
     if extra:
@@ -117,8 +150,10 @@ def check_translation(old_call: str, notebook: bool, answer: Any) -> str:
     _strategy(got.get("strategy"), want.get("strategy"), notebook)
     _precision(got.get("precision"), want.get("precision"))
     where = "a notebook" if notebook else "a script"
-    return (f"{old_call} in {where} is today {render_call(want)}; gpulab.translate_trainer gives the same, with the "
-            "reason for each change and the release that removed the old form.")
+    return (
+        f"{old_call} in {where} is today {render_call(want)}; gpulab.translate_trainer gives the same, with the "
+        "reason for each change and the release that removed the old form."
+    )
 
 
 def _register(name: str, title: str) -> None:
@@ -127,8 +162,9 @@ def _register(name: str, title: str) -> None:
     def checker(answer: Any) -> str:
         return check_translation(old_call, notebook, answer)
 
-    exercise(EXERCISES, name, title, section=TODAY,
-             expects="today's Trainer arguments, as a dict or as the call in a string")(checker)
+    exercise(
+        EXERCISES, name, title, section=TODAY, expects="today's Trainer arguments, as a dict or as the call in a string"
+    )(checker)
 
 
 _register("ch06-ex1", "the article's call, for a script")

@@ -4,6 +4,7 @@ Each chapter's exercises live in a module of this package; it is imported only w
 so ``import gpulab`` stays light. ``check`` never raises for a wrong answer (a chapter still runs top to bottom with
 its exercises unanswered); it refuses an exercise name it does not know.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -17,12 +18,17 @@ __all__ = ["check", "exercise_names", "find_exercise", "CHAPTER_MODULES"]
 
 # chapter prefix -> module holding its exercises; names are "<prefix>-ex<k>"
 CHAPTER_MODULES: dict[str, str] = {
-    "ch00": "ch00_setup", "ch01": "ch01_transfer", "ch02": "ch02_choosing", "ch03": "ch03_dataparallel",
-    "ch04": "ch04_ddp", "ch05": "ch05_monitor", "ch06": "ch06_lightning", "ch07": "ch07_scaling",
+    "ch00": "ch00_setup",
+    "ch01": "ch01_transfer",
+    "ch02": "ch02_choosing",
+    "ch03": "ch03_dataparallel",
+    "ch04": "ch04_ddp",
+    "ch05": "ch05_monitor",
+    "ch06": "ch06_lightning",
+    "ch07": "ch07_scaling",
 }
 # how many exercises each chapter has (a test holds this to the modules, so a typo is caught without importing them)
-COUNTS: dict[str, int] = {"ch00": 2, "ch01": 3, "ch02": 2, "ch03": 2, "ch04": 2, "ch05": 2, "ch06": 3,
-                          "ch07": 1}
+COUNTS: dict[str, int] = {"ch00": 2, "ch01": 3, "ch02": 2, "ch03": 2, "ch04": 2, "ch05": 2, "ch06": 3, "ch07": 1}
 
 
 def exercise_names() -> list[str]:
@@ -42,8 +48,10 @@ def find_exercise(name: str) -> Exercise:
     if name not in known:
         close = difflib.get_close_matches(name.lower().replace(" ", ""), known, n=2, cutoff=0.6)
         hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
-        raise ValueError(f"no exercise is called {shown(name, 40)}.{hint} Exercises are named by chapter and number, "
-                         f"as the check cell under each exercise writes them: {', '.join(known)}.")
+        raise ValueError(
+            f"no exercise is called {shown(name, 40)}.{hint} Exercises are named by chapter and number, "
+            f"as the check cell under each exercise writes them: {', '.join(known)}."
+        )
     return _registry(name.split("-")[0])[name]
 
 
@@ -53,8 +61,13 @@ def check(exercise: str, answer: Any = ...) -> Feedback:
     as not answered yet."""
     found = find_exercise(exercise)
     if unanswered(answer):
-        return Feedback(found.name, found.title, "not answered yet",
-                        f"Replace the ... with {found.expects}, then run this check again.", found.section)
+        return Feedback(
+            found.name,
+            found.title,
+            "not answered yet",
+            f"Replace the ... with {found.expects}, then run this check again.",
+            found.section,
+        )
     try:
         confirmed = found.checker(answer)
     except Hint as hint:

@@ -5,6 +5,7 @@ A checker is a function ``answer -> str``: it returns what a right answer confir
 answer), ``WrongType`` (an answer of the wrong kind) or ``NotAnswered`` (the skeleton is still there). Hints name the
 idea and the section, never the answer itself.
 """
+
 from __future__ import annotations
 
 import html
@@ -14,7 +15,18 @@ from typing import Any
 
 from ..core.arguments import shown
 
-__all__ = ["Feedback", "Exercise", "Hint", "WrongType", "NotAnswered", "call_learner", "exercise", "kind", "unanswered", "EXERCISES_HERE"]
+__all__ = [
+    "Feedback",
+    "Exercise",
+    "Hint",
+    "WrongType",
+    "NotAnswered",
+    "call_learner",
+    "exercise",
+    "kind",
+    "unanswered",
+    "EXERCISES_HERE",
+]
 
 CORRECT, WRONG, WRONG_TYPE, NOT_ANSWERED = "correct", "not yet", "wrong type", "not answered yet"
 
@@ -52,14 +64,17 @@ class Exercise:
     checker: Callable[[Any], str]
 
 
-def exercise(registry: dict[str, Exercise], name: str, title: str, *, expects: str,
-             section: str) -> Callable[[Callable[[Any], str]], Callable[[Any], str]]:
+def exercise(
+    registry: dict[str, Exercise], name: str, title: str, *, expects: str, section: str
+) -> Callable[[Callable[[Any], str]], Callable[[Any], str]]:
     """Decorator that files a checker in a chapter module's ``registry``."""
+
     def register(checker: Callable[[Any], str]) -> Callable[[Any], str]:
         if name in registry:
             raise ValueError(f"exercise {name!r} is defined twice")
         registry[name] = Exercise(name, title, expects, section, checker)
         return checker
+
     return register
 
 
@@ -78,6 +93,7 @@ class Feedback:
 
     @property
     def passed(self) -> bool:
+        """Whether the answer was right (the verdict is ``correct``)."""
         return self.verdict == CORRECT
 
     def _headline(self) -> str:
@@ -99,9 +115,11 @@ class Feedback:
     def _repr_html_(self) -> str:
         colour = {CORRECT: "#2e7d32", NOT_ANSWERED: "#616161"}.get(self.verdict, "#c62828")
         where = f"<div style='font-size:90%;color:#555'>{html.escape(self._where())}</div>" if self._where() else ""
-        return (f"<div style='border-left:4px solid {colour};padding:4px 10px'>"
-                f"<div style='font-weight:bold;color:{colour}'>{html.escape(self._headline())}</div>"
-                f"<div>{html.escape(self.message)}</div>{where}</div>")
+        return (
+            f"<div style='border-left:4px solid {colour};padding:4px 10px'>"
+            f"<div style='font-weight:bold;color:{colour}'>{html.escape(self._headline())}</div>"
+            f"<div>{html.escape(self.message)}</div>{where}</div>"
+        )
 
 
 def unanswered(answer: Any) -> bool:
@@ -120,13 +138,20 @@ def kind(value: Any) -> str:
 
 
 def first_line(exc: BaseException, limit: int = 200) -> str:
+    """The first line of ``exc``'s message, cut to ``limit`` characters: enough for a hint."""
     text = str(exc).strip().splitlines()
     line = text[0] if text else ""
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
-def call_learner(function: Any, *args: Any, name: str, expects: str,
-                 explain: Callable[[Exception], Hint | None] | None = None, none_ok: bool = False) -> Any:
+def call_learner(
+    function: Any,
+    *args: Any,
+    name: str,
+    expects: str,
+    explain: Callable[[Exception], Hint | None] | None = None,
+    none_ok: bool = False,
+) -> Any:
     """Call the learner's ``function``; an error in it becomes a ``Hint`` (``explain`` may name the idea behind it).
 
     A result of ``None`` means the body is still the skeleton's ``...``: ``NotAnswered`` (unless ``none_ok``: the
@@ -144,6 +169,7 @@ def call_learner(function: Any, *args: Any, name: str, expects: str,
             raise hint from None
         raise Hint(f"your {name} raised {type(exc).__name__}: {first_line(exc)}") from None
     if result is None and not none_ok:
-        raise NotAnswered(f"your {name} returned None: write its body (it should return something), then run the "
-                          "check again.")
+        raise NotAnswered(
+            f"your {name} returned None: write its body (it should return something), then run the check again."
+        )
     return result

@@ -6,6 +6,7 @@ wraps to ``cuda:0`` by itself, while the learner loads into a model on the CPU (
 2026-11-26, ``gpulab.check("ch03-ex1")``). Every checker compares through these functions, which bring both sides to
 the CPU first and match state dicts by key, so the verdict depends on the values only.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -44,8 +45,11 @@ def state_differences(a: nn.Module | Mapping[str, Any], b: nn.Module | Mapping[s
     out += [f"{k}: only in the second" for k in sb if k not in sa]
     for k in sa:
         if k in sb and not same_tensor(sa[k], sb[k]):
-            out.append(f"{k}: different values" if sa[k].shape == sb[k].shape else
-                       f"{k}: shape {tuple(sa[k].shape)} against {tuple(sb[k].shape)}")
+            out.append(
+                f"{k}: different values"
+                if sa[k].shape == sb[k].shape
+                else f"{k}: shape {tuple(sa[k].shape)} against {tuple(sb[k].shape)}"
+            )
     return out
 
 

@@ -5,6 +5,7 @@ a value that is not a literal (``logger=wandb_logger``, ``callbacks=[ModelCheckp
 in a ``Code``, so it can be written back unchanged. Comments and line breaks in the article's code are fine.
 Taught in ``notebooks/06_lightning.ipynb``.
 """
+
 from __future__ import annotations
 
 import ast
@@ -24,7 +25,8 @@ class Code:
     """A keyword value that is Python source rather than a value.
 
     Either kept as the article wrote it (``wandb_logger``), or built by the translator (``DeviceStatsMonitor()``): then
-    ``imports`` says what the code needs and ``target`` = (module, name, args) lets ``trainer_args.trainer_kwargs`` call it.
+    ``imports`` says what the code needs and ``target`` = (module, name, args) lets ``trainer_args.trainer_kwargs`` call
+    it.
     """
 
     text: str
@@ -37,7 +39,9 @@ class Code:
     @classmethod
     def call(cls, module: str, name: str, *args: object) -> Code:
         """``Code.call("lightning.pytorch.callbacks", "DeviceStatsMonitor")`` → ``DeviceStatsMonitor()``."""
-        return cls(f"{name}({', '.join(repr(a) for a in args)})", (f"from {module} import {name}",), (module, name, args))
+        return cls(
+            f"{name}({', '.join(repr(a) for a in args)})", (f"from {module} import {name}",), (module, name, args)
+        )
 
 
 @dataclass(frozen=True)
@@ -74,8 +78,10 @@ def parse_trainer_call(text: str) -> TrainerCall:
     """The one ``Trainer(...)`` call in ``text`` (``trainer = pl.Trainer(...)`` is fine), or a bare argument list
     (``"gpus=2, strategy='dp'"``). Raises ``TranslationError`` with the reason when that cannot be read."""
     if not isinstance(text, str):
-        raise TypeError(f"pass the call as a string of code, like 'pl.Trainer(gpus=2)'; got {type(text).__name__}. "
-                        "To translate keyword arguments you hold as values, use translate_trainer(gpus=2, ...).")
+        raise TypeError(
+            f"pass the call as a string of code, like 'pl.Trainer(gpus=2)'; got {type(text).__name__}. "
+            "To translate keyword arguments you hold as values, use translate_trainer(gpus=2, ...)."
+        )
     code = textwrap.dedent(text).strip()
     try:
         tree: ast.AST = ast.parse(code)
@@ -89,7 +95,8 @@ def parse_trainer_call(text: str) -> TrainerCall:
             raise TranslationError(
                 f"could not read {code!r} as Python ({exc.msg}, line {exc.lineno}). Pass one call such as "
                 "'pl.Trainer(gpus=2, precision=16)' or its arguments 'gpus=2, precision=16'; shell lines like "
-                "'CUDA_VISIBLE_DEVICES=1 python t.py' are not part of the call.") from None
+                "'CUDA_VISIBLE_DEVICES=1 python t.py' are not part of the call."
+            ) from None
         code = f"Trainer(\n{code}\n)"
         calls = _trainer_calls(tree)
     if len(calls) > 1:
@@ -99,13 +106,15 @@ def parse_trainer_call(text: str) -> TrainerCall:
     if call.args:
         raise TranslationError(
             f"Trainer(...) got {len(call.args)} positional argument(s) ({ast.unparse(call.args[0])!r} first). "
-            "Lightning 2 takes keyword arguments only (its __init__ starts with `*`): write name=value.")
+            "Lightning 2 takes keyword arguments only (its __init__ starts with `*`): write name=value."
+        )
     kwargs: dict[str, object] = {}
     for kw in call.keywords:
         if kw.arg is None:
             raise TranslationError(
                 f"**{ast.unparse(kw.value)} hides which flags are set; the translator needs to see them. Write the "
-                "dictionary's entries as keyword arguments, or call translate_trainer(**that_dict).")
+                "dictionary's entries as keyword arguments, or call translate_trainer(**that_dict)."
+            )
         kwargs[kw.arg] = _value(kw.value, code)
     return TrainerCall(ast.unparse(call.func), kwargs, code)
 

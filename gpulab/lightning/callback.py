@@ -3,6 +3,7 @@
 Importing it costs what importing Lightning costs (several seconds on a cold cache), so only ``gpulab.MonitorCallback``
 loads it, on first use. Taught in ``notebooks/06_lightning.ipynb``.
 """
+
 from __future__ import annotations
 
 import os
@@ -13,7 +14,7 @@ from typing import Any
 import lightning
 from lightning.pytorch.utilities.data import extract_batch_size
 
-from ..monitoring.monitor import Monitor
+from ..monitoring.live_monitor import Monitor
 from .step_relay import StepRelay
 
 __all__ = ["MonitorCallback"]
@@ -37,8 +38,10 @@ class MonitorCallback(lightning.Callback):
 
     def __init__(self, mon: Monitor | None = None, *, title: str = "Lightning fit", **monitor_options: Any) -> None:
         if mon is not None and monitor_options:
-            raise TypeError(f"options {sorted(monitor_options)} configure a monitor the callback makes itself; the "
-                            "monitor you passed is already configured.")
+            raise TypeError(
+                f"options {sorted(monitor_options)} configure a monitor the callback makes itself; the "
+                "monitor you passed is already configured."
+            )
         self.owner_pid = os.getpid()
         self.title, self.monitor_options = title, monitor_options
         self.relay = StepRelay(mon) if mon is not None else None
@@ -56,14 +59,20 @@ class MonitorCallback(lightning.Callback):
         if self.relay is not None:
             return "direct" if self.relay.in_owner else "relay"
         if self.monitor_passed:  # pickled into a spawned process: the monitor stayed behind
-            warnings.warn("MonitorCallback(mon): rank 0 runs in a process started by spawn, which cannot reach the "
-                          "monitor that was passed in; nothing is monitored. Use strategy='ddp' in a script or "
-                          "'ddp_notebook' in a notebook, or MonitorCallback() to monitor inside rank 0.", stacklevel=2)
+            warnings.warn(
+                "MonitorCallback(mon): rank 0 runs in a process started by spawn, which cannot reach the "
+                "monitor that was passed in; nothing is monitored. Use strategy='ddp' in a script or "
+                "'ddp_notebook' in a notebook, or MonitorCallback() to monitor inside rank 0.",
+                stacklevel=2,
+            )
             return None
         if _forked_from_a_notebook(self.owner_pid):
-            warnings.warn("MonitorCallback(): rank 0 runs in a process forked from the notebook, which cannot draw "
-                          "there, so nothing is monitored. Start the monitor in the notebook and pass it: "
-                          "`with gpulab.monitor('fit') as mon:` ... `callbacks=[MonitorCallback(mon)]`.", stacklevel=2)
+            warnings.warn(
+                "MonitorCallback(): rank 0 runs in a process forked from the notebook, which cannot draw "
+                "there, so nothing is monitored. Start the monitor in the notebook and pass it: "
+                "`with gpulab.monitor('fit') as mon:` ... `callbacks=[MonitorCallback(mon)]`.",
+                stacklevel=2,
+            )
             return None
         return "own"
 
@@ -81,6 +90,8 @@ class MonitorCallback(lightning.Callback):
 
     # -- Lightning's hooks ---------------------------------------------------------------------------------------
     def setup(self, trainer: lightning.Trainer, pl_module: lightning.LightningModule, stage: str) -> None:
+        """Before a fit: decide how this process reports (start its own monitor, report to the one passed, relay to it
+        from a forked rank, or nothing)."""
         if stage != "fit":
             return
         self._role = self._choose_role(trainer)
@@ -90,31 +101,44 @@ class MonitorCallback(lightning.Callback):
         self._mark(f"fit: {n} process{'es' if n > 1 else ''}")
 
     def on_train_start(self, trainer: lightning.Trainer, pl_module: lightning.LightningModule) -> None:
+        """The first step's time counts from here, not from the set-up before it (sanity check, DDP starting)."""
         if self._role == "relay":
             self.relay.send_restart()  # type: ignore[union-attr]
         elif self._role in ("direct", "own"):
             self.monitor.restart_step_clock()  # type: ignore[union-attr]
 
     def on_train_epoch_start(self, trainer: lightning.Trainer, pl_module: lightning.LightningModule) -> None:
+        """Mark the epoch's start on the monitor's time axis."""
         self._mark(f"epoch {trainer.current_epoch + 1}")
 
     def on_validation_start(self, trainer: lightning.Trainer, pl_module: lightning.LightningModule) -> None:
+        """Mark a validation on the time axis (not the sanity check before the first epoch)."""
         if not trainer.sanity_checking:
             self._mark("validation")
 
-    def on_train_batch_end(self, trainer: lightning.Trainer, pl_module: lightning.LightningModule, outputs: Any,
-                           batch: Any, batch_idx: int) -> None:
+    def on_train_batch_end(
+        self, trainer: lightning.Trainer, pl_module: lightning.LightningModule, outputs: Any, batch: Any, batch_idx: int
+    ) -> None:
+        """Count the batch as one step of batch size × processes samples."""
         if self._role is not None:
             self._step(extract_batch_size(batch) * trainer.world_size)
 
     def teardown(self, trainer: lightning.Trainer, pl_module: lightning.LightningModule, stage: str) -> None:
+        """After the fit: stop a monitor this callback started, or send a forked rank's last steps."""
         if stage == "fit":
             self._end("completed")
 
-    def on_exception(self, trainer: lightning.Trainer, pl_module: lightning.LightningModule,
-                     exception: BaseException) -> None:
-        if self._role is None and self.relay is not None and self.relay.in_owner and self.monitor is not None \
-                and self.monitor.running:  # a forked rank failed; Lightning reports it here, in the notebook
+    def on_exception(
+        self, trainer: lightning.Trainer, pl_module: lightning.LightningModule, exception: BaseException
+    ) -> None:
+        """A fit that failed: mark it on the monitor and end as ``teardown`` does, naming the error."""
+        if (
+            self._role is None
+            and self.relay is not None
+            and self.relay.in_owner
+            and self.monitor is not None
+            and self.monitor.running
+        ):  # a forked rank failed; Lightning reports it here, in the notebook
             self.monitor.mark(f"fit failed: {type(exception).__name__}")
         self._end(f"{type(exception).__name__}: {exception}")
 
@@ -125,5 +149,8 @@ class MonitorCallback(lightning.Callback):
         elif role == "relay":
             relay = self.relay
             if relay is not None and not relay.finish():
-                warnings.warn("MonitorCallback: the notebook's monitor did not confirm the last steps (it had "
-                              "stopped?); they are missing from its figure.", stacklevel=2)
+                warnings.warn(
+                    "MonitorCallback: the notebook's monitor did not confirm the last steps (it had "
+                    "stopped?); they are missing from its figure.",
+                    stacklevel=2,
+                )

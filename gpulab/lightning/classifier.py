@@ -1,5 +1,5 @@
-"""The chapters' digits MLP as a ``LightningModule`` (imports Lightning). Taught in ``notebooks/06_lightning.ipynb``.
-"""
+"""The chapters' digits MLP as a ``LightningModule`` (imports Lightning). Taught in ``notebooks/06_lightning.ipynb``."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -22,13 +22,16 @@ class DigitsClassifier(lightning.LightningModule):
         self.lr = lr
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """The digits MLP's logits for a batch of images."""
         return self.net(x)
 
     def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
+        """Cross-entropy of the batch's logits against its labels, logged as ``train_loss``."""
         x, y = batch
         loss = torch.nn.functional.cross_entropy(self(x), y)
         self.log("train_loss", loss, prog_bar=False)
         return loss
 
     def configure_optimizers(self) -> torch.optim.Optimizer:
+        """Adam at ``lr``, as the article's ``SimpleModel``."""
         return torch.optim.Adam(self.parameters(), lr=self.lr)

@@ -1,14 +1,15 @@
 """A translation while it is being built: today's arguments so far, the changes and the notes (pure).
 
-The rules in ``devices.py``, ``strategy.py`` and ``flags.py`` each read the old call and write into one ``Draft``.
+The rules in ``device_flags.py``, ``strategy.py`` and ``flags.py`` each read the old call and write into one ``Draft``.
 Taught in ``notebooks/06_lightning.ipynb``.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
 
 from .call import render_value
-from .history import FLAG_HISTORY
+from .flag_history import FLAG_HISTORY
 from .translation import Change
 
 __all__ = ["Draft", "fmt", "removal"]
@@ -37,6 +38,8 @@ class Draft:
         self.old_device_flag = False  # the devices came from gpus= or num_processes= (1.x defaults applied)
 
     def change(self, old: str, new: str, status: str, reason: str, removed: str | None = None) -> None:
+        """Record one change from the old call to today's, with its status, reason and the release that removed the old
+        form."""
         self.changes.append(Change(old, new, status, reason, removed))
 
     @property

@@ -2,20 +2,21 @@
 
 ``translate_trainer('pl.Trainer(gpus=[0, 2], accelerator="ddp", precision=32)')`` or
 ``translate_trainer(gpus=2, strategy="dp")`` → a ``Translation``: today's ``accelerator`` / ``devices`` / ``strategy``
-/ ``precision`` / ``callbacks``, one reason per change and the release that removed the old form (``history.py``).
+/ ``precision`` / ``callbacks``, one reason per change and the release that removed the old form (``flag_history.py``).
 A call that never worked (``gpus=-2``, ``accelerator="ddp"`` together with ``strategy=``, ``auto_select_gpus=True``
 with ``gpus=0``, ...) raises ``TranslationError`` saying why. ``notebook=True`` translates for a notebook, where
 Lightning refuses the strategies that re-launch a script. Taught in ``notebooks/06_lightning.ipynb``.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
 
 from ..core.arguments import choice
 from .call import Code, TranslationError, parse_trainer_call, render_call, render_value
-from .devices import translate_devices
+from .device_flags import translate_devices
 from .draft import Draft, fmt, removal
-from .history import ACCELERATORS, PRECISION_ALIASES, PRECISIONS, STRATEGIES, TRAINER_PARAMETERS
+from .flag_history import ACCELERATORS, PRECISION_ALIASES, PRECISIONS, STRATEGIES, TRAINER_PARAMETERS
 from .strategy import NOT_IN_NOTEBOOK, translate_strategy
 from .translation import Translation
 
@@ -40,11 +41,11 @@ def error_today(old: Mapping[str, object], *, notebook: bool = False) -> str | N
     if precision is not None and precision not in PRECISIONS:
         return f"ValueError: Precision {precision!r} is invalid."
     if notebook and isinstance(strategy, str) and strategy.lower().split("_find_unused")[0] in NOT_IN_NOTEBOOK:
-        return (f"MisconfigurationException: `Trainer(strategy={strategy.lower()!r})` is not compatible with an "
-                "interactive environment.")
+        return (
+            f"MisconfigurationException: `Trainer(strategy={strategy.lower()!r})` is not compatible with an "
+            "interactive environment."
+        )
     return None
-
-
 
 
 def _auto_select(w: Draft) -> None:
@@ -58,21 +59,32 @@ def _auto_select(w: Draft) -> None:
     if value is not True:
         raise TranslationError(f"{old}: auto_select_gpus took True or False.")
     if type(gpus) is int and gpus == 0:
-        raise TranslationError("auto_select_gpus=True with gpus=0 never worked: Lightning raised 'auto_select_gpus="
-                               "True, gpus=0 is not a valid configuration'. For the CPU drop both flags.")
+        raise TranslationError(
+            "auto_select_gpus=True with gpus=0 never worked: Lightning raised 'auto_select_gpus="
+            "True, gpus=0 is not a valid configuration'. For the CPU drop both flags."
+        )
     if type(gpus) is not int:
-        why = "without gpus= it did nothing" if gpus is None else \
-            f"it only picked GPUs for an int count, and gpus={render_value(gpus)} is not one (it names them already)"
+        why = (
+            "without gpus= it did nothing"
+            if gpus is None
+            else f"it only picked GPUs for an int count, and gpus={render_value(gpus)} is not one "
+            "(it names them already)"
+        )
         w.change(old, "(dropped)", "removed", f"1.x ignored it: {why}", removed_in)
         return
     finder = Code.call("lightning.pytorch.accelerators", "find_usable_cuda_devices", gpus)
     w.front["devices"] = finder
-    all_note = (" — for -1 every GPU that accepts one (1.x raised 'No GPUs available.' if any refused)" if gpus == -1
-                else "")
-    w.change(old, f"devices={finder.text}", "removed",
-             "tries a tiny tensor on each visible GPU and keeps those that accept it" + all_note + "; only a GPU in "
-             "exclusive compute mode refuses while another process uses it, and two kernels can pick the same GPU",
-             removed_in)
+    all_note = (
+        " — for -1 every GPU that accepts one (1.x raised 'No GPUs available.' if any refused)" if gpus == -1 else ""
+    )
+    w.change(
+        old,
+        f"devices={finder.text}",
+        "removed",
+        "tries a tiny tensor on each visible GPU and keeps those that accept it" + all_note + "; only a GPU in "
+        "exclusive compute mode refuses while another process uses it, and two kernels can pick the same GPU",
+        removed_in,
+    )
 
 
 def _precision(w: Draft) -> None:
@@ -83,14 +95,16 @@ def _precision(w: Draft) -> None:
     try:
         value = choice(value, "precision", PRECISIONS)
     except (TypeError, ValueError):
-        raise TranslationError(f"{old} never worked: Lightning takes 64, 32, 16, 'bf16' or, since 2.0, the names "
-                               "'32-true', '16-mixed', 'bf16-mixed', '16-true', 'bf16-true', '64-true'.") from None
+        raise TranslationError(
+            f"{old} never worked: Lightning takes 64, 32, 16, 'bf16' or, since 2.0, the names "
+            "'32-true', '16-mixed', 'bf16-mixed', '16-true', 'bf16-true', '64-true'."
+        ) from None
     new = PRECISION_ALIASES.get(value, value)  # type: ignore[call-overload]
     w.front["precision"] = new
     reasons = {
         "32-true": "full precision (float32), the default: not mixed precision — that is '16-mixed' or 'bf16-mixed'",
         "16-mixed": "mixed precision: float16 autocast with gradient scaling (what 16 always meant); 2.0 named it and "
-                    "the bare 16 now warns",
+        "the bare 16 now warns",
         "bf16-mixed": "mixed precision with bfloat16 (no gradient scaling needed)",
         "64-true": "double precision everywhere",
     }
@@ -111,15 +125,25 @@ def _log_gpu_memory(w: Draft) -> list[Code] | None:
     if value not in ("all", "min_max"):
         raise TranslationError(f"{old}: log_gpu_memory took None, 'all' or 'min_max'.")
     if w.old.get("logger") is False:
-        w.change(old, "(dropped)", "removed", "with logger=False nothing was logged; DeviceStatsMonitor would refuse "
-                 "to run ('Cannot use `DeviceStatsMonitor` callback with `Trainer(logger=False)`')", removed_in)
+        w.change(
+            old,
+            "(dropped)",
+            "removed",
+            "with logger=False nothing was logged; DeviceStatsMonitor would refuse "
+            "to run ('Cannot use `DeviceStatsMonitor` callback with `Trainer(logger=False)`')",
+            removed_in,
+        )
         return None
     monitor = Code.call("lightning.pytorch.callbacks", "DeviceStatsMonitor")
     what = "every GPU's memory from nvidia-smi" if value == "all" else "the smallest and largest GPU memory use"
-    w.change(old, f"callbacks=[{monitor.text}]", "removed",
-             f"1.x logged {what}; DeviceStatsMonitor logs each process's own device (torch allocator figures; CPU "
-             "and RAM via psutil on a CPU), no utilisation — gpulab's MonitorCallback draws both, for every GPU",
-             removed_in)
+    w.change(
+        old,
+        f"callbacks=[{monitor.text}]",
+        "removed",
+        f"1.x logged {what}; DeviceStatsMonitor logs each process's own device (torch allocator figures; CPU "
+        "and RAM via psutil on a CPU), no utilisation — gpulab's MonitorCallback draws both, for every GPU",
+        removed_in,
+    )
     return [monitor]
 
 
@@ -127,9 +151,14 @@ def _benchmark(w: Draft) -> None:
     value = w.old.get("benchmark")
     if value is None:
         return
-    reason = ("cuDNN times several convolution algorithms for each new input shape and keeps the fastest: faster "
-              "when shapes repeat, slower when they keep changing; no effect on a CPU") if value else \
-        ("cuDNN autotuning off, also torch's default; leaving the flag out (2.x) keeps whatever torch is set to")
+    reason = (
+        (
+            "cuDNN times several convolution algorithms for each new input shape and keeps the fastest: faster "
+            "when shapes repeat, slower when they keep changing; no effect on a CPU"
+        )
+        if value
+        else ("cuDNN autotuning off, also torch's default; leaving the flag out (2.x) keeps whatever torch is set to")
+    )
     w.change(fmt("benchmark", value), fmt("benchmark", value), "unchanged", reason)
 
 
@@ -147,7 +176,8 @@ def translate_trainer(call: str | None = None, /, *, notebook: bool = False, **k
         raise TranslationError(
             f"{', '.join(unknown)}: not a Trainer argument in Lightning 2.6, and not one whose history this translator "
             f"knows ({', '.join(OLD_ONLY)}). Lightning's upgrade guide lists the rest: "
-            "https://lightning.ai/docs/pytorch/stable/upgrade/migration_guide.html")
+            "https://lightning.ai/docs/pytorch/stable/upgrade/migration_guide.html"
+        )
     w = Draft(old, notebook)
     translate_devices(w)
     translate_strategy(w)
@@ -167,5 +197,6 @@ def translate_trainer(call: str | None = None, /, *, notebook: bool = False, **k
             rest["callbacks"] = [existing, *added]
     order = ("accelerator", "devices", "strategy", "precision")
     new = {k: w.front[k] for k in order if k in w.front} | rest
-    return Translation(render_call(old), old, new, tuple(w.changes), tuple(w.notes), error_today(old, notebook=notebook),
-                       notebook)
+    return Translation(
+        render_call(old), old, new, tuple(w.changes), tuple(w.notes), error_today(old, notebook=notebook), notebook
+    )

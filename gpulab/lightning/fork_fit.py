@@ -1,8 +1,9 @@
-"""The child side of ``gpulab.lightning.forkcheck``: CPU work, then a ``ddp_fork`` fit whose ranks say how far they get.
+"""The child side of ``gpulab.lightning.fork_hang``: CPU work, then a ``ddp_fork`` fit whose ranks say how far they get.
 
-Run in a fresh interpreter that ``forkcheck`` can kill (it may hang: that is what it shows). Imports Lightning.
+Run in a fresh interpreter that ``fork_experiment`` can kill (it may hang: that is what it shows). Imports Lightning.
 Taught in ``notebooks/06_lightning.ipynb``.
 """
+
 from __future__ import annotations
 
 import os
@@ -15,7 +16,7 @@ import torch
 
 from .classifier import DigitsClassifier
 
-__all__ = ["fork_fit_check"]
+__all__ = ["fork_fit_variants"]
 
 
 def _say(line: str) -> None:
@@ -30,8 +31,9 @@ class _PrintProgress(lightning.Callback):
     def setup(self, trainer: lightning.Trainer, pl_module: lightning.LightningModule, stage: str) -> None:
         _say(f"rank {trainer.global_rank}: started, {torch.get_num_threads()} thread(s)")
 
-    def on_train_batch_end(self, trainer: lightning.Trainer, pl_module: lightning.LightningModule, outputs: Any,
-                           batch: Any, batch_idx: int) -> None:
+    def on_train_batch_end(
+        self, trainer: lightning.Trainer, pl_module: lightning.LightningModule, outputs: Any, batch: Any, batch_idx: int
+    ) -> None:
         if batch_idx == 0 and trainer.current_epoch == 0:
             _say(f"rank {trainer.global_rank}: first step done")
 
@@ -39,8 +41,8 @@ class _PrintProgress(lightning.Callback):
         _say(f"rank {trainer.global_rank}: finished")
 
 
-def fork_fit_check(variants: list[tuple[int, int | None, int]], devices: int = 2, samples: int = 256) -> None:
-    """The child side of ``gpulab.lightning.forkcheck``, run in a fresh interpreter. Data and models are prepared on
+def fork_fit_variants(variants: list[tuple[int, int | None, int]], devices: int = 2, samples: int = 256) -> None:
+    """The child side of ``gpulab.lightning.fork_hang``, run in a fresh interpreter. Data and models are prepared on
     one thread (no OpenMP pool yet); then, per (work threads, OMP_NUM_THREADS, fit threads) variant: CPU work as a
     notebook does on that many threads, and a ``ddp_fork`` fit on ``devices`` CPU processes that says how far each
     rank gets."""
@@ -67,8 +69,16 @@ def fork_fit_check(variants: list[tuple[int, int | None, int]], devices: int = 2
         _say(f"variant {k}: begin")
         _say(f"parent: OpenMP pool started before the fork: {'yes' if pool_started else 'no'}")
         start = time.perf_counter()
-        trainer = lightning.Trainer(accelerator="cpu", devices=devices, strategy="ddp_fork", max_epochs=1,
-                                    callbacks=[_PrintProgress()], logger=False, enable_checkpointing=False,
-                                    enable_progress_bar=False, enable_model_summary=False)
+        trainer = lightning.Trainer(
+            accelerator="cpu",
+            devices=devices,
+            strategy="ddp_fork",
+            max_epochs=1,
+            callbacks=[_PrintProgress()],
+            logger=False,
+            enable_checkpointing=False,
+            enable_progress_bar=False,
+            enable_model_summary=False,
+        )
         trainer.fit(model, loader)
         _say(f"variant {k}: finished in {time.perf_counter() - start:.2f} s")

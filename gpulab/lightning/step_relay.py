@@ -9,6 +9,7 @@ sent has reached the monitor. Written by hand because ``multiprocessing.Queue`` 
 the writer; a pipe of text lines costs a system call per step. The writer never blocks: a full pipe (nobody reading)
 drops the line and counts it. Taught in ``notebooks/06_lightning.ipynb``.
 """
+
 from __future__ import annotations
 
 import os
@@ -31,8 +32,10 @@ class StepRelay:
 
     def __init__(self, mon: Any, *, ack_timeout_s: float = 10.0) -> None:
         if not getattr(mon, "running", False):
-            raise ValueError(f"{mon!r} is not running: start it first (`with gpulab.monitor('fit') as mon:`) and make "
-                             "the callback inside the block, so the ranks have somewhere to report.")
+            raise ValueError(
+                f"{mon!r} is not running: start it first (`with gpulab.monitor('fit') as mon:`) and make "
+                "the callback inside the block, so the ranks have somewhere to report."
+            )
         self.mon = mon
         self.owner_pid = os.getpid()
         self.ack_timeout_s = ack_timeout_s
@@ -63,12 +66,15 @@ class StepRelay:
             self.dropped += 1
 
     def send_step(self, samples: int) -> None:
+        """From rank 0: one step of ``samples`` done (never blocks training; dropped if the pipe is full)."""
         self._send(f"S {int(samples)}")
 
     def send_mark(self, label: str) -> None:
+        """From rank 0: mark ``label`` on the monitor's time axis (one line, shortened)."""
         self._send("M " + " ".join(str(label).split())[:_MAX_LABEL])
 
     def send_restart(self) -> None:
+        """From rank 0: the first step's time counts from now."""
         self._send("R")
 
     def finish(self) -> bool:
@@ -117,5 +123,7 @@ class StepRelay:
         self._thread.join(timeout)
 
     def __getstate__(self) -> dict[str, Any]:
-        raise TypeError("a StepRelay works only in processes forked from the one that made it (ddp_notebook, "
-                        "ddp_fork); spawn-based strategies pickle the callback and cannot reach the monitor.")
+        raise TypeError(
+            "a StepRelay works only in processes forked from the one that made it (ddp_notebook, "
+            "ddp_fork); spawn-based strategies pickle the callback and cannot reach the monitor."
+        )

@@ -4,6 +4,7 @@ The translation holds today's arguments as values and as code to build (``find_u
 ``DeviceStatsMonitor()``); this builds that code for real, in this process, importing Lightning only when a
 translation names it. Taught in ``notebooks/06_lightning.ipynb``.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -21,8 +22,10 @@ def _build(value: object) -> object:
     if not isinstance(value, Code):
         return value
     if value.target is None:
-        raise TranslationError(f"{value.text} is code from the article, not a value gpulab can build: make it "
-                               "yourself and pass it in, e.g. trainer_kwargs(t, callbacks=[...]).")
+        raise TranslationError(
+            f"{value.text} is code from the article, not a value gpulab can build: make it "
+            "yourself and pass it in, e.g. trainer_kwargs(t, callbacks=[...])."
+        )
     module, name, args = value.target
     return getattr(importlib.import_module(module), name)(*args)
 

@@ -6,6 +6,7 @@ of processes on CPU cores), which is how the chapter runs every translation for 
 that need Lightning (``find_usable_cuda_devices(2)``, ``DeviceStatsMonitor()``) are ``Code`` until
 ``gpulab.lightning.trainer_args.trainer_kwargs`` builds them. Taught in ``notebooks/06_lightning.ipynb``.
 """
+
 from __future__ import annotations
 
 import html
@@ -20,8 +21,10 @@ __all__ = ["Change", "Translation", "PREDICTED"]
 STATUSES = ("removed", "default changed", "respelled", "unchanged", "in a notebook", "on CPU")
 
 
-PREDICTED = ("Predicted by gpulab.translate_trainer: its reading of the old flags (from Lightning's changelog), "
-             "not a call Lightning ran.")
+PREDICTED = (
+    "Predicted by gpulab.translate_trainer: its reading of the old flags (from Lightning's changelog), "
+    "not a call Lightning ran."
+)
 
 
 @dataclass(frozen=True)
@@ -39,6 +42,7 @@ class Change:
             raise ValueError(f"status {self.status!r} is not one of {STATUSES}")
 
     def row(self) -> tuple[str, str, str, str]:
+        """The old form, today's, the release that removed the old one, and why."""
         return self.old, self.new, self.removed_in or "—", self.reason
 
     def __str__(self) -> str:
@@ -67,6 +71,8 @@ class Translation:
 
     @property
     def imports(self) -> tuple[str, ...]:
+        """The import lines today's call needs: ``Trainer``'s, and those of any code it holds
+        (``find_usable_cuda_devices``)."""
         found = ["from lightning import Trainer"]
         values = [v for value in self.kwargs.values() for v in (value if isinstance(value, list) else [value])]
         for v in values:
@@ -83,8 +89,9 @@ class Translation:
         """The same run on a machine without GPUs: ``accelerator='cpu'`` and as many processes as GPUs asked for
         (``devices`` overrides the count; needed when the call asked for all GPUs, ``-1``)."""
         if devices is not None:
-            devices = whole_number(devices, "devices", minimum=1, what="on a CPU, the number of processes",
-                                   example=".for_cpu(devices=2)")
+            devices = whole_number(
+                devices, "devices", minimum=1, what="on a CPU, the number of processes", example=".for_cpu(devices=2)"
+            )
         kwargs, changes = dict(self.kwargs), []
         accelerator = kwargs.get("accelerator", "auto")
         if accelerator in ("gpu", "cuda", "auto"):
@@ -95,17 +102,32 @@ class Translation:
                 count = devices if devices is not None else _gpu_count(asked)
             rest = {k: v for k, v in kwargs.items() if k not in ("accelerator", "devices")}
             kwargs = {"accelerator": "cpu", **({} if count is None else {"devices": count}), **rest}
-            old = f"accelerator={accelerator!r}" + (f", devices={render_value(asked)}" if "devices" in self.kwargs else "")
+            old = f"accelerator={accelerator!r}" + (
+                f", devices={render_value(asked)}" if "devices" in self.kwargs else ""
+            )
             new = "accelerator='cpu'" + ("" if count is None else f", devices={count}")
-            changes.append(Change(old, new, "on CPU", "the same number of processes on CPU cores (several: DDP over "
-                                  "gloo instead of NCCL); no GPU is touched"))
+            changes.append(
+                Change(
+                    old,
+                    new,
+                    "on CPU",
+                    "the same number of processes on CPU cores (several: DDP over "
+                    "gloo instead of NCCL); no GPU is touched",
+                )
+            )
         elif devices is not None:
             kwargs["devices"] = devices
         if kwargs.get("precision") == "16-mixed":
             kwargs["precision"] = "bf16-mixed"
-            changes.append(Change("precision='16-mixed'", "precision='bf16-mixed'", "on CPU",
-                                  "PyTorch has no float16 autocast with gradient scaling on CPU: Lightning itself "
-                                  "swaps in 'bf16-mixed' and warns; written out here"))
+            changes.append(
+                Change(
+                    "precision='16-mixed'",
+                    "precision='bf16-mixed'",
+                    "on CPU",
+                    "PyTorch has no float16 autocast with gradient scaling on CPU: Lightning itself "
+                    "swaps in 'bf16-mixed' and warns; written out here",
+                )
+            )
         return replace(self, kwargs=kwargs, changes=self.changes + tuple(changes), on_cpu=True)
 
     # -- rendering ------------------------------------------------------------------------------------------------
@@ -116,8 +138,9 @@ class Translation:
 
     def _heading(self) -> str:
         where = "a notebook" if self.notebook else "a script"
-        return f"Translating {render_call(self.old_kwargs, width=10_000)} (for {where}" + \
-            (", adapted to a CPU-only machine)" if self.on_cpu else ")")
+        return f"Translating {render_call(self.old_kwargs, width=10_000)} (for {where}" + (
+            ", adapted to a CPU-only machine)" if self.on_cpu else ")"
+        )
 
     def _verdict(self) -> str:
         if self.error_today is None:
@@ -138,11 +161,14 @@ class Translation:
         p.text(str(self))
 
     def _repr_html_(self) -> str:
-        table = html_table(("article", "today", "removed in", "why"), [c.row() for c in self.changes],
-                           caption=self._heading())
+        table = html_table(
+            ("article", "today", "removed in", "why"), [c.row() for c in self.changes], caption=self._heading()
+        )
         notes = "".join(f"<li>{html.escape(n)}</li>" for n in self.notes)
-        return (f"<p><em>{html.escape(self.label)}</em></p><p>{html.escape(self._verdict())}</p>{table}<pre>{html.escape(self.code)}</pre>"
-                + (f"<ul>{notes}</ul>" if notes else ""))
+        return (
+            f"<p><em>{html.escape(self.label)}</em></p><p>{html.escape(self._verdict())}</p>{table}<pre>{html.escape(self.code)}</pre>"
+            + (f"<ul>{notes}</ul>" if notes else "")
+        )
 
 
 def _gpu_count(devices: object) -> int:
@@ -153,5 +179,7 @@ def _gpu_count(devices: object) -> int:
         return len(devices)
     if is_whole_number(devices) and devices > 0:
         return devices
-    raise ValueError(f"devices={render_value(devices)} asks for every GPU the machine has; a CPU has no such count. "
-                     "Say how many processes to run: .for_cpu(devices=2).")
+    raise ValueError(
+        f"devices={render_value(devices)} asks for every GPU the machine has; a CPU has no such count. "
+        "Say how many processes to run: .for_cpu(devices=2)."
+    )

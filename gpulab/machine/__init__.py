@@ -1,14 +1,24 @@
 """What this machine has, read without starting CUDA: its GPUs (NVML, or a described machine), host and software.
 
-``nvml`` is the one module that talks to NVML; ``simulated`` describes GPUs for machines that have none (always
-labelled SIMULATED); ``resolve`` turns what a learner wrote for ``machine=`` into a reader; ``inventory`` lists every
-GPU and the CPU side (``gpulab.devices()``); ``host`` reads cores and RAM (cgroup-aware); ``software`` the versions;
-``cuda`` how many GPUs CUDA would give this process and whether CUDA has started here. Taught in
-``notebooks/00_setup.ipynb``.
+``nvml`` is the one module that talks to NVML; ``simulated`` describes GPUs for machines that have none (always labelled
+SIMULATED), and ``described`` checks such a description as it loads; ``resolve`` turns what a learner wrote for
+``machine=`` into a reader; ``inventory`` lists every GPU and the CPU side (``gpulab.devices()``); ``host`` reads cores
+and RAM (cgroup-aware); ``software`` the versions; ``cuda`` how many GPUs CUDA would give this process and whether CUDA
+has started here. Taught in ``notebooks/00_setup.ipynb``.
 """
+
 from ..core.lazy import export_lazily
 
-export_lazily(__name__, {
-    "devices": "inventory", "host_info": "host", "default_reader": "nvml", "SimulatedGpuReader": "simulated",
-    "best_device": "cuda", "cuda_gpu_count": "cuda", "too_few_gpus": "cuda", "cuda_state": "cuda",
-})
+export_lazily(
+    __name__,
+    {
+        "devices": "inventory",
+        "host_info": "host",
+        "default_reader": "nvml",
+        "SimulatedGpuReader": "simulated",
+        "best_device": "cuda",
+        "cuda_gpu_count": "cuda",
+        "too_few_gpus": "cuda",
+        "cuda_state": "cuda",
+    },
+)

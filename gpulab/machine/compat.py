@@ -8,18 +8,45 @@ parser, the bundled cuDNN's version, torch.compile's wrapper class, and the fork
 (or does nothing) where an attribute is missing, so a torch this module does not know still runs, a little slower or
 with less said. Nothing is imported until a name is used: ``import gpulab`` stays light.
 """
+
 from __future__ import annotations
 
 import importlib
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["KNOWN_TORCH", "torch_known", "rank_waitables", "ranks_running", "rank_processes", "rank_error_files",
-           "release_rank_queues", "cuda_device_index",
-           "cuda_error_class", "ACCELERATOR_ERROR_SINCE",
-           "cudnn_version_int", "compiled_module_type", "forkserver_pid", "forkserver_preload", "stop_forkserver",
-           "stop_resource_tracker", "start_processes", "RunProcsResult", "LogsSpecs", "LogsDest", "Std",
-           "ChildFailedError", "ProcessFailure", "cuda_lazy_init", "ipython_cell_number", "jupyter_ports"]
+if TYPE_CHECKING:  # loaded on first use by __getattr__ below, so that importing compat never imports torch
+    from torch.distributed.elastic.multiprocessing import LogsDest, LogsSpecs, RunProcsResult, Std, start_processes
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError, ProcessFailure
+
+__all__ = [
+    "KNOWN_TORCH",
+    "torch_known",
+    "rank_waitables",
+    "ranks_running",
+    "rank_processes",
+    "rank_error_files",
+    "release_rank_queues",
+    "cuda_device_index",
+    "cuda_error_class",
+    "ACCELERATOR_ERROR_SINCE",
+    "cudnn_version_int",
+    "compiled_module_type",
+    "forkserver_pid",
+    "forkserver_preload",
+    "stop_forkserver",
+    "stop_resource_tracker",
+    "start_processes",
+    "RunProcsResult",
+    "LogsSpecs",
+    "LogsDest",
+    "Std",
+    "ChildFailedError",
+    "ProcessFailure",
+    "cuda_lazy_init",
+    "ipython_cell_number",
+    "jupyter_ports",
+]
 
 # torch releases (major, minor) whose private attributes below were read and tested: 2.14 is the course's,
 # 2.11 the oldest supported (make test-compat).
@@ -28,8 +55,15 @@ KNOWN_TORCH = ((2, 11), (2, 14))
 # elastic's names the launcher builds on: public in torch.distributed.elastic, but they moved between releases
 # (LogsSpecs arrived in 2.3), so they are reached through here.
 _ELASTIC = "torch.distributed.elastic.multiprocessing"
-_HOMES = {"start_processes": _ELASTIC, "RunProcsResult": _ELASTIC, "LogsSpecs": _ELASTIC, "LogsDest": _ELASTIC,
-          "Std": _ELASTIC, "ChildFailedError": f"{_ELASTIC}.errors", "ProcessFailure": f"{_ELASTIC}.errors"}
+_HOMES = {
+    "start_processes": _ELASTIC,
+    "RunProcsResult": _ELASTIC,
+    "LogsSpecs": _ELASTIC,
+    "LogsDest": _ELASTIC,
+    "Std": _ELASTIC,
+    "ChildFailedError": f"{_ELASTIC}.errors",
+    "ProcessFailure": f"{_ELASTIC}.errors",
+}
 
 
 def __getattr__(name: str) -> Any:
@@ -76,7 +110,8 @@ def ranks_running(ctx: Any) -> int | None:
 
 
 def rank_processes(ctx: Any) -> list[Any] | None:
-    """elastic's rank processes (``multiprocessing.Process``, rank order; ``_pc.processes`` in 2.11-2.14), or ``None``."""
+    """elastic's rank processes (``multiprocessing.Process``, rank order; ``_pc.processes`` in 2.11-2.14), or
+    ``None``."""
     procs = getattr(getattr(ctx, "_pc", None), "processes", None)
     return list(procs) if isinstance(procs, list) else None
 
@@ -137,8 +172,10 @@ def cuda_error_class(version: str | None = None) -> str:
         return "AcceleratorError" if isinstance(getattr(torch, "AcceleratorError", None), type) else "RuntimeError"
     release = _release(version) if isinstance(version, str) else None
     if release is None:
-        raise ValueError(f"torch_version={version!r} is not a torch release: give it as torch.__version__ prints it, "
-                         "e.g. '2.11.0' or '2.11.0+cu130'.")
+        raise ValueError(
+            f"torch_version={version!r} is not a torch release: give it as torch.__version__ prints it, "
+            "e.g. '2.11.0' or '2.11.0+cu130'."
+        )
     return "AcceleratorError" if release >= ACCELERATOR_ERROR_SINCE else "RuntimeError"
 
 

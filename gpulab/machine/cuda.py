@@ -13,6 +13,7 @@ Taught in ``notebooks/00_setup.ipynb``.
 GPU machine ``import torch`` loads the driver library without initialising it, so a loaded libcuda is asked, never
 counted as proof. Taught in ``notebooks/02_choosing_gpus.ipynb``.
 """
+
 from __future__ import annotations
 
 import os
@@ -23,8 +24,16 @@ from pathlib import Path
 from ..core.cuda_evidence import DriverAnswer, driver_in_maps, mapped_drivers
 from .cuda_start import CudaStart, cuda_started_by
 
-__all__ = ["cuda_gpu_count", "too_few_gpus", "best_device", "CudaState", "cuda_state", "ask_driver", "loaded_driver",
-           "driver_in_maps"]
+__all__ = [
+    "cuda_gpu_count",
+    "too_few_gpus",
+    "best_device",
+    "CudaState",
+    "cuda_state",
+    "ask_driver",
+    "loaded_driver",
+    "driver_in_maps",
+]
 
 
 def cuda_gpu_count() -> int:
@@ -70,7 +79,7 @@ def too_few_gpus(needed: int = 1) -> str | None:
 
 def _hides_every_gpu() -> bool:
     """True when ``CUDA_VISIBLE_DEVICES`` is set to a value under which CUDA uses no GPU at all (``""``, ``-1``, …)."""
-    from ..core.visible import parse_visible_devices
+    from ..core.visible_text import parse_visible_devices
 
     raw = os.environ.get("CUDA_VISIBLE_DEVICES")
     return raw is not None and not parse_visible_devices(raw).entries
@@ -133,34 +142,52 @@ class CudaState:
     def _state(self) -> str:
         read, evidence = self._verdict()
         if self.initialized:
-            return ("CUDA is initialised in this process (torch.cuda.is_initialized() is True): CUDA_VISIBLE_DEVICES "
-                    "was read when it started, and changing it now has no effect here.")
+            return (
+                "CUDA is initialised in this process (torch.cuda.is_initialized() is True): CUDA_VISIBLE_DEVICES "
+                "was read when it started, and changing it now has no effect here."
+            )
         if read and self.started_by is not None and self.started_by.error is None:
-            return ("CUDA's driver has started in this process (the first CUDA call gpulab saw succeeded): "
-                    "CUDA_VISIBLE_DEVICES was read then, and changing it now has no effect here.")
+            return (
+                "CUDA's driver has started in this process (the first CUDA call gpulab saw succeeded): "
+                "CUDA_VISIBLE_DEVICES was read then, and changing it now has no effect here."
+            )
         if read and self.driver.initialised is True:
-            return (f"The CUDA driver in this process says it has started ({evidence}): something started CUDA, and "
-                    "CUDA_VISIBLE_DEVICES was read then; changing it now has no effect here.")
+            return (
+                f"The CUDA driver in this process says it has started ({evidence}): something started CUDA, and "
+                "CUDA_VISIBLE_DEVICES was read then; changing it now has no effect here."
+            )
         if read:
-            return ("A CUDA call has already reached the CUDA driver in this process and failed: the driver read "
-                    "CUDA_VISIBLE_DEVICES then, and PyTorch keeps the answer it got, so changing it now has no effect "
-                    "here.")
+            return (
+                "A CUDA call has already reached the CUDA driver in this process and failed: the driver read "
+                "CUDA_VISIBLE_DEVICES then, and PyTorch keeps the answer it got, so changing it now has no effect "
+                "here."
+            )
         if read is False and self.driver.loaded:
-            return ("CUDA has not started in this process: its driver (libcuda) is loaded, as importing torch does "
-                    f"on a GPU machine, but not initialised ({self.driver.said}): CUDA_VISIBLE_DEVICES can still "
-                    "be changed, and the first CUDA call will read it.")
+            return (
+                "CUDA has not started in this process: its driver (libcuda) is loaded, as importing torch does "
+                f"on a GPU machine, but not initialised ({self.driver.said}): CUDA_VISIBLE_DEVICES can still "
+                "be changed, and the first CUDA call will read it."
+            )
         if read is False:
-            return ("CUDA has not started in this process" + ("" if self.torch_imported else
-                                                            " (torch is not even imported)")
-                    + ": CUDA_VISIBLE_DEVICES can still be changed, and the first CUDA call will read it.")
-        saw = ("gpulab saw no CUDA call since it was imported" if self.started_by is None else
-               "the first CUDA call gpulab saw failed (below)")
+            return (
+                "CUDA has not started in this process"
+                + ("" if self.torch_imported else " (torch is not even imported)")
+                + ": CUDA_VISIBLE_DEVICES can still be changed, and the first CUDA call will read it."
+            )
+        saw = (
+            "gpulab saw no CUDA call since it was imported"
+            if self.started_by is None
+            else "the first CUDA call gpulab saw failed (below)"
+        )
         flag = "torch.cuda.is_initialized() is False" if self.torch_imported else "torch is not imported"
-        driver = ("it cannot ask the CUDA driver itself" if self.driver.loaded is None else
-                  "the driver gave no clear answer")
-        return (f"gpulab cannot tell whether CUDA has read CUDA_VISIBLE_DEVICES in this process: {flag} and {saw}, "
-                f"but {driver} ({evidence}). If nothing here has called torch.cuda.is_available() or put a tensor on "
-                "a GPU, the variable still takes effect.")
+        driver = (
+            "it cannot ask the CUDA driver itself" if self.driver.loaded is None else "the driver gave no clear answer"
+        )
+        return (
+            f"gpulab cannot tell whether CUDA has read CUDA_VISIBLE_DEVICES in this process: {flag} and {saw}, "
+            f"but {driver} ({evidence}). If nothing here has called torch.cuda.is_available() or put a tensor on "
+            "a GPU, the variable still takes effect."
+        )
 
     def _repr_html_(self) -> str:
         import html

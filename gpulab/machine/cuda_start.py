@@ -21,13 +21,15 @@ then puts PyTorch's own functions back, so later calls run exactly as without gp
 ``cuda_watch`` as ``torch.cuda`` is imported (or at ``import gpulab`` if torch came first), so this module, its
 dataclasses and ``traceback`` load with torch, not with gpulab.
 """
+
 from __future__ import annotations
 
 import sys
 import threading
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from ..core.frames import code_place, is_library_file
 from . import compat
@@ -76,8 +78,7 @@ class CudaStart:
             return f"CUDA was started by {self.where} (through {self.call})."
         first = self.error.splitlines()[0] if self.error else "?"
         first = first.split(". ")[0].rstrip(".") + "."
-        return (f"CUDA was first asked for by {self.where} (through {self.call}); on this machine it failed: "
-                f"{first}")
+        return f"CUDA was first asked for by {self.where} (through {self.call}); on this machine it failed: {first}"
 
     def _repr_html_(self) -> str:
         import html
@@ -104,15 +105,20 @@ def hook(torch_cuda: Any) -> None:
         original = compat.cuda_lazy_init(torch_cuda)
         if original is not None:
             wrapper = _first_call(original, "torch.cuda._lazy_init")
-            owners = [m for name, m in list(sys.modules.items())
-                      if (name == "torch.cuda" or name.startswith("torch.cuda.")) and m is not None
-                      and getattr(m, "_lazy_init", None) is original]
+            owners = [
+                m
+                for name, m in list(sys.modules.items())
+                if (name == "torch.cuda" or name.startswith("torch.cuda."))
+                and m is not None
+                and getattr(m, "_lazy_init", None) is original
+            ]
             for owner in owners:
                 _patched.append((owner, "_lazy_init", original, wrapper))
         available = getattr(torch_cuda, "is_available", None)
         if callable(available):
-            _patched.append((torch_cuda, "is_available", available,
-                             _first_call(available, "torch.cuda.is_available()")))
+            _patched.append(
+                (torch_cuda, "is_available", available, _first_call(available, "torch.cuda.is_available()"))
+            )
         for owner, name, _, wrapper in _patched:
             setattr(owner, name, wrapper)
 
@@ -149,7 +155,9 @@ def _first_call(original: Callable[..., Any], call: str) -> Callable[..., Any]:
 
 def _remember(call: str, stack: traceback.StackSummary, error: str | None) -> None:
     global _record
-    lines = tuple(CodeLine(f.filename, f.lineno or 0, f.name, (f.line or "").strip(),
-                           compat.ipython_cell_number(f.filename)) for f in stack)
+    lines = tuple(
+        CodeLine(f.filename, f.lineno or 0, f.name, (f.line or "").strip(), compat.ipython_cell_number(f.filename))
+        for f in stack
+    )
     mine = [f for f in lines if not is_library_file(f.filename)]
     _record = CudaStart(call, mine[-1] if mine else None, lines, error)

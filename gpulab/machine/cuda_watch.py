@@ -7,6 +7,7 @@ with ``torch.cuda``, whose own import takes a second, so ``import gpulab`` stays
 (``benchmarks/bench_import.py``). Python's import system has no "after import" hook: a finder on ``sys.meta_path``
 finds nothing itself, lets the others find ``torch.cuda``, hooks the module once it has run, and removes itself.
 """
+
 from __future__ import annotations
 
 import sys
@@ -47,8 +48,7 @@ class _WhenTorchCudaImported:
     """A ``sys.meta_path`` finder that finds nothing itself: it lets the others find ``torch.cuda``, hooks the module
     once it has run, and removes itself."""
 
-    def find_spec(self, name: str, path: Sequence[str] | None,
-                  target: ModuleType | None = None) -> ModuleSpec | None:
+    def find_spec(self, name: str, path: Sequence[str] | None, target: ModuleType | None = None) -> ModuleSpec | None:
         if name != "torch.cuda":
             return None
         global _finder

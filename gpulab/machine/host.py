@@ -3,6 +3,7 @@
 In a container (JupyterHub, Kaggle, Colab, Docker) the RAM you may use is the cgroup's limit, not what the host has:
 ``free -h`` and ``psutil.virtual_memory()`` show the host's. Taught in ``notebooks/00_setup.ipynb``.
 """
+
 from __future__ import annotations
 
 import math
@@ -13,8 +14,15 @@ from pathlib import Path
 
 import psutil
 
-__all__ = ["HostInfo", "HostSample", "host_info", "host_sample", "cgroup_memory", "cgroup_cpu_limit",
-           "shared_memory_bytes"]
+__all__ = [
+    "HostInfo",
+    "HostSample",
+    "host_info",
+    "host_sample",
+    "cgroup_memory",
+    "cgroup_cpu_limit",
+    "shared_memory_bytes",
+]
 
 _CGROUP_ROOT = Path("/sys/fs/cgroup")
 _NO_LIMIT = 1 << 60  # cgroup v1 writes a huge number for "unlimited"
@@ -67,8 +75,10 @@ def cgroup_memory(root: Path = _CGROUP_ROOT, self_cgroup: str | None = None) -> 
     as the root), the root's files count.
     """
     v2_path, v1_path = _own_cgroup(self_cgroup, "memory")
-    for base, path, max_name, cur_name in ((root, v2_path, "memory.max", "memory.current"),
-                                           (root / "memory", v1_path, "memory.limit_in_bytes", "memory.usage_in_bytes")):
+    for base, path, max_name, cur_name in (
+        (root, v2_path, "memory.max", "memory.current"),
+        (root / "memory", v1_path, "memory.limit_in_bytes", "memory.usage_in_bytes"),
+    ):
         found, limits, used = False, [], None
         for d in _up(base, path):
             raw = _read(d / max_name)
@@ -161,6 +171,8 @@ def _usable_cores() -> int:
 
 
 def host_info() -> HostInfo:
+    """This computer's CPU model, cores (all, and those this process may use) and RAM, with a container's memory
+    limit."""
     vm = psutil.virtual_memory()
     limit, used = cgroup_memory()
     return HostInfo(_cpu_model(), os.cpu_count() or 1, _usable_cores(), vm.total, vm.available, limit, used)

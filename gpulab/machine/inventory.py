@@ -3,18 +3,19 @@
 ``devices()`` never creates a CUDA context in the calling process — it asks NVML, not CUDA — so a notebook can look
 at its GPUs and still fork worker processes later. Taught in ``notebooks/00_setup.ipynb``.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .host import HostInfo, host_info
-from ..core.renamed import renamed_keywords
-from .nvml import GpuReader
-from .resolve import as_reader
 from ..core.arguments import flag
 from ..core.readings import GpuInfo, Unavailable, is_known
+from ..core.renamed import renamed_keywords
 from ..core.tables import html_table, text_table
 from ..core.units import format_bytes
+from .host import HostInfo, host_info
+from .nvml import GpuReader
+from .resolve import as_reader
 
 __all__ = ["Inventory", "devices", "gpu_rows", "GPU_COLUMNS"]
 
@@ -68,6 +69,7 @@ class Inventory:
 
     @property
     def gpu_count(self) -> int:
+        """How many GPUs NVML lists (physical GPUs; MIG slices are inside them)."""
         return len(self.gpus)
 
     def _host_line(self) -> str:
@@ -79,15 +81,18 @@ class Inventory:
         )
 
     def _gpu_header(self, brief: bool = False) -> str:
-        """The first line; ``brief`` keeps only the first clause of why NVML failed (the report's checklist has it all)."""
+        """The first line; ``brief`` keeps only the first clause of why NVML failed (the report's checklist has it
+        all)."""
         label = "SIMULATED machine (described GPUs, not this computer's): " if self.simulated else ""
         if not self.gpus:
             why = self.nvml_error or ""
             if brief and why:
                 why = why.split(": ")[0].split(". ")[0].rstrip(".") + " (the checklist below says what to do)"
             return label + "No NVIDIA GPU found" + (f": {why}" if why else ".")
-        return (label + f"{self.gpu_count} GPU(s); driver {self.driver_version}, supports CUDA up to "
-                f"{self.cuda_driver_version}")
+        return (
+            label + f"{self.gpu_count} GPU(s); driver {self.driver_version}, supports CUDA up to "
+            f"{self.cuda_driver_version}"
+        )
 
     def _repr_pretty_(self, p, cycle: bool) -> None:  # IPython's text/plain: the readable report, not the fields
         p.text(str(self))
@@ -104,6 +109,7 @@ class Inventory:
         return self.text()
 
     def html(self, *, brief: bool = False) -> str:
+        """The inventory as HTML (``brief``: the first clause of why NVML failed, for a cell's short answer)."""
         import html
 
         head = html.escape(self._gpu_header(brief))
@@ -129,5 +135,11 @@ def devices(machine: GpuReader | str | None = None, *, processes: bool = True) -
     reader = as_reader(machine)
     flag(processes, "processes")
     gpus = tuple(reader.info(i, processes=processes) for i in range(reader.count()))
-    return Inventory(gpus, host_info(), reader.driver_version(), reader.cuda_driver_version(), reader.error,
-                     simulated=bool(getattr(reader, "simulated", False)))
+    return Inventory(
+        gpus,
+        host_info(),
+        reader.driver_version(),
+        reader.cuda_driver_version(),
+        reader.error,
+        simulated=bool(getattr(reader, "simulated", False)),
+    )

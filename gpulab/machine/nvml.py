@@ -8,6 +8,7 @@ library/driver mismatch), ``reader.error`` says why and what to do, and the read
 NVML numbers GPUs by PCI bus (as nvidia-smi does) and ignores ``CUDA_VISIBLE_DEVICES``: these are ``physical_index``es.
 Taught in ``notebooks/00_setup.ipynb``.
 """
+
 from __future__ import annotations
 
 import os
@@ -22,21 +23,27 @@ __all__ = ["GpuReader", "NvmlReader", "default_reader", "explain_nvml_error"]
 
 @runtime_checkable
 class GpuReader(Protocol):
-    """What gpulab needs from the GPU driver. ``NvmlReader`` is the real one; ``gpulab.machine.simulated.SimulatedGpuReader`` the described one (also the tests' fake)."""
+    """What gpulab needs from the GPU driver. ``NvmlReader`` is the real one;
+    ``gpulab.machine.simulated.SimulatedGpuReader`` the described one (also the tests' fake)."""
 
     @property
     def error(self) -> str | None:
         """``None`` when GPUs can be read; otherwise why not, and what to do."""
 
-    def driver_version(self) -> str | Unavailable: ...
+    def driver_version(self) -> str | Unavailable:
+        """The NVIDIA driver's version (nvidia-smi's ``Driver Version``), or why it is unknown."""
 
-    def cuda_driver_version(self) -> str | Unavailable: ...
+    def cuda_driver_version(self) -> str | Unavailable:
+        """The newest CUDA the driver supports (nvidia-smi's ``CUDA Version``), or why it is unknown."""
 
-    def count(self) -> int: ...
+    def count(self) -> int:
+        """How many GPUs the driver lists (0 when it cannot be read)."""
 
-    def info(self, physical_index: int, *, processes: bool = True) -> GpuInfo: ...
+    def info(self, physical_index: int, *, processes: bool = True) -> GpuInfo:
+        """Everything about GPU ``physical_index`` (nvidia-smi's numbering); ``processes``: also who uses it."""
 
-    def sample(self, physical_index: int) -> GpuSample: ...
+    def sample(self, physical_index: int) -> GpuSample:
+        """GPU ``physical_index``'s memory and utilisation now: what the monitor reads several times a second."""
 
 
 # Why NVML could not start, keyed by the pynvml exception class name, in a learner's words.
@@ -54,12 +61,15 @@ _INIT_REASONS = {
         "the NVIDIA driver library and the loaded kernel driver have different versions, which happens after a "
         "driver upgrade without a reboot. Reboot the machine (or ask the administrator to)."
     ),
-    "NVMLError_NoPermission": "this user may not query the NVIDIA driver; ask the administrator for access to /dev/nvidia*.",
+    "NVMLError_NoPermission": "this user may not query the NVIDIA driver; ask the administrator for access to "
+    "/dev/nvidia*.",
     "NVMLError_Uninitialized": "NVML was used before it was initialised (a gpulab bug: please report it).",
 }
 
-_OLD_DRIVER = ("this NVIDIA driver is older than the nvidia-ml-py package and lacks this query; upgrade the driver, "
-               "or install an nvidia-ml-py release from the driver's era")
+_OLD_DRIVER = (
+    "this NVIDIA driver is older than the nvidia-ml-py package and lacks this query; upgrade the driver, "
+    "or install an nvidia-ml-py release from the driver's era"
+)
 
 # Why one field could not be read.
 _FIELD_REASONS = {
@@ -125,8 +135,11 @@ class NvmlReader:
             with self._lock:
                 return getattr(self._lib, fn)(*args)
         except Exception as exc:
-            refusals = tuple(c for c in (getattr(self._lib, "NVMLError", None),
-                                         getattr(self._lib, "NVMLLibraryMismatchError", None)) if isinstance(c, type))
+            refusals = tuple(
+                c
+                for c in (getattr(self._lib, "NVMLError", None), getattr(self._lib, "NVMLLibraryMismatchError", None))
+                if isinstance(c, type)
+            )
             if not isinstance(exc, refusals):
                 raise
             return Unavailable(explain_nvml_error(exc))
@@ -134,6 +147,7 @@ class NvmlReader:
     # -- the GpuReader protocol ---------------------------------------------------------------------------------------
     @property
     def error(self) -> str | None:
+        """``None`` when NVML answers; otherwise why it cannot start, and what to do."""
         self._start()
         return self._error
 
@@ -146,6 +160,7 @@ class NvmlReader:
             self._error = None
 
     def driver_version(self) -> str | Unavailable:
+        """The driver's version (``nvmlSystemGetDriverVersion``), or why it is unknown."""
         return _text(self._query("nvmlSystemGetDriverVersion"))
 
     def cuda_driver_version(self) -> str | Unavailable:
@@ -154,6 +169,7 @@ class NvmlReader:
         return v if isinstance(v, Unavailable) else f"{v // 1000}.{(v % 1000) // 10}"
 
     def count(self) -> int:
+        """How many GPUs NVML lists (``nvmlDeviceGetCount``); 0 when NVML cannot start."""
         n = self._query("nvmlDeviceGetCount")
         return 0 if isinstance(n, Unavailable) else int(n)
 
@@ -169,6 +185,7 @@ class NvmlReader:
         return self._query("nvmlDeviceGetHandleByIndex", physical_index)
 
     def sample(self, physical_index: int) -> GpuSample:
+        """GPU ``physical_index``'s memory and utilisation now, each ``Unavailable`` where NVML refuses it."""
         h = self._handle(physical_index)
         if isinstance(h, Unavailable):
             return GpuSample(physical_index, h, h, h)
@@ -185,16 +202,27 @@ class NvmlReader:
         """One GPU, like ``nvidia-smi -q -i <physical_index>``. ``processes=False`` skips the slow process list."""
         h = self._handle(physical_index)
         if isinstance(h, Unavailable):  # every field is refused for the same reason; the other GPUs are still read
-            return GpuInfo(physical_index, str(h), str(h), str(h), h, h, h, h, h, h, h, mig_enabled=h,
-                           processes=h if processes else Unavailable("not asked for"))
+            return GpuInfo(
+                physical_index,
+                str(h),
+                str(h),
+                str(h),
+                h,
+                h,
+                h,
+                h,
+                h,
+                h,
+                h,
+                mig_enabled=h,
+                processes=h if processes else Unavailable("not asked for"),
+            )
         mem = self._query("nvmlDeviceGetMemoryInfo", h)
         util = self._query("nvmlDeviceGetUtilizationRates", h)
         pci = self._query("nvmlDeviceGetPciInfo", h)
         power_mw = self._query("nvmlDeviceGetPowerUsage", h)
         mig_mode = self._query("nvmlDeviceGetMigMode", h)
-        mig_enabled: bool | Unavailable = (
-            mig_mode if isinstance(mig_mode, Unavailable) else bool(mig_mode[0])
-        )
+        mig_enabled: bool | Unavailable = mig_mode if isinstance(mig_mode, Unavailable) else bool(mig_mode[0])
         if isinstance(mig_enabled, Unavailable) and "not supported" in mig_enabled.reason:
             mig_enabled = False  # GPUs without MIG support are simply not in MIG mode
         return GpuInfo(
@@ -222,7 +250,11 @@ class NvmlReader:
             if isinstance(mh, Unavailable):  # an empty slot
                 continue
             mem = self._query("nvmlDeviceGetMemoryInfo", mh)
-            out.append(MigInstance(i, str(_text(self._query("nvmlDeviceGetUUID", mh))), _field(mem, "total"), _field(mem, "used")))
+            out.append(
+                MigInstance(
+                    i, str(_text(self._query("nvmlDeviceGetUUID", mh))), _field(mem, "total"), _field(mem, "used")
+                )
+            )
         return tuple(out)
 
     def _processes(self, h: Any) -> tuple[GpuProcess, ...] | Unavailable:
@@ -232,7 +264,11 @@ class NvmlReader:
         out = []
         for p in procs:
             used = p.usedGpuMemory
-            out.append(GpuProcess(int(p.pid), Unavailable("hidden by the driver") if used is None else int(used), _process_name(p.pid)))
+            out.append(
+                GpuProcess(
+                    int(p.pid), Unavailable("hidden by the driver") if used is None else int(used), _process_name(p.pid)
+                )
+            )
         return tuple(out)
 
 

@@ -1,11 +1,12 @@
 """Described GPUs for machines that have none: the test fake behind our NVML seam, and a classroom demo.
 
 ``SimulatedGpuReader`` answers the ``GpuReader`` questions from a description (a preset name or a JSON file), so the
-picker, the selection policy, the monitor and the report can be tried — and tested — on a laptop. It is always
-labelled: ``reader.simulated`` is True and the report says SIMULATED. Set ``GPULAB_SIMULATE_GPUS`` to a preset name
-(``two-gpus-mig``, ``kaggle-2xT4``, ``colab-T4``, ``workshop-8``, ``idle-8``) or to a JSON file to make ``default_reader()`` use it.
-Real torch still sees no GPU: nothing here pretends CUDA exists.
+picker, the selection policy, the monitor and the report can be tried — and tested — on a laptop. It is always labelled:
+``reader.simulated`` is True and the report says SIMULATED. Set ``GPULAB_SIMULATE_GPUS`` to a preset name
+(``two-gpus-mig``, ``kaggle-2xT4``, ``colab-T4``, ``workshop-8``, ``idle-8``) or to a JSON file to make
+``default_reader()`` use it. Real torch still sees no GPU: nothing here pretends CUDA exists.
 """
+
 from __future__ import annotations
 
 import copy
@@ -17,8 +18,8 @@ import uuid as _uuid
 from pathlib import Path
 from typing import Any
 
-from ..core.arguments import is_real_number, is_whole_number
 from ..core.readings import GpuInfo, GpuProcess, GpuSample, MigInstance, Unavailable
+from .described import validated_description
 
 __all__ = ["SimulatedGpuReader", "PRESETS", "simulated_gpu"]
 
@@ -30,9 +31,17 @@ def _uuid_for(name: str, index: int) -> str:
     return "GPU-" + str(_uuid.uuid5(_uuid.NAMESPACE_DNS, f"gpulab-{name}-{index}"))
 
 
-def simulated_gpu(index: int, name: str, memory_total_mib: int, *, used_mib: int = 0, util: int = 0,
-                  unsupported: tuple[str, ...] = (), mig_slices_mib: tuple[int, ...] = (),
-                  processes: tuple[tuple[int, int, str], ...] = ()) -> dict[str, Any]:
+def simulated_gpu(
+    index: int,
+    name: str,
+    memory_total_mib: int,
+    *,
+    used_mib: int = 0,
+    util: int = 0,
+    unsupported: tuple[str, ...] = (),
+    mig_slices_mib: tuple[int, ...] = (),
+    processes: tuple[tuple[int, int, str], ...] = (),
+) -> dict[str, Any]:
     """One GPU description (plain dict, JSON-ready). ``unsupported`` names fields NVML refuses on this GPU."""
     uid = _uuid_for(name, index)
     return {
@@ -45,10 +54,14 @@ def simulated_gpu(index: int, name: str, memory_total_mib: int, *, used_mib: int
         "utilization_memory_percent": util // 2,
         "temperature_c": 35 + util // 3,
         "power_w": 30.0 + 2.5 * util,
-        "unsupported": list(unsupported) + (["utilization_gpu_percent", "utilization_memory_percent"] if mig_slices_mib else []),
+        "unsupported": list(unsupported)
+        + (["utilization_gpu_percent", "utilization_memory_percent"] if mig_slices_mib else []),
         "mig_devices": [
-            {"uuid": "MIG-" + str(_uuid.uuid5(_uuid.NAMESPACE_DNS, f"{uid}-{k}")), "memory_total_bytes": m * MiB,
-             "memory_used_bytes": 0}
+            {
+                "uuid": "MIG-" + str(_uuid.uuid5(_uuid.NAMESPACE_DNS, f"{uid}-{k}")),
+                "memory_total_bytes": m * MiB,
+                "memory_used_bytes": 0,
+            }
             for k, m in enumerate(mig_slices_mib)
         ],
         "processes": [{"pid": pid, "used_memory_bytes": mem * MiB, "name": pname} for pid, mem, pname in processes],
@@ -59,34 +72,53 @@ PRESETS: dict[str, dict[str, Any]] = {
     # Two different GPUs: an A100 split into two MIG slices (no per-GPU utilisation) and a GeForce card whose
     # power reading NVML refuses — the awkward cases the report and picker must survive.
     "two-gpus-mig": {
-        "driver_version": "550.54.15", "cuda_driver_version": "12.4",
+        "driver_version": "550.54.15",
+        "cuda_driver_version": "12.4",
         "gpus": [
             simulated_gpu(0, "NVIDIA A100 80GB PCIe", 81920, used_mib=0, mig_slices_mib=(40192, 40192)),
-            simulated_gpu(1, "NVIDIA GeForce RTX 3090", 24576, used_mib=1210, util=37, unsupported=("power_w",),
-                          processes=((4242, 1190, "python"),)),
+            simulated_gpu(
+                1,
+                "NVIDIA GeForce RTX 3090",
+                24576,
+                used_mib=1210,
+                util=37,
+                unsupported=("power_w",),
+                processes=((4242, 1190, "python"),),
+            ),
         ],
     },
     "kaggle-2xT4": {
-        "driver_version": "535.161.08", "cuda_driver_version": "12.2",
+        "driver_version": "535.161.08",
+        "cuda_driver_version": "12.2",
         "gpus": [simulated_gpu(i, "Tesla T4", 15360, used_mib=3) for i in range(2)],
     },
     "colab-T4": {
-        "driver_version": "535.104.05", "cuda_driver_version": "12.2",
+        "driver_version": "535.104.05",
+        "cuda_driver_version": "12.2",
         "gpus": [simulated_gpu(0, "Tesla T4", 15360, used_mib=0)],
     },
     # A shared workshop server mid-session: some GPUs busy, some free.
     "workshop-8": {
-        "driver_version": "550.90.07", "cuda_driver_version": "12.4",
+        "driver_version": "550.90.07",
+        "cuda_driver_version": "12.4",
         "gpus": [
-            simulated_gpu(i, "NVIDIA A100-SXM4-40GB", 40960, used_mib=used, util=util,
-                          processes=((31000 + i, used - 420, "python"),) if used > 500 else ())
-            for i, (used, util) in enumerate([(30110, 97), (4, 0), (12290, 45), (4, 0), (39800, 100), (4, 0),
-                                              (2050, 3), (20480, 61)])
+            simulated_gpu(
+                i,
+                "NVIDIA A100-SXM4-40GB",
+                40960,
+                used_mib=used,
+                util=util,
+                processes=((31000 + i, used - 420, "python"),) if used > 500 else (),
+            )
+            for i, (used, util) in enumerate(
+                [(30110, 97), (4, 0), (12290, 45), (4, 0), (39800, 100), (4, 0), (2050, 3), (20480, 61)]
+            )
         ],
     },
     # The same server before the workshop starts: all 8 GPUs free (the kernel provisioner's and the Hub's tests).
     "idle-8": {
-        "driver_version": "550.90.07", "cuda_driver_version": "12.4",
+        "driver_version": "550.90.07",
+        "cuda_driver_version": "12.4",
         "gpus": [simulated_gpu(i, "NVIDIA A100-SXM4-40GB", 40960, used_mib=4) for i in range(8)],
     },
 }
@@ -97,28 +129,34 @@ class SimulatedGpuReader:
 
     simulated = True
 
-    def __init__(self, description: dict[str, Any] | str | os.PathLike[str] | None = "two-gpus-mig", *,
-                 error: str | None = None) -> None:
+    def __init__(
+        self, description: dict[str, Any] | str | os.PathLike[str] | None = "two-gpus-mig", *, error: str | None = None
+    ) -> None:
         self._lock = threading.Lock()
         self.description = _load(description)
         self._error = error
         self.calls = 0  # how many questions were asked (tests read it)
 
     @classmethod
-    def from_env(cls, value: str) -> "SimulatedGpuReader":
+    def from_env(cls, value: str) -> SimulatedGpuReader:
+        """The reader that ``GPULAB_SIMULATE_GPUS=value`` asks for: a preset name or a JSON file."""
         return cls(value)
 
     @property
     def error(self) -> str | None:
+        """``None``, or the NVML failure this described machine plays (``error=`` when made)."""
         return self._error
 
     def driver_version(self) -> str | Unavailable:  # as NvmlReader answers: the reason itself is in ``error``
+        """The described driver version (unavailable, as with NVML, when this reader plays a failure)."""
         return Unavailable("NVML could not start") if self._error else self.description["driver_version"]
 
     def cuda_driver_version(self) -> str | Unavailable:
+        """The newest CUDA the described driver supports (unavailable when this reader plays a failure)."""
         return Unavailable("NVML could not start") if self._error else self.description["cuda_driver_version"]
 
     def count(self) -> int:
+        """How many GPUs are described (0 when this reader plays a failure)."""
         return 0 if self._error else len(self.description["gpus"])
 
     def _gpu(self, i: int) -> dict[str, Any]:
@@ -130,7 +168,11 @@ class SimulatedGpuReader:
     def _value(self, g: dict[str, Any], key: str) -> Any:
         return Unavailable(_NOT_SUPPORTED) if key in g.get("unsupported", ()) else g[key]
 
-    def set_usage(self, i: int, *, memory_used_bytes: int | None = None, utilization_gpu_percent: int | None = None) -> None:
+    def set_usage(
+        self, i: int, *, memory_used_bytes: int | None = None, utilization_gpu_percent: int | None = None
+    ) -> None:
+        """Change GPU ``i``'s memory used or utilisation, so that a monitor or a choice sees a busy GPU
+        (thread-safe)."""
         with self._lock:
             g = self._gpu(i)
             if memory_used_bytes is not None:
@@ -139,47 +181,66 @@ class SimulatedGpuReader:
                 g["utilization_gpu_percent"] = int(utilization_gpu_percent)
 
     def sample(self, i: int) -> GpuSample:
+        """Described GPU ``i``'s memory and utilisation now."""
         with self._lock:
             g = self._gpu(i)
-            return GpuSample(i, g["memory_used_bytes"], g["memory_total_bytes"], self._value(g, "utilization_gpu_percent"))
+            return GpuSample(
+                i, g["memory_used_bytes"], g["memory_total_bytes"], self._value(g, "utilization_gpu_percent")
+            )
 
     def info(self, i: int, *, processes: bool = True) -> GpuInfo:
+        """Everything described about GPU ``i``, as ``NvmlReader.info`` answers it (``processes``: its process list
+        too)."""
         with self._lock:
             g = self._gpu(i)
-            migs = tuple(MigInstance(k, m["uuid"], m["memory_total_bytes"], m["memory_used_bytes"])
-                         for k, m in enumerate(g.get("mig_devices", ())))
+            migs = tuple(
+                MigInstance(k, m["uuid"], m["memory_total_bytes"], m["memory_used_bytes"])
+                for k, m in enumerate(g.get("mig_devices", ()))
+            )
             procs: tuple[GpuProcess, ...] | Unavailable = (
                 tuple(GpuProcess(p["pid"], p["used_memory_bytes"], p["name"]) for p in g.get("processes", ()))
-                if processes else Unavailable("not asked for")
+                if processes
+                else Unavailable("not asked for")
             )
             used = g["memory_used_bytes"]
             return GpuInfo(
-                physical_index=i, uuid=g["uuid"], name=g["name"], pci_bus_id=g["pci_bus_id"],
-                memory_total_bytes=g["memory_total_bytes"], memory_used_bytes=used,
+                physical_index=i,
+                uuid=g["uuid"],
+                name=g["name"],
+                pci_bus_id=g["pci_bus_id"],
+                memory_total_bytes=g["memory_total_bytes"],
+                memory_used_bytes=used,
                 memory_free_bytes=g["memory_total_bytes"] - used,
                 utilization_gpu_percent=self._value(g, "utilization_gpu_percent"),
                 utilization_memory_percent=self._value(g, "utilization_memory_percent"),
-                temperature_c=self._value(g, "temperature_c"), power_w=self._value(g, "power_w"),
-                mig_enabled=bool(g.get("mig_enabled", migs)), mig_devices=migs, processes=procs, simulated=True,
+                temperature_c=self._value(g, "temperature_c"),
+                power_w=self._value(g, "power_w"),
+                mig_enabled=bool(g.get("mig_enabled", migs)),
+                mig_devices=migs,
+                processes=procs,
+                simulated=True,
             )
 
     def to_json(self) -> str:
+        """The description as JSON: save it to a file and pass its path to describe the same machine again."""
         with self._lock:
             return json.dumps(self.description, indent=1)
 
 
 def _load(description: Any) -> dict[str, Any]:
-    """A checked copy of the description: a preset name, a JSON file (path), a dict, or None (no GPU)."""
+    """A validated copy of the description: a preset name, a JSON file (path), a dict, or None (no GPU)."""
     if description is None:
         return {"driver_version": "N/A", "cuda_driver_version": "N/A", "gpus": []}
     if isinstance(description, dict):
-        return _checked(copy.deepcopy(description), "the simulated-GPU description given as a dict")
+        return validated_description(copy.deepcopy(description), "the simulated-GPU description given as a dict")
     if isinstance(description, os.PathLike):
         description = os.fspath(description)
     if not isinstance(description, str):
-        raise TypeError(f"SimulatedGpuReader takes a preset name ({', '.join(PRESETS)}), the path of a JSON "
-                        f"description, or a dict; got a {type(description).__name__}. Try "
-                        "SimulatedGpuReader(\"workshop-8\").")
+        raise TypeError(
+            f"SimulatedGpuReader takes a preset name ({', '.join(PRESETS)}), the path of a JSON "
+            f"description, or a dict; got a {type(description).__name__}. Try "
+            'SimulatedGpuReader("workshop-8").'
+        )
     if description in PRESETS:
         return copy.deepcopy(PRESETS[description])
     path = Path(description)
@@ -191,84 +252,17 @@ def _load(description: Any) -> dict[str, Any]:
         try:
             data = json.loads(path.read_text())
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise ValueError(f"the simulated-GPU description {path} is not valid JSON ({exc}). Fix the file, or use a "
-                             f"preset: {', '.join(PRESETS)}.") from exc
+            raise ValueError(
+                f"the simulated-GPU description {path} is not valid JSON ({exc}). Fix the file, or use a "
+                f"preset: {', '.join(PRESETS)}."
+            ) from exc
         except OSError as exc:
             raise ValueError(f"cannot read the simulated-GPU description {path} ({exc.strerror}).") from exc
-        return _checked(data, f"the simulated-GPU description {path}")
+        return validated_description(data, f"the simulated-GPU description {path}")
     close = difflib.get_close_matches(description, PRESETS, n=1)
     raise ValueError(
         f"unknown simulated-GPU description {description[:80]!r}: it is neither a preset ({', '.join(PRESETS)}) "
         f"nor an existing JSON file."
-        + (f" Did you mean {close[0]!r}?" if close else "") + " (If it came from GPULAB_SIMULATE_GPUS, check that.)"
+        + (f" Did you mean {close[0]!r}?" if close else "")
+        + " (If it came from GPULAB_SIMULATE_GPUS, check that.)"
     )
-
-
-_REQUIRED = ("name", "uuid", "pci_bus_id", "memory_total_bytes", "memory_used_bytes",  # then the refusable ones:
-             "utilization_gpu_percent", "utilization_memory_percent", "temperature_c", "power_w")
-_TEXT = ("name", "uuid", "pci_bus_id")
-_BUILD = "Build each entry with gpulab.machine.simulated.simulated_gpu(...) and save the JSON it returns"
-
-
-def _checked(data: Any, where: str) -> dict[str, Any]:
-    """Refuse, at load, a description the reader could not answer from, naming the GPU and the field."""
-    if not isinstance(data, dict) or not isinstance(data.get("gpus"), list):
-        raise ValueError(f"{where} needs a top-level object with a 'gpus' list, like "
-                         "SimulatedGpuReader('kaggle-2xT4').to_json() shows.")
-    for key in ("driver_version", "cuda_driver_version"):
-        data.setdefault(key, "N/A (simulated)")
-        if not isinstance(data[key], str):
-            raise ValueError(f"{where}: {key!r} is {data[key]!r}; it is text, e.g. \"550.90.07\".")
-    for i, g in enumerate(data["gpus"]):
-        _check_gpu(where, i, g)
-    return data
-
-
-def _whole(value: Any, most: int | None = None) -> str | None:
-    """Why ``value`` is not a whole number (in 0..``most``), or None."""
-    if not is_whole_number(value):
-        return f"is {value!r}, a {type(value).__name__}; it must be a whole number" + (
-            f" (bytes, e.g. {16 * 1024**3} for 16 GiB)" if isinstance(value, str) else "")
-    if value < 0 or most is not None and value > most:
-        return f"is {value}; it must be between 0 and {most}" if most is not None else f"is {value}; it must be ≥ 0"
-    return None
-
-
-def _check_gpu(where: str, i: int, g: Any) -> None:
-    """A described GPU has every field the reader answers with (or lists it under ``unsupported``), of its type."""
-    if not isinstance(g, dict):
-        raise ValueError(f"GPU {i} of {where} is not an object: {g!r:.60}. {_BUILD}.")
-    unsupported = g.get("unsupported", [])
-    if not isinstance(unsupported, list) or not all(isinstance(k, str) for k in unsupported):
-        raise ValueError(f"GPU {i} of {where}: 'unsupported' must be a list of field names; got {unsupported!r:.60}.")
-    refused = set(unsupported) & set(_REQUIRED[5:])  # only these may be refused; the rest are needed
-    missing = [k for k in _REQUIRED if k not in g and k not in refused]
-    if missing:
-        raise ValueError(f"GPU {i} of {where} lacks {', '.join(map(repr, missing))}. {_BUILD} (it fills every field), "
-                         "or list fields NVML would refuse under \"unsupported\".")
-    checks: dict[str, str | None] = {k: None if isinstance(g[k], str) else f"is {g[k]!r}; it must be text"
-                                     for k in _TEXT}
-    checks["memory_total_bytes"] = _whole(g["memory_total_bytes"])
-    checks["memory_used_bytes"] = _whole(g["memory_used_bytes"], g["memory_total_bytes"]
-                                         if is_whole_number(g["memory_total_bytes"]) else None)
-    for k in ("utilization_gpu_percent", "utilization_memory_percent"):
-        if k not in refused:
-            checks[k] = _whole(g[k], 100)
-    for k in ("temperature_c", "power_w"):
-        if k not in refused and not is_real_number(g[k]):
-            checks[k] = f"is {g[k]!r}; it must be a number"
-    for key in ("mig_devices", "processes"):
-        if not isinstance(g.get(key, []), list):
-            checks[key] = "must be a list of objects"
-    for k, m in enumerate(g.get("mig_devices", []) if not checks.get("mig_devices") else []):
-        if not isinstance(m, dict) or not isinstance(m.get("uuid"), str) or _whole(m.get("memory_total_bytes")) \
-                or _whole(m.get("memory_used_bytes")):
-            checks[f"mig_devices[{k}]"] = "needs a 'uuid' (text) and whole 'memory_total_bytes'/'memory_used_bytes'"
-    for k, p in enumerate(g.get("processes", []) if not checks.get("processes") else []):
-        if not isinstance(p, dict) or _whole(p.get("pid")) or _whole(p.get("used_memory_bytes")) \
-                or not isinstance(p.get("name"), str):
-            checks[f"processes[{k}]"] = "needs a whole 'pid', whole 'used_memory_bytes' and a 'name' (text)"
-    wrong = [(k, why) for k, why in checks.items() if why]
-    if wrong:
-        k, why = wrong[0]
-        raise ValueError(f"GPU {i} of {where}: {k!r} {why}. {_BUILD}.")

@@ -3,6 +3,7 @@
 Torch is imported (its version and build facts need it) but CUDA is never initialised: nothing here creates a
 CUDA context. Taught in ``notebooks/00_setup.ipynb``.
 """
+
 from __future__ import annotations
 
 import os
@@ -69,6 +70,7 @@ def _cudnn_version(torch) -> str | None:
 
 
 def torch_facts() -> TorchFacts:
+    """What this torch was built with and sees (CUDA, cuDNN, NCCL, gloo, GPU count), read without starting CUDA."""
     import torch
     import torch.distributed as dist
 
@@ -101,7 +103,8 @@ def _in_container() -> bool:
 
 
 def detect_platform(env: dict[str, str] | None = None) -> str:
-    """``'Google Colab'``, ``'Kaggle'``, ``'JupyterHub (user …)'``, ``'container'`` or ``'plain machine'`` plus the OS."""
+    """``'Google Colab'``, ``'Kaggle'``, ``'JupyterHub (user …)'``, ``'container'`` or ``'plain machine'`` plus the
+    OS."""
     env = dict(os.environ) if env is None else env
     where = []
     if "COLAB_RELEASE_TAG" in env or "COLAB_GPU" in env or "google.colab" in sys.modules:
@@ -113,4 +116,6 @@ def detect_platform(env: dict[str, str] | None = None) -> str:
     if not where and _in_container():
         where.append("a container")
     base = ", ".join(where) if where else "a plain machine"
-    return f"{base}; {platform.system()} {platform.release()} ({platform.machine()}), Python {platform.python_version()}"
+    return (
+        f"{base}; {platform.system()} {platform.release()} ({platform.machine()}), Python {platform.python_version()}"
+    )

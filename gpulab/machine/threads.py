@@ -5,6 +5,7 @@ started; its workers are threads Python does not know that carry the process's o
 fixed number of such threads itself, counted once when ``torch.cuda`` finishes importing (``cuda_watch`` calls
 ``note_torch_imported``), before any CPU work can have started the pool.
 """
+
 from __future__ import annotations
 
 import os

@@ -5,10 +5,19 @@ CPU↔GPU boundary and the ``non_blocking`` hazard; ``crossover`` finds the size
 counts a model's memory on the ``meta`` device; ``autotune`` measures ``cudnn.benchmark``. Taught in
 ``notebooks/01_cpu_gpu_transfer.ipynb`` (``autotune`` in ``06_lightning``).
 """
+
 from ..core.lazy import export_lazily
 
-export_lazily(__name__, {
-    "benchmark": "timing", "synchronize": "timing", "bandwidth_sweep": "transfer", "nonblocking_hazard": "transfer",
-    "crossover_sweep": "crossover", "module_size": "sizing", "allocated_bytes": "sizing",
-    "autotune_comparison": "autotune",
-})
+export_lazily(
+    __name__,
+    {
+        "benchmark": "timing",
+        "synchronize": "timing",
+        "bandwidth_sweep": "transfer",
+        "nonblocking_hazard": "transfer",
+        "crossover_sweep": "crossover",
+        "module_size": "sizing",
+        "allocated_bytes": "sizing",
+        "autotune_comparison": "autotune",
+    },
+)

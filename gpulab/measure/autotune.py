@@ -6,6 +6,7 @@ costs when every batch brings a new shape (variable sizes). ``autotune_compariso
 for a few steps four ways — fixed / new shape every step × flag off / on — on any device: on a CPU the flag does
 nothing (cuDNN is a GPU library), which is the control. Taught in ``notebooks/06_lightning.ipynb``.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -44,21 +45,46 @@ class AutotuneComparison(TableView):
         p.text(str(self))
 
     def table(self) -> Table:
-        rows = [("fixed shape", format_seconds(self.fixed_off.median_s), format_seconds(self.fixed_on.median_s),
-                 f"{self.fixed_speedup:.2f}×"),
-                ("new shape every step", format_seconds(self.varying_off.median_s),
-                 format_seconds(self.varying_on.median_s), f"{self.varying_speedup:.2f}×")]
-        note = ("on a CPU cuDNN is not used: the flag changes nothing, so both ratios are about 1 (noise)"
-                if self.device == "cpu" else "ratio above 1: the flag made steps faster; below 1: slower")
-        return Table(("input", "benchmark=False", "benchmark=True", "off ÷ on"), rows,
-                     title=f"Median time per training step of a small conv net on {self.device}", notes=[note])
+        """Median step times with ``cudnn.benchmark`` off and on, for a fixed shape and for a new shape each step, and
+        each speedup."""
+        rows = [
+            (
+                "fixed shape",
+                format_seconds(self.fixed_off.median_s),
+                format_seconds(self.fixed_on.median_s),
+                f"{self.fixed_speedup:.2f}×",
+            ),
+            (
+                "new shape every step",
+                format_seconds(self.varying_off.median_s),
+                format_seconds(self.varying_on.median_s),
+                f"{self.varying_speedup:.2f}×",
+            ),
+        ]
+        note = (
+            "on a CPU cuDNN is not used: the flag changes nothing, so both ratios are about 1 (noise)"
+            if self.device == "cpu"
+            else "ratio above 1: the flag made steps faster; below 1: slower"
+        )
+        return Table(
+            ("input", "benchmark=False", "benchmark=True", "off ÷ on"),
+            rows,
+            title=f"Median time per training step of a small conv net on {self.device}",
+            notes=[note],
+        )
 
 
 def _net(torch: Any, dev: Any) -> Any:
     torch.manual_seed(0)
-    return torch.nn.Sequential(torch.nn.Conv2d(3, 32, 3, padding=1), torch.nn.ReLU(),
-                               torch.nn.Conv2d(32, 64, 3, padding=1), torch.nn.ReLU(),
-                               torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(64, 10)).to(dev)
+    return torch.nn.Sequential(
+        torch.nn.Conv2d(3, 32, 3, padding=1),
+        torch.nn.ReLU(),
+        torch.nn.Conv2d(32, 64, 3, padding=1),
+        torch.nn.ReLU(),
+        torch.nn.AdaptiveAvgPool2d(1),
+        torch.nn.Flatten(),
+        torch.nn.Linear(64, 10),
+    ).to(dev)
 
 
 def autotune_comparison(device: Any = "cpu", *, batch: int = 16, size: int = 64, steps: int = 20) -> AutotuneComparison:
@@ -69,8 +95,9 @@ def autotune_comparison(device: Any = "cpu", *, batch: int = 16, size: int = 64,
     import torch
 
     batch = whole_number(batch, "batch", minimum=1, what="images per step", example="autotune_comparison(batch=32)")
-    size = whole_number(size, "size", minimum=1, what="the side of the fixed input in pixels",
-                        example="autotune_comparison(size=64)")
+    size = whole_number(
+        size, "size", minimum=1, what="the side of the fixed input in pixels", example="autotune_comparison(size=64)"
+    )
     steps = whole_number(steps, "steps", minimum=1, what="steps timed per way", example="autotune_comparison(steps=20)")
     dev = resolve_device(device)
     net = _net(torch, dev)
@@ -89,7 +116,7 @@ def autotune_comparison(device: Any = "cpu", *, batch: int = 16, size: int = 64,
     times: dict[tuple[str, bool], list[float]] = {(kind, flag): [] for kind, flag, _ in ways}
     before = torch.backends.cudnn.benchmark
     try:
-        for kind, flag, fn in ways * 2:  # warm-up: first calls pay for lazy set-up whatever the flag
+        for _kind, flag, fn in ways * 2:  # warm-up: first calls pay for lazy set-up whatever the flag
             torch.backends.cudnn.benchmark = flag
             fn()
         for _ in range(steps):  # the four ways take turns, so a machine that speeds up or slows down hits them alike
@@ -99,7 +126,10 @@ def autotune_comparison(device: Any = "cpu", *, batch: int = 16, size: int = 64,
     finally:
         torch.backends.cudnn.benchmark = before
     timer = benchmark(lambda: None, device=dev, warmup=0, repeats=1, number=1).timer
-    results = {key: BenchmarkResult(f"{key[0]}, benchmark={key[1]}", str(dev), tuple(t), 1, 2, timer)
-               for key, t in times.items()}
-    return AutotuneComparison(str(dev), results["fixed", False], results["fixed", True], results["varying", False],
-                              results["varying", True])
+    results = {
+        key: BenchmarkResult(f"{key[0]}, benchmark={key[1]}", str(dev), tuple(t), 1, 2, timer)
+        for key, t in times.items()
+    }
+    return AutotuneComparison(
+        str(dev), results["fixed", False], results["fixed", True], results["varying", False], results["varying", True]
+    )

@@ -6,6 +6,7 @@ The device is a parameter, so the CPU curve is measured on any laptop and in the
 
 Taught in ``notebooks/01_cpu_gpu_transfer.ipynb``.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
@@ -14,9 +15,9 @@ from typing import Any
 
 from ..core.arguments import flag, shown, whole_numbers
 from ..core.tables import Table, TableView
+from ..core.units import format_bytes, format_seconds
 from ..machine.host import host_info
 from .timing import BenchmarkResult, benchmark, resolve_device
-from ..core.units import format_bytes, format_seconds
 
 __all__ = ["Op", "OPS", "SizePoint", "CrossoverSweep", "crossover_sweep"]
 
@@ -51,6 +52,8 @@ OPS: dict[str, Op] = {
 
 @dataclass(frozen=True)
 class SizePoint:
+    """One op timed on one device at one size."""
+
     device: str
     size: int
     result: BenchmarkResult
@@ -67,6 +70,7 @@ class CrossoverSweep(TableView):
 
     @property
     def devices(self) -> tuple[str, ...]:
+        """The devices measured, in the order they were first timed."""
         return tuple(dict.fromkeys(p.device for p in self.points))
 
     @property
@@ -75,6 +79,7 @@ class CrossoverSweep(TableView):
         return tuple(sorted(set(p.size for p in self.points)))
 
     def median_s(self, device: str, size: int) -> float:
+        """The median seconds of the op on ``device`` at ``size`` (``KeyError`` if that pair was not measured)."""
         for p in self.points:
             if p.device == device and p.size == size:
                 return p.result.median_s
@@ -93,18 +98,26 @@ class CrossoverSweep(TableView):
         return found
 
     def verdict(self) -> str:
+        """One sentence: from which size each GPU beats the CPU, or why no crossover can be read from this sweep."""
         others = [d for d in self.devices if d != "cpu"]
         if "cpu" not in self.devices:
-            return (f"Only {', '.join(self.devices)} measured, no cpu baseline: add 'cpu' to devices= to see where "
-                    f"a GPU starts to beat it.")
+            return (
+                f"Only {', '.join(self.devices)} measured, no cpu baseline: add 'cpu' to devices= to see where "
+                f"a GPU starts to beat it."
+            )
         if not others:
-            return (f"Only {', '.join(self.devices)} measured: no crossover can be read from one device. On a GPU "
-                    f"machine the sweep adds the GPU curve.")
+            return (
+                f"Only {', '.join(self.devices)} measured: no crossover can be read from one device. On a GPU "
+                f"machine the sweep adds the GPU curve."
+            )
         lines = []
         for d in others:
             size = self.crossover_size(d)
-            lines.append(f"{d} is faster than cpu from size {size:,} on" if size is not None
-                         else f"{d} was never faster than cpu at every size from some point on")
+            lines.append(
+                f"{d} is faster than cpu from size {size:,} on"
+                if size is not None
+                else f"{d} was never faster than cpu at every size from some point on"
+            )
         return "; ".join(lines) + (" (including the copies both ways)." if self.include_transfer else ".")
 
     def _rows(self) -> list[list[str]]:
@@ -127,6 +140,7 @@ class CrossoverSweep(TableView):
         return f"{self.op} ({self.size_meaning}){copies}"
 
     def table(self) -> Table:
+        """The medians per size and device, with the verdict under them."""
         return Table(self._headers(), self._rows(), title=self._title(), notes=[self.verdict()])
 
     def plot(self, ax: Any = None) -> Any:
@@ -149,9 +163,16 @@ class CrossoverSweep(TableView):
         return ax
 
 
-def crossover_sweep(sizes: Sequence[int], *, devices: Sequence[Any] = ("cpu",), op: str = "matmul",
-                    include_transfer: bool = False, warmup: int = 2, repeats: int = 7,
-                    min_block_s: float = 1e-3) -> CrossoverSweep:
+def crossover_sweep(
+    sizes: Sequence[int],
+    *,
+    devices: Sequence[Any] = ("cpu",),
+    op: str = "matmul",
+    include_transfer: bool = False,
+    warmup: int = 2,
+    repeats: int = 7,
+    min_block_s: float = 1e-3,
+) -> CrossoverSweep:
     """Time ``op`` at each size on each device; returns a ``CrossoverSweep`` with its table, verdict and plot.
 
     With ``include_transfer=True`` the inputs start on the CPU and the result comes back to it, as when data lives in
@@ -170,10 +191,12 @@ def crossover_sweep(sizes: Sequence[int], *, devices: Sequence[Any] = ("cpu",), 
     need = 3 * 4 * (max(sizes) ** 2 if op == "matmul" else max(sizes))  # two float32 inputs and the result
     free = host_info().memory_free_bytes
     if need > free // 2:
-        raise ValueError(f"{op} at size {max(sizes):,} needs {format_bytes(need)} for its inputs and result, and "
-                         f"only {format_bytes(free)} is free here: use smaller sizes.")
+        raise ValueError(
+            f"{op} at size {max(sizes):,} needs {format_bytes(need)} for its inputs and result, and "
+            f"only {format_bytes(free)} is free here: use smaller sizes."
+        )
     flag(include_transfer, "include_transfer")
-    resolved = [resolve_device(d) for d in devices]  # every device is checked before anything is timed
+    resolved = [resolve_device(d) for d in devices]  # every device is validated before anything is timed
     points = []
     for dev in resolved:
         for size in sorted(set(sizes)):  # smallest first: the table, the plot's lines, the verdict
@@ -187,7 +210,7 @@ def crossover_sweep(sizes: Sequence[int], *, devices: Sequence[Any] = ("cpu",), 
 
                 def fn(i: tuple[Any, ...] = inputs) -> Any:
                     return spec.run(*i)
-            r = benchmark(fn, device=dev, warmup=warmup, repeats=repeats, min_block_s=min_block_s,
-                          label=f"{op} {size}")
+
+            r = benchmark(fn, device=dev, warmup=warmup, repeats=repeats, min_block_s=min_block_s, label=f"{op} {size}")
             points.append(SizePoint(str(dev), size, r))
     return CrossoverSweep(op, spec.size_meaning, include_transfer, tuple(points))

@@ -7,6 +7,7 @@ but neither parameters nor buffers: ``.to()`` / ``.cuda()`` never move those, th
 
 Taught in ``notebooks/01_cpu_gpu_transfer.ipynb``.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -17,8 +18,8 @@ from typing import Any
 
 from ..core.arguments import no_argument_function, text
 from ..core.tables import Table, TableView, html_table
-from .timing import resolve_device
 from ..core.units import format_bytes
+from .timing import resolve_device
 
 __all__ = ["DtypeShare", "ModuleSize", "module_size", "Allocation", "allocated_bytes"]
 
@@ -47,18 +48,22 @@ class ModuleSize(TableView):
 
     @property
     def parameter_count(self) -> int:
+        """How many numbers the parameters hold (``numel`` summed)."""
         return self._sum("parameters", "numel")
 
     @property
     def parameter_bytes(self) -> int:
+        """Bytes the parameters occupy (``nbytes`` summed over every dtype)."""
         return self._sum("parameters", "nbytes")
 
     @property
     def buffer_bytes(self) -> int:
+        """Bytes the buffers occupy (batch-norm statistics and the like), which ``.to()`` moves too."""
         return self._sum("buffers", "nbytes")
 
     @property
     def total_bytes(self) -> int:
+        """Parameters and buffers together: what moving the module to a device copies."""
         return self.parameter_bytes + self.buffer_bytes
 
     def bytes_as(self, dtype: Any) -> int:
@@ -72,18 +77,29 @@ class ModuleSize(TableView):
         return [[s.kind, s.dtype, f"{s.numel:,}", format_bytes(s.nbytes)] for s in self.shares]
 
     def _notes(self) -> list[str]:
-        notes = [f"total {format_bytes(self.total_bytes)} ({self.total_bytes:,} bytes) on {', '.join(self.devices) or 'no device'}"]
+        notes = [
+            f"total {format_bytes(self.total_bytes)} ({self.total_bytes:,} bytes) on "
+            f"{', '.join(self.devices) or 'no device'}"
+        ]
         if self.stray_tensors:
-            notes.append(f"WARNING: {', '.join(self.stray_tensors)} hold tensors that are neither parameters nor "
-                         f"buffers: .to()/.cuda() will not move them and the optimizer will not see them. Wrap them "
-                         f"in nn.Parameter(...) after moving, or register_buffer().")
+            notes.append(
+                f"WARNING: {', '.join(self.stray_tensors)} hold tensors that are neither parameters nor "
+                f"buffers: .to()/.cuda() will not move them and the optimizer will not see them. Wrap them "
+                f"in nn.Parameter(...) after moving, or register_buffer()."
+            )
         return notes
 
     HEADERS = ("kind", "dtype", "numbers", "bytes")
 
     def table(self) -> Table:
-        return Table(self.HEADERS, self._rows() if self.shares else [], title=f"{self.name}:", notes=self._notes(),
-                     empty="(no parameters or buffers)")
+        """Bytes per kind and dtype, with notes on the tensors ``.to()`` would leave behind."""
+        return Table(
+            self.HEADERS,
+            self._rows() if self.shares else [],
+            title=f"{self.name}:",
+            notes=self._notes(),
+            empty="(no parameters or buffers)",
+        )
 
 
 def _stray_tensors(module: Any) -> tuple[str, ...]:
@@ -115,11 +131,15 @@ def module_size(module_or_factory: Any, *, name: str | None = None) -> ModuleSiz
         with torch.device("meta"):
             module = module_or_factory()
         if not isinstance(module, torch.nn.Module):
-            raise TypeError(f"the factory returned a {type(module).__name__}, not an nn.Module: pass the model class "
-                            f"or a function that builds and returns the model, e.g. lambda: MyModel(hidden=512).")
+            raise TypeError(
+                f"the factory returned a {type(module).__name__}, not an nn.Module: pass the model class "
+                f"or a function that builds and returns the model, e.g. lambda: MyModel(hidden=512)."
+            )
     else:
-        raise TypeError(f"module_size() takes an nn.Module, or a class/function that builds one; got "
-                        f"{type(module_or_factory).__name__}.")
+        raise TypeError(
+            f"module_size() takes an nn.Module, or a class/function that builds one; got "
+            f"{type(module_or_factory).__name__}."
+        )
     totals: dict[tuple[str, str], list[int]] = {}
     devices: set[str] = set()
     for kind, tensors in (("parameters", module.parameters()), ("buffers", module.buffers())):
@@ -146,8 +166,9 @@ class Allocation:
         return f"{self.what} on {self.device}: {format_bytes(self.nbytes)} ({self.method})"
 
     def _repr_html_(self) -> str:
-        return html_table(("what", "device", "measured", "how"),
-                          [[self.what, self.device, format_bytes(self.nbytes), self.method]])
+        return html_table(
+            ("what", "device", "measured", "how"), [[self.what, self.device, format_bytes(self.nbytes), self.method]]
+        )
 
 
 def _rss_bytes() -> int:
@@ -159,9 +180,21 @@ def _rss_bytes() -> int:
 class _MallInfo2(ctypes.Structure):
     """glibc's ``struct mallinfo2`` (``man 3 mallinfo2``, glibc ≥ 2.33): every field a ``size_t``."""
 
-    _fields_ = [(name, ctypes.c_size_t) for name in
-                ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks",
-                 "keepcost")]
+    _fields_ = [
+        (name, ctypes.c_size_t)
+        for name in (
+            "arena",
+            "ordblks",
+            "smblks",
+            "hblks",
+            "hblkhd",
+            "usmblks",
+            "fsmblks",
+            "uordblks",
+            "fordblks",
+            "keepcost",
+        )
+    ]
 
 
 def _malloc_bytes() -> int | None:

@@ -7,6 +7,7 @@ the same warm-up, block calibration and statistics, so a CPU-only laptop runs th
 
 Taught in ``notebooks/01_cpu_gpu_transfer.ipynb``.
 """
+
 from __future__ import annotations
 
 import statistics
@@ -15,10 +16,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..machine.cuda import cuda_gpu_count, too_few_gpus
 from ..core.arguments import function, is_whole_number, no_argument_function, seconds, shown, text, whole_number
 from ..core.tables import html_table, text_table
 from ..core.units import format_seconds
+from ..machine.cuda import cuda_gpu_count, too_few_gpus
 
 __all__ = ["BenchmarkResult", "benchmark", "resolve_device", "synchronize", "quartiles", "results_table", "calibrate"]
 
@@ -50,18 +51,22 @@ class BenchmarkResult:
 
     @property
     def repeats(self) -> int:
+        """How many timed repeats there were."""
         return len(self.times_s)
 
     @property
     def median_s(self) -> float:
+        """The median seconds per call: the number to report, steady against a few slow repeats."""
         return statistics.median(self.times_s)
 
     @property
     def q1_s(self) -> float:
+        """The first quartile of the seconds per call (a quarter of the repeats were faster)."""
         return quartiles(self.times_s)[0]
 
     @property
     def q3_s(self) -> float:
+        """The third quartile of the seconds per call (a quarter of the repeats were slower)."""
         return quartiles(self.times_s)[2]
 
     @property
@@ -71,22 +76,33 @@ class BenchmarkResult:
 
     @property
     def min_s(self) -> float:
+        """The fastest repeat's seconds per call."""
         return min(self.times_s)
 
     @property
     def max_s(self) -> float:
+        """The slowest repeat's seconds per call."""
         return max(self.times_s)
 
     def _summary(self) -> list[str]:
-        return [self.label, self.device, format_seconds(self.median_s), format_seconds(self.iqr_s),
-                format_seconds(self.min_s), f"{self.repeats} × {self.number}", self.timer]
+        return [
+            self.label,
+            self.device,
+            format_seconds(self.median_s),
+            format_seconds(self.iqr_s),
+            format_seconds(self.min_s),
+            f"{self.repeats} × {self.number}",
+            self.timer,
+        ]
 
     HEADERS = ("what", "device", "median", "IQR", "min", "repeats × calls", "timed with")
 
     def __str__(self) -> str:
-        return (f"{self.label} on {self.device}: median {format_seconds(self.median_s)} per call "
-                f"(IQR {format_seconds(self.iqr_s)}, min {format_seconds(self.min_s)}; "
-                f"{self.repeats} repeats × {self.number} call(s) after {self.warmup} warm-up, timed with {self.timer})")
+        return (
+            f"{self.label} on {self.device}: median {format_seconds(self.median_s)} per call "
+            f"(IQR {format_seconds(self.iqr_s)}, min {format_seconds(self.min_s)}; "
+            f"{self.repeats} repeats × {self.number} call(s) after {self.warmup} warm-up, timed with {self.timer})"
+        )
 
     def _repr_html_(self) -> str:
         return html_table(self.HEADERS, [self._summary()])
@@ -130,24 +146,33 @@ def resolve_device(device: DeviceLike) -> Any:
     import torch
 
     if not (isinstance(device, (str, torch.device)) or is_whole_number(device)):
-        raise TypeError(f"{shown(device)} is not a device name torch understands (a {type(device).__name__}). "
-                        f"Use 'cpu', 'cuda' or 'cuda:<index>'.")
+        raise TypeError(
+            f"{shown(device)} is not a device name torch understands (a {type(device).__name__}). "
+            f"Use 'cpu', 'cuda' or 'cuda:<index>'."
+        )
     try:
         dev = torch.device(device if isinstance(device, (str, torch.device)) else int(device))
     except (RuntimeError, TypeError, ValueError) as e:
-        raise ValueError(f"{device!r} is not a device name torch understands ({e}). "
-                         f"Use 'cpu', 'cuda' or 'cuda:<index>'.") from None
+        raise ValueError(
+            f"{device!r} is not a device name torch understands ({e}). Use 'cpu', 'cuda' or 'cuda:<index>'."
+        ) from None
     if dev.type == "meta":
-        raise ValueError("Nothing runs on the 'meta' device: it records shapes and dtypes without data, so there is "
-                         "no work to time or copy. Use 'cpu' or 'cuda'.")
+        raise ValueError(
+            "Nothing runs on the 'meta' device: it records shapes and dtypes without data, so there is "
+            "no work to time or copy. Use 'cpu' or 'cuda'."
+        )
     if dev.type == "cuda":
         reason = too_few_gpus(1)
         if reason is not None:
-            raise RuntimeError(f"device {str(dev)!r} was asked for, but this process {reason}. "
-                               f"Run this on a GPU machine, or pass device='cpu' to run the same code on the CPU.")
+            raise RuntimeError(
+                f"device {str(dev)!r} was asked for, but this process {reason}. "
+                f"Run this on a GPU machine, or pass device='cpu' to run the same code on the CPU."
+            )
         if dev.index is not None and dev.index >= cuda_gpu_count():
-            raise RuntimeError(f"device {str(dev)!r} does not exist: this process sees {cuda_gpu_count()} CUDA "
-                               f"GPU(s), numbered cuda:0 to cuda:{cuda_gpu_count() - 1} (after CUDA_VISIBLE_DEVICES).")
+            raise RuntimeError(
+                f"device {str(dev)!r} does not exist: this process sees {cuda_gpu_count()} CUDA "
+                f"GPU(s), numbered cuda:0 to cuda:{cuda_gpu_count() - 1} (after CUDA_VISIBLE_DEVICES)."
+            )
     elif dev.type != "cpu":
         raise ValueError(f"gpulab times and copies on 'cpu' and 'cuda' devices; {str(dev)!r} is not supported.")
     return dev
@@ -199,18 +224,27 @@ class _CudaBlocks:
         return start.elapsed_time(end) / 1e3  # elapsed_time is in milliseconds
 
 
-def _check_counts(warmup: int, repeats: int, number: int | None, min_block_s: float) -> None:
-    whole_number(repeats, "repeats", minimum=1, what="timed repeats, whose median is reported; 20 or more give a "
-                 "spread worth reading", example="benchmark(fn, repeats=20)")
+def _validate_counts(warmup: int, repeats: int, number: int | None, min_block_s: float) -> None:
+    whole_number(
+        repeats,
+        "repeats",
+        minimum=1,
+        what="timed repeats, whose median is reported; 20 or more give a spread worth reading",
+        example="benchmark(fn, repeats=20)",
+    )
     whole_number(warmup, "warmup", what="untimed calls before timing", example="benchmark(fn, warmup=3)")
     if number is not None:
-        whole_number(number, "number", minimum=1, what="calls per repeat, or None to calibrate",
-                     example="benchmark(fn, number=10)")
+        whole_number(
+            number,
+            "number",
+            minimum=1,
+            what="calls per repeat, or None to calibrate",
+            example="benchmark(fn, number=10)",
+        )
     seconds(min_block_s, "min_block_s", allow_zero=False, example="1e-3")
 
 
-def calibrate(block: Callable[[Callable[[], object], int], float], fn: Callable[[], object],
-              min_block_s: float) -> int:
+def calibrate(block: Callable[[Callable[[], object], int], float], fn: Callable[[], object], min_block_s: float) -> int:
     """Smallest power of two of calls whose block takes at least ``min_block_s`` (capped at a million)."""
     n = 1
     while n < MAX_NUMBER:
@@ -220,9 +254,17 @@ def calibrate(block: Callable[[Callable[[], object], int], float], fn: Callable[
     return MAX_NUMBER
 
 
-def benchmark(fn: Callable[[], object], *, device: DeviceLike = "cpu", warmup: int = 3, repeats: int = 20,
-              number: int | None = None, min_block_s: float = 1e-3, label: str | None = None,
-              clock: Callable[[], float] = time.perf_counter) -> BenchmarkResult:
+def benchmark(
+    fn: Callable[[], object],
+    *,
+    device: DeviceLike = "cpu",
+    warmup: int = 3,
+    repeats: int = 20,
+    number: int | None = None,
+    min_block_s: float = 1e-3,
+    label: str | None = None,
+    clock: Callable[[], float] = time.perf_counter,
+) -> BenchmarkResult:
     """Time ``fn()`` on ``device`` and return a ``BenchmarkResult`` (median, IQR, min per call).
 
     ``warmup`` untimed calls first (caches, lazy initialisation, cuBLAS handles), then ``repeats`` timed blocks of
@@ -232,10 +274,12 @@ def benchmark(fn: Callable[[], object], *, device: DeviceLike = "cpu", warmup: i
     around the block. Taught in ``notebooks/01_cpu_gpu_transfer.ipynb``.
     """
     if not callable(fn):
-        raise TypeError(f"benchmark() needs a function to call, got {type(fn).__name__}: wrap the work in a lambda, "
-                        f"e.g. benchmark(lambda: x @ x, device='cpu').")
+        raise TypeError(
+            f"benchmark() needs a function to call, got {type(fn).__name__}: wrap the work in a lambda, "
+            f"e.g. benchmark(lambda: x @ x, device='cpu')."
+        )
     no_argument_function(fn, "fn", example="lambda: x @ x")
-    _check_counts(warmup, repeats, number, min_block_s)
+    _validate_counts(warmup, repeats, number, min_block_s)
     function(clock, "clock", example="time.perf_counter")
     if label is not None:
         text(label, "label", example="'matmul 1024'")
@@ -248,4 +292,3 @@ def benchmark(fn: Callable[[], object], *, device: DeviceLike = "cpu", warmup: i
     times = tuple(block(fn, n) / n for _ in range(repeats))
     name = label if label is not None else getattr(fn, "__name__", "fn")
     return BenchmarkResult(label=name, device=str(dev), times_s=times, number=n, warmup=warmup, timer=block.name)
-

@@ -3,9 +3,10 @@
 - ``bandwidth_sweep``: host→device and device→host copies of growing size, from pageable or pinned host memory.
 - ``nonblocking_hazard``: reading a GPU→CPU ``non_blocking`` copy before synchronising (CUDA only).
 
-The device is a parameter, so the CPU path (``device='cpu'``: host-to-host copies) runs on any laptop and in the
-tests. When a GPU beats the CPU at all is ``gpulab.measure.crossover``. Taught in ``notebooks/01_cpu_gpu_transfer.ipynb``.
+The device is a parameter, so the CPU path (``device='cpu'``: host-to-host copies) runs on any laptop and in the tests.
+When a GPU beats the CPU at all is ``gpulab.measure.crossover``. Taught in ``notebooks/01_cpu_gpu_transfer.ipynb``.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -14,9 +15,9 @@ from typing import Any
 
 from ..core.arguments import flag, shown, whole_numbers
 from ..core.tables import Table, TableView, html_table
+from ..core.units import format_bytes, format_seconds
 from ..machine.host import host_info
 from .timing import BenchmarkResult, benchmark, resolve_device
-from ..core.units import format_bytes, format_seconds
 
 __all__ = ["CopyMeasurement", "BandwidthSweep", "bandwidth_sweep", "HazardResult", "nonblocking_hazard"]
 
@@ -43,6 +44,7 @@ class CopyMeasurement:
 
     @property
     def series(self) -> str:
+        """The series this copy belongs to: direction and memory kind (``h2d pinned``)."""
         return f"{self.direction} {'pinned' if self.pinned else 'pageable'}"
 
 
@@ -64,9 +66,17 @@ class BandwidthSweep(TableView):
         return "host→host" if m.direction == "h2d" else "host→host, back"
 
     def _rows(self) -> list[list[str]]:
-        return [[self.copy_label(m), "pinned" if m.pinned else "pageable", format_bytes(m.nbytes),
-                 format_seconds(m.result.median_s), format_seconds(m.result.iqr_s), f"{m.bandwidth_gbps:.2f} GB/s"]
-                for m in self.measurements]
+        return [
+            [
+                self.copy_label(m),
+                "pinned" if m.pinned else "pageable",
+                format_bytes(m.nbytes),
+                format_seconds(m.result.median_s),
+                format_seconds(m.result.iqr_s),
+                f"{m.bandwidth_gbps:.2f} GB/s",
+            ]
+            for m in self.measurements
+        ]
 
     def _title(self) -> str:
         where = "host-to-host copies (device is the CPU)" if self.device == "cpu" else f"copies to/from {self.device}"
@@ -80,6 +90,7 @@ class BandwidthSweep(TableView):
         return max(found)
 
     def table(self) -> Table:
+        """Each copy's direction, memory kind, size, median time, spread and bandwidth."""
         return Table(self.HEADERS, self._rows(), title=self._title())
 
     def plot(self, ax: Any = None) -> Any:
@@ -107,9 +118,16 @@ def _host_buffer(nbytes: int, pinned: bool) -> Any:
     return t.pin_memory() if pinned else t
 
 
-def bandwidth_sweep(sizes_bytes: Sequence[int], *, device: Any = "cuda", pinned: Sequence[bool] = (False, True),
-                    directions: Sequence[str] = DIRECTIONS, non_blocking: bool = False, warmup: int = 2,
-                    repeats: int = 10) -> BandwidthSweep:
+def bandwidth_sweep(
+    sizes_bytes: Sequence[int],
+    *,
+    device: Any = "cuda",
+    pinned: Sequence[bool] = (False, True),
+    directions: Sequence[str] = DIRECTIONS,
+    non_blocking: bool = False,
+    warmup: int = 2,
+    repeats: int = 10,
+) -> BandwidthSweep:
     """Time ``dst.copy_(src)`` for each size, direction and kind of host memory; returns a ``BandwidthSweep``.
 
     Buffers are allocated once per size, outside the timing, so only the copy is measured. Pinned (page-locked) host
@@ -123,24 +141,31 @@ def bandwidth_sweep(sizes_bytes: Sequence[int], *, device: Any = "cuda", pinned:
     directions = (directions,) if isinstance(directions, str) else directions  # "h2d" alone is one direction
     pinned = (pinned,) if isinstance(pinned, bool) else pinned  # pinned=True: only pinned host memory
     if not isinstance(directions, (list, tuple)) or not directions or any(d not in DIRECTIONS for d in directions):
-        raise ValueError(f"directions={shown(given)}: use 'h2d' (host→device) and/or 'd2h' (device→host), e.g. "
-                         "directions=('h2d', 'd2h').")
+        raise ValueError(
+            f"directions={shown(given)}: use 'h2d' (host→device) and/or 'd2h' (device→host), e.g. "
+            "directions=('h2d', 'd2h')."
+        )
     if not isinstance(pinned, (list, tuple)) or not pinned or not all(isinstance(x, bool) for x in pinned):
         raise ValueError(f"pinned={shown(pinned)}: use True, False or both, e.g. pinned=(False, True).")
-    sizes_bytes = whole_numbers(sizes_bytes, "sizes_bytes", minimum=1, example="[2**10, 2**20, 2**26]",
-                                what="copy sizes in bytes")
+    sizes_bytes = whole_numbers(
+        sizes_bytes, "sizes_bytes", minimum=1, example="[2**10, 2**20, 2**26]", what="copy sizes in bytes"
+    )
     if not sizes_bytes:
         raise ValueError("sizes_bytes=[]: give one or more positive byte counts, e.g. [2**10, 2**20, 2**26].")
     on_host = max(sizes_bytes) * (2 if dev.type == "cpu" else 1)
     free = host_info().memory_free_bytes
     if on_host > free // 2:
-        raise ValueError(f"the largest copy ({format_bytes(max(sizes_bytes))}) needs {format_bytes(on_host)} of host "
-                         f"memory, and only {format_bytes(free)} is free here: use sizes up to "
-                         f"{format_bytes(free // 8)} or so.")
+        raise ValueError(
+            f"the largest copy ({format_bytes(max(sizes_bytes))}) needs {format_bytes(on_host)} of host "
+            f"memory, and only {format_bytes(free)} is free here: use sizes up to "
+            f"{format_bytes(free // 8)} or so."
+        )
     flag(non_blocking, "non_blocking")
     if dev.type == "cpu" and any(pinned):
-        raise ValueError("pinned (page-locked) host memory only matters for copies to or from a GPU, and pinning "
-                         "needs a CUDA driver; on the CPU pass pinned=(False,) to measure plain host-to-host copies.")
+        raise ValueError(
+            "pinned (page-locked) host memory only matters for copies to or from a GPU, and pinning "
+            "needs a CUDA driver; on the CPU pass pinned=(False,) to measure plain host-to-host copies."
+        )
     out = []
     for nbytes in sizes_bytes:
         on_device = torch.ones(nbytes, dtype=torch.uint8, device=dev)
@@ -148,8 +173,14 @@ def bandwidth_sweep(sizes_bytes: Sequence[int], *, device: Any = "cuda", pinned:
             host = _host_buffer(nbytes, pin)
             for direction in directions:
                 src, dst = (host, on_device) if direction == "h2d" else (on_device, host)
-                r = benchmark(lambda s=src, d=dst: d.copy_(s, non_blocking=non_blocking), device=dev, warmup=warmup,
-                              repeats=repeats, number=1, label=f"{direction} {format_bytes(nbytes)}")
+                r = benchmark(
+                    lambda s=src, d=dst: d.copy_(s, non_blocking=non_blocking),
+                    device=dev,
+                    warmup=warmup,
+                    repeats=repeats,
+                    number=1,
+                    label=f"{direction} {format_bytes(nbytes)}",
+                )
                 out.append(CopyMeasurement(direction, pin, nbytes, r))
             del host
         del on_device
@@ -166,29 +197,38 @@ class HazardResult:
     wrong_after_sync: int
 
     def __str__(self) -> str:
-        return (f"GPU→CPU copy of {self.numel:,} floats with non_blocking=True from {self.device}: "
-                f"{self.wrong_before_sync:,} wrong when read at once, {self.wrong_after_sync:,} wrong after "
-                f"torch.cuda.synchronize().")
+        return (
+            f"GPU→CPU copy of {self.numel:,} floats with non_blocking=True from {self.device}: "
+            f"{self.wrong_before_sync:,} wrong when read at once, {self.wrong_after_sync:,} wrong after "
+            f"torch.cuda.synchronize()."
+        )
 
     def _repr_html_(self) -> str:
-        return html_table(("read", "wrong values", "of"), [["at once", f"{self.wrong_before_sync:,}", f"{self.numel:,}"],
-                                                            ["after synchronize", f"{self.wrong_after_sync:,}",
-                                                             f"{self.numel:,}"]], caption=f"non_blocking D2H from {self.device}")
+        return html_table(
+            ("read", "wrong values", "of"),
+            [
+                ["at once", f"{self.wrong_before_sync:,}", f"{self.numel:,}"],
+                ["after synchronize", f"{self.wrong_after_sync:,}", f"{self.numel:,}"],
+            ],
+            caption=f"non_blocking D2H from {self.device}",
+        )
 
 
 def nonblocking_hazard(device: Any = "cuda", numel: int = 1 << 22, busy_matmuls: int = 8) -> HazardResult:
     """Queue GPU work, copy a known tensor to pinned CPU memory with ``non_blocking=True``, and read it at once.
 
-    The copy waits in the stream behind the ``busy_matmuls`` multiplications, and ``non_blocking`` lets the host go
-    on, so the first read sees the buffer's old contents (-1). After ``synchronize`` every value is right. CUDA only:
-    on the CPU every copy is synchronous and there is nothing to show. Taught in ``notebooks/01_cpu_gpu_transfer.ipynb``.
+    The copy waits in the stream behind the ``busy_matmuls`` multiplications, and ``non_blocking`` lets the host go on,
+    so the first read sees the buffer's old contents (-1). After ``synchronize`` every value is right. CUDA only: on the
+    CPU every copy is synchronous and there is nothing to show. Taught in ``notebooks/01_cpu_gpu_transfer.ipynb``.
     """
     import torch
 
     dev = resolve_device(device)
     if dev.type != "cuda":
-        raise ValueError("the non_blocking read hazard needs a CUDA device: on the CPU a copy has finished when "
-                         "copy_() returns, so there is nothing to read too early. Run this on a GPU machine.")
+        raise ValueError(
+            "the non_blocking read hazard needs a CUDA device: on the CPU a copy has finished when "
+            "copy_() returns, so there is nothing to read too early. Run this on a GPU machine."
+        )
     expected = torch.arange(numel, dtype=torch.float32)
     src = expected.to(dev)
     dst = torch.full((numel,), -1.0).pin_memory()

@@ -6,6 +6,7 @@ time, the lowest and the highest value, which is what that column of pixels show
 (NaN) keeps a NaN, so gaps stay gaps. Only live frames use it: the static figure at the end draws every reading.
 Taught in ``notebooks/05_live_monitor.ipynb``.
 """
+
 from __future__ import annotations
 
 import numpy as np

@@ -8,6 +8,7 @@ four GPUs get a line each; more get one map each for utilisation and memory (a r
 eight GPUs read at a glance instead of as sixteen lines. Drawing live is ``blit.BlitFigure``'s job.
 Taught in ``notebooks/05_live_monitor.ipynb``.
 """
+
 from __future__ import annotations
 
 import textwrap
@@ -15,50 +16,53 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-from matplotlib.ticker import FuncFormatter, MaxNLocator
+from matplotlib.ticker import FuncFormatter
 
 from ..core.units import format_bytes
 from .blit import BlitFigure
 from .decimate import envelope
-from .history import History
-from .limits import grow_limit
-from .panels import (MANY_GPUS, change_since_start, column_maxima, mark_labels, panels_with_data, smoothed_rate,
-                     smoothing_window)
+from .limits import fitted_limits, grow_limit, live_limits
+from .panels import (
+    MANY_GPUS,
+    change_since_start,
+    column_maxima,
+    mark_labels,
+    panels_with_data,
+    smoothed_rate,
+    smoothing_window,
+)
+from .ring_buffer import History
+from .style import (
+    DPI,
+    HEIGHT_IN,
+    LEGEND_PT,
+    MARK_PT,
+    MIN_MEMORY_SPAN,
+    PANEL_TITLE_PT,
+    SMOOTHING_S,
+    TICK_PT,
+    TITLE_PT,
+    TITLES,
+    WIDTH_IN,
+    BinaryLocator,
+    memory_tick,
+)
 
 __all__ = ["MonitorFigure"]
-
-SMOOTHING_S = 1.0
-MIN_MEMORY_SPAN = 64 * 2**20  # the memory panel spans at least this much: noise of a few MiB stays small
-# 920 px: the width of a JupyterLab cell's output on a 1400 px screen with the file browser open (a narrower
-# window scales the image down; 800 px left the panels themselves about 460 px wide)
-DPI, WIDTH_IN = 80, 11.5
-HEIGHT_IN = {"memory": 2.0, "utilisation": 2.0, "GPU memory": 2.0, "speed": 2.0, "GPU busy map": 1.3,
-             "GPU memory map": 1.3}
-TITLE_PT, PANEL_TITLE_PT, TICK_PT, LEGEND_PT, MARK_PT = 13, 11, 9.5, 9.5, 9.5
-TITLES = {"utilisation": "utilisation (%)", "GPU memory": "GPU memory", "speed": "speed (samples/s)",
-          "GPU busy map": "GPU utilisation (% busy; darker = busier)",
-          "GPU memory map": "GPU memory used (% of each GPU; darker = fuller)"}
-
-
-def _bytes(v: float, signed: bool) -> str:
-    text = format_bytes(abs(v), 1).replace(".0 ", " ")
-    return "0" if v == 0 else (("+" if v > 0 else "−") if signed else "") + text
-
-
-class _BinaryLocator(MaxNLocator):
-    """Round ticks in MiB or GiB (1, 2, 4, 5, 8 …), as memory is counted, not 953.7 MiB."""
-
-    def tick_values(self, vmin: float, vmax: float) -> np.ndarray:
-        span = max(abs(vmin), abs(vmax))
-        unit = 1024.0**3 if span >= 4 * 1024**3 else 1024.0**2 if span >= 1024**2 else 1.0
-        return super().tick_values(vmin / unit, vmax / unit) * unit
 
 
 class MonitorFigure(BlitFigure):
     """The monitor's panels over a ``History``'s columns."""
 
-    def __init__(self, columns: Sequence[str], *, title: str = "", gpus: Sequence[int] = (), cuda_devices: int = 0,
-                 notes: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        columns: Sequence[str],
+        *,
+        title: str = "",
+        gpus: Sequence[int] = (),
+        cuda_devices: int = 0,
+        notes: Sequence[str] = (),
+    ) -> None:
         super().__init__(WIDTH_IN, 5.0, DPI)
         self.columns = tuple(columns)
         self._at = {c: i for i, c in enumerate(self.columns)}
@@ -73,8 +77,9 @@ class MonitorFigure(BlitFigure):
         fig.clear()
         fig.set_size_inches(WIDTH_IN, 0.9 + sum(HEIGHT_IN[p] for p in panels))
         fig.set_layout_engine(self._layout_engine)
-        axes = fig.subplots(len(panels), 1, sharex=True, squeeze=False,
-                            gridspec_kw={"height_ratios": [HEIGHT_IN[p] for p in panels]})[:, 0]
+        axes = fig.subplots(
+            len(panels), 1, sharex=True, squeeze=False, gridspec_kw={"height_ratios": [HEIGHT_IN[p] for p in panels]}
+        )[:, 0]
         self.panels, self.axes = panels, dict(zip(panels, axes))
         self.lines: dict[str, Any] = {}
         self._compute: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {}
@@ -82,7 +87,7 @@ class MonitorFigure(BlitFigure):
         self._marks: list[Any] = []
         self._marks_key: tuple = ()
         self._last_marks: list[tuple[float, str]] = []
-        self._live_top: dict[str, tuple[float, float]] = {}
+        self._live_limits: dict[str, tuple[float, float]] = {}
         self._span = 0.0  # how long the run drawn is (sizes the speed average)
         self._live_end = 10.0  # the live time axis: the first 10 s fill it from the left, then it grows in steps
         self._reset_background()
@@ -96,8 +101,9 @@ class MonitorFigure(BlitFigure):
             ax.tick_params(labelsize=TICK_PT)
             if not name.endswith("map"):
                 ax.grid(alpha=0.3)
-                ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=LEGEND_PT, frameon=False,
-                          borderaxespad=0.0)
+                ax.legend(
+                    loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=LEGEND_PT, frameon=False, borderaxespad=0.0
+                )
         axes[-1].set_xlabel("seconds since the monitor started", fontsize=TICK_PT)
 
     def _line(self, ax: Any, key: str, compute: Callable, label: str, **style: Any) -> None:
@@ -110,8 +116,15 @@ class MonitorFigure(BlitFigure):
             self._line(ax, column, lambda t, v: v[:, i], label, **style)
 
     def _map(self, ax: Any, key: str, columns: list[str]) -> None:
-        image = ax.imshow(np.zeros((len(self.gpus), 1)), aspect="auto", cmap="Greens", vmin=0, vmax=100,
-                          interpolation="nearest", extent=(0, 1, len(self.gpus) - 0.5, -0.5))
+        image = ax.imshow(
+            np.zeros((len(self.gpus), 1)),
+            aspect="auto",
+            cmap="Greens",
+            vmin=0,
+            vmax=100,
+            interpolation="nearest",
+            extent=(0, 1, len(self.gpus) - 0.5, -0.5),
+        )
         ax.set_yticks(range(len(self.gpus)), [f"GPU {k}" for k in self.gpus])
         self._maps[key] = (image, [self._at[c] for c in columns])
 
@@ -120,8 +133,8 @@ class MonitorFigure(BlitFigure):
             if col in self._at:
                 i = self._at[col]
                 self._line(ax, col, lambda t, v, i=i: change_since_start(v[:, i])[0], label)
-        ax.yaxis.set_major_locator(_BinaryLocator(nbins=5, steps=[1, 2, 4, 5, 8, 10]))
-        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: _bytes(v, signed=True)))
+        ax.yaxis.set_major_locator(BinaryLocator(nbins=5, steps=[1, 2, 4, 5, 8, 10]))
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: memory_tick(v, signed=True)))
 
     def _panel_utilisation(self, ax: Any) -> None:
         self._column(ax, "host_cpu_percent", "CPU, whole machine")
@@ -140,10 +153,15 @@ class MonitorFigure(BlitFigure):
                     self._column(ax, col, f"cuda:{j} {what} (torch)", linestyle=style)
             else:  # a process that sees many GPUs: its totals, not a line per device
                 idx = [self._at[c] for c in cols]
-                self._line(ax, f"cuda {what}", lambda t, v, idx=idx: np.nansum(v[:, idx], axis=1),
-                           f"{what}, all {len(cols)} cuda devices (torch)", linestyle=style)
-        ax.yaxis.set_major_locator(_BinaryLocator(nbins=5, steps=[1, 2, 4, 5, 8, 10]))
-        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: _bytes(v, signed=False)))
+                self._line(
+                    ax,
+                    f"cuda {what}",
+                    lambda t, v, idx=idx: np.nansum(v[:, idx], axis=1),
+                    f"{what}, all {len(cols)} cuda devices (torch)",
+                    linestyle=style,
+                )
+        ax.yaxis.set_major_locator(BinaryLocator(nbins=5, steps=[1, 2, 4, 5, 8, 10]))
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: memory_tick(v, signed=False)))
 
     def _panel_GPU_busy_map(self, ax: Any) -> None:
         self._map(ax, "busy", [f"gpu{k}_utilization_percent" for k in self.gpus])
@@ -155,8 +173,15 @@ class MonitorFigure(BlitFigure):
     def _panel_speed(self, ax: Any) -> None:
         self._column(ax, "samples_per_s", "each reading", linewidth=0.8, alpha=0.35, color="tab:blue", zorder=1.8)
         total = self._at["samples_total"]
-        self._line(ax, "smoothed", lambda t, v: smoothed_rate(t, v[:, total], self._window()),
-                   f"{SMOOTHING_S:g} s average", linewidth=2.6, color="tab:blue", zorder=2.2)
+        self._line(
+            ax,
+            "smoothed",
+            lambda t, v: smoothed_rate(t, v[:, total], self._window()),
+            f"{SMOOTHING_S:g} s average",
+            linewidth=2.6,
+            color="tab:blue",
+            zorder=2.2,
+        )
 
     def _window(self) -> float:
         """The speed average's window, sized to the time axis (the run; live, the axis's current span, which grows in
@@ -165,11 +190,13 @@ class MonitorFigure(BlitFigure):
         line = self.lines["smoothed"]
         if line.get_label() != f"{window:g} s average":
             line.set_label(f"{window:g} s average")
-            line.axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=LEGEND_PT, frameon=False,
-                             borderaxespad=0.0)
+            line.axes.legend(
+                loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=LEGEND_PT, frameon=False, borderaxespad=0.0
+            )
         return window
 
     def set_notes(self, notes: Sequence[str]) -> None:
+        """Show ``notes`` under the panels, in full, wrapped at word boundaries (what could not be read)."""
         # in full, wrapped at word boundaries (never cut with "[…]"), backticks dropped: a figure has no code font
         lines = [line for n in notes for line in textwrap.wrap(n.replace("`", ""), 150)]
         self._notes_text = "\n".join(lines)
@@ -184,8 +211,14 @@ class MonitorFigure(BlitFigure):
         self.needs_layout = True
 
     # -- data -------------------------------------------------------------------------------------------------------
-    def update(self, elapsed_s: np.ndarray, values: np.ndarray, marks: Sequence[tuple[float, str]] = (), *,
-               stepped: bool = False) -> None:
+    def update(
+        self,
+        elapsed_s: np.ndarray,
+        values: np.ndarray,
+        marks: Sequence[tuple[float, str]] = (),
+        *,
+        stepped: bool = False,
+    ) -> None:
         """Move every artist to the new data, rebuild only if the set of panels with data changed, rescale.
 
         ``stepped=True`` (live frames): limits only grow, in round steps, so most frames can be blitted."""
@@ -204,7 +237,7 @@ class MonitorFigure(BlitFigure):
             if (line.get_alpha() or 1.0) > 0.5:  # the faint raw readings do not set the limits
                 seen[line.axes].append(y)
             line.set_data(*envelope(elapsed_s, y, self._live_end, width) if stepped else (elapsed_s, y))
-        for key, (image, idx) in (self._maps.items() if len(elapsed_s) else ()):
+        for key, (image, idx) in self._maps.items() if len(elapsed_s) else ():
             block = values[:, idx]
             if key == "memory":
                 block = 100.0 * block / values[:, self._map_totals]
@@ -232,10 +265,13 @@ class MonitorFigure(BlitFigure):
                 self.lines[col].set_label(f"{base}, {format_bytes(start)} at the start")
                 changed = True
         if changed:
-            ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=LEGEND_PT, frameon=False,
-                      borderaxespad=0.0)
+            ax.legend(
+                loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=LEGEND_PT, frameon=False, borderaxespad=0.0
+            )
         limit = values[-1, self._at["host_memory_limit_bytes"]] if "host_memory_limit_bytes" in self._at else np.nan
-        title = "memory: change since the start" + (f" (host limit {format_bytes(limit)})" if np.isfinite(limit) else "")
+        title = "memory: change since the start" + (
+            f" (host limit {format_bytes(limit)})" if np.isfinite(limit) else ""
+        )
         if ax.get_title(loc="left") != title:
             ax.set_title(title, loc="left", fontsize=PANEL_TITLE_PT, y=1.0)
 
@@ -248,14 +284,11 @@ class MonitorFigure(BlitFigure):
             high = max(high, low + MIN_MEMORY_SPAN)
         room = 1.35 if (marks and name == self.panels[0]) else 1.0  # the top panel carries the mark labels
         if stepped:
-            top, bottom = self._live_top.get(name, (0.0, 0.0))
-            top = grow_limit(top, high * room, headroom=1.5 if name == "speed" else 1.25)
-            bottom = -grow_limit(-bottom, -low, headroom=1.25) if low < 0 else bottom
-            self._live_top[name] = (top, bottom)
-            ax.set_ylim(bottom, top)
+            headroom = 1.5 if name == "speed" else 1.25
+            self._live_limits[name] = live_limits(low, high * room, self._live_limits.get(name), headroom=headroom)
+            ax.set_ylim(*self._live_limits[name])
         else:
-            span = (high - low) or 1.0
-            ax.set_ylim(low - (0.06 * span if low < 0 else 0.0), high + 0.08 * span + (room - 1.0) * span)
+            ax.set_ylim(*fitted_limits(low, high, room))
 
     def _place_marks(self, marks: Sequence[tuple[float, str]]) -> None:
         """Faint lines at every mark on every panel; labels on the top panel, thinned so that none overlap."""
@@ -267,27 +300,49 @@ class MonitorFigure(BlitFigure):
         self._marks_key = key
         for artist in self._marks:
             artist.remove()
-        self._marks = [ax.axvline(t, color="black", alpha=0.35, linewidth=0.9, zorder=1.5)
-                       for t, _ in marks for name, ax in self.axes.items() if not name.endswith("map")]
+        self._marks = [
+            ax.axvline(t, color="black", alpha=0.35, linewidth=0.9, zorder=1.5)
+            for t, _ in marks
+            for name, ax in self.axes.items()
+            if not name.endswith("map")
+        ]
         px = [(t - x0) / (x1 - x0) * top.bbox.width for t, _ in marks]
         for i, text, ha in mark_labels(px, [label for _, label in marks], top.bbox.width, MARK_PT, DPI):
-            self._marks.append(top.annotate(
-                text, (marks[i][0], 0.97), xycoords=("data", "axes fraction"), xytext=(3 if ha == "left" else -3, 0),
-                textcoords="offset points", fontsize=MARK_PT, va="top", ha=ha, zorder=3,
-                bbox={"boxstyle": "round,pad=0.15", "fc": "white", "alpha": 0.85, "linewidth": 0}))
+            self._marks.append(
+                top.annotate(
+                    text,
+                    (marks[i][0], 0.97),
+                    xycoords=("data", "axes fraction"),
+                    xytext=(3 if ha == "left" else -3, 0),
+                    textcoords="offset points",
+                    fontsize=MARK_PT,
+                    va="top",
+                    ha=ha,
+                    zorder=3,
+                    bbox={"boxstyle": "round,pad=0.15", "fc": "white", "alpha": 0.85, "linewidth": 0},
+                )
+            )
 
-    def update_from(self, history: History, marks: Sequence[tuple[float, str]] = (), *,
-                    stepped: bool = False) -> None:
+    def update_from(self, history: History, marks: Sequence[tuple[float, str]] = (), *, stepped: bool = False) -> None:
+        """Redraw every panel from ``history`` and the ``marks`` (``stepped``: a live frame, between two samples)."""
         self.update(*history.snapshot(), marks, stepped=stepped)
 
     # -- what BlitFigure draws --------------------------------------------------------------------------------------
     def moving(self) -> list[Any]:
+        """The lines and heat maps that change every frame."""
         return list(self.lines.values()) + [image for image, _ in self._maps.values()]
 
     def background_key(self) -> tuple:
-        return (self.panels, tuple((ax.get_xlim(), ax.get_ylim()) for ax in self.figure.axes), self._marks_key,
-                self._notes_text, tuple(line.get_label() for line in self.lines.values()),
-                self.axes[self.panels[0]].get_title(loc="left"))
+        """The panels, their limits, the marks, the notes, the legend and the title: a change redraws the background."""
+        return (
+            self.panels,
+            tuple((ax.get_xlim(), ax.get_ylim()) for ax in self.figure.axes),
+            self._marks_key,
+            self._notes_text,
+            tuple(line.get_label() for line in self.lines.values()),
+            self.axes[self.panels[0]].get_title(loc="left"),
+        )
 
     def after_layout(self) -> None:
+        """Place the marks again, thinned for the width the layout gave the panels."""
         self._place_marks(self._last_marks)  # thinned for the width the layout really gave the panels

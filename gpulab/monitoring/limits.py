@@ -6,11 +6,12 @@ a full redraw (and a new layout) each time. So the live view's limits only grow,
 jumps to a round number with room to spare (``grow_limit``): a run redraws its axes a handful of times, early on.
 The static figure left at the end still fits the data exactly. Taught in ``notebooks/05_live_monitor.ipynb``.
 """
+
 from __future__ import annotations
 
 import math
 
-__all__ = ["nice_ceil", "grow_limit", "ROUND_STEPS"]
+__all__ = ["nice_ceil", "grow_limit", "live_limits", "fitted_limits", "ROUND_STEPS"]
 
 ROUND_STEPS = (1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0)  # × a power of ten; neighbours at most 1.5× apart
 
@@ -40,3 +41,20 @@ def grow_limit(current: float, needed: float, headroom: float = 1.25, default: f
     if needed <= current:
         return current
     return nice_ceil(needed * headroom)
+
+
+def live_limits(
+    low: float, high: float, previous: tuple[float, float] | None, *, headroom: float
+) -> tuple[float, float]:
+    """A live panel's (bottom, top): they only grow, each by ``grow_limit``, from ``previous`` (None at the start), so
+    that the axes stay put between the rare jumps. ``low`` below zero (memory freed) grows the bottom downwards."""
+    bottom, top = previous or (0.0, 0.0)
+    top = grow_limit(top, high, headroom=headroom)
+    bottom = -grow_limit(-bottom, -low, headroom=1.25) if low < 0 else bottom
+    return bottom, top
+
+
+def fitted_limits(low: float, high: float, room: float = 1.0) -> tuple[float, float]:
+    """The static figure's (bottom, top): the data with a small margin, and ``room`` (×) above it for mark labels."""
+    span = (high - low) or 1.0
+    return low - (0.06 * span if low < 0 else 0.0), high + 0.08 * span + (room - 1.0) * span

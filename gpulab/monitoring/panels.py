@@ -13,6 +13,7 @@ A figure read from the back of a room shows the thing the lesson is about and no
 
 Taught in ``notebooks/05_live_monitor.ipynb``.
 """
+
 from __future__ import annotations
 
 import re
@@ -20,8 +21,16 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["panels_with_data", "smoothed_rate", "smoothing_window", "change_since_start", "column_maxima", "mark_labels",
-           "MANY_GPUS", "text_width_px"]
+__all__ = [
+    "panels_with_data",
+    "smoothed_rate",
+    "smoothing_window",
+    "change_since_start",
+    "column_maxima",
+    "mark_labels",
+    "MANY_GPUS",
+    "text_width_px",
+]
 
 MANY_GPUS = 4  # more than this many GPUs are drawn as a mean and a band
 _STRIDES = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000)
@@ -31,6 +40,7 @@ _NUMBERED = re.compile(r"^(.*?)(\d+)$")
 def panels_with_data(columns: Sequence[str], values: np.ndarray, gpus: Sequence[int] = ()) -> tuple[str, ...]:
     """The panels that have something to show, in figure order. More than ``MANY_GPUS`` GPUs get two maps (busy,
     memory) instead of lines; the "GPU memory" line panel then remains only for torch's own figures."""
+
     def any_finite(names: list[str]) -> bool:
         idx = [i for i, c in enumerate(columns) if c in names]
         return bool(idx) and len(values) > 0 and bool(np.isfinite(values[:, idx]).any())
@@ -46,8 +56,11 @@ def panels_with_data(columns: Sequence[str], values: np.ndarray, gpus: Sequence[
         out.append("GPU memory")
     if many and (any_finite(nvml_memory) or not len(values)):
         out += ["GPU busy map", "GPU memory map"]
-    if "samples_total" in columns and len(values) and np.nanmax(
-            np.r_[values[:, list(columns).index("samples_total")], 0.0]) > 0:
+    if (
+        "samples_total" in columns
+        and len(values)
+        and np.nanmax(np.r_[values[:, list(columns).index("samples_total")], 0.0]) > 0
+    ):
         out.append("speed")
     return tuple(out)
 
@@ -84,7 +97,7 @@ def smoothed_rate(t: np.ndarray, totals: np.ndarray, window_s: float) -> np.ndar
     # The window never reaches back before the work began: idle set-up time would draw a ramp that did not happen.
     moved = np.flatnonzero(np.nan_to_num(totals) > np.nan_to_num(totals[0]))
     if moved.size:
-        start[moved[0]:] = np.maximum(start[moved[0]:], moved[0] - 1)
+        start[moved[0] :] = np.maximum(start[moved[0] :], moved[0] - 1)
     start = np.minimum(start, np.arange(len(t)) - 1).clip(0)
     dt = t - t[start]
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -111,8 +124,9 @@ def text_width_px(text: str, fontsize_pt: float, dpi: float) -> float:
     return len(text) * 0.65 * fontsize_pt * dpi / 72.0
 
 
-def mark_labels(x_px: Sequence[float], labels: Sequence[str], width_px: float, fontsize_pt: float, dpi: float,
-                gap_px: float = 8.0) -> list[tuple[int, str, str]]:
+def mark_labels(
+    x_px: Sequence[float], labels: Sequence[str], width_px: float, fontsize_pt: float, dpi: float, gap_px: float = 8.0
+) -> list[tuple[int, str, str]]:
     """Which marks get a written label, as ``(mark index, text, "left" | "right")``, so that no two overlap.
 
     ``x_px`` are the marks' positions from the panel's left edge. A label starts just right of its line (so a mark at
@@ -126,8 +140,12 @@ def mark_labels(x_px: Sequence[float], labels: Sequence[str], width_px: float, f
         return []
     parts = [_NUMBERED.match(label) for label in labels]
     numbers = [int(p.group(2)) for p in parts if p]
-    numbered = (all(parts) and len({p.group(1) for p in parts if p}) == 1 and n > 2
-                and all(a < b for a, b in zip(numbers, numbers[1:])))  # "epoch 1, 2, 3", not "float32, float16"
+    numbered = (
+        all(parts)
+        and len({p.group(1) for p in parts if p}) == 1
+        and n > 2
+        and all(a < b for a, b in zip(numbers, numbers[1:]))
+    )  # "epoch 1, 2, 3", not "float32, float16"
 
     def extent(i: int, text: str) -> tuple[float, float, str]:
         w = text_width_px(text, fontsize_pt, dpi)

@@ -9,6 +9,7 @@ each second — small, but this is 40 lines with no state, and zlib releases the
 training loop's thread runs meanwhile. Only the live view uses it; the static figure is matplotlib's own PNG.
 Taught in ``notebooks/05_live_monitor.ipynb``.
 """
+
 from __future__ import annotations
 
 import struct
@@ -32,11 +33,17 @@ def encode_png(pixels: np.ndarray, level: int = 1) -> bytes:
     if image.ndim == 2:
         image = image[:, :, None]
     if image.dtype != np.uint8 or image.ndim != 3 or image.shape[2] not in _COLOUR_TYPE or 0 in image.shape:
-        raise ValueError(f"encode_png takes a non-empty uint8 array (height, width[, 1 | 3 | 4 channels]); "
-                         f"got dtype {image.dtype}, shape {image.shape}.")
+        raise ValueError(
+            f"encode_png takes a non-empty uint8 array (height, width[, 1 | 3 | 4 channels]); "
+            f"got dtype {image.dtype}, shape {image.shape}."
+        )
     height, width, channels = image.shape
     rows = np.zeros((height, width * channels + 1), np.uint8)  # each row starts with its filter type, 0 = none
     rows[:, 1:] = image.reshape(height, -1)
     header = struct.pack(">IIBBBBB", width, height, 8, _COLOUR_TYPE[channels], 0, 0, 0)
-    return (_SIGNATURE + _chunk(b"IHDR", header) + _chunk(b"IDAT", zlib.compress(rows.tobytes(), level))
-            + _chunk(b"IEND", b""))
+    return (
+        _SIGNATURE
+        + _chunk(b"IHDR", header)
+        + _chunk(b"IDAT", zlib.compress(rows.tobytes(), level))
+        + _chunk(b"IEND", b"")
+    )

@@ -6,11 +6,13 @@ and the chapter shows the newest such file with ``latest_recorded_run``, labelle
 was recorded. Until one exists the chapter says that no GPU run has been recorded yet; nothing is made up, and a run
 on described (SIMULATED) GPUs is refused as evidence.
 
-The file holds the least needed to draw the figure again: ``format``, ``machine`` (what ran it, in words), ``date``
+The file holds the least needed to draw the figure again: ``format``, ``machine`` (what it ran on, in words:
+``record_run``'s ``ran_on``), ``date``
 (ISO 8601, UTC), ``title``, ``gpus`` (physical indices watched), ``cuda_devices``, ``columns``, ``rows`` (one list of
 numbers per reading, ``null`` where a value could not be read), ``marks`` (``[seconds, label]``) and ``summary`` (the
 monitor's summary as text).
 """
+
 from __future__ import annotations
 
 import base64
@@ -34,9 +36,9 @@ _KEYS = ("machine", "date", "title", "gpus", "cuda_devices", "columns", "rows", 
 
 @dataclass(frozen=True)
 class RecordedRun:
-    """One recorded monitor run: what ran it and when, and its readings."""
+    """One recorded monitor run: what it ran on (in words) and when, and its readings."""
 
-    machine: str
+    ran_on: str
     date: str
     title: str
     gpus: tuple[int, ...]
@@ -56,8 +58,10 @@ class RecordedRun:
         except ValueError as exc:
             raise ValueError(f"{path} is not a recorded monitor run: it is not JSON ({exc}).") from None
         if not isinstance(data, dict) or data.get("format") != FORMAT:
-            raise ValueError(f"{path} is not a recorded monitor run: its \"format\" is not {FORMAT!r}. Write one with "
-                             "gpulab.monitoring.recorded.record_run(mon, machine=...) after a run on a GPU.")
+            raise ValueError(
+                f'{path} is not a recorded monitor run: its "format" is not {FORMAT!r}. Write one with '
+                "gpulab.monitoring.recorded.record_run(mon, ran_on=...) after a run on a GPU."
+            )
         missing = [k for k in _KEYS if k not in data]
         if missing:
             raise ValueError(f"{path} lacks {', '.join(missing)}: a recorded run needs {', '.join(_KEYS)}.")
@@ -65,25 +69,42 @@ class RecordedRun:
         if not data["columns"] or data["columns"][0] != "elapsed_s":
             raise ValueError(f"{path}: the first column must be elapsed_s (seconds since the monitor started).")
         if rows.size == 0 or rows.shape[1:] != (len(data["columns"]),):
-            raise ValueError(f"{path}: every row needs one value per column ({len(data['columns'])}), and there must "
-                             "be at least one reading.")
-        return cls(str(data["machine"]), str(data["date"]), str(data["title"]), tuple(map(int, data["gpus"])),
-                   int(data["cuda_devices"]), tuple(data["columns"]), rows,
-                   tuple((float(t), str(label)) for t, label in data["marks"]), str(data["summary"]), path)
+            raise ValueError(
+                f"{path}: every row needs one value per column ({len(data['columns'])}), and there must "
+                "be at least one reading."
+            )
+        return cls(
+            str(data["machine"]),
+            str(data["date"]),
+            str(data["title"]),
+            tuple(map(int, data["gpus"])),
+            int(data["cuda_devices"]),
+            tuple(data["columns"]),
+            rows,
+            tuple((float(t), str(label)) for t, label in data["marks"]),
+            str(data["summary"]),
+            path,
+        )
 
     @property
     def label(self) -> str:
         """What ran it and when, and that it is a recording (drawn again from its file, not measured here now)."""
         source = f"evidence/{self.path.name}" if self.path is not None else "its file"
-        return (f"Recorded GPU run: {self.title} — on {self.machine}, {self.date}. A recording, drawn again from "
-                f"{source}: not a reading of this computer.")
+        return (
+            f"Recorded GPU run: {self.title} — on {self.ran_on}, {self.date}. A recording, drawn again from "
+            f"{source}: not a reading of this computer."
+        )
 
     def figure_png(self) -> bytes:
         """The monitor's figure drawn again from the recorded readings."""
         from .figure import MonitorFigure
 
-        fig = MonitorFigure(self.columns[1:], title=f"{self.title} (recorded {self.date[:10]})", gpus=self.gpus,
-                            cuda_devices=self.cuda_devices)
+        fig = MonitorFigure(
+            self.columns[1:],
+            title=f"{self.title} (recorded {self.date[:10]})",
+            gpus=self.gpus,
+            cuda_devices=self.cuda_devices,
+        )
         fig.update(self.rows[:, 0], self.rows[:, 1:], list(self.marks))
         return fig.png()
 
@@ -92,31 +113,46 @@ class RecordedRun:
 
     def _repr_html_(self) -> str:
         png = base64.b64encode(self.figure_png()).decode()
-        return (f"<p><b>{html.escape(self.label)}</b></p><img src='data:image/png;base64,{png}' "
-                f"alt='{html.escape(self.title)}' style='max-width:100%'><pre>{html.escape(self.summary)}</pre>")
+        return (
+            f"<p><b>{html.escape(self.label)}</b></p><img src='data:image/png;base64,{png}' "
+            f"alt='{html.escape(self.title)}' style='max-width:100%'><pre>{html.escape(self.summary)}</pre>"
+        )
 
 
-def record_run(mon: Any, path: str | os.PathLike[str] | None = None, *, machine: str) -> Path:
+def record_run(mon: Any, path: str | os.PathLike[str] | None = None, *, ran_on: str) -> Path:
     """Write a finished monitor's run to ``path`` (default ``evidence/ch05-monitor-gpu.json``) as evidence.
 
-    ``machine`` says what ran it, e.g. ``"1× NVIDIA H100 80GB, torch 2.11.0+cu130"``. Refused for a run that is
-    still going, and for described (SIMULATED) GPUs: evidence comes only from a real GPU.
+    ``ran_on`` says in words what it ran on, e.g. ``"1× NVIDIA H100 80GB, torch 2.11.0+cu130"`` (text for people,
+    shown with the recording; not a ``machine=`` to read). Refused for a run that is still going, and for described
+    (SIMULATED) GPUs: evidence comes only from a real GPU.
     """
-    if not isinstance(machine, str) or not machine.strip():
-        raise TypeError(f"machine={machine!r}: say what ran it in words, e.g. machine=\"1× NVIDIA H100 80GB, torch "
-                        "2.11\"; the recorded run is shown with it.")
+    if not isinstance(ran_on, str) or not ran_on.strip():
+        raise TypeError(
+            f'ran_on={ran_on!r}: say in words what the run ran on, e.g. ran_on="1× NVIDIA H100 80GB, '
+            'torch 2.11"; the recorded run is shown with it.'
+        )
     if mon.running:
         raise RuntimeError("the monitor is still running: record the run after its with-block has ended.")
     sampler = mon._sampler
     if getattr(sampler.reader, "simulated", False) or not sampler.gpus:
-        raise ValueError("this run watched no real GPU (described SIMULATED GPUs, or none): a recorded GPU run must "
-                         "come from a machine with an NVIDIA GPU. Run the chapter's GPU cell there.")
+        raise ValueError(
+            "this run watched no real GPU (described SIMULATED GPUs, or none): a recorded GPU run must "
+            "come from a machine with an NVIDIA GPU. Run the chapter's GPU cell there."
+        )
     t, values = mon.history.snapshot()
     rows = [[_number(x) for x in (ti, *row)] for ti, row in zip(t.tolist(), values.tolist())]
-    data = {"format": FORMAT, "machine": machine.strip(), "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "title": mon.title, "gpus": list(sampler.gpus), "cuda_devices": sampler.cuda_devices,
-            "columns": ["elapsed_s", *mon.history.columns], "rows": rows, "marks": [list(m) for m in mon.marks],
-            "summary": str(mon.summary())}
+    data = {
+        "format": FORMAT,
+        "machine": ran_on.strip(),
+        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "title": mon.title,
+        "gpus": list(sampler.gpus),
+        "cuda_devices": sampler.cuda_devices,
+        "columns": ["elapsed_s", *mon.history.columns],
+        "rows": rows,
+        "marks": [list(m) for m in mon.marks],
+        "summary": str(mon.summary()),
+    }
     path = Path(path) if path is not None else EVIDENCE_DIR / "ch05-monitor-gpu.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=0))

@@ -8,6 +8,7 @@ figures only once CUDA is initialised in this process — the sampler never impo
 What cannot be read becomes NaN in the row and one sentence in ``missing``, and the thread carries on.
 Taught in ``notebooks/05_live_monitor.ipynb``.
 """
+
 from __future__ import annotations
 
 import math
@@ -21,17 +22,22 @@ import numpy as np
 import psutil
 
 from ..core.arguments import is_whole_number
+from ..core.readings import Unavailable
 from ..machine.host import host_info, host_sample
 from ..machine.nvml import GpuReader, default_reader
-from ..core.readings import Unavailable
-from .history import History
+from .ring_buffer import History
 
 __all__ = ["Progress", "Sampler", "SAMPLER_THREAD_NAME"]
 
 SAMPLER_THREAD_NAME = "gpulab-monitor-sampler"
 NAN = float("nan")
-HOST_COLUMNS = ("host_memory_used_bytes", "host_memory_limit_bytes", "host_cpu_percent", "process_rss_bytes",
-                "process_cpu_percent")
+HOST_COLUMNS = (
+    "host_memory_used_bytes",
+    "host_memory_limit_bytes",
+    "host_cpu_percent",
+    "process_rss_bytes",
+    "process_cpu_percent",
+)
 _SPEED_AT = len(HOST_COLUMNS)
 SPEED_COLUMNS = ("samples_total", "steps_total", "samples_per_s", "step_time_s")
 GPU_FIELDS = ("memory_used_bytes", "memory_total_bytes", "utilization_percent", "processes")
@@ -56,6 +62,7 @@ class Progress:
         self._last_t = self._clock()
 
     def step(self, samples: int = 1, steps: int = 1) -> None:
+        """Count ``samples`` and ``steps`` done since the last call, and the time they took."""
         now = self._clock()
         samples_done, steps_done, step_time = self.state
         self.state = (samples_done + samples, steps_done + steps, step_time + (now - self._last_t))
@@ -76,13 +83,23 @@ class Sampler:
     an event, so ``stop()`` wakes it at once. ``gpus`` picks physical indices (nvidia-smi numbering); default all.
     """
 
-    def __init__(self, *, reader: GpuReader | None = None, progress: Progress | None = None,
-                 gpus: Sequence[int] | None = None, interval_s: float = 0.2, process_interval_s: float = 2.0,
-                 capacity: int = 36_000, clock: Callable[[], float] = time.monotonic,
-                 sleep: Callable[[float], Any] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        reader: GpuReader | None = None,
+        progress: Progress | None = None,
+        gpus: Sequence[int] | None = None,
+        interval_s: float = 0.2,
+        process_interval_s: float = 2.0,
+        capacity: int = 36_000,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Any] | None = None,
+    ) -> None:
         if not interval_s > 0 or not process_interval_s > 0:
-            raise ValueError(f"sampling intervals must be positive seconds; got interval_s={interval_s}, "
-                             f"process_interval_s={process_interval_s}. 0.2 s (5 Hz) suits GPU utilisation.")
+            raise ValueError(
+                f"sampling intervals must be positive seconds; got interval_s={interval_s}, "
+                f"process_interval_s={process_interval_s}. 0.2 s (5 Hz) suits GPU utilisation."
+            )
         self.reader = reader if reader is not None else default_reader()
         self.progress = progress if progress is not None else Progress(clock)
         self.interval_s = float(interval_s)
@@ -124,9 +141,11 @@ class Sampler:
         chosen = list(gpus)
         bad = [k for k in chosen if not is_whole_number(k) or not 0 <= k < count]
         if bad:
-            raise ValueError(f"cannot watch GPU(s) {bad}: NVML sees {count} GPU(s)"
-                             + (f" ({error})" if error else "")
-                             + ". gpus= takes physical indices (nvidia-smi's numbers), or leave it out to watch all.")
+            raise ValueError(
+                f"cannot watch GPU(s) {bad}: NVML sees {count} GPU(s)"
+                + (f" ({error})" if error else "")
+                + ". gpus= takes physical indices (nvidia-smi's numbers), or leave it out to watch all."
+            )
         return chosen
 
     @staticmethod
@@ -217,8 +236,12 @@ class Sampler:
             for field, value in (("memory used", s.memory_used_bytes), ("utilisation", s.utilization_gpu_percent)):
                 if isinstance(value, Unavailable):
                     self._note(f"GPU {k} {field}: {value}")
-            row[at:at + 4] = (_number(s.memory_used_bytes), _number(s.memory_total_bytes),
-                              _number(s.utilization_gpu_percent), self._process_counts[n])
+            row[at : at + 4] = (
+                _number(s.memory_used_bytes),
+                _number(s.memory_total_bytes),
+                _number(s.utilization_gpu_percent),
+                self._process_counts[n],
+            )
 
     def _read_torch(self, row: np.ndarray) -> None:
         torch = sys.modules.get("torch")
@@ -232,9 +255,11 @@ class Sampler:
     # -- the thread ---------------------------------------------------------------------------------------------------
     @property
     def running(self) -> bool:
+        """Whether the sampling thread is alive."""
         return self._thread is not None and self._thread.is_alive()
 
     def start(self) -> None:
+        """Start the sampling thread; time counts from now if nothing was sampled yet. A sampler records one run."""
         if self._thread is not None:
             raise RuntimeError("this sampler has already been started; a Sampler records one run, make a new one.")
         if self.history.appended == 0:  # made in one cell, started in a later one: time counts from now
@@ -249,8 +274,10 @@ class Sampler:
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout)
             if self._thread.is_alive():
-                raise RuntimeError(f"the sampler thread did not stop within {timeout} s: a GPU reader call is stuck "
-                                   "(a hung driver?). It is a daemon thread and will not keep Python from exiting.")
+                raise RuntimeError(
+                    f"the sampler thread did not stop within {timeout} s: a GPU reader call is stuck "
+                    "(a hung driver?). It is a daemon thread and will not keep Python from exiting."
+                )
 
     def _run(self) -> None:
         deadline = self._clock()

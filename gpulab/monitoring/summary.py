@@ -4,6 +4,7 @@
 Peaks are of the sampled readings (every ``interval_s``): a spike shorter than that can be missed; for the exact peak
 of torch's allocator use ``torch.cuda.max_memory_allocated()``. Taught in ``notebooks/05_live_monitor.ipynb``.
 """
+
 from __future__ import annotations
 
 import html
@@ -33,8 +34,12 @@ class PeakMemory:
     limit_bytes: float  # NaN: no limit known
 
     def row(self) -> tuple[str, str, str, str]:
-        share = (format_percent(self.peak_bytes / self.limit_bytes, is_fraction=True)
-                 if self.limit_bytes and not math.isnan(self.limit_bytes) and not math.isnan(self.peak_bytes) else "")
+        """The device, where the number comes from, the peak, and the limit with the peak's share of it."""
+        share = (
+            format_percent(self.peak_bytes / self.limit_bytes, is_fraction=True)
+            if self.limit_bytes and not math.isnan(self.limit_bytes) and not math.isnan(self.peak_bytes)
+            else ""
+        )
         limit = "" if math.isnan(self.limit_bytes) else format_bytes(self.limit_bytes)
         of = f"{limit} ({share})" if share else limit
         return self.device, self.what, _value(self.peak_bytes, format_bytes), of
@@ -42,8 +47,7 @@ class PeakMemory:
 
 @dataclass(frozen=True)
 class MonitorSummary:
-    """One monitored run. ``mean_samples_per_s`` = samples reported ÷ summed step time (gaps between loops excluded).
-    """
+    """One monitored run. ``mean_samples_per_s`` = samples reported ÷ summed step time (gaps between loops excluded)."""
 
     title: str
     duration_s: float
@@ -67,15 +71,24 @@ class MonitorSummary:
     def _speed_rows(self) -> list[tuple[str, str]]:
         rows = [
             ("duration", format_seconds(self.duration_s)),
-            ("readings", f"{self.readings} every {format_seconds(self.interval_s)}"
-             + (f" ({self.missed_deadlines} deadlines missed)" if self.missed_deadlines else "")),
-            ("cost of watching", f"{format_seconds(self.reading_cost_s)} per reading "
-             f"(≈ {self.reading_cost_s / self.interval_s * 100:.2f} % of one core)"),
+            (
+                "readings",
+                f"{self.readings} every {format_seconds(self.interval_s)}"
+                + (f" ({self.missed_deadlines} deadlines missed)" if self.missed_deadlines else ""),
+            ),
+            (
+                "cost of watching",
+                f"{format_seconds(self.reading_cost_s)} per reading "
+                f"(≈ {self.reading_cost_s / self.interval_s * 100:.2f} % of one core)",
+            ),
             ("work reported", f"{self.samples_total} samples in {self.steps_total} steps"),
             ("mean speed", _value(self.mean_samples_per_s, format_rate)),
             ("mean step time", _value(self.mean_step_time_s, format_seconds)),
-            ("mean CPU use", f"{_value(self.mean_cpu_percent, format_percent)} whole machine, "
-                             f"{_value(self.mean_process_cpu_percent, format_percent)} this process"),
+            (
+                "mean CPU use",
+                f"{_value(self.mean_cpu_percent, format_percent)} whole machine, "
+                f"{_value(self.mean_process_cpu_percent, format_percent)} this process",
+            ),
         ]
         rows += [(f"mean GPU {k} utilisation", _value(p, format_percent)) for k, p in self.mean_gpu_utilization_percent]
         rows.append(("ended by", self.ended_by))
@@ -103,9 +116,12 @@ class MonitorSummary:
         p.text(str(self))
 
     def _repr_html_(self) -> str:
-        parts = [html_table(("", ""), self._speed_rows(), caption=self._heading()),
-                 html_table(("device", "reading", "peak", "of"), [p.row() for p in self.peaks],
-                            caption="Peak memory (sampled)")]
+        parts = [
+            html_table(("", ""), self._speed_rows(), caption=self._heading()),
+            html_table(
+                ("device", "reading", "peak", "of"), [p.row() for p in self.peaks], caption="Peak memory (sampled)"
+            ),
+        ]
         if self.marks:
             parts.append(f"<p>marks: {html.escape(self._marks_text())}</p>")
         if self.missing:

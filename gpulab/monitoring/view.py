@@ -5,6 +5,7 @@ fresh PNG into an ``ipywidgets.Image`` once a second (twice at most); nothing is
 widget from a thread. A live frame is blitted (``MonitorFigure.live_png``): a few ms instead of ~60 ms.
 Taught in ``notebooks/05_live_monitor.ipynb``.
 """
+
 from __future__ import annotations
 
 import threading
@@ -13,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .figure import MonitorFigure
-from .history import History
+from .ring_buffer import History
 
 __all__ = ["MonitorFigure", "LiveImage", "RENDER_THREAD_NAME"]
 
@@ -28,8 +29,14 @@ class LiveImage:
     ``Image`` widget's value, set from a thread, reaches the page at once (the ipywidgets docs' pattern for threads).
     """
 
-    def __init__(self, figure: MonitorFigure, history: History, marks: list[tuple[float, str]],
-                 interval_s: float = 1.0, missing: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        figure: MonitorFigure,
+        history: History,
+        marks: list[tuple[float, str]],
+        interval_s: float = 1.0,
+        missing: Sequence[str] = (),
+    ) -> None:
         import ipywidgets  # the one import of ipywidgets for this view
 
         self.figure = figure
@@ -72,6 +79,7 @@ class LiveImage:
                 self.cpu_s += time.thread_time() - started
 
     def stop(self, timeout: float = 10.0) -> None:
+        """Stop redrawing and wait up to ``timeout`` seconds for the drawing thread to end."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout)

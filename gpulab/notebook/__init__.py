@@ -4,6 +4,7 @@
 raised; ``shell`` runs a bash session for real, to show what a started program inherits (chapter 02). Used by every
 chapter.
 """
+
 from ..core.lazy import export_lazily
 
 export_lazily(__name__, {"load_ipython_extension": "magics", "run_shell": "shell"})

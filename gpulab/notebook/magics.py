@@ -1,15 +1,18 @@
 """IPython cell magics for the chapters: ``%load_ext gpulab`` then ``%%gpu [n]`` at the top of a GPU-only cell.
 
-``%gpulab doctor`` shows ``gpulab.doctor()``. ``%%ranks n`` runs a cell's code in n ranks (``gpulab.ranks.cells``, taught in ``notebooks/04_ddp.ipynb``).
-Loading the extension also makes tracebacks short (``tracebacks``): the learner's line and the line that raised.
+``%gpulab doctor`` shows ``gpulab.doctor()``. ``%%ranks n`` runs a cell's code in n ranks (``gpulab.ranks.cells``,
+taught in ``notebooks/04_ddp.ipynb``). Loading the extension also makes tracebacks short (``tracebacks``): the learner's
+line and the line that raised.
 
 A ``%%gpu 2`` cell runs only where two CUDA GPUs are usable; elsewhere it prints why it was skipped, so a learner on a
 laptop sees the reason in the cell's output instead of a traceback, and "Run All" carries on.
 Cells that use it carry the notebook tag ``gpu`` (or ``multigpu`` for n ≥ 2), which ``make test-gpu`` selects.
 """
+
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..machine.cuda import too_few_gpus
 
@@ -23,8 +26,10 @@ def gpu_cell(line: str, cell: str, shell: Any) -> None:
         raise ValueError(f"%%gpu takes the number of GPUs the cell needs, like `%%gpu 2`; got {line.strip()!r}.")
     reason = too_few_gpus(int(arg))
     if reason is not None:
-        print(f"Skipped on this machine: this cell {reason}. On a machine with GPUs it runs; read its code and the "
-              f"text around it for what it would show.")
+        print(
+            f"Skipped on this machine: this cell {reason}. On a machine with GPUs it runs; read its code and the "
+            f"text around it for what it would show."
+        )
         return
     result = shell.run_cell(cell)
     result.raise_error()
@@ -35,7 +40,9 @@ def load_ipython_extension(ipython: Any) -> None:
     from ..ranks.cells import ranks_cell
     from .tracebacks import install
 
-    ipython.register_magic_function(lambda line, cell: gpu_cell(line, cell, ipython), magic_kind="cell", magic_name="gpu")
+    ipython.register_magic_function(
+        lambda line, cell: gpu_cell(line, cell, ipython), magic_kind="cell", magic_name="gpu"
+    )
 
     def ranks(line: str, cell: str) -> Any:
         __tracebackhide__ = True

@@ -3,6 +3,7 @@
 ``run_shell("export CUDA_VISIBLE_DEVICES=1; python -c ...")`` runs the script with bash in a fresh process and returns
 what a terminal would have shown. Taught in ``notebooks/02_choosing_gpus.ipynb``.
 """
+
 from __future__ import annotations
 
 import os
@@ -36,8 +37,13 @@ class ShellRun:
         return f"<pre>{html.escape(str(self))}</pre>"
 
 
-def run_shell(script: str, *, cwd: str | os.PathLike[str] | None = None, env: Mapping[str, str | None] | None = None,
-              timeout_s: float = 60.0) -> ShellRun:
+def run_shell(
+    script: str,
+    *,
+    cwd: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str | None] | None = None,
+    timeout_s: float = 60.0,
+) -> ShellRun:
     """Run ``script`` with bash in a fresh process, as from a terminal where ``CUDA_VISIBLE_DEVICES`` is unset.
 
     Each line of the script is echoed (``bash -v``) before its output, so the result reads like a terminal session.
@@ -47,23 +53,34 @@ def run_shell(script: str, *, cwd: str | os.PathLike[str] | None = None, env: Ma
     text(script, "script", example="'echo $CUDA_VISIBLE_DEVICES'")
     timeout_s = seconds(timeout_s, "timeout_s", allow_zero=False, example="60")
     if path_or_none(cwd, "cwd") is not None and not _is_dir(cwd):
-        raise NotADirectoryError(f"cwd={shown(os.fspath(cwd))} is not a directory here: run_shell runs the script "
-                                 "inside an existing directory, e.g. cwd=tempfile.mkdtemp(); leave it out for this one.")
+        raise NotADirectoryError(
+            f"cwd={shown(os.fspath(cwd))} is not a directory here: run_shell runs the script "
+            "inside an existing directory, e.g. cwd=tempfile.mkdtemp(); leave it out for this one."
+        )
     if env is not None:
         environment({k: "" if v is None else v for k, v in env.items()} if isinstance(env, Mapping) else env)
     base = {k: v for k, v in os.environ.items() if not k.startswith("CUDA_")}
     base["PATH"] = os.path.dirname(sys.executable) + os.pathsep + base.get("PATH", "")
     apply_environ(env or {}, base)
-    with subprocess.Popen(["bash", "-c", "set -v\n" + script.strip()], cwd=cwd, env=base, stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True, start_new_session=True) as proc:
+    with subprocess.Popen(
+        ["bash", "-c", "set -v\n" + script.strip()],
+        cwd=cwd,
+        env=base,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    ) as proc:
         try:
             output, _ = proc.communicate(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             _stop(proc)
             output, _ = proc.communicate()
-            raise TimeoutError(f"the script ran longer than timeout_s={timeout_s:g} s and was stopped (with every "
-                               f"process it started). What it printed first:\n{output[-2000:]}\nGive it more time "
-                               "(timeout_s=...) or make it shorter.") from None
+            raise TimeoutError(
+                f"the script ran longer than timeout_s={timeout_s:g} s and was stopped (with every "
+                f"process it started). What it printed first:\n{output[-2000:]}\nGive it more time "
+                "(timeout_s=...) or make it shorter."
+            ) from None
         except BaseException:  # an interrupted kernel (Ctrl-C, Stop) leaves nothing running either
             _stop(proc)
             raise

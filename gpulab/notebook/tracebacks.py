@@ -9,6 +9,7 @@ nbval's ``raises-exception`` cells still see their error), ``%debug`` still has 
 Verbose`` (or ``Plain``, ``Minimal``) gives IPython's own tracebacks back; ``%xmode Context`` the short ones again.
 IPython has no mode for "first and last frame", hence this handler. Used by every chapter.
 """
+
 from __future__ import annotations
 
 import sys
@@ -16,7 +17,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from ..core.frames import GPULAB_ROOT as _GPULAB, is_library_file
+from ..core.frames import GPULAB_ROOT as _GPULAB
+from ..core.frames import is_library_file
 
 __all__ = ["lesson_frames", "short_traceback", "install", "is_library_file"]
 
@@ -28,8 +30,9 @@ def lesson_frames(tb: TracebackType | None) -> tuple[TracebackType | None, int, 
     while tb is not None:
         frames.append(tb)
         tb = tb.tb_next
-    keep = [f for i, f in enumerate(frames)
-            if i == len(frames) - 1 or not is_library_file(f.tb_frame.f_code.co_filename)]
+    keep = [
+        f for i, f in enumerate(frames) if i == len(frames) - 1 or not is_library_file(f.tb_frame.f_code.co_filename)
+    ]
     hidden = [f for f in frames if f not in keep]
     packages = sorted({_package(f.tb_frame.f_code.co_filename) for f in hidden})
     new: TracebackType | None = None
@@ -48,8 +51,9 @@ def _package(filename: str) -> str:
     return "Python's library"
 
 
-def short_traceback(shell: Any, etype: type[BaseException], value: BaseException, tb: TracebackType | None,
-                    tb_offset: int | None = None) -> list[str] | None:
+def short_traceback(
+    shell: Any, etype: type[BaseException], value: BaseException, tb: TracebackType | None, tb_offset: int | None = None
+) -> list[str] | None:
     """IPython custom-exception handler: show the short traceback (in IPython's default ``Context`` mode)."""
     sys.last_type, sys.last_value, sys.last_traceback = etype, value, tb  # what %debug and %tb read
     if sys.version_info >= (3, 12):
@@ -64,8 +68,14 @@ def short_traceback(shell: Any, etype: type[BaseException], value: BaseException
     stb = shell.InteractiveTB.structured_traceback(etype, value, short, tb_offset=0)
     if hidden:
         at = next((i + 1 for i, part in enumerate(stb) if "Traceback" in part), 1)  # under IPython's header
-        stb = stb[:at] + [f"({hidden} frame(s) inside {', '.join(packages)} hidden between your code and the line "
-                          "that raised; %xmode Verbose shows every frame)"] + stb[at:]
+        stb = (
+            stb[:at]
+            + [
+                f"({hidden} frame(s) inside {', '.join(packages)} hidden between your code and the line "
+                "that raised; %xmode Verbose shows every frame)"
+            ]
+            + stb[at:]
+        )
     shell._showtraceback(etype, value, stb)  # sends the error to the notebook, as IPython's own tracebacks do
     return stb
 

@@ -4,6 +4,7 @@ The class of a failed CUDA runtime call follows the torch release (``machine.com
 from 2.8 on); what torch checks itself is a RuntimeError in every release. Each message was seen on a real GPU
 (one H100, torch 2.11, driver 580: ``evidence/2026-11-26-h100-80gb-hbm3.json``) or, without one, on this machine.
 """
+
 from __future__ import annotations
 
 from ..core.visible import VisibleMap
@@ -14,8 +15,10 @@ NO_DRIVER = "RuntimeError: Found no NVIDIA driver on your system. (This machine 
 NO_GPUS = "RuntimeError: No CUDA GPUs are available"
 # CUDA_VISIBLE_DEVICES names a GPU twice: torch.cuda.device_count() reads 0 through NVML, then the first CUDA call asks
 # the driver, whose count fails with error 101.
-REPEATED = ("RuntimeError: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before calling "
-            "NumCudaDevices() that might have already set an error? Error 101: invalid device ordinal")
+REPEATED = (
+    "RuntimeError: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before calling "
+    "NumCudaDevices() that might have already set an error? Error 101: invalid device ordinal"
+)
 
 
 def invalid_ordinal(error_class: str) -> str:

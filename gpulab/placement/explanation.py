@@ -3,6 +3,7 @@
 An explanation is a prediction from PyTorch's rules, never an observation of a GPU, and its text and HTML say so
 (SIMULATED, when the machine is a described one). Taught in ``notebooks/02_choosing_gpus.ipynb``.
 """
+
 from __future__ import annotations
 
 import html
@@ -50,6 +51,7 @@ class Explanation:
 
     @property
     def error(self) -> str | None:
+        """The error the snippet would raise (PyTorch's message, from its last statement), or None."""
         return self.steps[-1].error if self.steps else None
 
     @property
@@ -64,7 +66,11 @@ class Explanation:
         rows = "".join(
             f"<tr><td><code>{html.escape(s.code)}</code></td><td>"
             + (f"<b style='color:#b00'>raises {html.escape(s.error)}</b><br>" if s.error else "")
-            + f"{html.escape(s.sentence)}</td></tr>" for s in self.steps)
+            + f"{html.escape(s.sentence)}</td></tr>"
+            for s in self.steps
+        )
         label = html.escape(self.prediction).replace("SIMULATED", "<b style='color:#b00'>SIMULATED</b>", 1)
-        return (f"<div><p><i>{label}</i></p><code>{html.escape(self.visible.environment_line())}</code>"
-                f"<table style='border-collapse:collapse'>{rows}</table></div>")
+        return (
+            f"<div><p><i>{label}</i></p><code>{html.escape(self.visible.environment_line())}</code>"
+            f"<table style='border-collapse:collapse'>{rows}</table></div>"
+        )

@@ -6,74 +6,71 @@ Everything the buttons do is also a method (``select``, ``pick_free``, ``apply``
 given as an argument or in ``GPULAB_PICK_GPUS`` (``"2,0"`` or ``"free:2"``), so a notebook runs the same without a
 browser. With no GPU it shows the CPU and says what would appear. Taught in ``notebooks/02_choosing_gpus.ipynb``.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import html
 import os
-import textwrap
 from collections.abc import Mapping, Sequence
 
 import ipywidgets as w
 
-from .setter import CudaAlreadyStarted, write_visible_devices
-from ..core.arguments import environment, index_list, is_whole_number, path_or_none, shown, whole_number
-from ..machine.host import host_info
+from ..core.arguments import environment, index_list, path_or_none, shown, whole_number
+from ..core.readings import GpuInfo, is_known
+from ..core.renamed import renamed_keywords
+from ..core.tables import html_with_code
+from ..core.visible import VisibleMap, visible_map
+from ..core.visible_text import VisibleSpec, parse_visible_devices
+from ..core.widget_view import widget_bundle
 from ..machine.nvml import GpuReader
 from ..machine.resolve import as_reader
-from ..core.renamed import renamed_keywords
-from ..core.readings import GpuInfo, Unavailable, is_known
 from ..reservations import others_only, reservation_holders
-from .selection import NoFreeGpu, Policy, checked_policy, choose_gpus, rank_gpus
-from ..core.tables import html_with_code, text_table
-from ..core.widget_view import widget_bundle
-from ..core.units import format_bytes
-from ..core.visible import VisibleMap, VisibleSpec, parse_visible_devices, visible_map
+from .picker_text import (
+    HEADER,
+    PICK_ENV,
+    cpu_lines,
+    free_rule,
+    memory_text,
+    not_free_warning,
+    parse_pick,
+    starting_pick,
+    text_form,
+    utilisation_text,
+    who_uses,
+)
+from .selection import NoFreeGpu, Policy, choose_up_to, rank_gpus, validated_policy
+from .setter import CudaAlreadyStarted, write_visible_devices
 
 __all__ = ["GpuPicker", "parse_pick"]
 
-PICK_ENV = "GPULAB_PICK_GPUS"
-HEADER = ("GPU", "model", "memory", "utilisation", "in use by")
 _WIDTHS = (130, 190, 250, 90, 330)  # px, one per HEADER column: the rows and the header line up
 _BADGE = {"free": "#2a7d2a", "busy": "#b36200", "hidden": "#777"}
-
-
-def parse_pick(text: str) -> tuple[int, ...] | int:
-    """``"2,0"`` → physical GPUs 2 then 0; ``"free:2"`` → pick two free ones (returned as the int 2)."""
-    if not isinstance(text, str):
-        raise TypeError(f"{PICK_ENV} is text such as \"2,0\" or \"free:2\"; got a {type(text).__name__}.")
-    t = text.strip()
-    try:
-        if t.startswith("free:"):
-            n = int(t[5:])
-            if n >= 1:
-                return n
-            raise ValueError
-        return tuple(int(x) for x in t.split(",") if x.strip())
-    except ValueError:
-        raise ValueError(f"{PICK_ENV}={text!r} is not understood: give physical GPU numbers in the order cuda:0, "
-                         "cuda:1, … should get them (\"2,0\"), or \"free:N\" to pick N free GPUs.") from None
 
 
 class GpuPicker:
     """``GpuPicker()`` in a cell shows the widget; ``picker.selected``/``picker.value``/``picker.mapping`` read it."""
 
     @renamed_keywords(reader="machine", directory="reservations")
-    def __init__(self, machine: GpuReader | str | None = None, *, selected: Sequence[int] | str | None = None,
-                 policy: Policy | None = None, env: Mapping[str, str] | None = None,
-                 reservations: str | None = None, this_kernel: bool | None = None) -> None:
+    def __init__(
+        self,
+        machine: GpuReader | str | None = None,
+        *,
+        selected: Sequence[int] | str | None = None,
+        policy: Policy | None = None,
+        env: Mapping[str, str] | None = None,
+        reservations: str | None = None,
+        this_kernel: bool | None = None,
+    ) -> None:
         self.reader = as_reader(machine)
-        self.policy = checked_policy(policy)
+        self.policy = validated_policy(policy)
         env = environment(env)
         if this_kernel is not None and not isinstance(this_kernel, bool):
-            raise TypeError(f"this_kernel={shown(this_kernel)}: this_kernel takes True, False or None (the default: "
-                            "True for this machine, False for a described one).")
-        start = selected if selected is not None else os.environ.get(PICK_ENV)
-        if is_whole_number(start):
-            raise TypeError(f"selected={start} is ambiguous: for physical GPU {start} write selected=[{start}]; for "
-                            f"{start} free GPU(s) write selected=\"free:{start}\".")
-        pick = (parse_pick(start) if isinstance(start, str) else
-                None if start is None else index_list(start, "selected", example="[2, 3] or \"free:2\""))
+            raise TypeError(
+                f"this_kernel={shown(this_kernel)}: this_kernel takes True, False or None (the default: "
+                "True for this machine, False for a described one)."
+            )
+        pick = starting_pick(selected if selected is not None else os.environ.get(PICK_ENV))
         # A simulated machine is not this kernel's: apply() only shows the value there, unless told otherwise.
         self.simulated = bool(getattr(self.reader, "simulated", False))
         self.this_kernel = (not self.simulated) if this_kernel is None else this_kernel
@@ -85,26 +82,47 @@ class GpuPicker:
         self.status = w.HTML()
         self.mapping_view = w.HTML()
         self.rows_box = w.VBox()
-        self.apply_button = w.Button(description="Apply", button_style="primary",
-                                     tooltip="set CUDA_VISIBLE_DEVICES in this kernel (before CUDA starts)")
+        self.apply_button = w.Button(
+            description="Apply",
+            button_style="primary",
+            tooltip="set CUDA_VISIBLE_DEVICES in this kernel (before CUDA starts)",
+        )
         # how many GPUs "Pick N free" ticks: the learner sets it, and the button says it
-        self.count = w.BoundedIntText(value=pick if isinstance(pick, int) else max(1, len(pick or ())), min=1, max=64,
-                                      description="how many", layout=w.Layout(width="150px"))
-        self.free_button = w.Button(description=f"Pick {self.count.value} free",
-                                    tooltip="tick the freest GPUs, as many as the number beside it")
+        self.count = w.BoundedIntText(
+            value=pick if isinstance(pick, int) else max(1, len(pick or ())),
+            min=1,
+            max=64,
+            description="how many",
+            layout=w.Layout(width="150px"),
+        )
+        self.free_button = w.Button(
+            description=f"Pick {self.count.value} free", tooltip="tick the freest GPUs, as many as the number beside it"
+        )
         self.count.observe(lambda ch: setattr(self.free_button, "description", f"Pick {ch['new']} free"), "value")
         self.refresh_button = w.Button(description="Refresh")
         self.apply_button.on_click(lambda _: self._clicked(self.apply))
         self.free_button.on_click(lambda _: self._clicked(lambda: self.pick_free(self.count.value)))
         self.refresh_button.on_click(lambda _: self.refresh())
-        self._checks: dict[int, w.Checkbox] = {}
-        banner = ("<b style='color:#a60'>SIMULATED machine</b> (described GPUs, not this computer's): nothing you "
-                  "apply here changes this kernel." if self.simulated else "")
+        self._boxes: dict[int, w.Checkbox] = {}
+        banner = (
+            "<b style='color:#a60'>SIMULATED machine</b> (described GPUs, not this computer's): nothing you "
+            "apply here changes this kernel."
+            if self.simulated
+            else ""
+        )
         self.rule_view = w.HTML()
         self.header = _header()
-        self.widget = w.VBox([w.HTML(banner), self.header, self.rows_box, self.rule_view,
-                              w.HBox([self.count, self.free_button, self.apply_button, self.refresh_button]),
-                              self.mapping_view, self.status])
+        self.widget = w.VBox(
+            [
+                w.HTML(banner),
+                self.header,
+                self.rows_box,
+                self.rule_view,
+                w.HBox([self.count, self.free_button, self.apply_button, self.refresh_button]),
+                self.mapping_view,
+                self.status,
+            ]
+        )
         self.refresh()
         if isinstance(pick, int):
             self.pick_free(pick)
@@ -120,34 +138,51 @@ class GpuPicker:
         self._holders = {uuid: str(h) for uuid, h in holders.items()}  # who holds each, this kernel's own included
         self._taken = others_only(holders)  # what this kernel's choices keep away from: not its own reservations
         self._verdicts = {v.gpu.physical_index: v for v in rank_gpus(self.gpus, self.policy, taken=self._taken)}
-        self._checks = {}
+        self._boxes = {}
         self.rows_box.children = [self._row(g) for g in self.gpus] or [self._cpu_row()]
         self.header.layout.display = None if self.gpus else "none"
         self.rule_view.value = f"<p style='color:#555'>{html.escape(self.rule())}</p>" if self.gpus else ""
         for i in self._order:
-            if i in self._checks:
-                self._checks[i].value = True
+            if i in self._boxes:
+                self._boxes[i].value = True
         self.apply_button.disabled = self.free_button.disabled = not self.gpus
         self._update()
 
     def _row(self, g: GpuInfo) -> w.HBox:
-        box = w.Checkbox(value=False, description=f"GPU {g.physical_index}", indent=False,
-                         layout=w.Layout(width="70px"))
+        box = w.Checkbox(
+            value=False, description=f"GPU {g.physical_index}", indent=False, layout=w.Layout(width="70px")
+        )
         box.observe(lambda ch, i=g.physical_index: self._ticked(i, ch["new"]), names="value")
         if g.physical_index not in self._allowed:
             box.disabled = True
-        self._checks[g.physical_index] = box
+        self._boxes[g.physical_index] = box
         used, total = g.memory_used_bytes, g.memory_total_bytes
         frac = used / total if is_known(used) and is_known(total) and total else 0.0
         state = self.state(g.physical_index)
         # the bar's colour is the free rule (choose_gpus's), not a memory threshold of its own: green = free
-        bar = w.FloatProgress(value=frac, min=0.0, max=1.0, layout=w.Layout(width="100px"),
-                              bar_style="success" if state == "free" else "warning")
-        badge = w.HTML(f"<span style='color:#fff;background:{_BADGE[state]};padding:0 6px;border-radius:3px'>"
-                       f"{state}</span>", layout=w.Layout(width=f"{_WIDTHS[0] - 70}px"))
+        bar = w.FloatProgress(
+            value=frac,
+            min=0.0,
+            max=1.0,
+            layout=w.Layout(width="100px"),
+            bar_style="success" if state == "free" else "warning",
+        )
+        badge = w.HTML(
+            f"<span style='color:#fff;background:{_BADGE[state]};padding:0 6px;border-radius:3px'>{state}</span>",
+            layout=w.Layout(width=f"{_WIDTHS[0] - 70}px"),
+        )
         _, model, mem_w, util_w, who_w = _WIDTHS
-        return w.HBox([box, badge, _cell(g.name, model), bar, _cell(_memory(g), mem_w - 100),
-                       _cell(_utilisation(g), util_w), _cell(self._who(g), who_w)])
+        return w.HBox(
+            [
+                box,
+                badge,
+                _cell(g.name, model),
+                bar,
+                _cell(memory_text(g), mem_w - 100),
+                _cell(utilisation_text(g), util_w),
+                _cell(self._who(g), who_w),
+            ]
+        )
 
     def state(self, physical_index: int) -> str:
         """``"free"`` (``choose_gpus``'s rule, see ``rule()``), ``"busy"``, or ``"hidden"`` from this kernel."""
@@ -157,35 +192,19 @@ class GpuPicker:
 
     def rule(self) -> str:
         """The free rule in one sentence, as the widget states it under the table."""
-        p = self.policy or Policy()
-        procs = "" if p.allow_processes else ", no process on it"
-        return (f"free (green bar) = at most {p.max_memory_used_fraction * 100:.0f} % of memory used, at most "
-                f"{p.max_utilization_percent} % utilisation{procs}, not reserved by another notebook — the rule "
-                "Pick free and gpulab.choose_gpus apply. busy (orange bar) = anything else.")
+        return free_rule(self.policy)
 
     def _who(self, g: GpuInfo) -> str:
-        who = []
-        if g.physical_index not in self._allowed:
-            who.append("hidden from this kernel by CUDA_VISIBLE_DEVICES")
-        if g.uuid in self._holders:
-            who.append(f"reserved by {self._holders[g.uuid]}")
-        if isinstance(g.processes, Unavailable):
-            who.append(f"processes {g.processes}")
-        elif g.processes:
-            who.append(", ".join(f"pid {p.pid} {p.name}" for p in g.processes))
-        return "; ".join(who) or "no process"
+        return who_uses(g, self._allowed, self._holders)
 
     def _cpu_lines(self) -> list[str]:
-        h = host_info()
-        why = getattr(self.reader, "error", None) or "NVML lists no GPU"
-        return [f"CPU: {h.cpu_model}, {h.usable_cores} usable cores — the only device here.", f"No NVIDIA GPU: {why}",
-                f"On a GPU machine one row per GPU appears here ({' · '.join(HEADER)}); ticking rows builds "
-                "`CUDA_VISIBLE_DEVICES` and shows which `cuda:k` each becomes."]
+        return cpu_lines(getattr(self.reader, "error", None))
 
     def _cpu_row(self) -> w.HTML:
         first, *rest = self._cpu_lines()
-        return w.HTML(f"<p><b>CPU</b>{html.escape(first[3:])}</p>"
-                      + "".join(f"<p>{html_with_code(x)}</p>" for x in rest))
+        return w.HTML(
+            f"<p><b>CPU</b>{html.escape(first[3:])}</p>" + "".join(f"<p>{html_with_code(x)}</p>" for x in rest)
+        )
 
     # -- the selection -----------------------------------------------------------------------------------------------
     @property
@@ -195,7 +214,8 @@ class GpuPicker:
 
     @property
     def value(self) -> str:
-        """The ``CUDA_VISIBLE_DEVICES`` value for the selection (physical indices, with ``CUDA_DEVICE_ORDER=PCI_BUS_ID``)."""
+        """The ``CUDA_VISIBLE_DEVICES`` value for the selection: physical indices, as read with
+        ``CUDA_DEVICE_ORDER=PCI_BUS_ID``."""
         return ",".join(map(str, self._order))
 
     @property
@@ -209,15 +229,20 @@ class GpuPicker:
         known = {g.physical_index for g in self.gpus}
         bad = [i for i in physical_indices if i not in known or i not in self._allowed]
         if bad or len(set(physical_indices)) != len(physical_indices):
-            why = (f"GPU {bad[0]} is not one this kernel may use (it can use {sorted(self._allowed) or 'none'})"
-                   if bad else "a GPU is listed twice")
-            raise ValueError(f"cannot select {list(physical_indices)}: {why}. Use the physical numbers shown in the "
-                             "rows (nvidia-smi's numbering).")
+            why = (
+                f"GPU {bad[0]} is not one this kernel may use (it can use {sorted(self._allowed) or 'none'})"
+                if bad
+                else "a GPU is listed twice"
+            )
+            raise ValueError(
+                f"cannot select {list(physical_indices)}: {why}. Use the physical numbers shown in the "
+                "rows (nvidia-smi's numbering)."
+            )
         self._order = []
-        for box in self._checks.values():
+        for box in self._boxes.values():
             box.value = False
         for i in physical_indices:
-            self._checks[i].value = True  # observer appends in this order
+            self._boxes[i].value = True  # observer appends in this order
 
     def pick_free(self, n: int = 1) -> tuple[int, ...]:
         """Tick the ``n`` freest GPUs (``gpulab.placement.selection`` policy), reserved ones excluded.
@@ -226,21 +251,10 @@ class GpuPicker:
         was passed over) only when none is free. Returns the GPUs ticked.
         """
         n = whole_number(n, "n", minimum=1, example="pick_free(2)")
-        try:
-            choice = choose_gpus(n, self.gpus, self.policy, taken=self._taken, allowed=self._allowed)
-        except NoFreeGpu as exc:
-            pool = [g for g in self.gpus if g.physical_index in self._allowed]
-            free = [v for v in rank_gpus(pool, self.policy, taken=self._taken) if v.free]
-            if not free:
-                raise
-            self.select([v.gpu.physical_index for v in free])
-            reasons = "\n".join(line for line in str(exc).splitlines()[1:] if line.startswith("  ")
-                                and ": free:" not in line)
-            self._say(f"Asked for {n} free GPU(s) but only {len(free)} {'is' if len(free) == 1 else 'are'} free, so "
-                      f"GPU {', '.join(str(v.gpu.physical_index) for v in free)} {'is' if len(free) == 1 else 'are'} "
-                      f"ticked. Passed over:\n{reasons}", ok=None)
-            return self.selected
-        self.select(choice.physical_indices)
+        chosen, fewer = choose_up_to(n, self.gpus, self.policy, taken=self._taken, allowed=self._allowed)
+        self.select(chosen)
+        if fewer:
+            self._say(fewer, ok=None)
         return self.selected
 
     def apply(self) -> VisibleSpec:
@@ -251,11 +265,17 @@ class GpuPicker:
         if not self._order:
             raise ValueError("nothing is selected: tick at least one GPU (or call select([...]) / pick_free()).")
         if not self.this_kernel:
-            self._say(f"Simulated machine: a real one would now set CUDA_VISIBLE_DEVICES={self.value} "
-                      "CUDA_DEVICE_ORDER=PCI_BUS_ID. Nothing was changed in this kernel.", ok=True)
+            self._say(
+                f"Simulated machine: a real one would now set CUDA_VISIBLE_DEVICES={self.value} "
+                "CUDA_DEVICE_ORDER=PCI_BUS_ID. Nothing was changed in this kernel.",
+                ok=True,
+            )
             return parse_visible_devices(self.value)
         spec, unsure = write_visible_devices(self.value, "PCI_BUS_ID")  # unsure: could not verify, and why
-        done = f"Set CUDA_VISIBLE_DEVICES={self.value}, CUDA_DEVICE_ORDER=PCI_BUS_ID here; processes it starts inherit them."
+        done = (
+            f"Set CUDA_VISIBLE_DEVICES={self.value}, CUDA_DEVICE_ORDER=PCI_BUS_ID here; "
+            "processes it starts inherit them."
+        )
         self._say(unsure[:1].upper() + unsure[1:] if unsure else done, ok=not unsure or None)
         return spec
 
@@ -270,26 +290,8 @@ class GpuPicker:
 
     def warnings(self) -> list[str]:
         """One sentence per ticked GPU that is not free: who holds it, how full and how busy it is."""
-        policy = self.policy or Policy()
-        out = []
-        for i in self._order:
-            g = next(g for g in self.gpus if g.physical_index == i)
-            why = []
-            if g.uuid in self._taken:  # this kernel's own reservation is no reason to untick
-                why.append(f"reserved by {self._taken[g.uuid]}")
-            used, total = g.memory_used_bytes, g.memory_total_bytes
-            if is_known(used) and is_known(total) and total and used / total > policy.max_memory_used_fraction:
-                why.append(f"{used / total:.0%} full ({format_bytes(used)} of {format_bytes(total)})")
-            if is_known(g.utilization_gpu_percent) and g.utilization_gpu_percent > policy.max_utilization_percent:
-                why.append(f"{g.utilization_gpu_percent} % busy")
-            if not isinstance(g.processes, Unavailable) and g.processes and not policy.allow_processes:
-                why.append(f"{len(g.processes)} process(es) on it (pid {', '.join(str(p.pid) for p in g.processes)})")
-            if g.mig_enabled is True:
-                why.append("in MIG mode: CUDA uses its MIG slices, not the whole GPU")
-            if why:
-                out.append(f"GPU {i} is not free: {', '.join(why)}. Work sent there shares it with others and may run "
-                           "slowly or out of memory; untick it, or press the 'Pick N free' button.")
-        return out
+        by_index = {g.physical_index: g for g in self.gpus}
+        return [w for w in (not_free_warning(by_index[i], self.policy, self._taken) for i in self._order) if w]
 
     def _update(self) -> None:
         if not self.gpus:
@@ -309,8 +311,10 @@ class GpuPicker:
 
     def _say(self, text: str, *, ok: bool | None) -> None:
         color = {True: "#060", False: "#b00", None: "#a60"}[ok]
-        self.status.value = (f"<pre style='color:{color};white-space:pre-wrap;word-break:normal;overflow-wrap:anywhere'>"
-                             f"{html.escape(text)}</pre>")  # at spaces: JupyterLab's own pre style breaks mid-word
+        self.status.value = (
+            f"<pre style='color:{color};white-space:pre-wrap;word-break:normal;overflow-wrap:anywhere'>"
+            f"{html.escape(text)}</pre>"
+        )  # at spaces: JupyterLab's own pre style breaks mid-word
 
     def __str__(self) -> str:
         """The text form: every GPU under the widget's header, with the same badges, then the selection."""
@@ -318,27 +322,14 @@ class GpuPicker:
         head = f"{label}{len(self.gpus)} GPU(s); selected: {', '.join(map(str, self._order)) or 'none'}"
         if not self.gpus:
             return "\n".join([head] + [f"  {line}".replace("`", "") for line in self._cpu_lines()])
-        rows = [[f"{g.physical_index} [{self.state(g.physical_index)}]", g.name, _memory(g), _utilisation(g),
-                 self._who(g)] for g in self.gpus]
-        lines = [head, text_table(HEADER, rows, indent="  "), textwrap.fill(self.rule(), 110, initial_indent="  ",
-                                                                             subsequent_indent="  ")]
-        if self._order:
-            mapping = dataclasses.replace(self.mapping.table(), title=self.mapping.environment_line())
-            lines += [str(mapping), *(f"  ⚠ {w}" for w in self.warnings())]
-        return "\n".join(lines)
+        rows = [[g, self.state(g.physical_index), self._who(g)] for g in self.gpus]
+        mapping = (
+            dataclasses.replace(self.mapping.table(), title=self.mapping.environment_line()) if self._order else ""
+        )
+        return text_form(head, rows, self.rule(), str(mapping), self.warnings())
 
     def _repr_mimebundle_(self, **kwargs: object) -> dict:
         return widget_bundle(self.widget.model_id, str(self))  # not the widget's own: ipywidgets 7 has none
-
-
-def _memory(g: GpuInfo) -> str:
-    used, total = g.memory_used_bytes, g.memory_total_bytes
-    return f"{format_bytes(used)} / {format_bytes(total)}" if is_known(used) and is_known(total) else str(used)
-
-
-def _utilisation(g: GpuInfo) -> str:
-    u = g.utilization_gpu_percent
-    return "N/A (MIG)" if g.mig_enabled is True else f"{u} %" if is_known(u) else str(u)
 
 
 def _header() -> w.HBox:
@@ -346,5 +337,7 @@ def _header() -> w.HBox:
 
 
 def _cell(text: str, width: int) -> w.HTML:
-    return w.HTML(f"<span title='{html.escape(text)}'>{html.escape(text)}</span>",
-                  layout=w.Layout(width=f"{width}px", overflow="hidden"))
+    return w.HTML(
+        f"<span title='{html.escape(text)}'>{html.escape(text)}</span>",
+        layout=w.Layout(width=f"{width}px", overflow="hidden"),
+    )

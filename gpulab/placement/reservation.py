@@ -8,6 +8,7 @@ writes its pid, user, host and details into the file, so the picker can say who 
 Never creates a CUDA context: the GPUs are read through NVML (or a described machine). Taught in
 ``notebooks/02_choosing_gpus.ipynb``.
 """
+
 from __future__ import annotations
 
 import json
@@ -18,17 +19,17 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from .setter import set_visible_devices
 from ..core.arguments import function, seconds, whole_number
+from ..core.readings import GpuInfo
+from ..core.renamed import renamed_keywords
+from ..core.visible import visible_map
 from ..machine.nvml import GpuReader
 from ..machine.resolve import as_reader
-from ..core.renamed import renamed_keywords
-from ..core.readings import GpuInfo
-from .selection import Choice, NoFreeGpu, Policy, checked_policy, choose_gpus
-from ..core.visible import visible_map
 from ..reservations import current_holders, hold, let_go, require_flock, reservations_dir, selection_lock
+from .selection import Choice, NoFreeGpu, Policy, choose_gpus, validated_policy
+from .setter import set_visible_devices
 
-__all__ = ["Reservation", "reserve_gpus", "checked_details"]
+__all__ = ["Reservation", "reserve_gpus", "validated_details"]
 
 
 @dataclass
@@ -44,25 +45,32 @@ class Reservation:
     @property
     def directory(self) -> Path:
         """The old name of ``reservations``."""
-        warnings.warn("Reservation.directory is now Reservation.reservations (the folder has one name in gpulab, "
-                      "as in reserve_gpus(reservations=...)); directory will be removed.", DeprecationWarning,
-                      stacklevel=2)
+        warnings.warn(
+            "Reservation.directory is now Reservation.reservations (the folder has one name in gpulab, "
+            "as in reserve_gpus(reservations=...)); directory will be removed.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
         return self.reservations
 
     @property
     def gpus(self) -> tuple[GpuInfo, ...]:
+        """The GPUs held, in the order ``cuda:0``, ``cuda:1``… will number them."""
         return self.choice.chosen
 
     @property
     def physical_indices(self) -> tuple[int, ...]:
+        """The held GPUs' physical indices (nvidia-smi's numbering), in ``cuda:k`` order."""
         return self.choice.physical_indices
 
     @property
     def visible_devices(self) -> str:
+        """The ``CUDA_VISIBLE_DEVICES`` value that makes this process use the held GPUs (their UUIDs)."""
         return self.choice.visible_devices
 
     @property
     def held(self) -> bool:
+        """Whether the locks are still held (False after ``release()``)."""
         return bool(self._fds)
 
     @property
@@ -80,6 +88,7 @@ class Reservation:
         set_visible_devices(self.visible_devices, order=None)
 
     def release(self) -> None:
+        """Let go of every GPU held, so other notebooks may take them; doing it twice is harmless."""
         for fd in self._fds.values():
             let_go(fd)
         self._fds = {}
@@ -87,7 +96,7 @@ class Reservation:
     def __del__(self) -> None:  # a reservation nobody refers to any more is let go, like a file object
         self.release()
 
-    def __enter__(self) -> "Reservation":
+    def __enter__(self) -> Reservation:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -110,50 +119,68 @@ class Reservation:
 MAX_DETAILS_BYTES = 2048  # holders read the first 4096 bytes of a lock file
 
 
-def checked_details(details: Mapping[str, str] | None) -> dict[str, str]:
+def validated_details(details: Mapping[str, str] | None) -> dict[str, str]:
     """``details`` as a plain dict of short strings, or a clear error saying what to pass instead."""
     if details is None:
         return {}
     if not isinstance(details, Mapping):
-        raise TypeError(f"details={details!r}: expected a dict of short strings, for example "
-                        "details={'kernel': kernel_id, 'notebook': 'lesson.ipynb'}.")
+        raise TypeError(
+            f"details={details!r}: expected a dict of short strings, for example "
+            "details={'kernel': kernel_id, 'notebook': 'lesson.ipynb'}."
+        )
     bad = [k for k, v in details.items() if not isinstance(k, str) or not isinstance(v, str)]
     if bad:
-        raise TypeError(f"details: {bad[0]!r} is not a string key with a string value; convert numbers with str() "
-                        "first, for example details={'ports': '29500-29509'}.")
+        raise TypeError(
+            f"details: {bad[0]!r} is not a string key with a string value; convert numbers with str() "
+            "first, for example details={'ports': '29500-29509'}."
+        )
     size = len(json.dumps(dict(details)).encode())
     if size > MAX_DETAILS_BYTES:
-        raise ValueError(f"details take {size} bytes; a reservation keeps at most {MAX_DETAILS_BYTES}. Keep them to "
-                         "names and ids (a notebook path, a kernel id), not file contents.")
+        raise ValueError(
+            f"details take {size} bytes; a reservation keeps at most {MAX_DETAILS_BYTES}. Keep them to "
+            "names and ids (a notebook path, a kernel id), not file contents."
+        )
     return dict(details)
 
 
 @renamed_keywords(reader="machine", directory="reservations")
-def reserve_gpus(n: int = 1, machine: GpuReader | str | None = None, policy: Policy | None = None, *,
-                 reservations: str | os.PathLike[str] | None = None, wait_s: float = 0.0, poll_s: float = 1.0,
-                 clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
-                 details: Mapping[str, str] | None = None, prefer: Collection[str] = ()) -> Reservation:
+def reserve_gpus(
+    n: int = 1,
+    machine: GpuReader | str | None = None,
+    policy: Policy | None = None,
+    *,
+    reservations: str | os.PathLike[str] | None = None,
+    wait_s: float = 0.0,
+    poll_s: float = 1.0,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+    details: Mapping[str, str] | None = None,
+    prefer: Collection[str] = (),
+) -> Reservation:
     """Pick ``n`` free GPUs and hold them against every other process on this machine.
 
     Candidates are the GPUs this process may use (those ``CUDA_VISIBLE_DEVICES`` allows, if set), read through
-    ``machine`` (default: NVML, or ``GPULAB_SIMULATE_GPUS``; or a preset name such as ``"workshop-8"``); ``policy`` says what free means. GPUs reserved by others
-    are passed over. With ``wait_s`` it retries every ``poll_s`` seconds until then; otherwise, or after that,
-    ``NoFreeGpu`` says why each GPU was passed over. ``details`` (short strings: kernel id, notebook, the user a server
-    was started for) are written into the reservation for ``watch`` and the picker to show. Free GPUs whose UUID is in
-    ``prefer`` are picked first (a restarted kernel gets its GPUs back). Nothing here creates a CUDA context.
+    ``machine`` (default: NVML, or ``GPULAB_SIMULATE_GPUS``; or a preset name such as ``"workshop-8"``); ``policy`` says
+    what free means. GPUs reserved by others are passed over. With ``wait_s`` it retries every ``poll_s`` seconds until
+    then; otherwise, or after that, ``NoFreeGpu`` says why each GPU was passed over. ``details`` (short strings: kernel
+    id, notebook, the user a server was started for) are written into the reservation for ``watch`` and the picker to
+    show. Free GPUs whose UUID is in ``prefer`` are picked first (a restarted kernel gets its GPUs back). Nothing here
+    creates a CUDA context.
     """
     require_flock()  # on Windows, refuse before touching any directory
     n = whole_number(n, "n", minimum=1, example="reserve_gpus(2) for two GPUs")
     reader = as_reader(machine)
-    policy = checked_policy(policy)
+    policy = validated_policy(policy)
     wait_s = seconds(wait_s, "wait_s", example="60")
     poll_s = seconds(poll_s, "poll_s", allow_zero=False, example="1.0")
     if poll_s < 0.05:
-        raise ValueError(f"poll_s={poll_s:g}: asking more often than every 0.05 s holds the machine's selection lock "
-                         "and the driver for nothing (GPUs free up in seconds, not microseconds). Use poll_s=1.0.")
+        raise ValueError(
+            f"poll_s={poll_s:g}: asking more often than every 0.05 s holds the machine's selection lock "
+            "and the driver for nothing (GPUs free up in seconds, not microseconds). Use poll_s=1.0."
+        )
     function(clock, "clock", example="time.monotonic")
     function(sleep, "sleep", example="time.sleep")
-    details = checked_details(details)
+    details = validated_details(details)
     d = reservations_dir(reservations)
     deadline = clock() + wait_s
     while True:
@@ -175,8 +202,10 @@ def reserve_gpus(n: int = 1, machine: GpuReader | str | None = None, policy: Pol
                     if fd is None:  # cannot happen under the selection lock unless a foreign tool holds it
                         for other in fds.values():
                             let_go(other)
-                        raise NoFreeGpu(f"GPU {g.physical_index} was locked by a process that does not use "
-                                        f"{d / 'select.lock'}; try again.")
+                        raise NoFreeGpu(
+                            f"GPU {g.physical_index} was locked by a process that does not use "
+                            f"{d / 'select.lock'}; try again."
+                        )
                     fds[g.uuid] = fd
                 return Reservation(choice, d, fds)
         sleep(min(poll_s, max(0.0, deadline - clock())))

@@ -5,6 +5,7 @@ free GPUs are ranked by free memory, then utilisation. The policy takes the cand
 or described GPUs), so it never creates a CUDA context and is testable anywhere. Holding the chosen GPUs against other
 kernels is ``gpulab.placement.reservation``'s job. Taught in ``notebooks/02_choosing_gpus.ipynb``.
 """
+
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
@@ -16,7 +17,7 @@ from ..core.renamed import renamed_keywords
 from ..core.tables import Table, TableView
 from ..core.units import format_bytes
 
-__all__ = ["Policy", "Verdict", "Choice", "NoFreeGpu", "rank_gpus", "choose_gpus", "checked_policy"]
+__all__ = ["Policy", "Verdict", "Choice", "NoFreeGpu", "rank_gpus", "choose_gpus", "choose_up_to", "validated_policy"]
 
 
 @dataclass(frozen=True)
@@ -31,12 +32,16 @@ class Policy:
         for name in ("max_memory_used_fraction", "max_utilization_percent"):
             value = getattr(self, name)
             if not is_real_number(value):
-                raise TypeError(f"Policy({name}={shown(value)}): {name} is a number, e.g. "
-                                "Policy(max_memory_used_fraction=0.5, max_utilization_percent=50).")
+                raise TypeError(
+                    f"Policy({name}={shown(value)}): {name} is a number, e.g. "
+                    "Policy(max_memory_used_fraction=0.5, max_utilization_percent=50)."
+                )
         flag(self.allow_processes, "allow_processes")
         if not 0.0 <= self.max_memory_used_fraction <= 1.0:
-            raise ValueError(f"max_memory_used_fraction is a share of the GPU's memory, between 0 and 1; got "
-                             f"{self.max_memory_used_fraction!r} (0.1 means at most 10 % already used).")
+            raise ValueError(
+                f"max_memory_used_fraction is a share of the GPU's memory, between 0 and 1; got "
+                f"{self.max_memory_used_fraction!r} (0.1 means at most 10 % already used)."
+            )
         if not 0 <= self.max_utilization_percent <= 100:
             raise ValueError(f"max_utilization_percent is between 0 and 100; got {self.max_utilization_percent!r}.")
 
@@ -51,6 +56,8 @@ class Verdict:
 
     @property
     def sort_key(self) -> tuple[int, float, float, int]:
+        """Free GPUs first, then the most free memory, the least busy, the lowest index: the order GPUs are chosen
+        in."""
         free_b = self.gpu.memory_free_bytes if is_known(self.gpu.memory_free_bytes) else 0
         util = self.gpu.utilization_gpu_percent if is_known(self.gpu.utilization_gpu_percent) else 100
         return (0 if self.free else 1, -float(free_b), float(util), self.gpu.physical_index)
@@ -65,34 +72,44 @@ def _judge(g: GpuInfo, policy: Policy, taken: Mapping[str, str]) -> Verdict:
         return Verdict(g, False, f"memory use unknown ({g.memory_used_bytes}), so it cannot be judged free")
     share = g.memory_used_bytes / g.memory_total_bytes
     if share > policy.max_memory_used_fraction:
-        return Verdict(g, False, f"{format_bytes(g.memory_used_bytes)} of {format_bytes(g.memory_total_bytes)} "
-                                 f"used ({share:.0%} > {policy.max_memory_used_fraction:.0%})")
+        return Verdict(
+            g,
+            False,
+            f"{format_bytes(g.memory_used_bytes)} of {format_bytes(g.memory_total_bytes)} "
+            f"used ({share:.0%} > {policy.max_memory_used_fraction:.0%})",
+        )
     if is_known(g.utilization_gpu_percent) and g.utilization_gpu_percent > policy.max_utilization_percent:
         return Verdict(g, False, f"{g.utilization_gpu_percent} % busy (> {policy.max_utilization_percent} %)")
     if not policy.allow_processes and not isinstance(g.processes, Unavailable) and g.processes:
         pids = ", ".join(str(p.pid) for p in g.processes)
         return Verdict(g, False, f"{len(g.processes)} process(es) already have a CUDA context on it (pid {pids})")
-    util = (f"{g.utilization_gpu_percent} % busy" if is_known(g.utilization_gpu_percent)
-            else f"utilisation {g.utilization_gpu_percent}")
+    util = (
+        f"{g.utilization_gpu_percent} % busy"
+        if is_known(g.utilization_gpu_percent)
+        else f"utilisation {g.utilization_gpu_percent}"
+    )
     return Verdict(g, True, f"free: {format_bytes(g.memory_free_bytes)} free, {util}")
 
 
-def rank_gpus(gpus: Sequence[GpuInfo], policy: Policy | None = None, *,
-              taken: Mapping[str, str] | None = None) -> tuple[Verdict, ...]:
+def rank_gpus(
+    gpus: Sequence[GpuInfo], policy: Policy | None = None, *, taken: Mapping[str, str] | None = None
+) -> tuple[Verdict, ...]:
     """Every GPU with its verdict, free ones first (most free memory, then least busy, then lowest index).
 
     ``taken`` maps UUIDs already reserved by someone to a description of who (``"pid 4242 (alice)"``).
     """
-    policy = checked_policy(policy) or Policy()
+    policy = validated_policy(policy) or Policy()
     taken = _taken(taken)
     return tuple(sorted((_judge(g, policy, taken) for g in gpu_list(gpus)), key=lambda v: v.sort_key))
 
 
-def checked_policy(policy: object) -> Policy | None:
+def validated_policy(policy: object) -> Policy | None:
     """``policy`` if it is a ``Policy`` or None; otherwise ``TypeError`` saying how to write one."""
     if policy is not None and not isinstance(policy, Policy):
-        raise TypeError(f"policy={shown(policy)} is a {type(policy).__name__}; policy takes a Policy, e.g. "
-                        "gpulab.placement.selection.Policy(max_memory_used_fraction=0.5), or None for the default.")
+        raise TypeError(
+            f"policy={shown(policy)} is a {type(policy).__name__}; policy takes a Policy, e.g. "
+            "gpulab.placement.selection.Policy(max_memory_used_fraction=0.5), or None for the default."
+        )
     return policy
 
 
@@ -100,8 +117,10 @@ def _taken(taken: object) -> Mapping[str, str]:
     if taken is None:
         return {}
     if not isinstance(taken, Mapping):
-        raise TypeError(f"taken={shown(taken)} is a {type(taken).__name__}; taken maps each reserved GPU's UUID to "
-                        "who holds it, e.g. {'GPU-5a16…': 'pid 4242 (alice)'}.")
+        raise TypeError(
+            f"taken={shown(taken)} is a {type(taken).__name__}; taken maps each reserved GPU's UUID to "
+            "who holds it, e.g. {'GPU-5a16…': 'pid 4242 (alice)'}."
+        )
     return taken
 
 
@@ -118,6 +137,7 @@ class Choice(TableView):
 
     @property
     def physical_indices(self) -> tuple[int, ...]:
+        """The chosen GPUs' physical indices, in ``cuda:k`` order."""
         return tuple(g.physical_index for g in self.chosen)
 
     @property
@@ -126,10 +146,17 @@ class Choice(TableView):
         return ",".join(g.uuid for g in self.chosen)
 
     def rows(self) -> list[list[str]]:
+        """One row per GPU judged: index, name, the ``cuda:k`` it becomes (or free / busy), and why."""
         chosen = {g.uuid: k for k, g in enumerate(self.chosen)}
-        return [[str(v.gpu.physical_index), v.gpu.name,
-                 f"→ cuda:{chosen[v.gpu.uuid]}" if v.gpu.uuid in chosen else ("free" if v.free else "busy"),
-                 v.reason] for v in self.ranking]
+        return [
+            [
+                str(v.gpu.physical_index),
+                v.gpu.name,
+                f"→ cuda:{chosen[v.gpu.uuid]}" if v.gpu.uuid in chosen else ("free" if v.free else "busy"),
+                v.reason,
+            ]
+            for v in self.ranking
+        ]
 
     _HEAD = ("physical", "name", "pick", "why")
 
@@ -139,46 +166,89 @@ class Choice(TableView):
         return any(v.gpu.simulated for v in self.ranking)
 
     def table(self) -> Table:
+        """Every GPU judged, titled with the ones picked (and SIMULATED for described GPUs)."""
         picked = ", ".join(map(str, self.physical_indices)) or "none"
         label = "SIMULATED machine (described GPUs, not this computer's): " if self.simulated else ""
         return Table(self._HEAD, self.rows(), title=f"{label}Picked physical GPU(s) {picked}")
 
 
-@renamed_keywords(gpus="machine")
-def choose_gpus(n: int, machine: Sequence[GpuInfo], policy: Policy | None = None, *,
-                taken: Mapping[str, str] | None = None, allowed: Collection[int] | None = None,
-                prefer: Collection[str] = ()) -> Choice:
-    """Pick the ``n`` best free GPUs of ``machine`` (GPUs already read: ``gpulab.devices(...)``; pure). ``allowed``
+@renamed_keywords()
+def choose_gpus(
+    n: int,
+    gpus: Sequence[GpuInfo],
+    policy: Policy | None = None,
+    *,
+    taken: Mapping[str, str] | None = None,
+    allowed: Collection[int] | None = None,
+    prefer: Collection[str] = (),
+) -> Choice:
+    """Pick the ``n`` best free GPUs of ``gpus`` (GPUs already read: ``gpulab.devices(...)``; pure). ``allowed``
     limits the candidates to these physical indices; free GPUs whose UUID is in ``prefer`` come first (a restarted
     kernel gets its GPUs back when they are still free).
 
     Raises ``NoFreeGpu`` (saying why each GPU was passed over) when fewer than ``n`` are free.
     """
     n = whole_number(n, "n", minimum=1, what="how many GPUs you want", example="choose_gpus(2, gpulab.devices())")
-    gpus = gpu_list(machine, "machine")
-    policy = checked_policy(policy)
+    gpus = gpu_list(gpus, "gpus")
+    policy = validated_policy(policy)
     taken = _taken(taken)
     if allowed is not None:
         if isinstance(allowed, (str, bytes)) or not isinstance(allowed, Collection):
-            raise TypeError(f"allowed={shown(allowed)}: allowed takes the physical GPU numbers this process may use, "
-                            "e.g. allowed={2, 3}, or None for all.")
+            raise TypeError(
+                f"allowed={shown(allowed)}: allowed takes the physical GPU numbers this process may use, "
+                "e.g. allowed={2, 3}, or None for all."
+            )
         allowed = set(index_list(list(allowed), "allowed", example="{2, 3}"))
     pool = [g for g in gpus if allowed is None or g.physical_index in allowed]
     ranking = rank_gpus(pool, policy, taken=taken)
     if isinstance(prefer, (str, bytes)) or not isinstance(prefer, Collection):
-        raise TypeError(f"prefer={shown(prefer)}: prefer takes the UUIDs of GPUs to pick first when they are free, "
-                        "e.g. prefer={'GPU-5a16…'}, or () for none.")
+        raise TypeError(
+            f"prefer={shown(prefer)}: prefer takes the UUIDs of GPUs to pick first when they are free, "
+            "e.g. prefer={'GPU-5a16…'}, or () for none."
+        )
     free = sorted((v.gpu for v in ranking if v.free), key=lambda g: g.uuid not in prefer)  # stable: ranking kept
     if len(free) < n:
         if not gpus:
-            raise NoFreeGpu(f"asked for {n} GPU(s), but this machine has no GPU that NVML can see. "
-                            "Run on the CPU (device='cpu'), or move to a machine with GPUs.")
+            raise NoFreeGpu(
+                f"asked for {n} GPU(s), but this machine has no GPU that NVML can see. "
+                "Run on the CPU (device='cpu'), or move to a machine with GPUs."
+            )
         lines = "\n".join(f"  GPU {v.gpu.physical_index}: {v.reason}" for v in ranking)
         if len(pool) < len(gpus):
-            lines += (f"\n  (only GPU(s) {sorted(allowed or ())} may be used by this process: CUDA_VISIBLE_DEVICES "
-                      "hides the others)")
+            lines += (
+                f"\n  (only GPU(s) {sorted(allowed or ())} may be used by this process: CUDA_VISIBLE_DEVICES "
+                "hides the others)"
+            )
         label = "SIMULATED machine (described GPUs, not this computer's): " if any(g.simulated for g in gpus) else ""
-        raise NoFreeGpu(f"{label}asked for {n} free GPU(s) but only {len(free)} of {len(pool)} qualify:\n{lines}\n"
-                        "Wait and try again (wait_s=…), ask for fewer, or loosen the policy (e.g. "
-                        "Policy(max_memory_used_fraction=0.5)) if sharing a GPU is acceptable.")
+        raise NoFreeGpu(
+            f"{label}asked for {n} free GPU(s) but only {len(free)} of {len(pool)} qualify:\n{lines}\n"
+            "Wait and try again (wait_s=…), ask for fewer, or loosen the policy (e.g. "
+            "Policy(max_memory_used_fraction=0.5)) if sharing a GPU is acceptable."
+        )
     return Choice(tuple(free[:n]), ranking)
+
+
+def choose_up_to(
+    n: int,
+    gpus: Sequence[GpuInfo],
+    policy: Policy | None = None,
+    *,
+    taken: Mapping[str, str] | None = None,
+    allowed: Collection[int] | None = None,
+) -> tuple[tuple[int, ...], str]:
+    """The picker's "Pick N free": the ``n`` best free GPUs, or, where fewer are free, all that are, with a sentence
+    saying so and why each other GPU was passed over ("" when ``n`` were found). ``NoFreeGpu`` when none is free."""
+    try:
+        return choose_gpus(n, gpus, policy, taken=taken, allowed=allowed).physical_indices, ""
+    except NoFreeGpu as exc:
+        pool = [g for g in gpus if allowed is None or g.physical_index in allowed]
+        free = [v.gpu.physical_index for v in rank_gpus(pool, policy, taken=taken) if v.free]
+        if not free:
+            raise
+        lines = str(exc).splitlines()[1:]
+        reasons = "\n".join(line for line in lines if line.startswith("  ") and ": free:" not in line)
+        verb = "is" if len(free) == 1 else "are"
+        return tuple(free), (
+            f"Asked for {n} free GPU(s) but only {len(free)} {verb} free, so GPU {', '.join(map(str, free))} {verb} "
+            f"ticked. Passed over:\n{reasons}"
+        )

@@ -7,6 +7,7 @@ in every process, on any node), the ranks gather all of them over a gloo process
 it starts anywhere), and every rank decides the same plan from the same facts (``core.rank_devices``): NCCL only
 when each rank has a GPU of its own. Used by ``notebooks/scripts/ddp_digits.py``; taught in ``notebooks/04_ddp.ipynb``.
 """
+
 from __future__ import annotations
 
 import torch
@@ -30,8 +31,10 @@ def agree_on_devices(mine: RankGpu | None, requested: str = "auto") -> RankDevic
     """Every rank's possible GPU, gathered over the started (gloo) process group, decided into one plan: the same
     backend, device list and reason in every rank. Every rank must call it (it is a collective)."""
     if not dist.is_initialized():
-        raise RuntimeError("agree_on_devices compares the ranks' GPUs over a process group, and none is started. "
-                           "Call dist.init_process_group('gloo') first: gloo needs only the CPU.")
+        raise RuntimeError(
+            "agree_on_devices compares the ranks' GPUs over a process group, and none is started. "
+            "Call dist.init_process_group('gloo') first: gloo needs only the CPU."
+        )
     everyone: list[RankGpu | None] = [None] * dist.get_world_size()
     dist.all_gather_object(everyone, mine)
     return decide_rank_devices(everyone, nccl_available=dist.is_nccl_available(), requested=requested)

@@ -8,6 +8,7 @@ variables are not changed. Options: ``--timeout S`` (collective wait), ``--threa
 ``--backend gloo`` (as ``launch``'s ``backend``; ``auto`` by default: NCCL only with a GPU of its own per rank).
 Taught in ``notebooks/04_ddp.ipynb``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,7 +33,7 @@ class _Parser(argparse.ArgumentParser):
 
 def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog="%%ranks", add_help=False, exit_on_error=False)
-    p.add_argument("nprocs", type=int)
+    p.add_argument("world_size", type=int)
     p.add_argument("--timeout", type=float, default=60.0)
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--all", action="store_true")
@@ -41,16 +42,18 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def ranks_cell(line: str, cell: str, user_ns: dict[str, Any]) -> Any:
-    """The ``%%ranks`` magic: run ``cell`` in the ranks ``line`` asks for, with the variables it reads from ``user_ns``."""
+    """The ``%%ranks`` magic: run ``cell`` in the ranks ``line`` asks for, with the variables it reads from
+    ``user_ns``."""
     global _cells_run
     __tracebackhide__ = True  # IPython shows the cell and the message, not this function
-    usage = ("use it as `%%ranks 2` (optionally `--timeout 30 --threads 1 --all --backend gloo`) on the first line "
-             "of a cell")
+    usage = (
+        "use it as `%%ranks 2` (optionally `--timeout 30 --threads 1 --all --backend gloo`) on the first line of a cell"
+    )
     try:
         opts, extra = _parser().parse_known_args(shlex.split(line))
     except (argparse.ArgumentError, ValueError) as e:
         raise ValueError(f"%%ranks could not read {line.strip()!r} ({e}): {usage}.") from None
-    if extra or opts.nprocs < 1:
+    if extra or opts.world_size < 1:
         raise ValueError(f"%%ranks could not read {line.strip()!r}: {usage}.")
     tree = ast.parse(cell)  # a syntax error shows here, in the notebook, with the cell's line
     _cells_run += 1
@@ -62,16 +65,28 @@ def ranks_cell(line: str, cell: str, user_ns: dict[str, Any]) -> Any:
     shipped = _variables_read(tree, user_ns)
     from .launcher import launch
 
-    return launch(run_cell, opts.nprocs, args=("\n" + cell, filename, shipped), all_ranks=opts.all, timeout_s=opts.timeout,
-                  threads_per_rank=opts.threads, backend=opts.backend)
+    return launch(
+        run_cell,
+        opts.world_size,
+        args=("\n" + cell, filename, shipped),
+        all_ranks=opts.all,
+        timeout_s=opts.timeout,
+        threads_per_rank=opts.threads,
+        backend=opts.backend,
+    )
 
 
 def run_cell(source: str, filename: str, namespace: dict[str, Any]) -> Any:
     """In a rank: execute the cell with the copied variables and the rank's numbers; return its last line's value."""
     __tracebackhide__ = True
-    ns = {"__name__": "__main__", "__builtins__": builtins, **namespace,
-          "rank": int(os.environ["RANK"]), "local_rank": int(os.environ["LOCAL_RANK"]),
-          "world_size": int(os.environ["WORLD_SIZE"])}
+    ns = {
+        "__name__": "__main__",
+        "__builtins__": builtins,
+        **namespace,
+        "rank": int(os.environ["RANK"]),
+        "local_rank": int(os.environ["LOCAL_RANK"]),
+        "world_size": int(os.environ["WORLD_SIZE"]),
+    }
     tree = ast.parse(source, filename)
     last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
     exec(compile(tree, filename, "exec"), ns)
@@ -81,7 +96,7 @@ def run_cell(source: str, filename: str, namespace: dict[str, Any]) -> Any:
 
 
 def _variables_read(tree: ast.AST, user_ns: dict[str, Any]) -> dict[str, Any]:
-    """The notebook variables the cell mentions, each checked to be copyable (by cloudpickle, as ranks receive it).
+    """The notebook variables the cell mentions, each validated as copyable (by cloudpickle, as ranks receive it).
 
     A variable the cell also assigns may be left behind when it cannot be copied (the rank makes its own); one it
     only reads cannot, and the error names it.
@@ -92,8 +107,14 @@ def _variables_read(tree: ast.AST, user_ns: dict[str, Any]) -> dict[str, Any]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Name):
             (read if isinstance(node.ctx, ast.Load) else assigned).add(node.id)
-    names = {n for n in read if n in user_ns and not n.startswith("_i") and n not in _IPYTHON_NAMES | _PROVIDED
-             and not (hasattr(builtins, n) and user_ns[n] is getattr(builtins, n))}
+    names = {
+        n
+        for n in read
+        if n in user_ns
+        and not n.startswith("_i")
+        and n not in _IPYTHON_NAMES | _PROVIDED
+        and not (hasattr(builtins, n) and user_ns[n] is getattr(builtins, n))
+    }
     shipped = {}
     for name in sorted(names):
         try:
@@ -101,7 +122,9 @@ def _variables_read(tree: ast.AST, user_ns: dict[str, Any]) -> dict[str, Any]:
         except Exception as e:
             if name in assigned:
                 continue
-            raise TypeError(f"%%ranks cannot copy the notebook variable {name!r} ({type(user_ns[name]).__name__}) "
-                            f"into the ranks: {e}. Create it inside the cell instead.") from None
+            raise TypeError(
+                f"%%ranks cannot copy the notebook variable {name!r} ({type(user_ns[name]).__name__}) "
+                f"into the ranks: {e}. Create it inside the cell instead."
+            ) from None
         shipped[name] = user_ns[name]
     return shipped

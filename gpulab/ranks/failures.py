@@ -6,6 +6,7 @@ closed by peer"): those are consequences. The root cause is the rank whose error
 killed by a signal writes none, so it is the root cause when it is the failure elastic saw. Taught in
 ``notebooks/04_ddp.ipynb``.
 """
+
 from __future__ import annotations
 
 import json
@@ -14,16 +15,17 @@ import re
 import signal
 from dataclasses import dataclass
 
-from ..machine.compat import ChildFailedError, ProcessFailure
-
 from ..core.frames import is_library_file
+from ..machine.compat import ChildFailedError, ProcessFailure
 
 __all__ = ["RankFailed", "RankFailure", "read_failures", "hint_for"]
 
 # Frames of the launcher's own plumbing, dropped from the traceback a learner reads.
-_PLUMBING = (os.sep + os.path.join("elastic", "multiprocessing", "errors", "__init__.py"),
-             os.sep + os.path.join("gpulab", "ranks", "worker.py"),
-             os.sep + os.path.join("gpulab", "ranks", "cells.py"))
+_PLUMBING = (
+    os.sep + os.path.join("elastic", "multiprocessing", "errors", "__init__.py"),
+    os.sep + os.path.join("gpulab", "ranks", "worker.py"),
+    os.sep + os.path.join("gpulab", "ranks", "cells.py"),
+)
 _SIGNAL_MEANING = {
     "SIGKILL": "usually the kernel's out-of-memory killer (look for 'Killed process' in `dmesg`) or a `kill -9`",
     "SIGSEGV": "a crash in native code (a C/C++/CUDA extension), not in Python",
@@ -45,6 +47,7 @@ class RankFailure:
 
     @property
     def signal_name(self) -> str | None:
+        """The signal that killed the rank (``SIGKILL``), or None when it was not killed by one."""
         if self.exitcode is None or self.exitcode >= 0:
             return None
         try:
@@ -53,6 +56,7 @@ class RankFailure:
             return f"number {-self.exitcode}"
 
     def summary(self) -> str:
+        """How the rank ended, in a few words: what it raised, the signal, or its exit code."""
         if self.error:
             return f"raised {self.error}"
         if self.signal_name:
@@ -77,8 +81,14 @@ class RankFailed(ChildFailedError):
     the first failing rank, its traceback, the signal if it was killed, what the other ranks did, and the hint.
     """
 
-    def __init__(self, root: RankFailure, others: list[RankFailure], world_size: int, hint: str = "",
-                 last_lines: list[str] | None = None) -> None:
+    def __init__(
+        self,
+        root: RankFailure,
+        others: list[RankFailure],
+        world_size: int,
+        hint: str = "",
+        last_lines: list[str] | None = None,
+    ) -> None:
         self.name = "launch"
         self.root, self.others, self.world_size, self.hint = root, list(others), world_size, hint
         self.last_lines = list(last_lines or [])
@@ -88,22 +98,27 @@ class RankFailed(ChildFailedError):
 
     @property
     def rank(self) -> int:
+        """The rank where the failure started (the root cause; the others usually failed because of it)."""
         return self.root.rank
 
     @property
     def exitcode(self) -> int | None:
+        """That rank's exit code (negative: killed by a signal; None: unknown)."""
         return self.root.exitcode
 
     @property
     def signal(self) -> str | None:
+        """The name of the signal that killed that rank, or None."""
         return self.root.signal_name
 
     @property
     def error(self) -> str:
+        """What that rank raised (``"ValueError: boom"``), empty when nothing was raised in Python."""
         return self.root.error
 
     @property
     def traceback(self) -> str:
+        """That rank's traceback, as the rank printed it (empty when it raised nothing)."""
         return self.root.traceback
 
     def get_first_failure(self) -> tuple[int, ProcessFailure]:
@@ -125,8 +140,14 @@ class RankFailed(ChildFailedError):
             parts.append("The other ranks: " + "; ".join(f"rank {f.rank} {self._brief(f)}" for f in rest) + ".")
         if self.root.traceback:
             short, hidden = short_rank_traceback(self.root.traceback)
-            where = (f" (your code and the line that raised; {hidden} library frame(s) left out, all of them in "
-                     "err.root.traceback)") if hidden else ""
+            where = (
+                (
+                    f" (your code and the line that raised; {hidden} library frame(s) left out, all of them in "
+                    "err.root.traceback)"
+                )
+                if hidden
+                else ""
+            )
             parts.append(f"Traceback in rank {self.rank}{where}:\n{short.rstrip()}")
         elif last_lines:
             parts.append(f"Last lines rank {self.rank} wrote to stderr:\n" + "\n".join(last_lines))
@@ -147,7 +168,9 @@ class RankFailed(ChildFailedError):
         return (RankFailed, (self.root, self.others, self.world_size, self.hint, self.last_lines))
 
 
-def read_failures(observed: dict[int, ProcessFailure], error_files: dict[int, str]) -> tuple[RankFailure, list[RankFailure]]:
+def read_failures(
+    observed: dict[int, ProcessFailure], error_files: dict[int, str]
+) -> tuple[RankFailure, list[RankFailure]]:
     """The root cause and the other failures, from elastic's observed failure(s) and every rank's error file."""
     found: dict[int, RankFailure] = {}
     for rank, path in error_files.items():
@@ -213,8 +236,11 @@ def _packages(paths: list[str]) -> str:
     names = []
     for path in paths:
         parts = path.replace("\\", "/").split("/")
-        name = parts[parts.index("site-packages") + 1] if "site-packages" in parts[:-1] else (
-            "gpulab" if "gpulab" in parts else "Python's library")
+        name = (
+            parts[parts.index("site-packages") + 1]
+            if "site-packages" in parts[:-1]
+            else ("gpulab" if "gpulab" in parts else "Python's library")
+        )
         if name.removesuffix(".py") not in names:
             names.append(name.removesuffix(".py"))
     return ", ".join(names)
@@ -236,16 +262,22 @@ def _without_plumbing(tb: str) -> str:
 def hint_for(error: str, *, timeout_s: float, backend: str | None) -> str:
     """What to try next for errors learners meet when launching ranks (empty when there is nothing to add)."""
     if "initialize the default process group twice" in error:
-        return ("Hint: launch() already called init_process_group in each rank (backend "
-                f"{backend!r}). Guard your own call with `if not dist.is_initialized():` (the same code then runs "
-                "under torchrun), or launch(..., init_process_group=False) to do it yourself.")
+        return (
+            "Hint: launch() already called init_process_group in each rank (backend "
+            f"{backend!r}). Guard your own call with `if not dist.is_initialized():` (the same code then runs "
+            "under torchrun), or launch(..., init_process_group=False) to do it yourself."
+        )
     if "Default process group has not been initialized" in error:
-        return ("Hint: this launch was made with init_process_group=False, so the function must call "
-                "torch.distributed.init_process_group() before its first collective.")
+        return (
+            "Hint: this launch was made with init_process_group=False, so the function must call "
+            "torch.distributed.init_process_group() before its first collective."
+        )
     if re.search(r"timed? ?out", error, re.IGNORECASE):
-        return (f"Hint: a collective waited {timeout_s:g} s for ranks that never joined it. Every rank must call the "
-                "same collectives in the same order: look for one inside `if rank == 0:`, or a loop that runs a "
-                "different number of times per rank (uneven data). launch(..., timeout_s=...) sets the wait.")
+        return (
+            f"Hint: a collective waited {timeout_s:g} s for ranks that never joined it. Every rank must call the "
+            "same collectives in the same order: look for one inside `if rank == 0:`, or a loop that runs a "
+            "different number of times per rank (uneven data). launch(..., timeout_s=...) sets the wait."
+        )
     if "Connection closed by peer" in error or "Connection reset by peer" in error:
         return "Hint: another rank ended while this one was talking to it; its own error is the one to read."
     return ""

@@ -12,6 +12,7 @@ start in milliseconds with torch already imported and an untouched OpenMP runtim
 so it works after the notebook used CUDA too. Linux only: macOS and Windows use ``spawn`` (slower, said plainly).
 Taught in ``notebooks/04_ddp.ipynb``.
 """
+
 from __future__ import annotations
 
 import multiprocessing
@@ -46,8 +47,10 @@ class ServerState:
 
     def __str__(self) -> str:
         if self.start_method != "forkserver":
-            return (f"ranks start with {self.start_method!r}: each is a fresh Python that imports torch itself "
-                    f"(seconds per launch; {sys.platform} offers no safe fork)")
+            return (
+                f"ranks start with {self.start_method!r}: each is a fresh Python that imports torch itself "
+                f"(seconds per launch; {sys.platform} offers no safe fork)"
+            )
         where = f"pid {self.pid}" if self.pid else "not started yet"
         what = ", ".join(self.preloaded) or "nothing"
         return f"ranks are forked by a fork server ({where}) that imported {what}"
@@ -67,14 +70,18 @@ def choose_start_method(requested: str | None = None) -> str:
         from ..machine.cuda import cuda_state
 
         started = cuda_state()
-        here = (f" Here: {started}" if started.variable_read is True or started.started_by is not None else "")
-        raise ValueError("start_method='fork' is refused: a rank forked from a notebook that already ran CPU work "
-                         "inherits a broken OpenMP thread pool and hangs at its first multi-threaded op (and one "
-                         "forked after CUDA started cannot use CUDA)." + here + " Use the default (forkserver on "
-                         "Linux) or 'spawn'.")
+        here = f" Here: {started}" if started.variable_read is True or started.started_by is not None else ""
+        raise ValueError(
+            "start_method='fork' is refused: a rank forked from a notebook that already ran CPU work "
+            "inherits a broken OpenMP thread pool and hangs at its first multi-threaded op (and one "
+            "forked after CUDA started cannot use CUDA)." + here + " Use the default (forkserver on "
+            "Linux) or 'spawn'."
+        )
     if requested not in available:
-        raise ValueError(f"start_method={requested!r} is not available on {sys.platform}; this Python offers "
-                         f"{available}. Leave it out to get the fastest safe one.")
+        raise ValueError(
+            f"start_method={requested!r} is not available on {sys.platform}; this Python offers "
+            f"{available}. Leave it out to get the fastest safe one."
+        )
     return requested
 
 
@@ -90,6 +97,7 @@ def warm_up_launcher() -> ServerState:
 
 
 def server_state() -> ServerState:
+    """The start method ranks get here, and the fork server's process and what it preloads, if one runs."""
     return ServerState(choose_start_method(), compat.forkserver_pid(), compat.forkserver_preload())
 
 

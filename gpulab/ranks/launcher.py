@@ -1,4 +1,4 @@
-"""Run a function defined in a notebook cell on N ranks with one call: ``gpulab.launch(train, nprocs=2)``.
+"""Run a function defined in a notebook cell on N ranks with one call: ``gpulab.launch(train, world_size=2)``.
 
 Built on ``torch.distributed.elastic`` — the engine behind torchrun — which owns the rank processes, stops the others
 when one fails and records each rank's traceback. What this package adds is what a notebook needs:
@@ -14,26 +14,49 @@ when one fails and records each rank's traceback. What this package adds is what
 - output streams live into the cell, labelled ``[rank k]`` (``rank_output``); failures name the rank with its
   traceback (``failures``); the stop button stops every rank.
 
-``launch`` first decides everything and checks it (``launch_plan.plan_launch``: a ``LaunchPlan`` that tests read
+``launch`` first decides everything and validates it (``launch_plan.plan_launch``: a ``LaunchPlan`` that tests read
 without starting a process), then carries the plan out (``runner.run_plan``). Taught in ``notebooks/04_ddp.ipynb``.
 """
+
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
+from ..core.renamed import renamed_keywords
 from .failures import RankFailed
 from .launch_plan import LaunchPlan, default_threads_per_rank, plan_launch
 from .plan import choose_backend, plan_ranks
 from .runner import LaunchStats, last_launch, run_plan
 
-__all__ = ["launch", "LaunchStats", "last_launch", "plan_ranks", "choose_backend", "default_threads_per_rank",
-           "plan_launch", "LaunchPlan"]
+__all__ = [
+    "launch",
+    "LaunchStats",
+    "last_launch",
+    "plan_ranks",
+    "choose_backend",
+    "default_threads_per_rank",
+    "plan_launch",
+    "LaunchPlan",
+]
 
 
-def launch(fn: Callable[..., Any], nprocs: int = 2, args: tuple = (), kwargs: dict[str, Any] | None = None, *,
-           all_ranks: bool = False, backend: str = "auto", init_process_group: bool = True, timeout_s: float = 60.0,
-           threads_per_rank: int | None = None, start_method: str | None = None, watchdog: bool = True) -> Any:
-    """Run ``fn(*args, **kwargs)`` in ``nprocs`` processes (ranks) and return rank 0's result (every rank's, in rank
+@renamed_keywords(nprocs="world_size")
+def launch(
+    fn: Callable[..., Any],
+    world_size: int = 2,
+    args: tuple = (),
+    kwargs: dict[str, Any] | None = None,
+    *,
+    all_ranks: bool = False,
+    backend: str = "auto",
+    init_process_group: bool = True,
+    timeout_s: float = 60.0,
+    threads_per_rank: int | None = None,
+    start_method: str | None = None,
+    watchdog: bool = True,
+) -> Any:
+    """Run ``fn(*args, **kwargs)`` in ``world_size`` processes (ranks) and return rank 0's result (every rank's, in rank
     order, with ``all_ranks=True``).
 
     Each rank has torchrun's variables and, unless ``init_process_group=False``, its process group already started:
@@ -43,12 +66,22 @@ def launch(fn: Callable[..., Any], nprocs: int = 2, args: tuple = (), kwargs: di
     usable cores ÷ ranks. Raises ``RankFailed`` (elastic's ``ChildFailedError``) naming the first failing rank with
     its traceback; the other ranks are stopped. Interrupting the cell stops every rank. ``watchdog``: take every
     rank's stack before stopping them, and say which collective each waited in and which rank never arrived
-    (``watchdog``). Every argument is checked before any process starts (``plan_launch``).
+    (``watchdog``). Every argument is validated before any process starts (``plan_launch``).
     """
     __tracebackhide__ = True  # IPython: the learner's cell, then the message; not the launcher's insides
-    plan = plan_launch(fn, nprocs, args, kwargs, all_ranks=all_ranks, backend=backend,
-                       init_process_group=init_process_group, timeout_s=timeout_s, threads_per_rank=threads_per_rank,
-                       start_method=start_method, watchdog=watchdog)
+    plan = plan_launch(
+        fn,
+        world_size,
+        args,
+        kwargs,
+        all_ranks=all_ranks,
+        backend=backend,
+        init_process_group=init_process_group,
+        timeout_s=timeout_s,
+        threads_per_rank=threads_per_rank,
+        start_method=start_method,
+        watchdog=watchdog,
+    )
     try:
         return run_plan(plan)
     except RankFailed as failure:  # shown from here, as raised by launch: the runner's frames are no lesson

@@ -6,10 +6,12 @@ gave every rank one (``plan_ranks``): picking ``cuda:LOCAL_RANK`` blindly fails 
 the rank's trampoline (``worker.run_rank``) records it, ``rank_device`` reads it, and ``on_own_device(fn)`` calls
 ``fn(..., device=<that device>)`` after making a GPU current. Taught in ``notebooks/04_ddp.ipynb``.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 __all__ = ["rank_device", "on_own_device", "OnOwnDevice", "take_rank_device"]
 
@@ -25,9 +27,11 @@ def take_rank_device(device: str) -> None:
 def rank_device() -> str:
     """This rank's device as the launch plan decided it: ``"cuda:k"`` or ``"cpu"``."""
     if _device is None:
-        raise RuntimeError("rank_device() is known only inside a rank that gpulab.launch started (its plan gives "
-                           "each rank a device); here no launch started this process. Call it from the function you "
-                           "launch, or pass the device yourself.")
+        raise RuntimeError(
+            "rank_device() is known only inside a rank that gpulab.launch started (its plan gives "
+            "each rank a device); here no launch started this process. Call it from the function you "
+            "launch, or pass the device yourself."
+        )
     return _device
 
 

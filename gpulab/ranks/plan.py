@@ -4,6 +4,7 @@ The decision itself is pure (``core.rank_devices``); this module reads the facts
 CUDA GPUs this process sees (through NVML: no CUDA context in the notebook) and whether NCCL is built in — and hands
 them over. Rank k may use ``cuda:k`` while k is below the count. Taught in ``notebooks/04_ddp.ipynb``.
 """
+
 from __future__ import annotations
 
 import torch.distributed as dist
@@ -13,16 +14,17 @@ from ..core.rank_devices import RankDevices, decide_rank_devices, gpus_of_one_ma
 __all__ = ["plan_ranks", "choose_backend", "nccl_available"]
 
 
-def plan_ranks(requested: str, nprocs: int) -> RankDevices:
-    """The backend and each rank's device for ``nprocs`` ranks on this machine: ``auto`` is NCCL, rank k on
+def plan_ranks(requested: str, world_size: int) -> RankDevices:
+    """The backend and each rank's device for ``world_size`` ranks on this machine: ``auto`` is NCCL, rank k on
     ``cuda:k``, when every rank can have a GPU of its own and NCCL is built in; else gloo on the CPU."""
     from ..machine.cuda import cuda_gpu_count
 
     requested = requested.lower() if isinstance(requested, str) else requested  # the decision refuses a non-name
     if requested in ("mpi", "ucc", "xccl") and not dist.is_backend_available(requested):
-        raise ValueError(f"backend={requested!r} is not available in this PyTorch build; use 'auto', 'gloo' or, "
-                         f"with GPUs, 'nccl'.")
-    gpus = gpus_of_one_machine(nprocs, cuda_gpu_count() if requested in ("auto", "nccl") else 0)
+        raise ValueError(
+            f"backend={requested!r} is not available in this PyTorch build; use 'auto', 'gloo' or, with GPUs, 'nccl'."
+        )
+    gpus = gpus_of_one_machine(world_size, cuda_gpu_count() if requested in ("auto", "nccl") else 0)
     return decide_rank_devices(gpus, nccl_available=nccl_available(), requested=requested)
 
 
@@ -31,6 +33,6 @@ def nccl_available() -> bool:
     return dist.is_nccl_available()
 
 
-def choose_backend(requested: str, nprocs: int) -> str:
-    """The backend ``plan_ranks`` decides for ``nprocs`` ranks on this machine."""
-    return plan_ranks(requested, nprocs).backend
+def choose_backend(requested: str, world_size: int) -> str:
+    """The backend ``plan_ranks`` decides for ``world_size`` ranks on this machine."""
+    return plan_ranks(requested, world_size).backend

@@ -1,4 +1,5 @@
-"""Which port a launch's rendezvous store listens on: any free one, or one of this kernel's private range (the store: torch.distributed).
+"""Which port a launch's rendezvous store listens on: any free one, or one of this kernel's private range (the store:
+torch.distributed).
 
 Alone on a machine, ``gpulab.launch`` lets the system pick a free port (``port 0``), as torchrun's agent does. On a
 workshop server each provisioned kernel gets a private range of ports with its GPUs (``GPULAB_MASTER_PORTS``, for
@@ -8,22 +9,32 @@ Ranges are derived from the reservation's lowest physical GPU index, which no ot
 so ranges of reservations held together never overlap. ``open_store`` opens the launcher's store on
 them. Taught in ``notebooks/02_choosing_gpus.ipynb``.
 """
+
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["PORTS_VAR", "BASE_PORT", "PORTS_PER_RESERVATION", "reservation_ports", "parse_ports", "store_ports",
-           "format_ports", "open_store"]
+__all__ = [
+    "PORTS_VAR",
+    "BASE_PORT",
+    "PORTS_PER_RESERVATION",
+    "reservation_ports",
+    "parse_ports",
+    "store_ports",
+    "format_ports",
+    "open_store",
+]
 
 PORTS_VAR = "GPULAB_MASTER_PORTS"
 BASE_PORT = 29500  # torchrun's default MASTER_PORT
 PORTS_PER_RESERVATION = 10
 
 
-def reservation_ports(physical_indices: tuple[int, ...] | list[int], base: int = BASE_PORT,
-                width: int = PORTS_PER_RESERVATION) -> range:
+def reservation_ports(
+    physical_indices: tuple[int, ...] | list[int], base: int = BASE_PORT, width: int = PORTS_PER_RESERVATION
+) -> range:
     """The private ports of a reservation of these GPUs: ``width`` ports from ``base + width × (lowest index + 1)``.
 
     ``base`` itself (torchrun's default 29500) stays outside every range, for scripts that hard-code it."""
@@ -34,6 +45,7 @@ def reservation_ports(physical_indices: tuple[int, ...] | list[int], base: int =
 
 
 def format_ports(ports: range) -> str:
+    """``ports`` as ``"29500-29509"`` (both ends included): how a reservation writes its range."""
     return f"{ports.start}-{ports.stop - 1}"
 
 
@@ -43,11 +55,14 @@ def parse_ports(text: str) -> range:
     try:
         a, b = (int(part) for part in text.strip().split("-"))
     except ValueError:
-        raise ValueError(f"{PORTS_VAR}={text!r}: expected a range of ports written first-last, for example "
-                         f"{PORTS_VAR}=29510-29519 (unset it to let the system pick a free port).") from None
+        raise ValueError(
+            f"{PORTS_VAR}={text!r}: expected a range of ports written first-last, for example "
+            f"{PORTS_VAR}=29510-29519 (unset it to let the system pick a free port)."
+        ) from None
     if not 1024 <= a <= b <= 65535:
-        raise ValueError(f"{PORTS_VAR}={text!r}: the range must go upwards within 1024-65535, for example "
-                         f"{PORTS_VAR}=29510-29519.")
+        raise ValueError(
+            f"{PORTS_VAR}={text!r}: the range must go upwards within 1024-65535, for example {PORTS_VAR}=29510-29519."
+        )
     return range(a, b + 1)
 
 
@@ -58,7 +73,7 @@ def store_ports(env: Mapping[str, str] | None = None) -> list[int]:
     return list(parse_ports(text)) if text else [0]
 
 
-def open_store(nprocs: int, timeout_s: float, candidates: Sequence[int] | None = None) -> Any:
+def open_store(world_size: int, timeout_s: float, candidates: Sequence[int] | None = None) -> Any:
     """The rendezvous store on a port the system picks, or on the first free port of this kernel's private range
     (``GPULAB_MASTER_PORTS``): torch.distributed's ``TCPStore``, hosted by the launching process. ``candidates``:
     the ports to try, in order (default ``store_ports()``; the launch plan holds them)."""
@@ -69,11 +84,19 @@ def open_store(nprocs: int, timeout_s: float, candidates: Sequence[int] | None =
     candidates = store_ports() if candidates is None else candidates
     for port in candidates:
         try:
-            return dist.TCPStore("127.0.0.1", port, world_size=nprocs, is_master=True, wait_for_workers=False,
-                                 timeout=timedelta(seconds=timeout_s))
+            return dist.TCPStore(
+                "127.0.0.1",
+                port,
+                world_size=world_size,
+                is_master=True,
+                wait_for_workers=False,
+                timeout=timedelta(seconds=timeout_s),
+            )
         except (RuntimeError, OSError):  # DistNetworkError (a RuntimeError): the port is in use; try the next one
             if port == 0:
                 raise
-    raise RuntimeError(f"every port of this kernel's range {os.environ[PORTS_VAR]} is in use (by launches still "
-                       f"running in this kernel, or by another program). Wait for the running launches to finish, or "
-                       f"unset {PORTS_VAR} in this kernel (os.environ.pop({PORTS_VAR!r})) to let the system pick a port.")
+    raise RuntimeError(
+        f"every port of this kernel's range {os.environ[PORTS_VAR]} is in use (by launches still "
+        f"running in this kernel, or by another program). Wait for the running launches to finish, or "
+        f"unset {PORTS_VAR} in this kernel (os.environ.pop({PORTS_VAR!r})) to let the system pick a port."
+    )

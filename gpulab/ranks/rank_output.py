@@ -10,6 +10,7 @@ elastic ships a tailer too (``TailLog``), but it writes from threads of its own 
 this one is short, writes from the caller's thread, whole lines only, with the rank's global number.
 Taught in ``notebooks/04_ddp.ipynb``.
 """
+
 from __future__ import annotations
 
 import os
@@ -36,22 +37,27 @@ class RankLogs(LogsSpecs):
 
     @property
     def root_log_dir(self) -> str:
+        """The folder that holds one sub-folder of logs per rank."""
         return self._root
 
-    def files(self, nprocs: int) -> dict[int, tuple[str, str]]:
+    def files(self, world_size: int) -> dict[int, tuple[str, str]]:
         """Local rank -> (stdout path, stderr path)."""
-        return {r: (os.path.join(self._root, str(r), "stdout.log"), os.path.join(self._root, str(r), "stderr.log"))
-                for r in range(nprocs)}
+        return {
+            r: (os.path.join(self._root, str(r), "stdout.log"), os.path.join(self._root, str(r), "stderr.log"))
+            for r in range(world_size)
+        }
 
     def reify(self, envs: dict[int, dict[str, str]]) -> LogsDest:
+        """elastic's log destinations for ``envs``' ranks: each rank's stdout, stderr and error file, folders made."""
         files = self.files(len(envs))
         errors = {}
         for r in envs:
             os.makedirs(os.path.join(self._root, str(r)), exist_ok=True)
             errors[r] = os.path.join(self._root, str(r), "error.json")
             envs[r]["TORCHELASTIC_ERROR_FILE"] = errors[r]  # where elastic's @record writes the traceback
-        return LogsDest(stdouts={r: f[0] for r, f in files.items()}, stderrs={r: f[1] for r, f in files.items()},
-                        error_files=errors)
+        return LogsDest(
+            stdouts={r: f[0] for r, f in files.items()}, stderrs={r: f[1] for r, f in files.items()}, error_files=errors
+        )
 
 
 @dataclass
@@ -70,9 +76,11 @@ class OutputRelay:
     def __init__(self, files: dict[int, tuple[str, str]], out: TextIO | None = None, err: TextIO | None = None):
         """``files`` maps rank -> (stdout path, stderr path). Missing files are waited for, not an error."""
         self._out, self._err = out, err
-        self._sources = [_Source(path, f"[rank {rank}] ", to_stderr)
-                         for rank, paths in sorted(files.items())
-                         for path, to_stderr in zip(paths, (False, True))]
+        self._sources = [
+            _Source(path, f"[rank {rank}] ", to_stderr)
+            for rank, paths in sorted(files.items())
+            for path, to_stderr in zip(paths, (False, True))
+        ]
         self.lines_copied = 0
 
     def pump(self) -> int:
@@ -105,8 +113,7 @@ class OutputRelay:
     def recent_lines(self, rank: int, stderr: bool = True) -> list[str]:
         """The last lines (up to 20) a rank wrote to stderr (or stdout): context for a failure report."""
         label = f"[rank {rank}] "
-        return [line for src in self._sources if src.label == label and src.to_stderr == stderr
-                for line in src.recent]
+        return [line for src in self._sources if src.label == label and src.to_stderr == stderr for line in src.recent]
 
     @staticmethod
     def _read_new(src: _Source) -> bytes:
@@ -125,4 +132,3 @@ class OutputRelay:
         src.recent.append(text)
         stream = (self._err or sys.stderr) if src.to_stderr else (self._out or sys.stdout)
         stream.write(f"{src.label}{text}\n")
-

@@ -6,6 +6,7 @@ each rank's log files and their relay into the cell (``rank_output``), the watch
 failing rank's traceback (``failures``). ``last_launch()`` says what the last run did and how long it took.
 Taught in ``notebooks/04_ddp.ipynb``.
 """
+
 from __future__ import annotations
 
 import logging
@@ -17,9 +18,10 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 import psutil
 
@@ -45,8 +47,11 @@ _PUMP_S = 0.1  # while the ranks run, their output reaches the cell at least thi
 _POLL_S = 0.05  # how often the wait loop looks where it cannot block (an unknown torch, ranks already gone)
 _STOP_GRACE_S = 5  # after SIGTERM, how long a rank gets before SIGKILL
 _EXIT_CODES_GRACE_S = 1.0  # after every rank process ended, how long elastic gets to report their exit codes
-_QUIET_LOGGERS = ("torch.distributed.elastic.multiprocessing.api", "torch.distributed.elastic.multiprocessing.errors",
-                  "torch.multiprocessing.spawn")
+_QUIET_LOGGERS = (
+    "torch.distributed.elastic.multiprocessing.api",
+    "torch.distributed.elastic.multiprocessing.errors",
+    "torch.multiprocessing.spawn",
+)
 _last: LaunchStats | None = None
 
 
@@ -54,7 +59,7 @@ _last: LaunchStats | None = None
 class LaunchStats:
     """What the last launch did and how long it took (``gpulab.ranks.launcher.last_launch()``)."""
 
-    nprocs: int
+    world_size: int
     backend: str | None
     start_method: str
     threads_per_rank: int
@@ -67,9 +72,11 @@ class LaunchStats:
     def __str__(self) -> str:
         ready = "n/a" if self.ready_s is None else f"{self.ready_s:.3f} s"
         server = ", fork server started by this launch" if self.started_server else ""
-        return (f"{self.nprocs} ranks ({self.backend or 'no process group'}, {self.start_method}{server}, "
-                f"{self.threads_per_rank} thread(s) each, port {self.master_port}): all ready after {ready}, "
-                f"done after {self.total_s:.3f} s" + (f"\n{self.why}" if self.why else ""))
+        return (
+            f"{self.world_size} ranks ({self.backend or 'no process group'}, {self.start_method}{server}, "
+            f"{self.threads_per_rank} thread(s) each, port {self.master_port}): all ready after {ready}, "
+            f"done after {self.total_s:.3f} s" + (f"\n{self.why}" if self.why else "")
+        )
 
     def _repr_html_(self) -> str:
         from html import escape
@@ -90,28 +97,42 @@ def run_plan(plan: LaunchPlan) -> Any:
     global _last
     __tracebackhide__ = True  # IPython: the learner's cell, then the message; not the launcher's insides
     t0, wall0 = time.perf_counter(), time.time()
-    nprocs, method = plan.nprocs, plan.start_method
+    world_size, method = plan.world_size, plan.start_method
     started_server = method == "forkserver" and server_state().pid is None
     if method == "forkserver":
         _ensure_server()
-    store = open_store(nprocs, plan.timeout_s, plan.ports)
+    store = open_store(world_size, plan.timeout_s, plan.ports)
     root = tempfile.mkdtemp(prefix="gpulab-launch-")
     logs = RankLogs(root)
-    files = logs.files(nprocs)
-    envs = {r: plan.environment(r, store.port) for r in range(nprocs)}
+    files = logs.files(world_size)
+    envs = {r: plan.environment(r, store.port) for r in range(world_size)}
     sources = _notebook_sources()
-    watch = LaunchWatch(root, nprocs, sources, enabled=plan.watchdog)
-    args = {r: (plan.payload, RankPlan({**os.environ, **envs[r]}, plan.threads_per_rank, plan.backend, plan.timeout_s,
-                                       *files[r], redirect_in_python=sys.platform in ("darwin", "win32"),
-                                       sources=sources, stack_path=watch.path(r), device=plan.devices[r]))
-            for r in range(nprocs)}
+    watch = LaunchWatch(root, world_size, sources, enabled=plan.watchdog)
+    args = {
+        r: (
+            plan.payload,
+            RankPlan(
+                {**os.environ, **envs[r]},
+                plan.threads_per_rank,
+                plan.backend,
+                plan.timeout_s,
+                *files[r],
+                redirect_in_python=sys.platform in ("darwin", "win32"),
+                sources=sources,
+                stack_path=watch.path(r),
+                device=plan.devices[r],
+            ),
+        )
+        for r in range(world_size)
+    }
     relay = OutputRelay(files)
     ready_s, ctx = None, None
     try:
         with _quiet_elastic():
             with _signal_handlers_kept():
-                ctx = start_processes(name="launch", entrypoint=run_rank, args=args, envs=envs, logs_specs=logs,
-                                      start_method=method)
+                ctx = start_processes(
+                    name="launch", entrypoint=run_rank, args=args, envs=envs, logs_specs=logs, start_method=method
+                )
             try:
                 result = _wait(ctx, relay, watch)
             except BaseException as exc:  # the stop button (KeyboardInterrupt) or anything else: no rank outlives it
@@ -120,16 +141,18 @@ def run_plan(plan: LaunchPlan) -> Any:
                 relay.finish()
                 if stopped:
                     print(watch.report({}, "you stopped the cell"), file=sys.stderr)
-                print(f"[launch] stopped all {nprocs} ranks.", file=sys.stderr)
+                print(f"[launch] stopped all {world_size} ranks.", file=sys.stderr)
                 raise
         relay.finish()
         if result.is_failed():
             raise _failure(plan, result, root, relay, watch) from None
-        values = [result.return_values[r] for r in range(nprocs)]
+        values = [result.return_values[r] for r in range(world_size)]
         missing = [r for r, v in enumerate(values) if v is None]
         if missing:  # SystemExit(0) in the function: elastic's @record turns it into "returned None"
-            raise RuntimeError(f"rank(s) {missing} ended with sys.exit() before the function returned, so there is "
-                               f"no result to bring back. Return from the function instead of exiting.")
+            raise RuntimeError(
+                f"rank(s) {missing} ended with sys.exit() before the function returned, so there is "
+                f"no result to bring back. Return from the function instead of exiting."
+            )
         unpacked = [unpack(v) for v in values]
         ready_s = max(ready for ready, _ in unpacked) - wall0
         results = [value for _, value in unpacked]
@@ -140,20 +163,29 @@ def run_plan(plan: LaunchPlan) -> Any:
         _remove_error_files(ctx)
         release_rank_queues(ctx)
         ctx = None  # a failed launch's traceback keeps this frame, and so the context, alive
-        _last = LaunchStats(nprocs, plan.backend, method, plan.threads_per_rank, int(envs[0]["MASTER_PORT"]),
-                            started_server, ready_s, time.perf_counter() - t0, plan.why)
+        _last = LaunchStats(
+            world_size,
+            plan.backend,
+            method,
+            plan.threads_per_rank,
+            int(envs[0]["MASTER_PORT"]),
+            started_server,
+            ready_s,
+            time.perf_counter() - t0,
+            plan.why,
+        )
 
 
-def _failure(plan: LaunchPlan, result: RunProcsResult, root: str, relay: OutputRelay, watch: LaunchWatch
-             ) -> RankFailed:
+def _failure(plan: LaunchPlan, result: RunProcsResult, root: str, relay: OutputRelay, watch: LaunchWatch) -> RankFailed:
     """``RankFailed`` for the first failing rank: its traceback, the others', the hint that fits, its last lines."""
-    root_cause, others = read_failures(result.failures, {r: os.path.join(root, str(r), "error.json")
-                                                          for r in range(plan.nprocs)})
+    root_cause, others = read_failures(
+        result.failures, {r: os.path.join(root, str(r), "error.json") for r in range(plan.world_size)}
+    )
     hint = hint_for(root_cause.error + root_cause.traceback, timeout_s=plan.timeout_s, backend=plan.backend)
     hint = watch.hint(root_cause, others, hint, plan.timeout_s)
     if not root_cause.error and root_cause.exitcode == 1:
         hint = hint or _unguarded_script_hint()
-    return RankFailed(root_cause, others, plan.nprocs, hint, relay.recent_lines(root_cause.rank))
+    return RankFailed(root_cause, others, plan.world_size, hint, relay.recent_lines(root_cause.rank))
 
 
 def _remove_error_files(ctx: object) -> None:
@@ -172,9 +204,11 @@ def _unguarded_script_hint() -> str:
     path = getattr(main, "__file__", None)
     if not path:
         return ""
-    return (f"Hint: each rank first re-imports your script {os.path.basename(path)!r}, so a launch at its top level "
-            f"runs again inside every rank and fails there (the rank's message went to the terminal). Put the code "
-            f"that launches under `if __name__ == \"__main__\":`.")
+    return (
+        f"Hint: each rank first re-imports your script {os.path.basename(path)!r}, so a launch at its top level "
+        f"runs again inside every rank and fails there (the rank's message went to the terminal). Put the code "
+        f'that launches under `if __name__ == "__main__":`.'
+    )
 
 
 def _notebook_sources(limit_bytes: int = 1 << 20) -> dict[str, list[str]]:
@@ -214,8 +248,10 @@ def _wait(ctx: Any, relay: OutputRelay, watch: LaunchWatch | None = None) -> Run
         if all_gone_at is None and (running == 0 or running is None and not any(_alive(p) for p in pids)):
             all_gone_at = time.monotonic()
         if all_gone_at is not None and time.monotonic() - all_gone_at > _EXIT_CODES_GRACE_S:
-            raise RuntimeError("every rank ended without returning from the function (exit code 0): a rank was "
-                               "interrupted (SIGINT) or called os._exit(0). Nothing to bring back.")
+            raise RuntimeError(
+                "every rank ended without returning from the function (exit code 0): a rank was "
+                "interrupted (SIGINT) or called os._exit(0). Nothing to bring back."
+            )
         if waitables and all_gone_at is None:
             multiprocessing.connection.wait(waitables, timeout=_PUMP_S)
         else:  # a torch whose context compat cannot read, or ranks gone: look again shortly

@@ -8,6 +8,7 @@ samples ÷ the slowest rank's time. On GPUs (``device="cuda"``) each rank has a 
 launcher's decision gives them (``plan_ranks``; refused on fewer than 2 GPUs), and the one-process row uses
 ``DataParallel``. Taught in ``notebooks/04_ddp.ipynb``.
 """
+
 from __future__ import annotations
 
 import time
@@ -23,8 +24,10 @@ __all__ = ["SpeedRow", "RankSpeedup", "rank_speedup", "train_rate"]
 
 @dataclass(frozen=True)
 class SpeedRow:
+    """One setup timed: how many ranks, threads per rank and batch per rank, and the samples per second."""
+
     setup: str  # "1 process" (DataParallel on GPUs), "DDP"
-    ranks: int
+    world_size: int
     threads_per_rank: int
     batch_per_rank: int
     samples_per_s: float
@@ -38,23 +41,36 @@ class RankSpeedup(TableView):
     cores: int
     device: str
 
-    def ratio(self, batch_per_rank: int, ranks: int = 2) -> float:
-        """DDP on ``ranks`` ranks ÷ DDP on 1 rank, in samples/s, at ``batch_per_rank`` images per rank and step."""
-        speed = {r.ranks: r.samples_per_s for r in self.rows if r.setup == "DDP" and r.batch_per_rank == batch_per_rank}
-        return speed[ranks] / speed[1]
+    def ratio(self, batch_per_rank: int, world_size: int = 2) -> float:
+        """DDP on ``world_size`` ranks ÷ DDP on 1 rank, in samples/s, at ``batch_per_rank`` images per rank and step."""
+        speed = {
+            r.world_size: r.samples_per_s for r in self.rows if r.setup == "DDP" and r.batch_per_rank == batch_per_rank
+        }
+        return speed[world_size] / speed[1]
 
     def table(self) -> Table:
-        rows = [[r.setup, r.ranks, r.threads_per_rank, r.batch_per_rank, format_rate(r.samples_per_s, "samples")]
-                for r in self.rows]
+        """Each setup's ranks, threads, batch and samples/s, with 2 ranks ÷ 1 per batch size as notes."""
+        rows = [
+            [r.setup, r.world_size, r.threads_per_rank, r.batch_per_rank, format_rate(r.samples_per_s, "samples")]
+            for r in self.rows
+        ]
         batches = sorted({r.batch_per_rank for r in self.rows})
-        notes = [f"batch {b} per rank: 2 DDP ranks ÷ 1 = {self.ratio(b):.2f}×" for b in batches
-                 if {1, 2} <= {r.ranks for r in self.rows if r.setup == "DDP" and r.batch_per_rank == b}]
-        return Table(["setup", "ranks", "threads each", "batch per rank", "speed"], rows,
-                     title=f"digits MLP, {self.device}, {self.cores} usable cores", notes=notes)
+        notes = [
+            f"batch {b} per rank: 2 DDP ranks ÷ 1 = {self.ratio(b):.2f}×"
+            for b in batches
+            if {1, 2} <= {r.world_size for r in self.rows if r.setup == "DDP" and r.batch_per_rank == b}
+        ]
+        return Table(
+            ["setup", "ranks", "threads each", "batch per rank", "speed"],
+            rows,
+            title=f"digits MLP, {self.device}, {self.cores} usable cores",
+            notes=notes,
+        )
 
 
-def train_rate(batch_size: int, epochs: int, ddp: bool, device: str = "cpu", images: int | None = None
-               ) -> tuple[int, float]:
+def train_rate(
+    batch_size: int, epochs: int, ddp: bool, device: str = "cpu", images: int | None = None
+) -> tuple[int, float]:
     """In a rank: train ``mlp()`` on the digits (the first ``images`` of them), the first epoch untimed; return
     (samples, seconds) of the rest."""
     import torch
@@ -96,8 +112,14 @@ def train_rate(batch_size: int, epochs: int, ddp: bool, device: str = "cpu", ima
     return samples, time.perf_counter() - t0
 
 
-def rank_speedup(batch_sizes: Sequence[int] = (32, 128), *, epochs: int = 2, images: int | None = None,
-                 device: str = "cpu", cores: int | None = None) -> RankSpeedup:
+def rank_speedup(
+    batch_sizes: Sequence[int] = (32, 128),
+    *,
+    epochs: int = 2,
+    images: int | None = None,
+    device: str = "cpu",
+    cores: int | None = None,
+) -> RankSpeedup:
     """Measure one process and DDP on 1 and 2 ranks at each batch size (per rank), side by side.
 
     ``images`` trains on the first that many digits only (the quick version of a chapter); None: all 1,437.
@@ -108,29 +130,55 @@ def rank_speedup(batch_sizes: Sequence[int] = (32, 128), *, epochs: int = 2, ima
 
     if device not in ("cpu", "cuda"):
         raise ValueError(f"device is 'cpu' or 'cuda' (each rank then gets its own GPU); got {device!r}.")
-    batch_sizes = whole_numbers(batch_sizes, "batch_sizes", minimum=1, example="(32, 128)", empty_ok=False,
-                                what="images per rank and step")
+    batch_sizes = whole_numbers(
+        batch_sizes, "batch_sizes", minimum=1, example="(32, 128)", empty_ok=False, what="images per rank and step"
+    )
     if images is not None:
-        images = whole_number(images, "images", minimum=2 * max(batch_sizes), example=f"images={4 * max(batch_sizes)}",
-                              what=f"digits to train on: images must leave each of 2 ranks at least one full batch "
-                                   f"of {max(batch_sizes)}")
-    epochs = whole_number(epochs, "epochs", minimum=1, what="timed passes over the data, after one untimed",
-                          example="rank_speedup((64,), epochs=2)")
+        images = whole_number(
+            images,
+            "images",
+            minimum=2 * max(batch_sizes),
+            example=f"images={4 * max(batch_sizes)}",
+            what=f"digits to train on: images must leave each of 2 ranks at least one full batch of {max(batch_sizes)}",
+        )
+    epochs = whole_number(
+        epochs,
+        "epochs",
+        minimum=1,
+        what="timed passes over the data, after one untimed",
+        example="rank_speedup((64,), epochs=2)",
+    )
     cores = cores or host_info().usable_cores
     backend = _ddp_backend(device)
     rows = []
     for batch in batch_sizes:
-        for setup, ranks in (("1 process", 1), ("DDP", 1), ("DDP", 2)):
+        for setup, world_size in (("1 process", 1), ("DDP", 1), ("DDP", 2)):
             threads = cores if setup == "1 process" else 1  # a DDP rank gets one core, as it would get one GPU
             if setup == "DDP":  # each rank trains where the launch plan put it: its own GPU under NCCL, else the CPU
-                out = launch(on_own_device(train_rate), ranks, args=(batch, epochs, True), kwargs={"images": images},
-                             all_ranks=True, threads_per_rank=threads, backend=backend)
+                out = launch(
+                    on_own_device(train_rate),
+                    world_size,
+                    args=(batch, epochs, True),
+                    kwargs={"images": images},
+                    all_ranks=True,
+                    threads_per_rank=threads,
+                    backend=backend,
+                )
             else:
-                out = launch(train_rate, 1, args=(batch, epochs, False, device, images), all_ranks=True,
-                             threads_per_rank=threads, init_process_group=False)
+                out = launch(
+                    train_rate,
+                    1,
+                    args=(batch, epochs, False, device, images),
+                    all_ranks=True,
+                    threads_per_rank=threads,
+                    init_process_group=False,
+                )
             rate = sum(n for n, _ in out) / max(s for _, s in out)
-            rows.append(SpeedRow(setup if device == "cpu" or setup == "DDP" else "DataParallel", ranks, threads, batch,
-                                 rate))
+            rows.append(
+                SpeedRow(
+                    setup if device == "cpu" or setup == "DDP" else "DataParallel", world_size, threads, batch, rate
+                )
+            )
     return RankSpeedup(tuple(rows), cores, device)
 
 
@@ -143,7 +191,8 @@ def _ddp_backend(device: str) -> str:
         return "gloo"
     plan = plan_ranks("auto", 2)
     if plan.backend != "nccl":
-        raise ValueError(f"device='cuda' gives each of 2 DDP ranks a GPU of its own, which this machine cannot: "
-                         f"{plan.reason} Use device='cpu' (one core per rank), or a machine with 2 GPUs.")
+        raise ValueError(
+            f"device='cuda' gives each of 2 DDP ranks a GPU of its own, which this machine cannot: "
+            f"{plan.reason} Use device='cpu' (one core per rank), or a machine with 2 GPUs."
+        )
     return plan.backend
-

@@ -7,6 +7,7 @@ outermost one names the call the learner made: ``all_reduce``, ``barrier``, ...)
 the learner's own code, shown as ``cell [5], line 12`` when ``cells`` maps the file to a notebook cell.
 Taught in ``notebooks/04_ddp.ipynb``.
 """
+
 from __future__ import annotations
 
 import html
@@ -23,16 +24,42 @@ RULE = "Every rank must call the same collectives in the same order."
 _C10D = "torch/distributed/distributed_c10d.py"
 _TRAMPOLINE = ("gpulab/ranks/worker.py", "run_rank")
 # torch.distributed's calls in which a rank waits for the others (distributed_c10d's public API)
-COLLECTIVES = frozenset({
-    "all_reduce", "all_reduce_coalesced", "all_gather", "all_gather_object", "all_gather_into_tensor",
-    "all_gather_coalesced", "reduce", "reduce_scatter", "reduce_scatter_tensor", "broadcast", "broadcast_object_list",
-    "gather", "gather_object", "scatter", "scatter_object_list", "all_to_all", "all_to_all_single", "barrier",
-    "monitored_barrier", "send", "recv", "send_object_list", "recv_object_list", "batch_isend_irecv", "new_group"})
+COLLECTIVES = frozenset(
+    {
+        "all_reduce",
+        "all_reduce_coalesced",
+        "all_gather",
+        "all_gather_object",
+        "all_gather_into_tensor",
+        "all_gather_coalesced",
+        "reduce",
+        "reduce_scatter",
+        "reduce_scatter_tensor",
+        "broadcast",
+        "broadcast_object_list",
+        "gather",
+        "gather_object",
+        "scatter",
+        "scatter_object_list",
+        "all_to_all",
+        "all_to_all_single",
+        "barrier",
+        "monitored_barrier",
+        "send",
+        "recv",
+        "send_object_list",
+        "recv_object_list",
+        "batch_isend_irecv",
+        "new_group",
+    }
+)
 _LINE = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+),? in (?P<func>\S+)')
 
 
 @dataclass(frozen=True)
 class Frame:
+    """One frame of a stack: file, line and function."""
+
     filename: str
     lineno: int
     function: str
@@ -73,8 +100,13 @@ class RankStack:
     @property
     def in_function(self) -> bool:
         """Still inside the launched function (the launcher's trampoline is on the stack), or a script's code."""
-        return any(f.filename.replace("\\", "/").endswith(_TRAMPOLINE[0]) and f.function == _TRAMPOLINE[1]
-                   for f in self.frames) or self.learner is not None
+        return (
+            any(
+                f.filename.replace("\\", "/").endswith(_TRAMPOLINE[0]) and f.function == _TRAMPOLINE[1]
+                for f in self.frames
+            )
+            or self.learner is not None
+        )
 
     @property
     def collective(self) -> str | None:
@@ -90,7 +122,7 @@ class RankStack:
         launcher called: frames outside it (the fork server's ``python -c``) are not the learner's."""
         mine = None
         starts = [i for i, f in enumerate(self.frames) if f.function in ("_wrap", _TRAMPOLINE[1])]
-        for f in self.frames[starts[-1] + 1 if starts else 0:]:
+        for f in self.frames[starts[-1] + 1 if starts else 0 :]:
             if f.filename.replace("\\", "/").endswith(_C10D):
                 break
             if not is_library_file(f.filename):
@@ -101,8 +133,11 @@ class RankStack:
 def rank_stack(rank: int, text: str, how: str) -> RankStack:
     """The thread that runs the rank's code: the one with the trampoline or the learner's frames, else the first."""
     threads = parse_stack(text)
-    pick = next((t for t in threads if any(f.function == _TRAMPOLINE[1] for f in t)), None) or next(
-        (t for t in threads if any(not is_library_file(f.filename) for f in t)), None) or (threads[0] if threads else [])
+    pick = (
+        next((t for t in threads if any(f.function == _TRAMPOLINE[1] for f in t)), None)
+        or next((t for t in threads if any(not is_library_file(f.filename) for f in t)), None)
+        or (threads[0] if threads else [])
+    )
     return RankStack(rank, tuple(pick), how if pick else "gone")
 
 
@@ -129,6 +164,8 @@ class HangReport:
         return max(calls, key=lambda c: (counts[c], -calls.index(c)))
 
     def line_for(self, r: RankStack) -> str:
+        """Where rank ``r`` was, in one line: the collective it waited in, or where it was instead, and what it never
+        called."""
         awaited = self.awaited
         mine = r.learner
         at = f" at {self._place(mine)}" if mine else ""
@@ -157,8 +194,9 @@ class HangReport:
         if self.awaited and self.missing:
             lines.append(f"{RULE} Rank(s) {', '.join(map(str, self.missing))} never reached this {self.awaited}.")
         elif self.awaited:
-            lines.append(f"Every rank is in {self.awaited}: they wait for each other (a rank that is slow, or "
-                         "a peer that died).")
+            lines.append(
+                f"Every rank is in {self.awaited}: they wait for each other (a rank that is slow, or a peer that died)."
+            )
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:

@@ -11,6 +11,7 @@ gpulab parent watches, ``watchdog()`` in the script does the same from the rank 
 asks its peers for their stacks (their pids are in the shared folder) and prints the report.
 Taught in ``notebooks/04_ddp.ipynb``.
 """
+
 from __future__ import annotations
 
 import faulthandler
@@ -70,11 +71,11 @@ def collect(paths: dict[int, str], pids: dict[int, int], wait_s: float = 1.0) ->
         for rank in list(sizes):
             size = os.path.getsize(paths[rank])
             if size > sizes[rank] and last.get(rank) == size:  # written, and no longer growing
-                out[rank] = Path(paths[rank]).read_text(encoding="utf-8", errors="replace")[sizes[rank]:]
+                out[rank] = Path(paths[rank]).read_text(encoding="utf-8", errors="replace")[sizes[rank] :]
                 del sizes[rank]
             last[rank] = size
     for rank in sizes:  # slow to answer: what it has written so far
-        out[rank] = Path(paths[rank]).read_text(encoding="utf-8", errors="replace")[sizes[rank]:]
+        out[rank] = Path(paths[rank]).read_text(encoding="utf-8", errors="replace")[sizes[rank] :]
     return out
 
 
@@ -113,8 +114,14 @@ def _placed(stack: RankStack, code: dict[str, list[tuple[str, int, int]]]) -> Ra
     return RankStack(stack.rank, tuple(frames), stack.how)
 
 
-def report(world_size: int, stacks: dict[int, str], tracebacks: dict[int, str], why: str,
-           cells: dict[str, int], code: dict[str, list[tuple[str, int, int]]] | None = None) -> HangReport:
+def report(
+    world_size: int,
+    stacks: dict[int, str],
+    tracebacks: dict[int, str],
+    why: str,
+    cells: dict[str, int],
+    code: dict[str, list[tuple[str, int, int]]] | None = None,
+) -> HangReport:
     """The report from what was collected: a rank that raised is read from its traceback, the others from their
     dumped stacks; a rank with neither had ended. ``code`` places ``<dynamic-code>`` frames (``_main_code``)."""
     ranks: list[RankStack] = []
@@ -132,14 +139,15 @@ class LaunchWatch:
     """The watchdog of one ``gpulab.launch``: where each rank dumps its stack, taking the stacks once (at the first
     failure or the stop button, before the ranks are stopped), and the report made of them."""
 
-    def __init__(self, root: str, nprocs: int, sources: dict[str, list[str]], *, enabled: bool = True) -> None:
-        self.enabled, self.nprocs = enabled, nprocs
-        self.paths = {r: os.path.join(root, f"stack-{r}.txt") for r in range(nprocs)} if enabled else {}
+    def __init__(self, root: str, world_size: int, sources: dict[str, list[str]], *, enabled: bool = True) -> None:
+        self.enabled, self.world_size = enabled, world_size
+        self.paths = {r: os.path.join(root, f"stack-{r}.txt") for r in range(world_size)} if enabled else {}
         self.cells = {name: n for name in sources if (n := ipython_cell_number(name)) is not None}
         self.stacks: dict[int, str] | None = None
         self.code = _main_code() if enabled else {}
 
     def path(self, rank: int) -> str:
+        """The file rank ``rank`` dumps its stack into (empty when the watchdog is off)."""
         return self.paths.get(rank, "")
 
     def take(self, ctx: Any) -> bool:
@@ -156,22 +164,30 @@ class LaunchWatch:
             self.take(ctx)
 
     def report(self, tracebacks: dict[int, str], why: str) -> HangReport:
-        return report(self.nprocs, self.stacks or {}, tracebacks, why, self.cells, self.code)
+        """The hang report from the stacks taken and the ranks' ``tracebacks``; ``why`` says what stopped the launch."""
+        return report(self.world_size, self.stacks or {}, tracebacks, why, self.cells, self.code)
 
     def hint(self, root: Any, others: list[Any], hint: str, timeout_s: float) -> str:
         """The report in place of the launcher's hint when a collective was involved (else the hint as it was)."""
         if self.stacks is None:
             return hint
         timed_out = hint.startswith("Hint: a collective waited")
-        why = (f"the collective timeout ({timeout_s:g} s) ran out in rank {root.rank}" if timed_out
-               else f"rank {root.rank} failed")
+        why = (
+            f"the collective timeout ({timeout_s:g} s) ran out in rank {root.rank}"
+            if timed_out
+            else f"rank {root.rank} failed"
+        )
         hang = self.report({f.rank: f.traceback for f in (root, *others)}, why)
         if hang.awaited is None:  # no collective: still worth saying where the ranks that did not fail were
             running = any(r.how == "stack" and r.in_function for r in hang.ranks)
             return "\n\n".join(p for p in (hint, str(hang) if running else "") if p)
-        return str(hang) + ("\nHint: look for a collective inside `if rank == 0:`, or a loop that runs a different "
-                            "number of times per rank (uneven data). launch(..., timeout_s=...) sets the wait (here "
-                            f"{timeout_s:g} s)." if timed_out else "")
+        return str(hang) + (
+            "\nHint: look for a collective inside `if rank == 0:`, or a loop that runs a different "
+            "number of times per rank (uneven data). launch(..., timeout_s=...) sets the wait (here "
+            f"{timeout_s:g} s)."
+            if timed_out
+            else ""
+        )
 
 
 def _folder() -> Path:
@@ -208,13 +224,14 @@ def watchdog() -> None:
     sys.excepthook = on_failure
 
 
-def _report_from_rank(folder: Path, rank: int, world: int, etype: type[BaseException], value: BaseException,
-                      tb: Any) -> None:
+def _report_from_rank(
+    folder: Path, rank: int, world_size: int, etype: type[BaseException], value: BaseException, tb: Any
+) -> None:
     try:  # the first rank to fail reports; the others' failures are its consequences
         os.close(os.open(folder / "reported", os.O_CREAT | os.O_EXCL | os.O_WRONLY))
     except OSError:  # FileExistsError: another rank reports; FileNotFoundError: it has reported and tidied up
         return
-    paths = {r: str(folder / f"rank-{r}.txt") for r in range(world)}
+    paths = {r: str(folder / f"rank-{r}.txt") for r in range(world_size)}
     pids = {}
     for r, path in paths.items():
         try:
@@ -226,7 +243,7 @@ def _report_from_rank(folder: Path, rank: int, world: int, etype: type[BaseExcep
     stacks = collect(paths, pids)
     own = "".join(traceback.format_exception(etype, value, tb))
     why = f"rank {rank} raised {etype.__name__}"
-    print(str(report(world, stacks, {rank: own}, why, {})), file=sys.stderr, flush=True)
+    print(str(report(world_size, stacks, {rank: own}, why, {})), file=sys.stderr, flush=True)
     shutil.rmtree(folder, ignore_errors=True)  # torchrun stops the other ranks with SIGTERM: their atexit never runs
 
 

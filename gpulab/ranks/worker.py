@@ -7,6 +7,7 @@ can import — unpacks them and calls the function. Before that it does what tor
 first lines would do: the notebook's current environment, the thread count, line-buffered output, the process group.
 Taught in ``notebooks/04_ddp.ipynb``.
 """
+
 from __future__ import annotations
 
 import linecache
@@ -51,6 +52,7 @@ def pack(obj: Any) -> bytes:
 
 
 def unpack(data: bytes) -> Any:
+    """The object ``pack`` serialised (a function, its arguments or a result)."""
     return cloudpickle.loads(data)
 
 
@@ -82,8 +84,10 @@ def run_rank(payload: bytes, plan: RankPlan) -> bytes:
     try:
         return pack((ready, result))
     except Exception as e:
-        raise TypeError(f"rank {os.environ['RANK']}'s return value ({type(result).__name__}) cannot be sent back to "
-                        f"the notebook: {e}. Return plain data (numbers, lists, dicts, tensors, state_dicts).") from e
+        raise TypeError(
+            f"rank {os.environ['RANK']}'s return value ({type(result).__name__}) cannot be sent back to "
+            f"the notebook: {e}. Return plain data (numbers, lists, dicts, tensors, state_dicts)."
+        ) from e
 
 
 def _take_environ(environ: dict[str, str]) -> None:

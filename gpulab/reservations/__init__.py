@@ -6,8 +6,21 @@ below are for the rest of gpulab: ``gpulab.placement.reservation`` reserves GPUs
 environment report and the picker show who holds a GPU, and the workshop server's views, kernels and Hub list, start
 and release reservations. Only the standard library is used, so a student's own Python can read them too.
 """
+
 from .folder import hold, let_go, lock_path, require_flock, reservations_dir, selection_lock, write_holder
 from .holders import THIS_NOTEBOOK, Holder, current_holders, others_only, reservation_holders
 
-__all__ = ["reservations_dir", "lock_path", "require_flock", "selection_lock", "hold", "let_go",
-           "write_holder", "THIS_NOTEBOOK", "Holder", "reservation_holders", "current_holders", "others_only"]
+__all__ = [
+    "reservations_dir",
+    "lock_path",
+    "require_flock",
+    "selection_lock",
+    "hold",
+    "let_go",
+    "write_holder",
+    "THIS_NOTEBOOK",
+    "Holder",
+    "reservation_holders",
+    "current_holders",
+    "others_only",
+]

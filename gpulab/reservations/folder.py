@@ -8,6 +8,7 @@ writable by everyone, so that students who are different Unix users can all lock
 user, host and details into its file as JSON, for the views that say who holds a GPU (``holders``).
 ``fcntl`` and ``pwd`` are imported where a lock is taken, so ``import gpulab`` works on Windows too.
 """
+
 from __future__ import annotations
 
 import errno
@@ -22,8 +23,16 @@ from pathlib import Path
 
 from ..core.arguments import path_or_none, shown
 
-__all__ = ["DEFAULT_DIR", "reservations_dir", "lock_path", "require_flock", "selection_lock", "hold", "let_go",
-           "write_holder"]
+__all__ = [
+    "DEFAULT_DIR",
+    "reservations_dir",
+    "lock_path",
+    "require_flock",
+    "selection_lock",
+    "hold",
+    "let_go",
+    "write_holder",
+]
 
 DEFAULT_DIR = Path("/tmp/gpulab-reservations")
 _DIR_MODE = 0o1777  # like /tmp: everyone may create files, nobody may delete another user's
@@ -44,12 +53,15 @@ def reservations_dir(reservations: str | os.PathLike[str] | None = None, *, crea
             raise ValueError("a directory name cannot hold a NUL character")
         blocker = next((q for q in (d, *d.parents) if q.exists() and not q.is_dir()), None)
     except (OSError, ValueError) as exc:  # a name too long for the file system, or with a NUL in it
-        raise ValueError(f"cannot use {shown(str(d))} as the reservations directory ({exc}). Point reservations= (or "
-                         "GPULAB_RESERVATIONS_DIR) at a directory, or leave it out.") from None
+        raise ValueError(
+            f"cannot use {shown(str(d))} as the reservations directory ({exc}). Point reservations= (or "
+            "GPULAB_RESERVATIONS_DIR) at a directory, or leave it out."
+        ) from None
     if blocker is not None:
         raise NotADirectoryError(
             f"cannot keep GPU reservations in {d}: {blocker} is a file, not a directory. Point reservations= (or "
-            f"GPULAB_RESERVATIONS_DIR) at a directory, e.g. reservations=\"{DEFAULT_DIR}\", or leave it out.")
+            f'GPULAB_RESERVATIONS_DIR) at a directory, e.g. reservations="{DEFAULT_DIR}", or leave it out.'
+        )
     try:
         d.mkdir(parents=True, exist_ok=True)
         st = d.stat()
@@ -115,6 +127,7 @@ def require_flock():
 
 
 def have_flock() -> bool:
+    """Whether this system has POSIX file locks (not Windows), so that GPUs can be reserved."""
     try:
         require_flock()
     except OSError:
@@ -123,6 +136,7 @@ def have_flock() -> bool:
 
 
 def try_lock(fd: int) -> bool:
+    """Take the lock on ``fd``'s file if nobody holds it: True if taken, False at once if held (never waits)."""
     fcntl = require_flock()
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -169,8 +183,12 @@ def write_holder(fd: int, details: Mapping[str, str] | None = None) -> bool:
     fcntl = require_flock()
     if fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE == os.O_RDONLY:
         return False
-    info = {"pid": os.getpid(), "user": pwd.getpwuid(os.geteuid()).pw_name, "host": socket.gethostname(),
-            "since": time.time()}
+    info = {
+        "pid": os.getpid(),
+        "user": pwd.getpwuid(os.geteuid()).pw_name,
+        "host": socket.gethostname(),
+        "since": time.time(),
+    }
     if details:
         info["details"] = dict(details)
     os.ftruncate(fd, 0)

@@ -4,6 +4,7 @@
 its file is checked against ``/proc/locks``, which says which pid really holds the lock: the files are everyone's to
 write, and a holder that could open a file only read-only cannot write its name at all.
 """
+
 from __future__ import annotations
 
 import json
@@ -59,13 +60,19 @@ def _read_holder(fd: int) -> Holder:
     if lockers and data is None:
         return Holder(lockers[0], None, None, f"pid {lockers[0]} (it has not written its name into the file)")
     if lockers and data.get("pid") not in lockers:  # pids of another pid namespace (container) differ too
-        return Holder(lockers[0], None, None, f"pid {lockers[0]} (the file still names {named}: an earlier holder, "
-                                              "or this one seen from another container)")
+        return Holder(
+            lockers[0],
+            None,
+            None,
+            f"pid {lockers[0]} (the file still names {named}: an earlier holder, "
+            "or this one seen from another container)",
+        )
     if named is None:
         return Holder(None, None, None, "another process (it has not written its name yet)")
     if not lockers and data["pid"] == os.getpid() and data["host"] == socket.gethostname():
-        return Holder(data["pid"], data["user"], data["host"], THIS_NOTEBOOK, mine=True,
-                      details=details)  # no /proc/locks here
+        return Holder(
+            data["pid"], data["user"], data["host"], THIS_NOTEBOOK, mine=True, details=details
+        )  # no /proc/locks here
     return Holder(data["pid"], data["user"], data["host"], named, details=details)
 
 

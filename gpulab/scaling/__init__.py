@@ -3,17 +3,35 @@
 ``cost`` predicts a DDP step from a FLOP rate and a link (pure); ``published`` holds the GPU setups' published figures
 (pure); ``steps`` measures a step's split into compute, all-reduce and exposed all-reduce in ranks; ``probes`` runs
 those measurements on ranks and measures this machine's own ceiling on speed-up, gloo's link and what DDP pays to
-meet; ``sweep`` runs the sweep of work per step on 1 and 2 ranks beside the model's predictions; ``levers`` measures
-what moves the crossover (batch, accumulation, buckets, overlap) and threads against ranks; ``on_gpus`` checks the
-model against a real NCCL run on two GPUs. Taught in ``notebooks/07_scaling.ipynb``.
+meet; ``sweep`` runs the sweep of work per step on 1 and 2 ranks beside the model's predictions; ``crossover_levers``
+measures what moves the crossover (batch, accumulation, buckets, overlap) and threads against ranks; ``on_gpus``
+compares the model with a real NCCL run on two GPUs. Taught in ``notebooks/07_scaling.ipynb``.
 """
+
 from ..core.lazy import export_lazily
 
-export_lazily(__name__, {
-    "Link": "cost", "allreduce_s": "cost", "crossover_batch": "cost", "mlp_parameters": "cost",
-    "predict_step": "cost", "ring_bytes": "cost", "speedup": "cost", "train_flops": "cost",
-    "SETUPS": "published", "predicted_speedups": "published",
-    "ddp_sync_s": "probes", "gloo_link": "probes", "machine_ceiling": "probes", "splits": "probes",
-    "StepPlan": "steps", "scaling_sweep": "sweep", "FAST_LEVERS": "levers", "levers": "levers",
-    "threads_vs_ranks": "levers", "compare_on_gpus": "on_gpus",
-})
+export_lazily(
+    __name__,
+    {
+        "Link": "cost",
+        "allreduce_s": "cost",
+        "crossover_batch": "cost",
+        "mlp_parameters": "cost",
+        "predict_step": "cost",
+        "ring_bytes": "cost",
+        "speedup": "cost",
+        "train_flops": "cost",
+        "SETUPS": "published",
+        "predicted_speedups": "published",
+        "ddp_sync_s": "probes",
+        "gloo_link": "probes",
+        "machine_ceiling": "probes",
+        "splits": "probes",
+        "StepPlan": "steps",
+        "scaling_sweep": "sweep",
+        "FAST_LEVERS": "crossover_levers",
+        "levers": "crossover_levers",
+        "threads_vs_ranks": "crossover_levers",
+        "compare_on_gpus": "on_gpus",
+    },
+)

@@ -29,6 +29,7 @@ a core's cache do not pay it). ``benchmarks/bench_scaling.py`` prints the model'
 
 Taught in ``notebooks/07_scaling.ipynb``.
 """
+
 from __future__ import annotations
 
 import math
@@ -36,12 +37,23 @@ from dataclasses import dataclass
 
 from ..core.arguments import positive_number, whole_number
 
-__all__ = ["Link", "StepCost", "allreduce_s", "ring_bytes", "train_flops", "mlp_parameters", "predict_step",
-           "speedup", "crossover_batch"]
+__all__ = [
+    "Link",
+    "StepCost",
+    "allreduce_s",
+    "ring_bytes",
+    "train_flops",
+    "mlp_parameters",
+    "predict_step",
+    "speedup",
+    "crossover_batch",
+]
 
 
-def _ranks(n: object) -> int:
-    return whole_number(n, "ranks", minimum=1, what="how many processes share the work", example="ranks=2")
+def _world_size(n: object) -> int:
+    return whole_number(
+        n, "world_size", minimum=1, what="how many processes (ranks) share the work", example="world_size=2"
+    )
 
 
 @dataclass(frozen=True)
@@ -54,20 +66,21 @@ class Link:
 
     def __post_init__(self) -> None:
         positive_number(self.bandwidth_bytes_per_s, "bandwidth_bytes_per_s", what="the link's bytes per second")
-        positive_number(self.latency_s, "latency_s", what="the time one message takes regardless of its size",
-                        zero_ok=True)
+        positive_number(
+            self.latency_s, "latency_s", what="the time one message takes regardless of its size", zero_ok=True
+        )
 
 
-def ring_bytes(gradient_bytes: float, ranks: int) -> float:
+def ring_bytes(gradient_bytes: float, world_size: int) -> float:
     """Bytes each rank sends in a ring all-reduce of ``gradient_bytes``: 2 (N − 1)/N of them (0 on one rank)."""
-    n = _ranks(ranks)
+    n = _world_size(world_size)
     size = positive_number(gradient_bytes, "gradient_bytes", what="the size of the gradients", zero_ok=True)
     return 2 * (n - 1) / n * size
 
 
-def allreduce_s(gradient_bytes: float, ranks: int, link: Link) -> float:
-    """Seconds of a ring all-reduce of ``gradient_bytes`` over ``ranks`` ranks on ``link``."""
-    n = _ranks(ranks)
+def allreduce_s(gradient_bytes: float, world_size: int, link: Link) -> float:
+    """Seconds of a ring all-reduce of ``gradient_bytes`` over ``world_size`` ranks on ``link``."""
+    n = _world_size(world_size)
     if n == 1:
         return 0.0
     return 2 * (n - 1) * link.latency_s + ring_bytes(gradient_bytes, n) / link.bandwidth_bytes_per_s
@@ -82,8 +95,13 @@ def mlp_parameters(width: int, depth: int) -> int:
 
 def train_flops(parameters: int, batch: int) -> float:
     """FLOPs of one training step of a stack of linear layers: 2 per weight and sample forward, 4 backward."""
-    batch = whole_number(batch, "batch", minimum=1, what="the samples per rank and step",
-                         example="train_flops(mlp_parameters(256, 3), batch=32)")
+    batch = whole_number(
+        batch,
+        "batch",
+        minimum=1,
+        what="the samples per rank and step",
+        example="train_flops(mlp_parameters(256, 3), batch=32)",
+    )
     return 6.0 * positive_number(parameters, "parameters", what="the model's parameter count") * batch
 
 
@@ -91,13 +109,14 @@ def train_flops(parameters: int, batch: int) -> float:
 class StepCost:
     """A predicted step: ``compute_s`` + ``exposed_s`` (the all-reduce the backward pass does not hide) = ``step_s``."""
 
-    ranks: int
+    world_size: int
     compute_s: float
     allreduce_s: float
     exposed_s: float
 
     @property
     def step_s(self) -> float:
+        """Seconds per step: the compute, plus the all-reduce time the backward pass does not hide."""
         return self.compute_s + self.exposed_s
 
 
@@ -107,28 +126,41 @@ def _ceiling(ceiling: float | None, n: int) -> float:
         return float(n)
     top = positive_number(ceiling, "ceiling", what="how much faster the ranks compute together than one, at most")
     if top > n:
-        raise ValueError(f"ceiling={ceiling!r} is more than {n} ranks can reach: {n} ranks compute at most {n} times "
-                         f"as fast as one (a measured ceiling above {n} means the 1-process run was slowed by other "
-                         f"programs). Pass ceiling=min({n}, measured).")
+        raise ValueError(
+            f"ceiling={ceiling!r} is more than {n} ranks can reach: {n} ranks compute at most {n} times as fast as "
+            f"one (a measured ceiling above {n} means the 1-process run was slowed by other programs). Pass "
+            f"ceiling=min({n}, measured)."
+        )
     return top
 
 
-def predict_step(flops: float, gradient_bytes: float, ranks: int, *, flops_per_s: float, link: Link | None = None,
-                 ceiling: float | None = None, hidden: float = 0.0, fixed_s: float = 0.0,
-                 sync_s: float = 0.0) -> StepCost:
-    """One rank's step when ``ranks`` ranks each do ``flops`` and all-reduce ``gradient_bytes``.
+def predict_step(
+    flops: float,
+    gradient_bytes: float,
+    world_size: int,
+    *,
+    flops_per_s: float,
+    link: Link | None = None,
+    ceiling: float | None = None,
+    hidden: float = 0.0,
+    fixed_s: float = 0.0,
+    sync_s: float = 0.0,
+) -> StepCost:
+    """One rank's step when ``world_size`` ranks each do ``flops`` and all-reduce ``gradient_bytes``.
 
     ``flops_per_s`` is one rank's rate when it computes alone; ``ceiling`` how much faster the ranks compute together
-    than one, at most (None: ``ranks``, each rank on a device of its own); ``hidden`` the fraction of the all-reduce
-    the backward pass hides; ``fixed_s`` a cost per step that does not scale with the work (kernel launches, Python);
-    ``sync_s`` a cost per step that only several ranks pay (meeting at the all-reduce), counted with the all-reduce.
+    than one, at most (None: ``world_size``, each rank on a device of its own); ``hidden`` the fraction of the
+    all-reduce the backward pass hides; ``fixed_s`` a cost per step that does not scale with the work (kernel
+    launches, Python); ``sync_s`` a cost per step that only several ranks pay (meeting at the all-reduce), counted
+    with the all-reduce.
     """
-    n = _ranks(ranks)
+    n = _world_size(world_size)
     rate = positive_number(flops_per_s, "flops_per_s", what="one rank's FLOP rate")
     top = _ceiling(ceiling, n)
     if not 0 <= hidden <= 1:
-        raise ValueError(f"hidden is the fraction of the all-reduce that the backward pass hides, in [0, 1]; got "
-                         f"hidden={hidden!r}.")
+        raise ValueError(
+            f"hidden is the fraction of the all-reduce that the backward pass hides, in [0, 1]; got hidden={hidden!r}."
+        )
     if n > 1 and link is None:
         raise ValueError(f"{n} ranks all-reduce their gradients: pass link=Link(bandwidth_bytes_per_s, latency_s).")
     work = positive_number(flops, "flops", what="the work per rank and step")
@@ -141,18 +173,23 @@ def predict_step(flops: float, gradient_bytes: float, ranks: int, *, flops_per_s
 
 def speedup(one: StepCost, many: StepCost) -> float:
     """Samples per second of ``many`` ranks ÷ of one, each rank with the same batch."""
-    return many.ranks * one.step_s / many.step_s
+    return many.world_size * one.step_s / many.step_s
 
 
-def crossover_batch(seconds_per_sample: float, allreduce_seconds: float, ranks: int = 2,
-                    ceiling: float | None = None, target: float = 1.0) -> float:
-    """The batch per rank from which ``ranks`` ranks reach ``target`` × one rank (1: they start to pay).
+def crossover_batch(
+    seconds_per_sample: float,
+    allreduce_seconds: float,
+    world_size: int = 2,
+    ceiling: float | None = None,
+    target: float = 1.0,
+) -> float:
+    """The batch per rank from which ``world_size`` ranks reach ``target`` × one rank (1: they start to pay).
 
     With c seconds of compute per sample on one rank, a ceiling C (None: N) and an all-reduce of a:
     N·b·c ÷ (b·c·N/C + a) = target  →  b = target·a ÷ (c·N·(1 − target/C)). ``inf`` when no batch gets there
     (a ceiling no higher than the target).
     """
-    n = _ranks(ranks)
+    n = _world_size(world_size)
     c = positive_number(seconds_per_sample, "seconds_per_sample", what="one rank's compute per sample")
     a = positive_number(allreduce_seconds, "allreduce_seconds", what="the all-reduce per step", zero_ok=True)
     top = _ceiling(ceiling, n)

@@ -12,6 +12,7 @@ on 2 GPUs. Beside the measured speed-up, two predictions:
 The card is named by NVML for ``cuda:0`` as this process's ``CUDA_VISIBLE_DEVICES`` maps it (no CUDA context in the
 notebook). Taught in ``notebooks/07_scaling.ipynb``.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -29,26 +30,31 @@ __all__ = ["setup_for", "nccl_link", "GpuComparison", "compare_on_gpus", "BUS_BY
 BUS_BYTES = 64 * 1024 * 1024  # large enough that latency is a small part of it (nccl-tests reach their peak there)
 
 
-def setup_for(gpu_name: str, gpus: int = 2) -> GpuSetup | None:
-    """The published setup of the card called ``gpu_name`` (``"NVIDIA A100-SXM4-80GB"``), at ``gpus`` GPUs."""
+def setup_for(gpu_name: str, n_gpus: int = 2) -> GpuSetup | None:
+    """The published setup of the card called ``gpu_name`` (``"NVIDIA A100-SXM4-80GB"``), at ``n_gpus`` GPUs."""
     for setup in SETUPS:
         card = setup.name.split("×")[1].split()[0]  # "T4", "A100", "H100"
         if card.lower() in gpu_name.lower():
-            return replace(setup, gpus=gpus, name=f"{gpus}×{gpu_name} (figures of {setup.name})")
+            return replace(setup, n_gpus=n_gpus, name=f"{n_gpus}×{gpu_name} (figures of {setup.name})")
     return None
 
 
-def nccl_link(ranks: int = 2) -> Link:
+def nccl_link(world_size: int = 2) -> Link:
     """Latency (a 4-byte all-reduce over the ring's 2 (N − 1) messages) and bus bandwidth (``BUS_BYTES``) of NCCL
-    between ``ranks`` GPUs here, one per rank."""
+    between ``world_size`` GPUs here, one per rank."""
     from ..ranks.launcher import launch
     from ..ranks.own_device import on_own_device
 
-    tiny, large = launch(on_own_device(allreduce_seconds), ranks, args=([LATENCY_BYTES, BUS_BYTES], 10), backend="nccl")
-    factor = 2 * (ranks - 1) / ranks
-    return Link(factor * BUS_BYTES / large, tiny / (2 * (ranks - 1)),
-                f"NCCL on this machine's GPUs: all-reduce of 4 B {tiny * 1e6:.0f} µs, of {BUS_BYTES >> 20} MiB "
-                f"{large * 1e3:.2f} ms")
+    tiny, large = launch(
+        on_own_device(allreduce_seconds), world_size, args=([LATENCY_BYTES, BUS_BYTES], 10), backend="nccl"
+    )
+    factor = 2 * (world_size - 1) / world_size
+    return Link(
+        factor * BUS_BYTES / large,
+        tiny / (2 * (world_size - 1)),
+        f"NCCL on this machine's GPUs: all-reduce of 4 B {tiny * 1e6:.0f} µs, of {BUS_BYTES >> 20} MiB "
+        f"{large * 1e3:.2f} ms",
+    )
 
 
 @dataclass(frozen=True)
@@ -68,6 +74,7 @@ class GpuComparison(TableView):
 
     @property
     def bus_bandwidth_gbps(self) -> float:
+        """NCCL's bandwidth measured here, in GB/s each way."""
         return self.link.bandwidth_bytes_per_s / 1e9
 
     def errors(self) -> list[float]:
@@ -75,21 +82,42 @@ class GpuComparison(TableView):
         return [(p - m) / m for p, m in zip(self.predicted, self.measured)]
 
     def table(self) -> Table:
-        published = [f"{p:.2f}× ({e * 100:+.0f} %)" for p, e in zip(self.predicted, self.errors())] \
-            or ["—"] * len(self.points)
-        rows = [[w, b, f"{one:.2f}", f"{two:.2f}", f"{m:.2f}×", f"{lo:.2f}–{hi:.2f}×", pub]
-                for (w, b), (one, two), m, (lo, hi), pub in zip(self.points, self.steps_ms, self.measured,
-                                                                 self.model_bounds, published)]
-        source = self.setup.label() if self.setup else (
-            f"gpulab has no published figures for {self.gpu_name} (it knows {', '.join(s.name for s in SETUPS)})")
-        return Table(["width", "batch/rank", "1 GPU ms", "2 GPUs ms", "measured (NCCL)",
-                      "model, measured inputs", "predicted (published figures)"], rows,
-                     title=f"2×{self.gpu_name}, one GPU per rank: NCCL bus bandwidth {self.bus_bandwidth_gbps:.1f} "
-                           f"GB/s, latency {self.link.latency_s * 1e6:.0f} µs per message, ranks meeting "
-                           f"{self.sync_s * 1e3:.2f} ms per step (measured)",
-                     notes=["model, measured inputs: the 1-GPU step, the NCCL link and the meeting measured here; the "
-                            "range runs from no overlap of the all-reduce with the backward pass to full overlap",
-                            f"published: {source}"])
+        """Each point's step on 1 and 2 GPUs, the measured speed-up, the model's bounds and the published-figures
+        prediction."""
+        published = [f"{p:.2f}× ({e * 100:+.0f} %)" for p, e in zip(self.predicted, self.errors())] or ["—"] * len(
+            self.points
+        )
+        rows = [
+            [w, b, f"{one:.2f}", f"{two:.2f}", f"{m:.2f}×", f"{lo:.2f}–{hi:.2f}×", pub]
+            for (w, b), (one, two), m, (lo, hi), pub in zip(
+                self.points, self.steps_ms, self.measured, self.model_bounds, published
+            )
+        ]
+        source = (
+            self.setup.label()
+            if self.setup
+            else (f"gpulab has no published figures for {self.gpu_name} (it knows {', '.join(s.name for s in SETUPS)})")
+        )
+        return Table(
+            [
+                "width",
+                "batch/rank",
+                "1 GPU ms",
+                "2 GPUs ms",
+                "measured (NCCL)",
+                "model, measured inputs",
+                "predicted (published figures)",
+            ],
+            rows,
+            title=f"2×{self.gpu_name}, one GPU per rank: NCCL bus bandwidth {self.bus_bandwidth_gbps:.1f} "
+            f"GB/s, latency {self.link.latency_s * 1e6:.0f} µs per message, ranks meeting "
+            f"{self.sync_s * 1e3:.2f} ms per step (measured)",
+            notes=[
+                "model, measured inputs: the 1-GPU step, the NCCL link and the meeting measured here; the "
+                "range runs from no overlap of the all-reduce with the backward pass to full overlap",
+                f"published: {source}",
+            ],
+        )
 
 
 def compare_on_gpus(points: Sequence[tuple[int, int]], depth: int = 3, steps: int = 30) -> GpuComparison:
@@ -99,8 +127,10 @@ def compare_on_gpus(points: Sequence[tuple[int, int]], depth: int = 3, steps: in
     from ..machine.inventory import devices
 
     if cuda_gpu_count() < 2:
-        raise RuntimeError(f"compare_on_gpus needs 2 CUDA GPUs, one per rank; PyTorch can use {cuda_gpu_count()} "
-                           "here. Run it where 2 GPUs are visible (CUDA_VISIBLE_DEVICES).")
+        raise RuntimeError(
+            f"compare_on_gpus needs 2 CUDA GPUs, one per rank; PyTorch can use {cuda_gpu_count()} "
+            "here. Run it where 2 GPUs are visible (CUDA_VISIBLE_DEVICES)."
+        )
     name = visible_map(devices(processes=False).gpus).physical(0).name  # NVML, as cuda:0 maps: no CUDA context
     setup = setup_for(name)
     link = nccl_link()
@@ -108,8 +138,16 @@ def compare_on_gpus(points: Sequence[tuple[int, int]], depth: int = 3, steps: in
     plans = [StepPlan(w, b, depth=depth, steps=steps) for w, b in points]
     pairs = [(splits([p], 1, device="cuda")[0], splits([p], 2, device="cuda")[0]) for p in plans]
     return GpuComparison(
-        name, setup, link, sync, tuple(points), tuple((one.step_s * 1e3, two.step_s * 1e3) for one, two in pairs),
+        name,
+        setup,
+        link,
+        sync,
+        tuple(points),
+        tuple((one.step_s * 1e3, two.step_s * 1e3) for one, two in pairs),
         tuple(two.samples_per_s / one.samples_per_s for one, two in pairs),
-        tuple((predict_two_ranks(one, 2.0, link, sync), predict_two_ranks(one, 2.0, link, sync, hidden=1.0))
-              for one, _ in pairs),
-        tuple(predicted_speedups(setup, points, depth)) if setup else ())
+        tuple(
+            (predict_two_ranks(one, 2.0, link, sync), predict_two_ranks(one, 2.0, link, sync, hidden=1.0))
+            for one, _ in pairs
+        ),
+        tuple(predicted_speedups(setup, points, depth)) if setup else (),
+    )

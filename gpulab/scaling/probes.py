@@ -6,6 +6,7 @@ or one point's own training steps) against one; ``gloo_link`` measures the all-r
 bandwidth (the slope between 4 KiB and 8 MiB, after a warm-up); ``ddp_sync_s`` what a DDP step of 2 ranks pays beyond
 those (a tiny model's step). Taught in ``notebooks/07_scaling.ipynb``.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -25,21 +26,29 @@ LATENCY_BYTES, SMALL_BYTES, LARGE_BYTES = 4, 4 * 1024, 8 * 1024 * 1024
 TINY = StepPlan(8, 1, depth=1, steps=200)
 
 
-def splits(plans: list[StepPlan], ranks: int, *, threads_per_rank: int = 1, ddp: bool = True,
-           device: str = "cpu") -> list[StepSplit]:
-    """Every plan measured on ``ranks`` ranks (``ddp=False``: one process, no DDP, for the threads comparison)."""
+def splits(
+    plans: list[StepPlan], world_size: int, *, threads_per_rank: int = 1, ddp: bool = True, device: str = "cpu"
+) -> list[StepSplit]:
+    """Every plan measured on ``world_size`` ranks (``ddp=False``: one process, no DDP, for the threads comparison)."""
     if not plans:
         raise ValueError("splits needs at least one StepPlan to measure.")
     _refuse_other_than_plans("splits", plans)
-    if not ddp and ranks != 1:
-        raise ValueError(f"ddp=False measures one process without DDP; got ranks={ranks}. Use ranks=1.")
+    if not ddp and world_size != 1:
+        raise ValueError(f"ddp=False measures one process without DDP; got world_size={world_size}. Use world_size=1.")
     if device not in ("cpu", "cuda"):
         raise ValueError(f"device is 'cpu' (gloo) or 'cuda' (NCCL, a GPU per rank); got {device!r}.")
     if device == "cuda":  # refused before any process starts where a rank would have no GPU of its own
-        plan_ranks("nccl", ranks)
-    per_rank = launch(on_own_device(time_plans), ranks, args=(plans,), all_ranks=True,
-                      threads_per_rank=threads_per_rank, init_process_group=ddp,
-                      backend="nccl" if device == "cuda" else "gloo", timeout_s=120)
+        plan_ranks("nccl", world_size)
+    per_rank = launch(
+        on_own_device(time_plans),
+        world_size,
+        args=(plans,),
+        all_ranks=True,
+        threads_per_rank=threads_per_rank,
+        init_process_group=ddp,
+        backend="nccl" if device == "cuda" else "gloo",
+        timeout_s=120,
+    )
     return summarise(plans, per_rank, threads_per_rank)
 
 
@@ -58,14 +67,20 @@ class Ceiling:
 
     @property
     def speedup(self) -> float:
+        """2 × one process's step ÷ the pair's step: how much more work the pair gets done than one process."""
         return 2 * self.alone_s / self.pair_s
 
 
 MATMULS = (512, 8, 5)  # machine_ceiling's matmuls without a plan: their side, chunks, matmuls per chunk
 
 
-def machine_ceiling(plan: StepPlan | None = None, *, matmul_size: int = MATMULS[0], chunks: int = MATMULS[1],
-                    per_chunk: int = MATMULS[2]) -> Ceiling:
+def machine_ceiling(
+    plan: StepPlan | None = None,
+    *,
+    matmul_size: int = MATMULS[0],
+    chunks: int = MATMULS[1],
+    per_chunk: int = MATMULS[2],
+) -> Ceiling:
     """How much faster 2 ranks can run at most here: 2 independent single-threaded processes ÷ 1, each step (or chunk)
     started together after a barrier (nothing else is shared); a step of the pair lasts as long as its slower process,
     and the fastest step counts on both sides (other programs only ever slow a step down).
@@ -83,17 +98,22 @@ def machine_ceiling(plan: StepPlan | None = None, *, matmul_size: int = MATMULS[
     if plan is not None:
         _refuse_other_than_plans("machine_ceiling", [plan])
         if (matmul_size, chunks, per_chunk) != MATMULS:
-            raise ValueError(f"machine_ceiling times {plan!r}'s own steps, so matmul_size, chunks and per_chunk (the "
-                             "matmuls timed without a plan) do not apply. Pass either a plan or the matmuls' sizes.")
+            raise ValueError(
+                f"machine_ceiling times {plan!r}'s own steps, so matmul_size, chunks and per_chunk (the matmuls "
+                "timed without a plan) do not apply. Pass either a plan or the matmuls' sizes."
+            )
         one = launch(own_work_seconds, 1, args=([plan],), threads_per_rank=1, backend="gloo")[0]
         two = launch(own_work_seconds, 2, args=([plan],), threads_per_rank=1, backend="gloo", all_ranks=True)
         return Ceiling(min(one), _fastest_pair([rank[0] for rank in two]))
-    size = whole_number(matmul_size, "matmul_size", minimum=1, what="the matmuls' side",
-                        example="machine_ceiling(matmul_size=512)")
-    chunks = whole_number(chunks, "chunks", minimum=1, what="how many chunks of matmuls are timed",
-                          example="machine_ceiling(chunks=8)")
-    per_chunk = whole_number(per_chunk, "per_chunk", minimum=1, what="the matmuls in one chunk",
-                             example="machine_ceiling(per_chunk=5)")
+    size = whole_number(
+        matmul_size, "matmul_size", minimum=1, what="the matmuls' side", example="machine_ceiling(matmul_size=512)"
+    )
+    chunks = whole_number(
+        chunks, "chunks", minimum=1, what="how many chunks of matmuls are timed", example="machine_ceiling(chunks=8)"
+    )
+    per_chunk = whole_number(
+        per_chunk, "per_chunk", minimum=1, what="the matmuls in one chunk", example="machine_ceiling(per_chunk=5)"
+    )
     one = launch(matmul_seconds, 1, args=(size, chunks, per_chunk), threads_per_rank=1, backend="gloo")
     two = launch(matmul_seconds, 2, args=(size, chunks, per_chunk), threads_per_rank=1, backend="gloo", all_ranks=True)
     return Ceiling(min(one), _fastest_pair(two))
@@ -103,8 +123,10 @@ def _refuse_other_than_plans(caller: str, plans: list[object]) -> None:
     """Before any process starts: a rank given something else would only fail inside, after importing torch."""
     for plan in plans:
         if not isinstance(plan, StepPlan):
-            raise TypeError(f"{caller} measures StepPlans, such as StepPlan(width=64, batch=8); got {plan!r}. Build "
-                            "one with gpulab.scaling.steps.StepPlan.")
+            raise TypeError(
+                f"{caller} measures StepPlans, such as StepPlan(width=64, batch=8); got {plan!r}. Build "
+                "one with gpulab.scaling.steps.StepPlan."
+            )
 
 
 def _fastest_pair(two: list[list[float]]) -> float:
@@ -113,8 +135,8 @@ def _fastest_pair(two: list[list[float]]) -> float:
     return min(max(pair) for pair in zip(*two))
 
 
-def gloo_link(ranks: int = 2, launches: int = 1) -> Link:
-    """Latency and bandwidth of gloo's all-reduce between ``ranks`` ranks here (bare all-reduces, no DDP).
+def gloo_link(world_size: int = 2, launches: int = 1) -> Link:
+    """Latency and bandwidth of gloo's all-reduce between ``world_size`` ranks here (bare all-reduces, no DDP).
 
     Latency: a 4-byte all-reduce, spread over the ring's 2 (N − 1) messages. Bandwidth: the slope between an
     all-reduce of 4 KiB and one of 8 MiB, each rank sending 2 (N − 1)/N of the bytes. Each is the fastest of 15, and
@@ -124,27 +146,43 @@ def gloo_link(ranks: int = 2, launches: int = 1) -> Link:
     A round of 8 MiB all-reduces goes first, untimed: a fresh process group's first large messages are slower than
     later ones (the loopback sockets' buffers grow with the traffic they carry), and a DDP step all-reduces the same
     gradients every step, so it runs warm."""
-    launches = whole_number(launches, "launches", minimum=1, what="how many process groups the link is measured in",
-                            example="gloo_link(launches=3)")
-    runs = [launch(allreduce_seconds, ranks, args=([LARGE_BYTES, LATENCY_BYTES, SMALL_BYTES, LARGE_BYTES], 15),
-                   backend="gloo", threads_per_rank=1)[1:] for _ in range(launches)]
+    launches = whole_number(
+        launches,
+        "launches",
+        minimum=1,
+        what="how many process groups the link is measured in",
+        example="gloo_link(launches=3)",
+    )
+    runs = [
+        launch(
+            allreduce_seconds,
+            world_size,
+            args=([LARGE_BYTES, LATENCY_BYTES, SMALL_BYTES, LARGE_BYTES], 15),
+            backend="gloo",
+            threads_per_rank=1,
+        )[1:]
+        for _ in range(launches)
+    ]
     tiny, small, large = (min(sizes) for sizes in zip(*runs))
-    factor = 2 * (ranks - 1) / ranks
+    factor = 2 * (world_size - 1) / world_size
     bandwidth = factor * (LARGE_BYTES - SMALL_BYTES) / max(large - small, 1e-9)
-    return Link(bandwidth, tiny / (2 * (ranks - 1)),
-                f"gloo on this machine: bare all-reduces of 4 B ({tiny * 1e3:.2f} ms), 4 KiB ({small * 1e3:.2f} ms) "
-                f"and 8 MiB ({large * 1e3:.1f} ms)" + (f", the fastest of {launches} launches" if launches > 1 else ""))
+    return Link(
+        bandwidth,
+        tiny / (2 * (world_size - 1)),
+        f"gloo on this machine: bare all-reduces of 4 B ({tiny * 1e3:.2f} ms), 4 KiB ({small * 1e3:.2f} ms) "
+        f"and 8 MiB ({large * 1e3:.1f} ms)" + (f", the fastest of {launches} launches" if launches > 1 else ""),
+    )
 
 
-def ddp_sync_s(link: Link, ranks: int = 2, device: str = "cpu") -> float:
-    """Seconds a DDP step of ``ranks`` ranks pays once per step beyond its messages: the ranks meeting at the
+def ddp_sync_s(link: Link, world_size: int = 2, device: str = "cpu") -> float:
+    """Seconds a DDP step of ``world_size`` ranks pays once per step beyond its messages: the ranks meeting at the
     all-reduce (the scheduler waking gloo's threads, the slower rank's lag) and DDP's hook and future around it.
 
-    Measured on ``TINY`` (a model whose compute and bytes are next to nothing): its step on ``ranks`` ranks minus
-    its 1-rank step slowed to the ceiling's pace (× ``ranks`` ÷ ``machine_ceiling(TINY)``) minus the all-reduce of its
-    gradients on ``link``. Never below 0. ``device="cuda"``: one GPU per rank, which no rank shares (ceiling
-    ``ranks``)."""
-    one, many = splits([TINY], 1, device=device)[0], splits([TINY], ranks, device=device)[0]
-    ceiling = ranks if device == "cuda" else min(ranks, machine_ceiling(TINY).speedup)
+    Measured on ``TINY`` (a model whose compute and bytes are next to nothing): its step on ``world_size`` ranks minus
+    its 1-rank step slowed to the ceiling's pace (× ``world_size`` ÷ ``machine_ceiling(TINY)``) minus the all-reduce of
+    its gradients on ``link``. Never below 0. ``device="cuda"``: one GPU per rank, which no rank shares (ceiling
+    ``world_size``)."""
+    one, many = splits([TINY], 1, device=device)[0], splits([TINY], world_size, device=device)[0]
+    ceiling = world_size if device == "cuda" else min(world_size, machine_ceiling(TINY).speedup)
     gradient_bytes = 4 * mlp_parameters(TINY.width, TINY.depth)
-    return max(0.0, many.step_s - one.step_s * ranks / ceiling - allreduce_s(gradient_bytes, ranks, link))
+    return max(0.0, many.step_s - one.step_s * world_size / ceiling - allreduce_s(gradient_bytes, world_size, link))

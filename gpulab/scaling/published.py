@@ -2,6 +2,7 @@
 (pure). Every number here is a vendor's peak: real runs reach less, so these lines are predictions, labelled so.
 Taught in ``notebooks/07_scaling.ipynb``.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -28,25 +29,42 @@ class GpuSetup:
     """N GPUs of one kind, their FP32 rate and the link between them, with where each number comes from."""
 
     name: str
-    gpus: int
+    n_gpus: int
     fp32_flops_per_s: float
     link: Link
     flops_source: str
 
     def label(self) -> str:
-        return (f"{self.name}: prediction from published figures — FP32 {self.fp32_flops_per_s / 1e12:g} TFLOP/s "
-                f"({self.flops_source}); link {self.link.bandwidth_bytes_per_s / 1e9:g} GB/s each way "
-                f"({self.link.source}); {NCCL_LATENCY_SOURCE}; {LAUNCH_SOURCE}")
+        """What a prediction for this setup rests on: its FP32 rate, its link, and the sources of each."""
+        return (
+            f"{self.name}: prediction from published figures — FP32 {self.fp32_flops_per_s / 1e12:g} TFLOP/s "
+            f"({self.flops_source}); link {self.link.bandwidth_bytes_per_s / 1e9:g} GB/s each way "
+            f"({self.link.source}); {NCCL_LATENCY_SOURCE}; {LAUNCH_SOURCE}"
+        )
 
 
 SETUPS: tuple[GpuSetup, ...] = (
-    GpuSetup("2×T4 over PCIe Gen3 x16 (Kaggle)", 2, 8.1e12,
-             Link(15.75e9, NCCL_LATENCY_S, f"{PCIE3}; T4 is a PCIe Gen3 x16 card, {T4_SHEET}"), T4_SHEET),
-    GpuSetup("2×A100 SXM over NVLink 3", 2, 19.5e12,
-             Link(300e9, NCCL_LATENCY_S, f"NVLink 3: 600 GB/s per GPU both ways together, {A100_SHEET}"), A100_SHEET),
-    GpuSetup("8×H100 SXM over NVSwitch (NVLink 4)", 8, 67e12,
-             Link(450e9, NCCL_LATENCY_S, f"NVLink 4 through NVSwitch: 900 GB/s per GPU both ways together, "
-                                         f"{H100_SHEET}"), H100_SHEET),
+    GpuSetup(
+        "2×T4 over PCIe Gen3 x16 (Kaggle)",
+        2,
+        8.1e12,
+        Link(15.75e9, NCCL_LATENCY_S, f"{PCIE3}; T4 is a PCIe Gen3 x16 card, {T4_SHEET}"),
+        T4_SHEET,
+    ),
+    GpuSetup(
+        "2×A100 SXM over NVLink 3",
+        2,
+        19.5e12,
+        Link(300e9, NCCL_LATENCY_S, f"NVLink 3: 600 GB/s per GPU both ways together, {A100_SHEET}"),
+        A100_SHEET,
+    ),
+    GpuSetup(
+        "8×H100 SXM over NVSwitch (NVLink 4)",
+        8,
+        67e12,
+        Link(450e9, NCCL_LATENCY_S, f"NVLink 4 through NVSwitch: 900 GB/s per GPU both ways together, {H100_SHEET}"),
+        H100_SHEET,
+    ),
 )
 
 
@@ -59,6 +77,6 @@ def predicted_speedups(setup: GpuSetup, points: Sequence[tuple[int, int]], depth
         kernels = 3 * depth + 2 * depth
         kw = dict(flops_per_s=setup.fp32_flops_per_s, link=setup.link, fixed_s=kernels * LAUNCH_S)
         one = predict_step(train_flops(params, batch), 4 * params, 1, **kw)
-        many = predict_step(train_flops(params, batch), 4 * params, setup.gpus, **kw)
+        many = predict_step(train_flops(params, batch), 4 * params, setup.n_gpus, **kw)
         out.append(speedup(one, many))
     return out

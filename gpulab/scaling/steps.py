@@ -13,13 +13,15 @@ width)`` layers for a few steps under each ``StepPlan`` and times every step thr
 compute + exposed = the step. Nothing is estimated. On a GPU the hooks see when work was *queued*, not done, so there
 only the step time (synchronised) is meaningful. Taught in ``notebooks/07_scaling.ipynb``.
 """
+
 from __future__ import annotations
 
-from ..core.arguments import positive_number, whole_number
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from typing import Any
+
+from ..core.arguments import positive_number, whole_number
 
 __all__ = ["StepPlan", "StepSplit", "time_plans", "own_work_seconds", "allreduce_seconds", "matmul_seconds"]
 
@@ -43,19 +45,25 @@ class StepPlan:
         for name in ("width", "batch", "depth", "steps", "accumulate"):
             value = getattr(self, name)
             whole_number(value, f"StepPlan.{name}", minimum=1, example="StepPlan(width=64, batch=8)")
-        positive_number(self.bucket_cap_mb, "bucket_cap_mb", what="DDP's bucket size in MB",
-                        example="StepPlan(64, 8, bucket_cap_mb=25)")
+        positive_number(
+            self.bucket_cap_mb,
+            "bucket_cap_mb",
+            what="DDP's bucket size in MB",
+            example="StepPlan(64, 8, bucket_cap_mb=25)",
+        )
 
     def but(self, **changes: Any) -> StepPlan:
+        """This plan with ``changes`` (``plan.but(batch=64)``), validated again."""
         return replace(self, **changes)
 
 
 @dataclass(frozen=True)
 class StepSplit:
-    """The fastest timed step of one plan on ``ranks`` ranks (as long as its slowest rank; rank 0's split of it)."""
+    """The fastest timed step of one plan on ``world_size`` ranks (as long as its slowest rank; rank 0's split of
+    it)."""
 
     plan: StepPlan
-    ranks: int
+    world_size: int
     threads_per_rank: int
     step_s: float
     compute_s: float
@@ -64,7 +72,8 @@ class StepSplit:
 
     @property
     def samples_per_s(self) -> float:
-        return self.ranks * self.plan.batch * self.plan.accumulate / self.step_s
+        """Samples per second over all ranks at this step time."""
+        return self.world_size * self.plan.batch * self.plan.accumulate / self.step_s
 
     @property
     def hidden_s(self) -> float:
@@ -99,7 +108,7 @@ def _one_plan(plan: StepPlan, device: str, ddp: bool = True) -> list[tuple[float
 
     grouped = dist.is_initialized()
     ddp = ddp and grouped
-    world = dist.get_world_size() if ddp else 1
+    world_size = dist.get_world_size() if ddp else 1
     model = _model(plan, device)
     last_grad = [0.0]
     for p in model.parameters():
@@ -108,18 +117,24 @@ def _one_plan(plan: StepPlan, device: str, ddp: bool = True) -> list[tuple[float
     if ddp:
         ids = [torch.device(device).index or 0] if device.startswith("cuda") else None
         model = torch.nn.parallel.DistributedDataParallel(
-            model, device_ids=ids, bucket_cap_mb=plan.bucket_cap_mb,
-            gradient_as_bucket_view=plan.gradient_as_bucket_view, static_graph=plan.static_graph)
+            model,
+            device_ids=ids,
+            bucket_cap_mb=plan.bucket_cap_mb,
+            gradient_as_bucket_view=plan.gradient_as_bucket_view,
+            static_graph=plan.static_graph,
+        )
 
         def timed_allreduce(_state, bucket):  # no annotations: DDP checks them against its own types
             start = time.perf_counter()
-            buffer = bucket.buffer().div_(world)
+            buffer = bucket.buffer().div_(world_size)
             future = dist.all_reduce(buffer, async_op=True).get_future()
 
             def arrived(f):
                 spans.append((start, time.perf_counter()))
                 return f.value()[0]
+
             return future.then(arrived)
+
         model.register_comm_hook(None, timed_allreduce)
     opt = torch.optim.SGD(model.parameters(), lr=1e-3)
     x = torch.randn(plan.batch, plan.width, device=device)
@@ -139,7 +154,7 @@ def _one_plan(plan: StepPlan, device: str, ddp: bool = True) -> list[tuple[float
         if ddp and not plan.overlap:  # the all-reduce only starts once the whole backward pass is done
             start = time.perf_counter()
             grads = [p.grad for p in model.parameters()]
-            flat = torch.cat([g.flatten() for g in grads]).div_(world)
+            flat = torch.cat([g.flatten() for g in grads]).div_(world_size)
             dist.all_reduce(flat)
             torch.nn.utils.vector_to_parameters(flat, grads)  # copies the reduced values back into each gradient
             spans.append((start, time.perf_counter()))
@@ -165,8 +180,9 @@ def own_work_seconds(plans: list[StepPlan]) -> list[list[float]]:
     return [[r[0] for r in _one_plan(p, "cpu", ddp=False)] for p in plans]
 
 
-def summarise(plans: list[StepPlan], per_rank: list[list[list[tuple[float, float, float, float]]]],
-              threads_per_rank: int) -> list[StepSplit]:
+def summarise(
+    plans: list[StepPlan], per_rank: list[list[list[tuple[float, float, float, float]]]], threads_per_rank: int
+) -> list[StepSplit]:
     """The fastest timed step of each plan: a step is as long as its slowest rank's; the split is rank 0's in that
     step. The fastest, not the median: on a shared machine other programs only ever make a step slower, so the fastest
     step is the one they disturbed least (``timeit`` reports its minimum for the same reason)."""

@@ -18,6 +18,7 @@ is faster than the fastest of few: a 2-rank step timed more often than its 1-ran
 the point's own ceiling.
 Taught in ``notebooks/07_scaling.ipynb``.
 """
+
 from __future__ import annotations
 
 import math
@@ -30,8 +31,16 @@ from .cost import Link, mlp_parameters, predict_step, speedup, train_flops
 from .probes import Ceiling, machine_ceiling, splits
 from .steps import StepPlan, StepSplit
 
-__all__ = ["ScalingPoint", "ScalingSweep", "scaling_sweep", "predict_two_ranks", "steps_for", "WORK_FLOPS",
-           "MAX_STEPS", "TWO_RANK_S"]
+__all__ = [
+    "ScalingPoint",
+    "ScalingSweep",
+    "scaling_sweep",
+    "predict_two_ranks",
+    "steps_for",
+    "WORK_FLOPS",
+    "MAX_STEPS",
+    "TWO_RANK_S",
+]
 
 WORK_FLOPS, MAX_STEPS, TWO_RANK_S = 2e9, 200, 1.0
 
@@ -60,12 +69,16 @@ def predict_two_ranks(one: StepSplit, ceiling: float, link: Link, sync_s: float,
     flops = train_flops(params, one.plan.batch) * one.plan.accumulate
     rate = flops / one.step_s  # the FLOP rate this work size reaches on one core: measured, per-step overhead included
     kw = dict(flops_per_s=rate, link=link, sync_s=sync_s, hidden=hidden)
-    return speedup(predict_step(flops, 4 * params, 1, **kw),
-                   predict_step(flops, 4 * params, 2, ceiling=min(2.0, ceiling), **kw))
+    return speedup(
+        predict_step(flops, 4 * params, 1, **kw), predict_step(flops, 4 * params, 2, ceiling=min(2.0, ceiling), **kw)
+    )
 
 
 @dataclass(frozen=True)
 class ScalingPoint:
+    """One width and batch measured on 1 and 2 ranks, beside the model's prediction and what 2 independent processes
+    reach."""
+
     one: StepSplit
     two: StepSplit
     predicted: float
@@ -73,6 +86,7 @@ class ScalingPoint:
 
     @property
     def measured(self) -> float:
+        """Samples per second on 2 ranks ÷ on 1: the speed-up measured at this point."""
         return self.two.samples_per_s / self.one.samples_per_s
 
     @property
@@ -83,12 +97,16 @@ class ScalingPoint:
 
 @dataclass(frozen=True)
 class ScalingSweep(TableView):
+    """The sweep of work per step on 1 and 2 ranks, with the link, the model depth and the cost of meeting it was
+    predicted with."""
+
     points: tuple[ScalingPoint, ...]
     link: Link
     depth: int
     sync_s: float
 
     def best(self) -> ScalingPoint:
+        """The point where 2 ranks gained most."""
         return max(self.points, key=lambda p: p.measured)
 
     def pays_from(self, width: int) -> int | None:
@@ -97,25 +115,69 @@ class ScalingSweep(TableView):
         return min(paying) if paying else None
 
     def table(self) -> Table:
-        rows = [[p.one.plan.width, p.one.plan.batch, _ms(p.one.step_s), _ms(p.two.step_s), f"{p.measured:.2f}×",
-                 _ms(p.two.compute_s), _ms(p.two.allreduce_s), _ms(p.two.exposed_s), f"{p.ceiling:.2f}×",
-                 f"{p.predicted:.2f}×", f"{p.error * 100:+.0f} %"] for p in self.points]
+        """Each point's steps, measured and predicted speed-ups and the prediction's error, with where 2 ranks start to
+        pay."""
+        rows = [
+            [
+                p.one.plan.width,
+                p.one.plan.batch,
+                _ms(p.one.step_s),
+                _ms(p.two.step_s),
+                f"{p.measured:.2f}×",
+                _ms(p.two.compute_s),
+                _ms(p.two.allreduce_s),
+                _ms(p.two.exposed_s),
+                f"{p.ceiling:.2f}×",
+                f"{p.predicted:.2f}×",
+                f"{p.error * 100:+.0f} %",
+            ]
+            for p in self.points
+        ]
         widths = sorted({p.one.plan.width for p in self.points})
-        notes = [f"width {w}: 2 ranks pay from batch {self.pays_from(w)} per rank" if self.pays_from(w) else
-                 f"width {w}: 2 ranks never paid in this sweep" for w in widths]
-        notes += [f"model inputs: the 1-rank step; ceiling (2 independent processes ÷ 1, each doing the point's own "
-                  f"work without DDP); gloo link {self.link.bandwidth_bytes_per_s / 1e9:.2f} GB/s, "
-                  f"{self.link.latency_s * 1e6:.0f} µs per message; 2 ranks meeting {self.sync_s * 1e3:.2f} ms per "
-                  "step",
-                  f"worst model error: {max(abs(p.error) for p in self.points) * 100:.0f} %"]
-        return Table(["width", "batch/rank", "1 rank ms", "2 ranks ms", "speed-up", "compute ms", "all-reduce ms",
-                      "exposed ms", "ceiling", "model", "error"], rows,
-                     title=f"{self.depth} Linear(width, width) layers, float32, 1 thread per rank; 2-rank split "
-                           "measured (rank 0, fastest step)", notes=notes)
+        notes = [
+            f"width {w}: 2 ranks pay from batch {self.pays_from(w)} per rank"
+            if self.pays_from(w)
+            else f"width {w}: 2 ranks never paid in this sweep"
+            for w in widths
+        ]
+        notes += [
+            f"model inputs: the 1-rank step; ceiling (2 independent processes ÷ 1, each doing the point's own "
+            f"work without DDP); gloo link {self.link.bandwidth_bytes_per_s / 1e9:.2f} GB/s, "
+            f"{self.link.latency_s * 1e6:.0f} µs per message; 2 ranks meeting {self.sync_s * 1e3:.2f} ms per "
+            "step",
+            f"worst model error: {max(abs(p.error) for p in self.points) * 100:.0f} %",
+        ]
+        return Table(
+            [
+                "width",
+                "batch/rank",
+                "1 rank ms",
+                "2 ranks ms",
+                "speed-up",
+                "compute ms",
+                "all-reduce ms",
+                "exposed ms",
+                "ceiling",
+                "model",
+                "error",
+            ],
+            rows,
+            title=f"{self.depth} Linear(width, width) layers, float32, 1 thread per rank; 2-rank split "
+            "measured (rank 0, fastest step)",
+            notes=notes,
+        )
 
 
-def scaling_sweep(widths: Sequence[int], batches: Sequence[int], *, depth: int = 3, steps: int = 6, link: Link,
-                  sync_s: float, tries: int = 1) -> ScalingSweep:
+def scaling_sweep(
+    widths: Sequence[int],
+    batches: Sequence[int],
+    *,
+    depth: int = 3,
+    steps: int = 6,
+    link: Link,
+    sync_s: float,
+    tries: int = 1,
+) -> ScalingSweep:
     """Measure every (width, batch per rank) on 1 and on 2 gloo ranks, one after the other, with the machine's
     ceiling for its own work, and predict each point (``steps``: the fewest timed steps per point; light points get
     more, see ``steps_for``).
@@ -127,8 +189,9 @@ def scaling_sweep(widths: Sequence[int], batches: Sequence[int], *, depth: int =
     its speed-up is then off by as much."""
     if not widths or not batches:
         raise ValueError("scaling_sweep needs at least one width and one batch size.")
-    tries = whole_number(tries, "tries", minimum=1, what="how many times each point is measured",
-                         example="scaling_sweep(tries=3)")
+    tries = whole_number(
+        tries, "tries", minimum=1, what="how many times each point is measured", example="scaling_sweep(tries=3)"
+    )
     points = []
     for plan in (StepPlan(w, b, depth=depth, steps=steps_for(w, b, depth, steps)) for w in widths for b in batches):
         # a first 1-rank run sizes the point: as many steps as about TWO_RANK_S of the 2-rank step the model

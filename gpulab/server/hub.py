@@ -1,6 +1,6 @@
 """JupyterHub's "every server reserves" model: a user's single-user server holds its GPUs from spawn to stop.
 
-``gpu_hooks(gpus=1)`` returns a ``pre_spawn_hook`` / ``post_stop_hook`` pair for ``c.Spawner`` (any spawner:
+``gpu_hooks(n_gpus=1)`` returns a ``pre_spawn_hook`` / ``post_stop_hook`` pair for ``c.Spawner`` (any spawner:
 LocalProcessSpawner, SystemdSpawner, DockerSpawner). Before the server starts, the Hub reserves free GPUs for it with
 ``reserve_gpus(details={"for_user": ..., "server": ...})`` and puts them into the server's ``CUDA_VISIBLE_DEVICES``
 (UUIDs, so they name the same GPUs inside a container; for DockerSpawner also a ``device_requests`` entry). When the
@@ -29,6 +29,7 @@ Who holds the lock, and when it ends:
 
 Taught in the README's section for instructors.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -43,9 +44,9 @@ from tornado.web import HTTPError  # JupyterHub's own web framework, there where
 
 from ..core.arguments import shown, whole_number
 from ..machine.resolve import as_reader
-from ..reservations import reservation_holders, reservations_dir
 from ..placement.reservation import Reservation, reserve_gpus
 from ..placement.selection import NoFreeGpu, Policy, rank_gpus
+from ..reservations import reservation_holders, reservations_dir
 
 __all__ = ["gpu_hooks", "NoGpuForServer", "hub_policy", "hub_reservations"]
 
@@ -78,12 +79,16 @@ def hub_policy(policy: object) -> Policy | None:
         fields = list(Policy.__dataclass_fields__)
         unknown = [k for k in policy if k not in fields]
         if unknown:
-            raise ValueError(f"policy: {shown(unknown[0])} is not a policy setting; the settings are "
-                             f"{', '.join(fields)}, e.g. policy={{'max_memory_used_fraction': 0.1}}.")
+            raise ValueError(
+                f"policy: {shown(unknown[0])} is not a policy setting; the settings are "
+                f"{', '.join(fields)}, e.g. policy={{'max_memory_used_fraction': 0.1}}."
+            )
         return Policy(**policy)
-    raise TypeError(f"policy={shown(policy)} is a {type(policy).__name__}; give a dict of policy settings, e.g. "
-                    "policy={'max_memory_used_fraction': 0.1, 'max_utilization_percent': 10}, a "
-                    "gpulab.placement.selection.Policy, or leave it out for the default.")
+    raise TypeError(
+        f"policy={shown(policy)} is a {type(policy).__name__}; give a dict of policy settings, e.g. "
+        "policy={'max_memory_used_fraction': 0.1, 'max_utilization_percent': 10}, a "
+        "gpulab.placement.selection.Policy, or leave it out for the default."
+    )
 
 
 def hub_reservations() -> dict[tuple[str, str], str]:
@@ -92,26 +97,37 @@ def hub_reservations() -> dict[tuple[str, str], str]:
         return {k: r.visible_devices for k, r in _RESERVATIONS.items() if r.held}
 
 
-def gpu_hooks(gpus: int = 1, *, policy: Policy | Mapping[str, Any] | None = None,
-              reservations: str | os.PathLike[str] | None = None,
-              machine: str | None = None) -> tuple[Callable[[Any], Any], Callable[[Any], None]]:
-    """``(pre_spawn_hook, post_stop_hook)`` reserving ``gpus`` free GPUs for each single-user server while it runs.
+def gpu_hooks(
+    n_gpus: int = 1,
+    *,
+    policy: Policy | Mapping[str, Any] | None = None,
+    reservations: str | os.PathLike[str] | None = None,
+    machine: str | None = None,
+) -> tuple[Callable[[Any], Any], Callable[[Any], None]]:
+    """``(pre_spawn_hook, post_stop_hook)`` reserving ``n_gpus`` free GPUs for each single-user server while it runs.
 
-    In ``jupyterhub_config.py``: ``c.Spawner.pre_spawn_hook, c.Spawner.post_stop_hook = gpu_hooks(gpus=1)``.
+    In ``jupyterhub_config.py``: ``c.Spawner.pre_spawn_hook, c.Spawner.post_stop_hook = gpu_hooks(n_gpus=1)``.
     ``policy`` says what free means (a ``Policy`` or a dict of its fields); ``reservations`` is the reservations folder
     shared with every kernel on the machine (default ``$GPULAB_RESERVATIONS_DIR`` or ``/tmp/gpulab-reservations``);
-    ``machine`` a described machine's name for rehearsals (default: NVML, or ``$GPULAB_SIMULATE_GPUS``). ``gpus=0``
+    ``machine`` a described machine's name for rehearsals (default: NVML, or ``$GPULAB_SIMULATE_GPUS``). ``n_gpus=0``
     starts servers with no GPU at all (``CUDA_VISIBLE_DEVICES`` empty). Wrong values are refused here, when the Hub
     reads its config, not at a student's first spawn.
     """
-    gpus = whole_number(gpus, "gpus", minimum=0, example="gpu_hooks(gpus=1) for one GPU per single-user server, "
-                        "gpus=0 for servers without a GPU")
+    n_gpus = whole_number(
+        n_gpus,
+        "n_gpus",
+        minimum=0,
+        what="how many GPUs each single-user server holds",
+        example="gpu_hooks(n_gpus=1) for one GPU per server, n_gpus=0 for servers without a GPU",
+    )
     policy = hub_policy(policy)
     if machine is not None:
         if not isinstance(machine, str):
-            raise TypeError(f"machine={shown(machine)} is a {type(machine).__name__}; the Hub passes the machine on to "
-                            "every server by name, so give a described machine's name (machine=\"idle-8\") or a JSON "
-                            "file's path, or leave it out for this machine's GPUs.")
+            raise TypeError(
+                f"machine={shown(machine)} is a {type(machine).__name__}; the Hub passes the machine on to "
+                'every server by name, so give a described machine\'s name (machine="idle-8") or a JSON '
+                "file's path, or leave it out for this machine's GPUs."
+            )
         as_reader(machine)  # an unknown preset is refused now, with the list of presets
     folder = reservations_dir(reservations, create=False)
 
@@ -123,27 +139,33 @@ def gpu_hooks(gpus: int = 1, *, policy: Policy | Mapping[str, Any] | None = None
         simulated = machine or os.environ.get("GPULAB_SIMULATE_GPUS")
         if simulated:
             env["GPULAB_SIMULATE_GPUS"] = simulated
-        if gpus == 0:
+        if n_gpus == 0:
             env["CUDA_VISIBLE_DEVICES"] = ""
             spawner.environment = env
             return
         details = {"for_user": spawner.user.name, "server": spawner.name or "(default)"}
         try:
-            reservation = await asyncio.to_thread(reserve_gpus, gpus, machine, policy, reservations=folder,
-                                            details=details)
+            reservation = await asyncio.to_thread(
+                reserve_gpus, n_gpus, machine, policy, reservations=folder, details=details
+            )
         except NoFreeGpu:
-            raise NoGpuForServer(no_gpu_message(spawner.user.name, gpus, machine, policy, folder)) from None
+            raise NoGpuForServer(no_gpu_message(spawner.user.name, n_gpus, machine, policy, folder)) from None
         with _RESERVATIONS_LOCK:
             _RESERVATIONS[key] = reservation
         env["CUDA_VISIBLE_DEVICES"] = reservation.visible_devices
         spawner.environment = env
         if hasattr(spawner, "extra_host_config"):  # DockerSpawner: pass exactly these GPUs into the container
             host = dict(spawner.extra_host_config)
-            host["device_requests"] = [{"driver": "nvidia", "device_ids": [g.uuid for g in reservation.gpus],
-                                        "capabilities": [["gpu"]]}]
+            host["device_requests"] = [
+                {"driver": "nvidia", "device_ids": [g.uuid for g in reservation.gpus], "capabilities": [["gpu"]]}
+            ]
             spawner.extra_host_config = host
-        log.info("gpulab: %s's server %r holds GPU(s) %s", key[0], key[1] or "(default)",
-                 ", ".join(str(i) for i in reservation.physical_indices))
+        log.info(
+            "gpulab: %s's server %r holds GPU(s) %s",
+            key[0],
+            key[1] or "(default)",
+            ", ".join(str(i) for i in reservation.physical_indices),
+        )
 
     def post_stop_hook(spawner: Any) -> None:
         _release((spawner.user.name, spawner.name))
@@ -156,8 +178,12 @@ def _release(key: tuple[str, str]) -> None:
         reservation = _RESERVATIONS.pop(key, None)
     if reservation is not None:
         reservation.release()
-        log.info("gpulab: released GPU(s) %s of %s's server %r",
-                 ", ".join(str(i) for i in reservation.physical_indices), key[0], key[1] or "(default)")
+        log.info(
+            "gpulab: released GPU(s) %s of %s's server %r",
+            ", ".join(str(i) for i in reservation.physical_indices),
+            key[0],
+            key[1] or "(default)",
+        )
 
 
 def _holder_words(holder: Any) -> str:
@@ -171,7 +197,7 @@ def _holder_words(holder: Any) -> str:
     return str(holder) if holder.mine else f"{who} (pid {holder.pid})"
 
 
-def no_gpu_message(user: str, gpus: int, machine: str | None, policy: Policy | None, reservations: Path) -> str:
+def no_gpu_message(user: str, n_gpus: int, machine: str | None, policy: Policy | None, reservations: Path) -> str:
     """What the Hub's spawn page says when a server cannot get its GPUs: who holds which GPU, and what to do."""
     reader = as_reader(machine)
     infos = [reader.info(i) for i in range(reader.count())]
@@ -179,11 +205,15 @@ def no_gpu_message(user: str, gpus: int, machine: str | None, policy: Policy | N
     taken = {uuid: _holder_words(h) for uuid, h in holders.items()}
     verdicts = rank_gpus(infos, policy, taken=taken)
     free = sum(v.free for v in verdicts)
-    lines = [f"No GPU for {user}'s server: it needs {gpus} free GPU(s), and {free} of this machine's {len(infos)} "
-             f"{'is' if free == 1 else 'are'} free now."]
+    lines = [
+        f"No GPU for {user}'s server: it needs {n_gpus} free GPU(s), and {free} of this machine's {len(infos)} "
+        f"{'is' if free == 1 else 'are'} free now."
+    ]
     for v in sorted(verdicts, key=lambda v: v.gpu.physical_index):
         lines.append(f"  GPU {v.gpu.physical_index}: {v.reason}")
-    lines.append("What to do: wait until someone stops their server (File > Hub Control Panel > Stop My Server) and "
-                 "start yours again, or ask the instructor to stop an idle server; a server that dies frees its "
-                 "GPUs within the Hub's poll interval.")
+    lines.append(
+        "What to do: wait until someone stops their server (File > Hub Control Panel > Stop My Server) and "
+        "start yours again, or ask the instructor to stop an idle server; a server that dies frees its "
+        "GPUs within the Hub's poll interval."
+    )
     return "\n".join(lines)

@@ -5,6 +5,7 @@ On a shared JupyterHub server each student is a Unix user and each notebook a ke
 NVML reports host pids: inside a container a pid may not be visible at all, which is said, not guessed.
 Used by ``python -m gpulab watch``; taught in ``notebooks/02_choosing_gpus.ipynb``.
 """
+
 from __future__ import annotations
 
 import re

@@ -1,6 +1,6 @@
 """Every student's kernel gets its own free GPUs: a ``jupyter_client`` kernel provisioner (a probe: processes, locks).
 
-A kernelspec whose metadata names ``gpulab-provisioner`` (``python -m gpulab kernelspec install --gpus 1``) is started
+A kernelspec whose metadata names ``gpulab-provisioner`` (``python -m gpulab kernelspec install --n-gpus 1``) is started
 by ``GpuKernelProvisioner``, jupyter_client's own ``LocalProvisioner`` with one step added: the kernel's command runs
 behind ``python -m gpulab.server.reservation_start``, which reserves free GPUs with ``reserve_gpus`` (the policy, lock
 files and details every other view reads), sets ``CUDA_VISIBLE_DEVICES``, ``MASTER_PORT`` and ``GPULAB_MASTER_PORTS``,
@@ -10,7 +10,7 @@ the GPUs the kernel had, when they are still free. The reservation records the k
 (``JPY_SESSION_NAME``, which jupyter-server sets to the notebook's path).
 
 When no GPU is free the start fails with a message that JupyterLab shows: who holds what, and what to do. With
-``wait_s`` the start waits up to that long for a GPU. ``gpus=0`` starts a kernel that sees no GPU
+``wait_s`` the start waits up to that long for a GPU. ``n_gpus=0`` starts a kernel that sees no GPU
 (``CUDA_VISIBLE_DEVICES=""``) and holds nothing: the kernel for the students who wait.
 
 While the kernel runs, its reservation file's modification time follows jupyter-server's ``last_activity`` (the clock
@@ -18,6 +18,7 @@ the culler uses), so ``python -m gpulab watch`` can show each reservation's idle
 server. Built on jupyter_client's provisioner API (``KernelProvisionerBase``), registered through its entry point
 ``jupyter_client.kernel_provisioners``. Taught in ``notebooks/02_choosing_gpus.ipynb``.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -37,6 +38,7 @@ __all__ = ["GpuKernelProvisioner", "GpuKernelStartFailed", "PROVISIONER_NAME"]
 
 PROVISIONER_NAME = "gpulab-provisioner"
 _OLD_INFO_KEY = "gpulab_lease"  # deprecated: the key older gpulab saved a kernel's reservation under, still read
+_OLD_COUNT_KEY = "gpus"  # deprecated: the kernel.json key older gpulab wrote the GPU count under, still read
 
 
 class GpuKernelStartFailed(RuntimeError):
@@ -44,61 +46,96 @@ class GpuKernelStartFailed(RuntimeError):
     do."""
 
 
-def _what_to_do(gpus: int, wait_s: float) -> str:
+def _what_to_do(n_gpus: int, wait_s: float) -> str:
     waited = f" (this kernel waited {wait_s:g} s)" if wait_s else ""
-    return (f"\nNo kernel was started{waited}. What you can do:\n"
-            "  - wait a few minutes and start it again: GPUs come back when other kernels shut down or are culled "
-            "(python -m gpulab watch shows who holds each one);\n"
-            "  - start a kernel that needs no GPU: the kernel 'Python 3 · no GPU (gpulab)' or a plain 'Python 3' "
-            "kernel (Kernel → Change Kernel…), and work on the CPU meanwhile;\n"
-            f"  - ask the instructor{' for a kernel with fewer GPUs' if gpus > 1 else ''}.")
+    return (
+        f"\nNo kernel was started{waited}. What you can do:\n"
+        "  - wait a few minutes and start it again: GPUs come back when other kernels shut down or are culled "
+        "(python -m gpulab watch shows who holds each one);\n"
+        "  - start a kernel that needs no GPU: the kernel 'Python 3 · no GPU (gpulab)' or a plain 'Python 3' "
+        "kernel (Kernel → Change Kernel…), and work on the CPU meanwhile;\n"
+        f"  - ask the instructor{' for a kernel with fewer GPUs' if n_gpus > 1 else ''}."
+    )
 
 
 class GpuKernelProvisioner(LocalProvisioner):  # type: ignore[misc]
-    """``LocalProvisioner`` that starts the kernel holding ``gpus`` free GPUs (see the module's docstring).
+    """``LocalProvisioner`` that starts the kernel holding ``n_gpus`` free GPUs (see the module's docstring).
 
-    Configured from the kernelspec's ``metadata.kernel_provisioner.config``: ``gpus``, ``policy`` (``Policy``'s
+    Configured from the kernelspec's ``metadata.kernel_provisioner.config``: ``n_gpus``, ``policy`` (``Policy``'s
     fields), ``wait_s``, ``reservations`` (the reservations folder; default ``GPULAB_RESERVATIONS_DIR`` or
     ``/tmp/gpulab-reservations``)."""
 
-    gpus = Int(1, config=True, help="how many free GPUs each kernel reserves (0: a kernel that sees no GPU)")
+    n_gpus = Int(1, config=True, help="how many free GPUs each kernel reserves (0: a kernel that sees no GPU)")
     policy = Dict({}, config=True, help="the fields of gpulab's Policy: what counts as a free GPU")
     wait_s = Float(0.0, config=True, help="how long a start waits for a GPU to come free before it fails")
     reservations = Unicode("", config=True, help="the reservations folder (default: GPULAB_RESERVATIONS_DIR or /tmp/…)")
-    activity_every_s = Float(10.0, config=True,
-                             help="how often the reservation files follow the server's last_activity")
+    activity_every_s = Float(
+        10.0, config=True, help="how often the reservation files follow the server's last_activity"
+    )
 
     reservation: dict[str, Any] | None = None  # what the last start got: uuids, physical, ports, pid, env
     _activity_task: asyncio.Task | None = None
 
+    def __init__(self, **kwargs: Any) -> None:
+        if _OLD_COUNT_KEY in kwargs:  # deprecated key of a kernel.json an older gpulab installed; unread, it would be 1
+            kwargs.setdefault("n_gpus", kwargs.pop(_OLD_COUNT_KEY))
+        super().__init__(**kwargs)
+
     async def pre_launch(self, **kwargs: Any) -> dict[str, Any]:
+        """Start the kernel through ``reservation_start``, which reserves its GPUs first (or hide every GPU from a
+        kernel that holds none)."""
         kwargs = await super().pre_launch(**kwargs)
-        if self.gpus < 0:
-            raise GpuKernelStartFailed(f"this kernelspec asks for gpus={self.gpus}; reinstall it with "
-                                       "python -m gpulab kernelspec install --gpus 1 (or --gpus 0 for no GPU).")
-        if self.gpus == 0:
+        if self.n_gpus < 0:
+            raise GpuKernelStartFailed(
+                f"this kernelspec asks for n_gpus={self.n_gpus}; reinstall it with "
+                "python -m gpulab kernelspec install --n-gpus 1 (or --n-gpus 0 for no GPU)."
+            )
+        if self.n_gpus == 0:
             kwargs["env"]["CUDA_VISIBLE_DEVICES"] = ""  # CUDA sees no GPU; nothing is held
             return kwargs
         try:
             Policy(**self.policy)
         except (TypeError, ValueError) as exc:
-            raise GpuKernelStartFailed(f"this kernelspec's policy {self.policy} is not one gpulab can use ({exc}). "
-                                       "Reinstall it: python -m gpulab kernelspec install --gpus 1 --policy "
-                                       "max_memory_used_fraction=0.5 (or without --policy).") from None
+            raise GpuKernelStartFailed(
+                f"this kernelspec's policy {self.policy} is not one gpulab can use ({exc}). "
+                "Reinstall it: python -m gpulab kernelspec install --n-gpus 1 --policy "
+                "max_memory_used_fraction=0.5 (or without --policy)."
+            ) from None
         env = kwargs["env"]
-        details = {"kernel": self.kernel_id or "", "user": pwd.getpwuid(os.geteuid()).pw_name,
-                   "notebook": env.get("JPY_SESSION_NAME", "")}
+        details = {
+            "kernel": self.kernel_id or "",
+            "user": pwd.getpwuid(os.geteuid()).pw_name,
+            "notebook": env.get("JPY_SESSION_NAME", ""),
+        }
         prefer = ",".join(self.reservation["uuids"]) if self.reservation else ""
         self._report_r, self._report_w = os.pipe()
-        kwargs["cmd"] = [sys.executable, "-m", START_MODULE, "--report-fd", str(self._report_w),
-                         "--gpus", str(self.gpus), "--policy", json.dumps(self.policy), "--wait-s", str(self.wait_s),
-                         "--prefer", prefer, "--details", json.dumps(details),
-                         *(["--reservations", self.reservations] if self.reservations else []), "--", *kwargs["cmd"]]
+        kwargs["cmd"] = [
+            sys.executable,
+            "-m",
+            START_MODULE,
+            "--report-fd",
+            str(self._report_w),
+            "--n-gpus",
+            str(self.n_gpus),
+            "--policy",
+            json.dumps(self.policy),
+            "--wait-s",
+            str(self.wait_s),
+            "--prefer",
+            prefer,
+            "--details",
+            json.dumps(details),
+            *(["--reservations", self.reservations] if self.reservations else []),
+            "--",
+            *kwargs["cmd"],
+        ]
         kwargs["pass_fds"] = (*kwargs.get("pass_fds", ()), self._report_w)
         return kwargs
 
     async def launch_kernel(self, cmd: list[str], **kwargs: Any) -> Any:
-        if self.gpus == 0:
+        """Launch, then read what the reservation got: a kernel whose GPUs were not free fails to start, saying what to
+        do."""
+        if self.n_gpus == 0:
             return await super().launch_kernel(cmd, **kwargs)
         try:
             info = await super().launch_kernel(cmd, **kwargs)
@@ -111,8 +148,9 @@ class GpuKernelProvisioner(LocalProvisioner):  # type: ignore[misc]
         if not report.get("ok"):
             await self.wait()  # the starter has exited after reporting: reap it
             text = report.get("error") or "the GPU reservation step ended before it said why (see the server's log)"
-            raise GpuKernelStartFailed(text + (_what_to_do(self.gpus, self.wait_s) if report.get("kind") == "busy"
-                                               else ""))
+            raise GpuKernelStartFailed(
+                text + (_what_to_do(self.n_gpus, self.wait_s) if report.get("kind") == "busy" else "")
+            )
         self.reservation = report
         return info
 
@@ -138,6 +176,7 @@ class GpuKernelProvisioner(LocalProvisioner):  # type: ignore[misc]
             return {"ok": False, "error": f"the GPU reservation step said {data[:200]!r}, which is not its report"}
 
     async def post_launch(self, **kwargs: Any) -> None:
+        """Once the kernel runs: follow jupyter-server's activity, so that ``watch`` shows the kernel's idle time."""
         await super().post_launch(**kwargs)
         if self.reservation and self.parent is not None and self.parent.has_trait("last_activity"):  # jupyter-server's
             self._activity_task = asyncio.ensure_future(self._follow_activity(self.reservation))
@@ -171,17 +210,20 @@ class GpuKernelProvisioner(LocalProvisioner):  # type: ignore[misc]
             return None
 
     async def cleanup(self, restart: bool = False) -> None:
+        """Stop following the kernel's activity; the reservation ended with the kernel's process."""
         if self._activity_task is not None:
             self._activity_task.cancel()
             self._activity_task = None
         await super().cleanup(restart=restart)
 
     async def get_provisioner_info(self) -> dict[str, Any]:
+        """What jupyter-server saves about this kernel, with its reservation, so a restarted server still knows it."""
         info = await super().get_provisioner_info()
         info["gpulab_reservation"] = self.reservation
         return info
 
     async def load_provisioner_info(self, provisioner_info: dict) -> None:
+        """The reservation saved with the kernel (under the old key too), for a server that restarted."""
         await super().load_provisioner_info(provisioner_info)
         saved = provisioner_info.get("gpulab_reservation")
         self.reservation = saved if saved is not None else provisioner_info.get(_OLD_INFO_KEY)

@@ -5,6 +5,7 @@ context on it (Unix user, kernel) and who holds a gpulab reservation. ``ServerVi
 ``render_text`` draws it for a terminal (``python -m gpulab watch``), ``render_html`` for a notebook cell. Readings
 come from ``server.watch``. Taught in ``notebooks/02_choosing_gpus.ipynb``.
 """
+
 from __future__ import annotations
 
 import html
@@ -19,8 +20,14 @@ from ..placement.selection import rank_gpus
 __all__ = ["ServerView", "render_text", "render_html", "bar"]
 
 BAR_CHARS = 20
-_ANSI = {"green": "\x1b[32m", "yellow": "\x1b[33m", "red": "\x1b[31m", "dim": "\x1b[2m", "bold": "\x1b[1m",
-         "end": "\x1b[0m"}
+_ANSI = {
+    "green": "\x1b[32m",
+    "yellow": "\x1b[33m",
+    "red": "\x1b[31m",
+    "dim": "\x1b[2m",
+    "bold": "\x1b[1m",
+    "end": "\x1b[0m",
+}
 
 
 @dataclass(frozen=True)
@@ -85,8 +92,11 @@ def _title(view: ServerView) -> str:
 
 def _free_line(view: ServerView) -> str:
     free = [v.gpu.physical_index for v in rank_gpus(view.gpus, taken=view.holders) if v.free]
-    return (f"free now: GPU {', '.join(map(str, sorted(free)))} — hold one with gpulab.reserve_gpus(1)" if free else
-            "no GPU is free now: every one is busy or reserved (gpulab.reserve_gpus(1, wait_s=600) waits for one)")
+    return (
+        f"free now: GPU {', '.join(map(str, sorted(free)))} — hold one with gpulab.reserve_gpus(1)"
+        if free
+        else "no GPU is free now: every one is busy or reserved (gpulab.reserve_gpus(1, wait_s=600) waits for one)"
+    )
 
 
 def render_text(view: ServerView, color: bool = False) -> str:
@@ -101,19 +111,29 @@ def render_text(view: ServerView, color: bool = False) -> str:
     for g in view.gpus:
         name = g.name.removeprefix("NVIDIA ")[:20]
         share = _share(g.memory_used_bytes, g.memory_total_bytes)
-        mem = (f"{format_bytes(g.memory_used_bytes)} / {format_bytes(g.memory_total_bytes)}" if share is not None
-               else str(g.memory_used_bytes))
+        mem = (
+            f"{format_bytes(g.memory_used_bytes)} / {format_bytes(g.memory_total_bytes)}"
+            if share is not None
+            else str(g.memory_used_bytes)
+        )
         util = g.utilization_gpu_percent
-        util_text = (f"{bar(util / 100, BAR_CHARS // 2, color)} {util:>3} %" if is_known(util) else
-                     f"{'MIG: N/A' if g.mig_enabled is True else 'N/A':<{BAR_CHARS // 2 + 6}}")
+        util_text = (
+            f"{bar(util / 100, BAR_CHARS // 2, color)} {util:>3} %"
+            if is_known(util)
+            else f"{'MIG: N/A' if g.mig_enabled is True else 'N/A':<{BAR_CHARS // 2 + 6}}"
+        )
         who = _who(view, g)
-        out.append(f"{g.physical_index:>3}  {name:<20}  {bar(share, BAR_CHARS, color)} {mem:<19}  {util_text}  {who[0]}")
+        out.append(
+            f"{g.physical_index:>3}  {name:<20}  {bar(share, BAR_CHARS, color)} {mem:<19}  {util_text}  {who[0]}"
+        )
         pad = " " * (3 + 2 + 20 + 2 + BAR_CHARS + 1 + 19 + 2 + BAR_CHARS // 2 + 6 + 2)
         out += [pad + line for line in who[1:]]
         for m in g.mig_devices:
             s = _share(m.memory_used_bytes, m.memory_total_bytes)
-            out.append(f"{'':>3}  {'  MIG slice ' + str(m.mig_index):<20}  {bar(s, BAR_CHARS, color)} "
-                       f"{format_bytes(m.memory_used_bytes)} / {format_bytes(m.memory_total_bytes)}")
+            out.append(
+                f"{'':>3}  {'  MIG slice ' + str(m.mig_index):<20}  {bar(s, BAR_CHARS, color)} "
+                f"{format_bytes(m.memory_used_bytes)} / {format_bytes(m.memory_total_bytes)}"
+            )
     out += _reservation_lines(view)
     out.append(_free_line(view))
     return "\n".join(out)
@@ -129,8 +149,10 @@ def _html_bar(share: float | None) -> str:
     if share is None:
         return "N/A"
     colour = {"green": "#4a4", "yellow": "#cb2", "red": "#c33"}[_level(share)]
-    return (f"<div style='width:12em;background:#eee;height:0.9em;display:inline-block;vertical-align:middle'>"
-            f"<div style='width:{100 * min(share, 1.0):.0f}%;background:{colour};height:100%'></div></div>")
+    return (
+        f"<div style='width:12em;background:#eee;height:0.9em;display:inline-block;vertical-align:middle'>"
+        f"<div style='width:{100 * min(share, 1.0):.0f}%;background:{colour};height:100%'></div></div>"
+    )
 
 
 def render_html(view: ServerView) -> str:
@@ -146,11 +168,15 @@ def render_html(view: ServerView) -> str:
         share = _share(g.memory_used_bytes, g.memory_total_bytes)
         util = g.utilization_gpu_percent
         mem = f"{format_bytes(g.memory_used_bytes)} / {format_bytes(g.memory_total_bytes)}" if share is not None else ""
-        rows.append(f"<tr><td>{g.physical_index}</td><td>{e(g.name)}</td><td>{_html_bar(share)} {e(mem)}</td>"
-                    f"<td>{_html_bar(util / 100) + f' {util} %' if is_known(util) else 'N/A'}</td>"
-                    f"<td>{'<br>'.join(e(w) for w in _who(view, g))}</td></tr>")
-    table = ("<table style='border-collapse:collapse'><tr><th>GPU</th><th>name</th><th>memory used</th><th>util</th>"
-             "<th style='text-align:left'>who</th></tr>" + "".join(rows) + "</table>")
+        rows.append(
+            f"<tr><td>{g.physical_index}</td><td>{e(g.name)}</td><td>{_html_bar(share)} {e(mem)}</td>"
+            f"<td>{_html_bar(util / 100) + f' {util} %' if is_known(util) else 'N/A'}</td>"
+            f"<td>{'<br>'.join(e(w) for w in _who(view, g))}</td></tr>"
+        )
+    table = (
+        "<table style='border-collapse:collapse'><tr><th>GPU</th><th>name</th><th>memory used</th><th>util</th>"
+        "<th style='text-align:left'>who</th></tr>" + "".join(rows) + "</table>"
+    )
     reservations = "".join(f"<li>{e(str(row))}</li>" for row in view.reservations)
     if reservations:
         reservations = f"<p>reservations (user · kernel · notebook · idle · ports):</p><ul>{reservations}</ul>"

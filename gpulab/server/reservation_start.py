@@ -16,6 +16,7 @@ Why not reserve in the Jupyter server and pass the descriptors to the kernel (``
 lifetime, but Linux keeps the *locking* process's pid in ``/proc/locks``: every reservation would name the server, and
 the kernel would not know its own reservation. Taught in ``notebooks/02_choosing_gpus.ipynb``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -36,7 +37,9 @@ def _report(fd: int, message: dict) -> None:
 def _arguments(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog=f"python -m {START_MODULE}")
     parser.add_argument("--report-fd", type=int, required=True)
-    parser.add_argument("--gpus", type=int, default=1)
+    parser.add_argument("--n-gpus", type=int, default=1, help="how many GPUs to reserve")
+    # deprecated: what an older provisioner passes (through lease_start) until its server restarts
+    parser.add_argument("--gpus", dest="n_gpus", type=int, default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     parser.add_argument("--policy", default="{}", help="JSON: Policy's fields")
     parser.add_argument("--wait-s", type=float, default=0.0)
     parser.add_argument("--prefer", default="", help="UUIDs to pick first, comma-separated")
@@ -52,16 +55,22 @@ def _arguments(argv: list[str]) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Reserve the GPUs, set the environment, report to the provisioner and become the kernel command; returns an exit
+    status only when that fails."""
     args = _arguments(sys.argv[1:] if argv is None else argv)
     try:
         from ..placement.reservation import reserve_gpus
         from ..placement.selection import NoFreeGpu, Policy
         from ..ranks.ports import PORTS_VAR, format_ports, reservation_ports
 
-        reservation = reserve_gpus(args.gpus, policy=Policy(**json.loads(args.policy)),
-                                   reservations=args.reservations, wait_s=args.wait_s,
-                                   prefer=[u for u in args.prefer.split(",") if u],
-                                   details=json.loads(args.details))
+        reservation = reserve_gpus(
+            args.n_gpus,
+            policy=Policy(**json.loads(args.policy)),
+            reservations=args.reservations,
+            wait_s=args.wait_s,
+            prefer=[u for u in args.prefer.split(",") if u],
+            details=json.loads(args.details),
+        )
     except NoFreeGpu as exc:
         _report(args.report_fd, {"ok": False, "kind": "busy", "error": str(exc)})
         return 3
@@ -75,12 +84,23 @@ def main(argv: list[str] | None = None) -> int:
     for fd in reservation.lock_fds:  # the reservation's details, now with its port range
         write_holder(fd, details)
         os.set_inheritable(fd, True)  # exec keeps them open: the kernel process holds the locks
-    env = {"CUDA_VISIBLE_DEVICES": reservation.visible_devices, "MASTER_PORT": str(ports.start),
-           PORTS_VAR: format_ports(ports)}
+    env = {
+        "CUDA_VISIBLE_DEVICES": reservation.visible_devices,
+        "MASTER_PORT": str(ports.start),
+        PORTS_VAR: format_ports(ports),
+    }
     os.environ.update(env)
-    _report(args.report_fd, {"ok": True, "uuids": [g.uuid for g in reservation.gpus],
-                             "physical": list(reservation.physical_indices), "ports": format_ports(ports),
-                             "pid": os.getpid(), "env": env})
+    _report(
+        args.report_fd,
+        {
+            "ok": True,
+            "uuids": [g.uuid for g in reservation.gpus],
+            "physical": list(reservation.physical_indices),
+            "ports": format_ports(ports),
+            "pid": os.getpid(),
+            "env": env,
+        },
+    )
     sys.stdout.flush()
     sys.stderr.flush()
     os.execvp(args.command[0], args.command)  # never returns; the Reservation object is never collected

@@ -7,6 +7,7 @@ cell's ``ipywidgets.HTML`` gets a new value from a thread, as the live monitor d
 from nvitop or gpustat because neither knows gpulab's reservations, and both would need their own install.
 Nothing here creates a CUDA context. Taught in ``notebooks/02_choosing_gpus.ipynb``.
 """
+
 from __future__ import annotations
 
 import os
@@ -20,14 +21,14 @@ from typing import Any, TextIO
 
 from ..core.arguments import is_real_number
 from ..core.readings import Unavailable
-from ..machine.nvml import GpuReader
-from ..machine.resolve import as_reader
 from ..core.renamed import renamed_keywords
 from ..core.widget_view import widget_bundle
-from .reservation_rows import reservation_rows
-from .owners import process_owner
+from ..machine.nvml import GpuReader
+from ..machine.resolve import as_reader
 from ..reservations import reservation_holders
+from .owners import process_owner
 from .render import ServerView, render_html, render_text
+from .reservation_list import reservation_rows
 
 __all__ = ["read_server", "watch_terminal", "ServerWatch", "watch_gpus", "WATCH_THREAD_NAME"]
 
@@ -35,19 +36,24 @@ WATCH_THREAD_NAME = "gpulab-watch"
 _HOME_AND_CLEAR = "\x1b[H\x1b[2J"
 
 
-def _check_interval(interval_s: float) -> float:
+def _validated_interval(interval_s: float) -> float:
     if not is_real_number(interval_s):
-        raise TypeError(f"interval_s={interval_s!r:.40} is a {type(interval_s).__name__}; interval_s takes a number of "
-                        "seconds between redraws, written without quotes: interval_s=2.")
+        raise TypeError(
+            f"interval_s={interval_s!r:.40} is a {type(interval_s).__name__}; interval_s takes a number of "
+            "seconds between redraws, written without quotes: interval_s=2."
+        )
     if not interval_s >= 0.5:  # NaN too
-        raise ValueError(f"an interval of {interval_s!r} s: the server view would be redrawn too often; use 0.5 or "
-                         "more (2 is plenty: NVML's process list is slow and holds a driver lock).")
+        raise ValueError(
+            f"an interval of {interval_s!r} s: the server view would be redrawn too often; use 0.5 or "
+            "more (2 is plenty: NVML's process list is slow and holds a driver lock)."
+        )
     return float(interval_s)
 
 
 @renamed_keywords(reader="machine", directory="reservations")
-def read_server(machine: GpuReader | None = None, reservations: str | os.PathLike[str] | None = None,
-                interval_s: float = 2.0) -> ServerView:
+def read_server(
+    machine: GpuReader | str | None = None, reservations: str | os.PathLike[str] | None = None, interval_s: float = 2.0
+) -> ServerView:
     """One reading: every GPU with its processes, the reservations in ``reservations`` (default: the shared one) and
     the owner of each pid seen."""
     reader = as_reader(machine)
@@ -61,30 +67,51 @@ def read_server(machine: GpuReader | None = None, reservations: str | os.PathLik
             owners[p.pid] = f"pid {p.pid} {p.name} (described)" if simulated else str(process_owner(p.pid))
     # a holder that wrote its name: that user, and what its pid is (a kernel, a script) as the room knows it
     # (a reservation of this very process reads "this notebook", as in the picker)
-    holder_text = {uuid: str(replace(process_owner(h.pid), user=h.user))
-                   if h.pid is not None and h.user is not None and not h.mine else h.text
-                   for uuid, h in holders.items()}
-    return ServerView(gpus, holder_text, owners, socket.gethostname(), time.time(), interval_s, simulated,
-                      reader.error, tuple(reservation_rows(gpus, reservations)))
+    holder_text = {
+        uuid: str(replace(process_owner(h.pid), user=h.user))
+        if h.pid is not None and h.user is not None and not h.mine
+        else h.text
+        for uuid, h in holders.items()
+    }
+    return ServerView(
+        gpus,
+        holder_text,
+        owners,
+        socket.gethostname(),
+        time.time(),
+        interval_s,
+        simulated,
+        reader.error,
+        tuple(reservation_rows(gpus, reservations)),
+    )
 
 
 @renamed_keywords(reader="machine", directory="reservations")
-def watch_terminal(machine: GpuReader | None = None, *, interval_s: float = 2.0, frames: int | None = None,
-                   reservations: str | os.PathLike[str] | None = None, out: TextIO | None = None,
-                   sleep: Callable[[float], Any] = time.sleep) -> int:
+def watch_terminal(
+    machine: GpuReader | str | None = None,
+    *,
+    interval_s: float = 2.0,
+    frames: int | None = None,
+    reservations: str | os.PathLike[str] | None = None,
+    out: TextIO | None = None,
+    sleep: Callable[[float], Any] = time.sleep,
+) -> int:
     """Redraw the server view every ``interval_s`` until Ctrl-C (or ``frames`` views); returns the views drawn.
 
     On a terminal the screen is cleared and rewritten in place, in colour; into a pipe or file each view is
     appended, plain, separated by a blank line."""
-    interval_s = _check_interval(interval_s)
+    interval_s = _validated_interval(interval_s)
     out = out or sys.stdout
     tty = out.isatty()
     drawn = 0
     try:
         while frames is None or drawn < frames:
             text = render_text(read_server(machine, reservations, interval_s), color=tty)
-            out.write((_HOME_AND_CLEAR + text + f"\n(every {interval_s:g} s; Ctrl-C stops)\n") if tty else
-                      (("\n" if drawn else "") + text + "\n"))
+            out.write(
+                (_HOME_AND_CLEAR + text + f"\n(every {interval_s:g} s; Ctrl-C stops)\n")
+                if tty
+                else (("\n" if drawn else "") + text + "\n")
+            )
             out.flush()
             drawn += 1
             if frames is None or drawn < frames:
@@ -101,11 +128,17 @@ class ServerWatch:
     thread that made it; only its value is set from the watching thread (the ipywidgets pattern for threads)."""
 
     @renamed_keywords(reader="machine", directory="reservations")
-    def __init__(self, machine: GpuReader | None = None, *, interval_s: float = 2.0, frames: int | None = None,
-                 reservations: str | os.PathLike[str] | None = None) -> None:
+    def __init__(
+        self,
+        machine: GpuReader | str | None = None,
+        *,
+        interval_s: float = 2.0,
+        frames: int | None = None,
+        reservations: str | os.PathLike[str] | None = None,
+    ) -> None:
         import ipywidgets  # the one import of ipywidgets for this view
 
-        self.interval_s = _check_interval(interval_s)
+        self.interval_s = _validated_interval(interval_s)
         self.reader = as_reader(machine)
         self._reservations, self._frames = reservations, frames
         self.view = read_server(self.reader, reservations, self.interval_s)
@@ -125,11 +158,14 @@ class ServerWatch:
                 self.widget.value = render_html(self.view)
             except Exception as exc:  # a driver hiccup: say it in the cell, keep watching
                 self.error = f"{type(exc).__name__}: {exc}"
-                self.widget.value = render_html(self.view) + f"<p style='color:#b00'>last reading failed: {self.error}</p>"
+                self.widget.value = (
+                    render_html(self.view) + f"<p style='color:#b00'>last reading failed: {self.error}</p>"
+                )
             self.frames_drawn += 1
 
     @property
     def running(self) -> bool:
+        """Whether the view is still redrawn."""
         return self._thread.is_alive()
 
     def stop(self, timeout: float = 10.0) -> None:
@@ -152,8 +188,13 @@ class ServerWatch:
 
 
 @renamed_keywords(reader="machine", directory="reservations")
-def watch_gpus(machine: GpuReader | None = None, *, interval_s: float = 2.0, frames: int | None = None,
-               reservations: str | os.PathLike[str] | None = None) -> ServerWatch:
+def watch_gpus(
+    machine: GpuReader | str | None = None,
+    *,
+    interval_s: float = 2.0,
+    frames: int | None = None,
+    reservations: str | os.PathLike[str] | None = None,
+) -> ServerWatch:
     """``gpulab.server.watch.watch_gpus()`` as a cell's last line: the server view, redrawn every ``interval_s``
     until ``.stop()``. ``python -m gpulab watch`` is the same in a terminal."""
     return ServerWatch(machine, interval_s=interval_s, frames=frames, reservations=reservations)

@@ -6,10 +6,23 @@ fourth article's CNN) are the models; ``train(model, loader, epochs, mon=...)`` 
 ``fit(model, data, epochs)`` the article's Adam loop with a tqdm bar and a per-epoch table; ``accuracy(model,
 data.test)`` the score. Used by chapters 03–06.
 """
+
 from ..core.lazy import export_lazily
 
-export_lazily(__name__, {
-    "Digits": "digits", "load_digits": "digits", "load_mnist": "mnist", "DatasetUnavailable": "mnist",
-    "mlp": "models", "cnn": "models", "DigitsCNN": "models", "train": "train", "accuracy": "train",
-    "fit": "fit", "FitHistory": "fit", "EpochResult": "fit",
-})
+export_lazily(
+    __name__,
+    {
+        "Digits": "digits",
+        "load_digits": "digits",
+        "load_mnist": "mnist",
+        "DatasetUnavailable": "mnist",
+        "mlp": "models",
+        "cnn": "models",
+        "DigitsCNN": "models",
+        "train": "train_loop",
+        "accuracy": "train_loop",
+        "fit": "fit_loop",
+        "FitHistory": "fit_loop",
+        "EpochResult": "fit_loop",
+    },
+)

@@ -5,6 +5,7 @@ testing, so every run and every rank sees the same split. ``size=28`` shapes the
 it: each scan is enlarged to a 20×20 digit (bilinear) and centred in a 28×28 frame, as MNIST centres its 20×20 digits.
 Taught in ``notebooks/05_live_monitor.ipynb`` (8×8) and ``notebooks/03_dataparallel.ipynb`` (28×28).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -29,12 +30,15 @@ class Digits:
 
     @property
     def image_shape(self) -> tuple[int, ...]:
+        """The shape of one image as the tensors hold it: ``(64,)`` flat, else ``(1, 8, 8)`` (``(1, 28, 28)`` at
+        ``size=28``)."""
         return tuple(self.train.tensors[0].shape[1:])
 
     def loader(self, batch_size: int = 32, *, shuffle: bool = True) -> DataLoader:
         """A ``DataLoader`` over the training images (shuffled with torch's global generator: seed it to repeat)."""
-        batch_size = whole_number(batch_size, "batch_size", minimum=1, what="images per batch",
-                                  example="data.loader(batch_size=64)")
+        batch_size = whole_number(
+            batch_size, "batch_size", minimum=1, what="images per batch", example="data.loader(batch_size=64)"
+        )
         return DataLoader(self.train, batch_size=batch_size, shuffle=shuffle)
 
     def __str__(self) -> str:
@@ -48,11 +52,18 @@ DIGIT_SHARE = 20 / 28  # MNIST: a 20×20 digit centred in a 28×28 frame
 def load_digits(*, flat: bool = True, train_fraction: float = 0.8, size: int = SCAN_SIZE) -> Digits:
     """The digits as float32 images in 0–1 and int64 labels: ``flat`` gives ``size²`` values per image, else
     ``(1, size, size)``. ``size`` above 8 enlarges each digit to ``size·20/28`` pixels and centres it in the frame."""
-    size = whole_number(size, "size", minimum=SCAN_SIZE, example="load_digits(size=28), shaped like MNIST",
-                        what="the side of the square image in pixels; the scans are 8×8")
+    size = whole_number(
+        size,
+        "size",
+        minimum=SCAN_SIZE,
+        example="load_digits(size=28), shaped like MNIST",
+        what="the side of the square image in pixels; the scans are 8×8",
+    )
     if not 0.0 < train_fraction < 1.0:
-        raise ValueError(f"train_fraction is the share of images used for training, between 0 and 1 (0.8 keeps 80 % "
-                         f"for training and 20 % for the test); got {train_fraction!r}.")
+        raise ValueError(
+            f"train_fraction is the share of images used for training, between 0 and 1 (0.8 keeps 80 % "
+            f"for training and 20 % for the test); got {train_fraction!r}."
+        )
     pixels, labels = _scans()
     x = torch.tensor(pixels, dtype=torch.float32).view(-1, 1, SCAN_SIZE, SCAN_SIZE) / 16
     if size > SCAN_SIZE:

@@ -6,6 +6,7 @@ downloading them first when ``download=True``. Where they are missing and cannot
 the course's CI machine) or are damaged, it raises ``DatasetUnavailable`` naming the folder and the way out:
 ``load_digits(size=28)``, the same shape from files scikit-learn ships. Taught in ``notebooks/03_dataparallel.ipynb``.
 """
+
 from __future__ import annotations
 
 import os
@@ -19,8 +20,10 @@ from .digits import Digits
 __all__ = ["load_mnist", "DatasetUnavailable", "MNIST_FILES"]
 
 MNIST_FILES = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")
-_FALLBACK = ("Without MNIST, gpulab.workload.load_digits(size=28) gives scikit-learn's bundled digits in the same "
-             "28×28 shape (nothing to download).")
+_FALLBACK = (
+    "Without MNIST, gpulab.workload.load_digits(size=28) gives scikit-learn's bundled digits in the same "
+    "28×28 shape (nothing to download)."
+)
 
 
 class DatasetUnavailable(RuntimeError):
@@ -35,8 +38,10 @@ def load_mnist(root: str | PathLike[str] = "data", *, download: bool = False, fl
     try:
         from torchvision.datasets import MNIST
     except ImportError as e:
-        raise DatasetUnavailable(f"torchvision is not installed ({e}), and it is what reads MNIST. Install it with "
-                                 f"`pip install torchvision`. {_FALLBACK}") from None
+        raise DatasetUnavailable(
+            f"torchvision is not installed ({e}), and it is what reads MNIST. Install it with "
+            f"`pip install torchvision`. {_FALLBACK}"
+        ) from None
     raw = os.path.join(os.fspath(root), "MNIST", "raw")
     try:
         train = MNIST(os.fspath(root), train=True, download=download)
@@ -46,21 +51,30 @@ def load_mnist(root: str | PathLike[str] = "data", *, download: bool = False, fl
             why = f"could not be downloaded: {_first_lines(str(e))}"
         else:
             missing = [f for f in MNIST_FILES if not os.path.exists(os.path.join(raw, f))]
-            why = (f"is not there (missing: {', '.join(missing)}); pass download=True to fetch it, or copy the four "
-                   f"IDX files into that folder")
+            why = (
+                f"is not there (missing: {', '.join(missing)}); pass download=True to fetch it, or copy the four "
+                f"IDX files into that folder"
+            )
         raise DatasetUnavailable(f"MNIST in {raw} {why}. {_FALLBACK}") from e
     except (AssertionError, TypeError, ValueError, KeyError, IndexError) as e:
-        raise DatasetUnavailable(f"The MNIST files in {raw} could not be read as IDX images and labels "
-                                 f"({type(e).__name__}: {e or 'bad header'}): a download was probably cut short. "
-                                 f"Delete that folder and load again with download=True. {_FALLBACK}") from e
-    return Digits(_tensors(train.data, train.targets, flat), _tensors(test.data, test.targets, flat),
-                  source=f"MNIST, read by torchvision from {raw}")
+        raise DatasetUnavailable(
+            f"The MNIST files in {raw} could not be read as IDX images and labels "
+            f"({type(e).__name__}: {e or 'bad header'}): a download was probably cut short. "
+            f"Delete that folder and load again with download=True. {_FALLBACK}"
+        ) from e
+    return Digits(
+        _tensors(train.data, train.targets, flat),
+        _tensors(test.data, test.targets, flat),
+        source=f"MNIST, read by torchvision from {raw}",
+    )
 
 
 def _tensors(images: torch.Tensor, labels: torch.Tensor, flat: bool) -> TensorDataset:
     if len(images) != len(labels):
-        raise DatasetUnavailable(f"MNIST has {len(images)} images but {len(labels)} labels: the files do not belong "
-                                 f"together. Delete them and load again with download=True. {_FALLBACK}")
+        raise DatasetUnavailable(
+            f"MNIST has {len(images)} images but {len(labels)} labels: the files do not belong "
+            f"together. Delete them and load again with download=True. {_FALLBACK}"
+        )
     x = images.to(torch.float32).div(255).unsqueeze(1)
     return TensorDataset(x.flatten(1) if flat else x, labels.to(torch.int64))
 

@@ -2,6 +2,7 @@
 
 Taught in ``notebooks/05_live_monitor.ipynb`` (``mlp``) and ``notebooks/03_dataparallel.ipynb`` (``cnn``).
 """
+
 from __future__ import annotations
 
 import torch
@@ -14,9 +15,13 @@ __all__ = ["mlp", "cnn", "DigitsCNN"]
 def mlp(inputs: int = 64, hidden: int = 1024, classes: int = 10, *, seed: int = 0) -> torch.nn.Module:
     """Two hidden ReLU layers of ``hidden`` units: big enough that a step is real work, small enough for a laptop."""
     torch.manual_seed(seed)
-    return torch.nn.Sequential(torch.nn.Linear(inputs, hidden), torch.nn.ReLU(),
-                               torch.nn.Linear(hidden, hidden), torch.nn.ReLU(),
-                               torch.nn.Linear(hidden, classes))
+    return torch.nn.Sequential(
+        torch.nn.Linear(inputs, hidden),
+        torch.nn.ReLU(),
+        torch.nn.Linear(hidden, hidden),
+        torch.nn.ReLU(),
+        torch.nn.Linear(hidden, classes),
+    )
 
 
 class DigitsCNN(torch.nn.Module):
@@ -24,36 +29,66 @@ class DigitsCNN(torch.nn.Module):
     with dropout 0.5 and 10 classes. Its attribute names (``conv1``, ``dense``) are the article's, so its state_dict
     keys are too (``conv1.0.weight`` …; ``module.conv1.0.weight`` once wrapped in DataParallel)."""
 
-    def __init__(self, channels: tuple[int, int] = (64, 128), hidden: int = 1024, classes: int = 10,
-                 image_size: int = 28, dropout: float = 0.5) -> None:
+    def __init__(
+        self,
+        channels: tuple[int, int] = (64, 128),
+        hidden: int = 1024,
+        classes: int = 10,
+        image_size: int = 28,
+        dropout: float = 0.5,
+    ) -> None:
         super().__init__()
         c1, c2 = channels
         self.conv1 = torch.nn.Sequential(
-            torch.nn.Conv2d(1, c1, kernel_size=3, stride=1, padding=1), torch.nn.ReLU(),
-            torch.nn.Conv2d(c1, c2, kernel_size=3, stride=1, padding=1), torch.nn.ReLU(),
-            torch.nn.MaxPool2d(stride=2, kernel_size=2))
+            torch.nn.Conv2d(1, c1, kernel_size=3, stride=1, padding=1),
+            torch.nn.ReLU(),
+            torch.nn.Conv2d(c1, c2, kernel_size=3, stride=1, padding=1),
+            torch.nn.ReLU(),
+            torch.nn.MaxPool2d(stride=2, kernel_size=2),
+        )
         self.dense = torch.nn.Sequential(
-            torch.nn.Linear((image_size // 2) ** 2 * c2, hidden), torch.nn.ReLU(), torch.nn.Dropout(p=dropout),
-            torch.nn.Linear(hidden, classes))
+            torch.nn.Linear((image_size // 2) ** 2 * c2, hidden),
+            torch.nn.ReLU(),
+            torch.nn.Dropout(p=dropout),
+            torch.nn.Linear(hidden, classes),
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Logits for a batch of images: the convolutions, flattened, then the dense layers."""
         # the article writes x.view(-1, 14 * 14 * 128): flatten(1) keeps the batch size even for a wrong image size
         return self.dense(self.conv1(x).flatten(1))
 
 
-def cnn(channels: tuple[int, int] = (64, 128), hidden: int = 1024, classes: int = 10, *, image_size: int = 28,
-        dropout: float = 0.5, seed: int = 0) -> DigitsCNN:
+def cnn(
+    channels: tuple[int, int] = (64, 128),
+    hidden: int = 1024,
+    classes: int = 10,
+    *,
+    image_size: int = 28,
+    dropout: float = 0.5,
+    seed: int = 0,
+) -> DigitsCNN:
     """The article's CNN for ``image_size``² single-channel images, seeded; the defaults are its layer sizes
-    (25.8 M parameters, almost all in the first dense layer). Narrower ``channels``/``hidden`` train in seconds on a CPU."""
-    channels = whole_numbers(channels, "channels", minimum=1, example="(64, 128)",
-                             what="two convolutions' output channels")
+    (25.8 M parameters, almost all in the first dense layer). Narrower ``channels``/``hidden`` train in seconds on a
+    CPU."""
+    channels = whole_numbers(
+        channels, "channels", minimum=1, example="(64, 128)", what="two convolutions' output channels"
+    )
     if len(channels) != 2:
-        raise ValueError(f"channels={channels!r}: channels are the two convolutions' output channels, two whole "
-                         "numbers ≥ 1, e.g. cnn(channels=(64, 128)).")
-    image_size = whole_number(image_size, "image_size", minimum=2, example="cnn(image_size=28)",
-                              what="the side of the square input in pixels, even: the 2×2 pool halves it")
+        raise ValueError(
+            f"channels={channels!r}: channels are the two convolutions' output channels, two whole "
+            "numbers ≥ 1, e.g. cnn(channels=(64, 128))."
+        )
+    image_size = whole_number(
+        image_size,
+        "image_size",
+        minimum=2,
+        example="cnn(image_size=28)",
+        what="the side of the square input in pixels, even: the 2×2 pool halves it",
+    )
     if image_size % 2:
-        raise ValueError(f"image_size={image_size}: the 2×2 pool halves the image, so its side is even, e.g. "
-                         "cnn(image_size=28).")
+        raise ValueError(
+            f"image_size={image_size}: the 2×2 pool halves the image, so its side is even, e.g. cnn(image_size=28)."
+        )
     torch.manual_seed(seed)
     return DigitsCNN(tuple(channels), hidden, classes, image_size, dropout)

@@ -11,6 +11,7 @@ script its device. The same file runs on GPUs (NCCL, when every process has a GP
 CPU (gloo): 2 processes on one GPU, or two nodes sharing one GPU, train on the CPU rather than fail.
 Rank 0 prints why it chose its backend, then one JSON line with the result. Taught in ``notebooks/04_ddp.ipynb``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -81,9 +82,18 @@ def main() -> None:
     restored = mlp()
     restored.load_state_dict(torch.load(args.checkpoint, map_location="cpu"))  # wherever it was saved from
     if rank == 0:
-        print(json.dumps({"world_size": world_size, "backend": plan.backend, "epochs": args.epochs,
-                          "samples_per_s": counts[0].item() / (counts[1].item() / world_size),
-                          "test_accuracy": accuracy(restored, data.test), "checkpoint": args.checkpoint}))
+        print(
+            json.dumps(
+                {
+                    "world_size": world_size,
+                    "backend": plan.backend,
+                    "epochs": args.epochs,
+                    "samples_per_s": counts[0].item() / (counts[1].item() / world_size),
+                    "test_accuracy": accuracy(restored, data.test),
+                    "checkpoint": args.checkpoint,
+                }
+            )
+        )
     dist.destroy_process_group()
 
 

@@ -1,9 +1,11 @@
 """Chapter 02: CUDA_VISIBLE_DEVICES set after CUDA has started, and the line that started it.
 
-``python scripts/late_visible_devices.py``. On a GPU machine line 17 starts CUDA and ``set_visible_devices`` refuses,
-naming that line. On a machine without a GPU the same line tries to start CUDA and fails; gpulab records the attempt
-all the same, and the script prints the refusal a GPU machine gives, built from that record and labelled as such.
+``python scripts/late_visible_devices.py``. On a GPU machine the line marked "CUDA starts here" starts CUDA and
+``set_visible_devices`` refuses, naming that line. On a machine without a GPU the same line tries to start CUDA and
+fails; gpulab records the attempt all the same, and the script prints the refusal a GPU machine gives, built from that
+record and labelled as such.
 """
+
 from dataclasses import replace
 
 import torch
@@ -21,8 +23,10 @@ state = gpulab.cuda_state()
 print("cuda_state():", state)
 if not state.variable_read and state.started_by is not None:
     gpu = replace(state, initialized=True, started_by=replace(state.started_by, error=None))
-    print("\nOn a GPU machine that line starts CUDA, and the next line raises CudaAlreadyStarted (this message is "
-          "built from the same record, as a GPU machine words it):")
+    print(
+        "\nOn a GPU machine that line starts CUDA, and the next line raises CudaAlreadyStarted (this message is "
+        "built from the same record, as a GPU machine words it):"
+    )
     print("  Refused:", refusal("1", gpu), "\n")
 try:
     gpulab.set_visible_devices([1])  # too late?

@@ -6,6 +6,7 @@
 (a hyphen), which this parser does not know, and it warns that it is deprecated in favour of torchrun, which passes
 nothing and sets LOCAL_RANK instead (see ddp_digits.py). Kept to show those messages in ``notebooks/04_ddp.ipynb``.
 """
+
 import argparse
 
 parser = argparse.ArgumentParser()

@@ -1,4 +1,5 @@
 """The environment report: content through the fake reader, the CLI, and no CUDA context, checked for real."""
+
 from __future__ import annotations
 
 import os
@@ -7,7 +8,6 @@ import sys
 
 import pytest
 
-import gpulab
 from gpulab.checkup.report import environment_report
 from gpulab.core.cuda_evidence import DriverAnswer
 from gpulab.machine.cuda import CudaState
@@ -16,8 +16,9 @@ from tests import process_group
 
 
 def _python(code: str, **env: str) -> subprocess.CompletedProcess:
-    return process_group.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                             env={**os.environ, **env})
+    return process_group.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env={**os.environ, **env}
+    )
 
 
 def test_report_on_a_machine_without_gpus_says_so_plainly():
@@ -41,12 +42,22 @@ def test_report_maps_visible_devices_on_a_described_machine(monkeypatch):
 
 
 def test_cli_env_runs_and_bad_simulation_is_explained():
-    ok = process_group.run([sys.executable, "-m", "gpulab", "env"], capture_output=True, text=True, timeout=120,
-                           env={**os.environ, "GPULAB_SIMULATE_GPUS": "kaggle-2xT4"})
+    ok = process_group.run(
+        [sys.executable, "-m", "gpulab", "env"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "GPULAB_SIMULATE_GPUS": "kaggle-2xT4"},
+    )
     assert ok.returncode == 0, ok.stderr
     assert "[SIMULATED GPUs" in ok.stdout and "Tesla T4" in ok.stdout
-    bad = process_group.run([sys.executable, "-m", "gpulab", "devices"], capture_output=True, text=True, timeout=120,
-                            env={**os.environ, "GPULAB_SIMULATE_GPUS": "eight-h100s"})
+    bad = process_group.run(
+        [sys.executable, "-m", "gpulab", "devices"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "GPULAB_SIMULATE_GPUS": "eight-h100s"},
+    )
     assert bad.returncode == 2
     assert "unknown simulated-GPU description 'eight-h100s'" in bad.stderr and "workshop-8" in bad.stderr
 
@@ -57,7 +68,7 @@ def test_cli_without_command_prints_help():
 
 
 # Calls that start the CUDA driver (is_available) or initialise CUDA in the process (get_device_capability and
-# everything built on get_device_properties). On this machine they find no GPU, so the context check above cannot
+# everything built on get_device_properties). On this machine they find no GPU, so the context finding above cannot
 # see them: record who calls them (each still runs for real).
 STARTERS_SCRIPT = """
 import torch, gpulab.checkup.report
@@ -85,11 +96,23 @@ def test_the_report_calls_nothing_that_starts_cuda(simulate):
         assert cudnn[0].isdigit(), "the cuDNN version is still reported"
 
 
-@pytest.mark.parametrize("driver, mark, says", [
-    (DriverAnswer.answered("/usr/lib/libcuda.so.1", 3), "✔", "the CUDA driver (libcuda) is loaded but not initialised"),
-    (DriverAnswer.answered("/usr/lib/libcuda.so.1", 0, 1), "✘", "The CUDA driver in this process says it has started"),
-    (DriverAnswer.unlisted("win32"), "?", "gpulab cannot tell whether CUDA has read CUDA_VISIBLE_DEVICES"),
-], ids=["loaded, not initialised", "initialised", "cannot tell"])
+@pytest.mark.parametrize(
+    "driver, mark, says",
+    [
+        (
+            DriverAnswer.answered("/usr/lib/libcuda.so.1", 3),
+            "✔",
+            "the CUDA driver (libcuda) is loaded but not initialised",
+        ),
+        (
+            DriverAnswer.answered("/usr/lib/libcuda.so.1", 0, 1),
+            "✘",
+            "The CUDA driver in this process says it has started",
+        ),
+        (DriverAnswer.unlisted("win32"), "?", "gpulab cannot tell whether CUDA has read CUDA_VISIBLE_DEVICES"),
+    ],
+    ids=["loaded, not initialised", "initialised", "cannot tell"],
+)
 def test_report_says_what_the_driver_says_about_cuda_starting(monkeypatch, driver, mark, says):
     """A loaded libcuda is not a started CUDA (import torch loads it on a GPU machine); is_available() starts it."""
     from gpulab.checkup import report
@@ -115,6 +138,6 @@ def test_the_report_names_a_reservation_of_this_process_reserved_by_this_noteboo
         report = environment_report("workshop-8")
     finally:
         mine.release()
-    check = next(c for c in report.checks if c.what == "a free GPU to work on")
-    assert check.ok and "3 free now (GPU 1, 3, 5)" in check.meaning, check
-    assert "GPU 1, 3, 5 reserved by this notebook" in check.meaning and f"pid {os.getpid()}" not in str(report)
+    finding = next(c for c in report.findings if c.what == "a free GPU to work on")
+    assert finding.ok and "3 free now (GPU 1, 3, 5)" in finding.meaning, finding
+    assert "GPU 1, 3, 5 reserved by this notebook" in finding.meaning and f"pid {os.getpid()}" not in str(report)

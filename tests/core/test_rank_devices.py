@@ -4,6 +4,7 @@ The real failures behind the rules were seen on one H100 (``evidence/``, run of 
 whose model stayed on the CPU ("No backend type associated with device type cpu"), rank 1 told ``cuda:1`` on one GPU,
 and two 1-process torchrun nodes on one GPU both on ``cuda:0`` with NCCL, which refuses duplicate GPUs.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -16,7 +17,7 @@ def _same_gpu_twice(uuid: str = "GPU-4b6a9119") -> list[RankGpu]:
     return [RankGpu(0, uuid), RankGpu(0, uuid)]
 
 
-# (GPUs on the machine, ranks, NCCL built in) -> backend, devices
+# (GPUs on the machine, world_size, NCCL built in) -> backend, devices
 TABLE = [
     (0, 1, True, "gloo", ["cpu"]),
     (0, 2, True, "gloo", ["cpu"] * 2),
@@ -35,25 +36,25 @@ TABLE = [
 ]
 
 
-@pytest.mark.parametrize("gpus, ranks, nccl, backend, devices", TABLE)
-def test_auto_gives_nccl_only_when_every_rank_has_a_gpu_of_its_own(gpus, ranks, nccl, backend, devices):
-    plan = decide_rank_devices(gpus_of_one_machine(ranks, gpus), nccl_available=nccl)
+@pytest.mark.parametrize("gpus, world_size, nccl, backend, devices", TABLE)
+def test_auto_gives_nccl_only_when_every_rank_has_a_gpu_of_its_own(gpus, world_size, nccl, backend, devices):
+    plan = decide_rank_devices(gpus_of_one_machine(world_size, gpus), nccl_available=nccl)
     assert (plan.backend, list(plan.devices)) == (backend, devices)
-    assert len(plan.devices) == ranks
+    assert len(plan.devices) == world_size
     assert all(d == "cpu" or int(d.split(":")[1]) < gpus for d in plan.devices), "never cuda:k past the count"
     assert plan.reason.endswith(".") and plan.reason.startswith("NCCL" if backend == "nccl" else "gloo on the CPU")
     assert str(plan) == plan.reason
 
 
-@pytest.mark.parametrize("gpus, ranks, nccl, backend, devices", TABLE)
-def test_gloo_asked_is_always_the_cpu(gpus, ranks, nccl, backend, devices):
-    plan = decide_rank_devices(gpus_of_one_machine(ranks, gpus), nccl_available=nccl, requested="gloo")
-    assert (plan.backend, plan.devices) == ("gloo", ("cpu",) * ranks)
+@pytest.mark.parametrize("gpus, world_size, nccl, backend, devices", TABLE)
+def test_gloo_asked_is_always_the_cpu(gpus, world_size, nccl, backend, devices):
+    plan = decide_rank_devices(gpus_of_one_machine(world_size, gpus), nccl_available=nccl, requested="gloo")
+    assert (plan.backend, plan.devices) == ("gloo", ("cpu",) * world_size)
 
 
-@pytest.mark.parametrize("gpus, ranks, nccl, backend, devices", TABLE)
-def test_nccl_asked_runs_where_auto_would_pick_it_and_is_refused_elsewhere(gpus, ranks, nccl, backend, devices):
-    facts = gpus_of_one_machine(ranks, gpus)
+@pytest.mark.parametrize("gpus, world_size, nccl, backend, devices", TABLE)
+def test_nccl_asked_runs_where_auto_would_pick_it_and_is_refused_elsewhere(gpus, world_size, nccl, backend, devices):
+    facts = gpus_of_one_machine(world_size, gpus)
     if backend == "nccl":
         assert decide_rank_devices(facts, nccl_available=nccl, requested="nccl").devices == tuple(devices)
     else:
@@ -80,16 +81,19 @@ def test_eight_ranks_two_of_them_sharing_a_gpu_are_refused_nccl_and_the_message_
         decide_rank_devices(gpus, nccl_available=True, requested="nccl")
 
 
-@pytest.mark.parametrize("gpus, ranks, nccl, why", [
-    (0, 2, True, "no rank has a CUDA GPU"),
-    (1, 2, True, "2 ranks but only 1 GPU(s), so rank 1 would have none"),
-    (2, 8, True, "8 ranks but only 2 GPU(s), so ranks 2, 3, 4, 5, … would have none"),
-    (8, 8, False, "this PyTorch has no NCCL"),
-])
-def test_the_reason_says_which_fact_ruled_nccl_out(gpus, ranks, nccl, why):
-    assert why in decide_rank_devices(gpus_of_one_machine(ranks, gpus), nccl_available=nccl).reason
+@pytest.mark.parametrize(
+    "gpus, world_size, nccl, why",
+    [
+        (0, 2, True, "no rank has a CUDA GPU"),
+        (1, 2, True, "2 ranks but only 1 GPU(s), so rank 1 would have none"),
+        (2, 8, True, "8 ranks but only 2 GPU(s), so ranks 2, 3, 4, 5, … would have none"),
+        (8, 8, False, "this PyTorch has no NCCL"),
+    ],
+)
+def test_the_reason_says_which_fact_ruled_nccl_out(gpus, world_size, nccl, why):
+    assert why in decide_rank_devices(gpus_of_one_machine(world_size, gpus), nccl_available=nccl).reason
     with pytest.raises(ValueError, match=why.replace("(", r"\(").replace(")", r"\)")):
-        decide_rank_devices(gpus_of_one_machine(ranks, gpus), nccl_available=nccl, requested="nccl")
+        decide_rank_devices(gpus_of_one_machine(world_size, gpus), nccl_available=nccl, requested="nccl")
 
 
 def test_other_backends_pass_through_on_the_cpu_and_unknown_ones_are_refused():

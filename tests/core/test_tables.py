@@ -1,4 +1,5 @@
 """The one table object every single-table result renders through, as text and as HTML."""
+
 from __future__ import annotations
 
 from gpulab.core.tables import Table, TableView
@@ -6,8 +7,14 @@ from gpulab.core.tables import Table, TableView
 
 def test_text_has_title_aligned_columns_and_notes():
     t = Table(("name", "GiB"), [["T4", 15], ["A100 80GB", 80]], title="GPUs", notes=["note: described"])
-    assert str(t).splitlines() == ["GPUs", "  name       GiB", "  ---------  ---", "  T4         15",
-                                   "  A100 80GB  80", "note: described"]
+    assert str(t).splitlines() == [
+        "GPUs",
+        "  name       GiB",
+        "  ---------  ---",
+        "  T4         15",
+        "  A100 80GB  80",
+        "note: described",
+    ]
 
 
 def test_html_escapes_and_captions_and_an_empty_table_says_so():

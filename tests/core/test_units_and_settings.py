@@ -1,4 +1,5 @@
 """Units and course settings (pure)."""
+
 from __future__ import annotations
 
 import math
@@ -8,14 +9,35 @@ import pytest
 from gpulab.core import settings, units
 
 
-@pytest.mark.parametrize("n, text", [(0, "0 B"), (1023, "1023 B"), (1536, "1.5 KiB"), (3 * 2**30, "3.0 GiB"),
-                                     (-2048, "-2.0 KiB"), (math.nan, "N/A"), (None, "N/A")])
+@pytest.mark.parametrize(
+    "n, text",
+    [
+        (0, "0 B"),
+        (1023, "1023 B"),
+        (1536, "1.5 KiB"),
+        (3 * 2**30, "3.0 GiB"),
+        (-2048, "-2.0 KiB"),
+        (math.nan, "N/A"),
+        (None, "N/A"),
+    ],
+)
 def test_format_bytes(n, text):
     assert units.format_bytes(n) == text
 
 
-@pytest.mark.parametrize("s, text", [(0, "0 s"), (0.00042, "420 µs"), (1.5e-9, "1.50 ns"), (0.0123, "12.3 ms"),
-                                     (2.0, "2.00 s"), (90, "1.5 min"), (7200, "2.0 h"), (-0.5, "-500 ms")])
+@pytest.mark.parametrize(
+    "s, text",
+    [
+        (0, "0 s"),
+        (0.00042, "420 µs"),
+        (1.5e-9, "1.50 ns"),
+        (0.0123, "12.3 ms"),
+        (2.0, "2.00 s"),
+        (90, "1.5 min"),
+        (7200, "2.0 h"),
+        (-0.5, "-500 ms"),
+    ],
+)
 def test_format_seconds(s, text):
     assert units.format_seconds(s) == text
 
@@ -39,8 +61,9 @@ def test_fast_mode_rejects_nonsense(monkeypatch):
         settings.fast_mode()
 
 
-@pytest.mark.parametrize("raw, value", [("1", True), ("TRUE", True), (" on ", True), ("0", False), ("No", False),
-                                        ("", None)])
+@pytest.mark.parametrize(
+    "raw, value", [("1", True), ("TRUE", True), (" on ", True), ("0", False), ("No", False), ("", None)]
+)
 def test_env_flag_reads_yes_and_no_in_one_way(monkeypatch, raw, value):
     monkeypatch.setenv("GPULAB_SOME_FLAG", raw)
     assert settings.env_flag("GPULAB_SOME_FLAG", None) is value

@@ -1,4 +1,5 @@
 """CUDA_VISIBLE_DEVICES: CUDA's rules, agreement with PyTorch's own emulation, the map, and the guarded setter."""
+
 from __future__ import annotations
 
 import os
@@ -9,12 +10,13 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpulab.placement import setter
 from gpulab.core.cuda_evidence import DriverAnswer, driver_in_maps, mapped_drivers
+from gpulab.core.visible import visible_map
+from gpulab.core.visible_text import _strtoul, format_visible_devices, parse_visible_devices
 from gpulab.machine.cuda import CudaState
-from gpulab.placement.setter import CudaAlreadyStarted, CudaStartUnverified, patched_environ, set_visible_devices
 from gpulab.machine.simulated import PRESETS, SimulatedGpuReader, simulated_gpu
-from gpulab.core.visible import _strtoul, format_visible_devices, parse_visible_devices, visible_map
+from gpulab.placement import setter
+from gpulab.placement.setter import CudaAlreadyStarted, CudaStartUnverified, patched_environ, set_visible_devices
 from tests import process_group
 
 W8 = SimulatedGpuReader("workshop-8")
@@ -29,17 +31,29 @@ def torch_parse(raw: str | None) -> list[int] | list[str]:
 
 
 # -- CUDA's documented examples ---------------------------------------------------------------------------------------
-@pytest.mark.parametrize("raw, entries", [
-    ("0,2,-1,1", (0, 2)),  # the CUDA programming guide's example: stop at the first invalid entry
-    ("2,1", (2, 1)),  # order is kept: GPU 2 becomes cuda:0
-    ("", ()), ("-1", ()),  # two common ways to hide every GPU
-    ("1gpu2,2ampere", (1, 2)),  # parsed like strtoul: the leading number counts
-    ("0,0", ()), ("1,2,1", ()),  # a repeat empties the whole list
-    ("0,,1", (0,)), ("0 ,1", (0, 1)), (" 3", (3,)),  # empty entry stops; spaces around a number are ignored
-    ("+2,-0", (2, 0)), ("0,gpu1", (0,)), ("+", ()),
-    ("GPU-ab,GPU-cd", ("GPU-ab", "GPU-cd")), ("GPU-ab,0", ("GPU-ab",)), ("GPU-ab,GPU-ab", ()),
-    ("MIG-x,MIG-y", ("MIG-x", "MIG-y")), ("MIG-x,GPU-y", ("MIG-x",)),
-])
+@pytest.mark.parametrize(
+    "raw, entries",
+    [
+        ("0,2,-1,1", (0, 2)),  # the CUDA programming guide's example: stop at the first invalid entry
+        ("2,1", (2, 1)),  # order is kept: GPU 2 becomes cuda:0
+        ("", ()),
+        ("-1", ()),  # two common ways to hide every GPU
+        ("1gpu2,2ampere", (1, 2)),  # parsed like strtoul: the leading number counts
+        ("0,0", ()),
+        ("1,2,1", ()),  # a repeat empties the whole list
+        ("0,,1", (0,)),
+        ("0 ,1", (0, 1)),
+        (" 3", (3,)),  # empty entry stops; spaces around a number are ignored
+        ("+2,-0", (2, 0)),
+        ("0,gpu1", (0,)),
+        ("+", ()),
+        ("GPU-ab,GPU-cd", ("GPU-ab", "GPU-cd")),
+        ("GPU-ab,0", ("GPU-ab",)),
+        ("GPU-ab,GPU-ab", ()),
+        ("MIG-x,MIG-y", ("MIG-x", "MIG-y")),
+        ("MIG-x,GPU-y", ("MIG-x",)),
+    ],
+)
 def test_parse_follows_cudas_rules(raw, entries):
     spec = parse_visible_devices(raw)
     assert spec.entries == entries
@@ -48,7 +62,8 @@ def test_parse_follows_cudas_rules(raw, entries):
 
 def test_parse_explains_where_and_why_it_stopped():
     assert "'-1' is negative, so CUDA stops reading there and keeps only what came before it (0, 2)" in str(
-        parse_visible_devices("0,2,-1,1"))
+        parse_visible_devices("0,2,-1,1")
+    )
     assert "listed twice" in parse_visible_devices("1,1").notes[0]
     assert "hides every GPU" in parse_visible_devices("").notes[0]
     assert parse_visible_devices(None).unset and "unset" in str(parse_visible_devices(None))
@@ -64,8 +79,8 @@ def test_lone_sign_is_an_invalid_entry_where_torch_itself_crashes():
 
 # -- agreement with torch.cuda._parse_visible_devices on a large sample ------------------------------------------------
 _TOKENS = st.one_of(
-    st.integers(0, 12).map(str), st.sampled_from(["-1", "-0", "+3", "", " ", " 2", "4 ", "\t5", "1gpu", "gpu",
-                                                  "7a", "00", "010", "-", "-2", "99"]),
+    st.integers(0, 12).map(str),
+    st.sampled_from(["-1", "-0", "+3", "", " ", " 2", "4 ", "\t5", "1gpu", "gpu", "7a", "00", "010", "-", "-2", "99"]),
     st.sampled_from(["GPU-", "MIG-"]).flatmap(lambda p: st.text("0123456789abcdef-", max_size=6).map(lambda t: p + t)),
     st.text("0123456789+-, GPUMIabcdef\t", max_size=6),
 )
@@ -100,8 +115,16 @@ def test_parse_agrees_with_torchs_private_parser(raw):
 
 
 @settings(max_examples=1500, deadline=None)
-@given(st.lists(st.one_of(st.tuples(st.integers(0, 7), st.integers(4, 40)).map(lambda t: UUIDS[t[0]][:t[1]]),
-                          st.sampled_from(["GPU-", "GPU-0", "GPU-zz", "0"])), min_size=1, max_size=6))
+@given(
+    st.lists(
+        st.one_of(
+            st.tuples(st.integers(0, 7), st.integers(4, 40)).map(lambda t: UUIDS[t[0]][: t[1]]),
+            st.sampled_from(["GPU-", "GPU-0", "GPU-zz", "0"]),
+        ),
+        min_size=1,
+        max_size=6,
+    )
+)
 def test_uuid_prefixes_resolve_like_torchs_transform(candidates):
     raw = ",".join(["GPU-" + c[4:] if c.startswith("GPU-") else c for c in candidates])
     if not raw.startswith("GPU-"):
@@ -172,9 +195,11 @@ def test_format_visible_devices():
 
 # -- the guarded setter -----------------------------------------------------------------------------------------------
 def test_driver_detection_reads_proc_maps():
-    maps = ("7f00-7f01 r-xp 0 08:01 12 /usr/lib/x86_64-linux-gnu/libcuda.so.550.54.15\n"
-            "7f01-7f02 r--p 0 08:01 12 /usr/lib/x86_64-linux-gnu/libcuda.so.550.54.15\n"
-            "7f02-7f03 r-xp 0 08:01 13 /opt/my libs/libcuda.so.1\n7f03-7f04 rw-p 0 00:00 0 \n")
+    maps = (
+        "7f00-7f01 r-xp 0 08:01 12 /usr/lib/x86_64-linux-gnu/libcuda.so.550.54.15\n"
+        "7f01-7f02 r--p 0 08:01 12 /usr/lib/x86_64-linux-gnu/libcuda.so.550.54.15\n"
+        "7f02-7f03 r-xp 0 08:01 13 /opt/my libs/libcuda.so.1\n7f03-7f04 rw-p 0 00:00 0 \n"
+    )
     assert mapped_drivers(maps) == ("/usr/lib/x86_64-linux-gnu/libcuda.so.550.54.15", "/opt/my libs/libcuda.so.1")
     assert driver_in_maps(maps)
     assert not driver_in_maps("7f00-7f01 r-xp 0 08:01 12 /venv/torch/lib/libcudart.so.13\n7f r /libnvidia-ml.so.1")
@@ -184,8 +209,10 @@ def test_driver_detection_reads_proc_maps():
 def test_the_drivers_answers_mean_what_the_driver_api_says():
     # cuDeviceGetCount before cuInit: CUDA_ERROR_NOT_INITIALIZED (3); after: CUDA_SUCCESS (0); anything else: unclear
     assert DriverAnswer.answered("/x/libcuda.so.1", 3).initialised is False
-    assert DriverAnswer.answered("/x/libcuda.so.1", 0, 2).said == "libcuda.so.1 answers CUDA_SUCCESS (0) to " \
+    assert (
+        DriverAnswer.answered("/x/libcuda.so.1", 0, 2).said == "libcuda.so.1 answers CUDA_SUCCESS (0) to "
         "cuDeviceGetCount (2 GPU(s))"
+    )
     assert DriverAnswer.answered("/x/libcuda.so.1", 100).initialised is None
     assert DriverAnswer.answered("/x/libcuda.so.1", 7).said.endswith("CUresult (7) to cuDeviceGetCount")
     two = (DriverAnswer.answered("/a/libcuda.so.1", 3), DriverAnswer.answered("/b/libcuda.so.1", 0))
@@ -222,13 +249,19 @@ def test_a_mapped_libcuda_alone_is_no_reason_to_refuse(tmp_path):
     # (gpu-runs/2026-11-26-h100/diag.txt, lines B-D). A file named libcuda.so.1 that cannot answer cuDeviceGetCount
     # leaves gpulab unable to tell: it sets the variable and warns, in a fresh process, with no monkeypatching.
     # (tests/machine/test_cuda_driver_probe.py tries a stand-in driver that does answer.)
-    out = process_group.run([sys.executable, "-c", DRIVER_MAPPED_SCRIPT, str(tmp_path / "libcuda.so.1")],
-                            capture_output=True, text=True, timeout=120,
-                            env={k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"})
+    out = process_group.run(
+        [sys.executable, "-c", DRIVER_MAPPED_SCRIPT, str(tmp_path / "libcuda.so.1")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"},
+    )
     lines = out.stdout.splitlines()
     assert lines[:2] == ["set 0", "False True None ['CudaStartUnverified']"], out.stderr
-    assert lines[2].startswith("gpulab cannot tell whether CUDA has read CUDA_VISIBLE_DEVICES in this process") and \
-        "libcuda.so.1 is loaded but could not be asked" in lines[2]
+    assert (
+        lines[2].startswith("gpulab cannot tell whether CUDA has read CUDA_VISIBLE_DEVICES in this process")
+        and "libcuda.so.1 is loaded but could not be asked" in lines[2]
+    )
 
 
 SETTER_SCRIPT = """
@@ -243,8 +276,13 @@ print("CUDA_VISIBLE_DEVICES" in os.environ, cuda_state().variable_read)
 
 
 def test_setter_writes_the_variable_in_a_fresh_process():
-    out = process_group.run([sys.executable, "-c", SETTER_SCRIPT], capture_output=True, text=True, timeout=60,
-                            env={k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"})
+    out = process_group.run(
+        [sys.executable, "-c", SETTER_SCRIPT],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"},
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines() == ["3,1 PCI_BUS_ID (3, 1) False", "False False"]
 
@@ -254,8 +292,11 @@ def test_setter_refuses_once_cuda_has_read_the_variable(monkeypatch):
     # test_setter_refuses_after_real_cuda_init does the same for real where a GPU exists.
     monkeypatch.setattr(setter, "cuda_state", lambda: CudaState(True, True))
     with patched_environ(CUDA_VISIBLE_DEVICES="0"):
-        with pytest.raises(CudaAlreadyStarted, match=r"not setting CUDA_VISIBLE_DEVICES='2'.*Restart the kernel and run "
-                                                     r"this cell first"):
+        with pytest.raises(
+            CudaAlreadyStarted,
+            match=r"not setting CUDA_VISIBLE_DEVICES='2'.*Restart the kernel and run "
+            r"this cell first",
+        ):
             set_visible_devices([2])
         assert os.environ["CUDA_VISIBLE_DEVICES"] == "0"  # nothing changed
     started = CudaState(True, False, DriverAnswer.answered("/usr/lib/libcuda.so.1", 0, 1))  # is_available() did it
@@ -269,8 +310,11 @@ def test_setter_sets_and_warns_where_it_cannot_tell(monkeypatch):
     off_linux = CudaState(True, False, DriverAnswer.unlisted("win32"))
     monkeypatch.setattr(setter, "cuda_state", lambda: off_linux)
     with patched_environ(CUDA_VISIBLE_DEVICES=None, CUDA_DEVICE_ORDER=None):
-        with pytest.warns(CudaStartUnverified, match=r"set CUDA_VISIBLE_DEVICES='2', but could not verify .* /proc/self"
-                                                     r"/maps, which Windows lacks.*restart the kernel and run this cell"):
+        with pytest.warns(
+            CudaStartUnverified,
+            match=r"set CUDA_VISIBLE_DEVICES='2', but could not verify .* /proc/self"
+            r"/maps, which Windows lacks.*restart the kernel and run this cell",
+        ):
             set_visible_devices([2])
         assert os.environ["CUDA_VISIBLE_DEVICES"] == "2"
 

@@ -1,6 +1,7 @@
 """DataParallel by hand: the five steps give the gradients of one full-batch pass; the per-replica loss does not,
 by exactly the weights it gives each example; wrong input is refused with the reason. Runs on CPU threads here,
 on PyTorch's own primitives where GPUs exist (the multigpu tests)."""
+
 from __future__ import annotations
 
 import threading
@@ -9,7 +10,7 @@ import pytest
 import torch
 
 from gpulab.dataparallel.by_hand import data_parallel_step, resolve_devices, scatter_batch
-from gpulab.dataparallel.gradients import compare_gradients, full_batch_gradients, gradients, sample_weights
+from gpulab.dataparallel.gradient_comparison import compare_gradients, full_batch_gradients, gradients, sample_weights
 from gpulab.testing import requires_gpus
 from gpulab.workload import cnn, mlp
 
@@ -60,7 +61,7 @@ def test_the_loss_averaged_per_replica_weighs_a_small_chunk_more_by_exactly_the_
     per_example = []
     for i in range(10):  # each example's own gradient, to build the wrong total from the stated weights
         model.zero_grad()
-        torch.nn.functional.cross_entropy(model(x[i:i + 1]), y[i:i + 1]).backward()
+        torch.nn.functional.cross_entropy(model(x[i : i + 1]), y[i : i + 1]).backward()
         per_example.append(gradients(model))
     step = data_parallel_step(model, x, y, ["cpu"] * 4, loss_per_replica=True)
     broken = gradients(model)
@@ -114,12 +115,15 @@ def test_tied_weights_stay_tied_in_the_replicas():
     assert compare_gradients(gradients(model), reference).allclose
 
 
-@pytest.mark.parametrize("devices, match", [
-    ([], r"devices is a list with one entry per replica, like \['cuda:0', 'cuda:1'\]"),
-    ("cpu", r"devices is a list with one entry per replica, .*; got 'cpu'"),
-    (["cpu", "gpu0"], r"holds something that is not a device name"),
-    (["cpu", "meta"], r"must be all CUDA GPUs or all the CPU .* got cpu, meta"),
-])
+@pytest.mark.parametrize(
+    "devices, match",
+    [
+        ([], r"devices is a list with one entry per replica, like \['cuda:0', 'cuda:1'\]"),
+        ("cpu", r"devices is a list with one entry per replica, .*; got 'cpu'"),
+        (["cpu", "gpu0"], r"holds something that is not a device name"),
+        (["cpu", "meta"], r"must be all CUDA GPUs or all the CPU .* got cpu, meta"),
+    ],
+)
 def test_device_lists_that_make_no_sense_are_refused(devices, match):
     with pytest.raises(ValueError, match=match):
         resolve_devices(devices)
@@ -129,8 +133,11 @@ def test_gpus_this_process_does_not_have_are_named(monkeypatch):
     import gpulab.machine.cuda as cuda
 
     monkeypatch.setattr(cuda, "cuda_gpu_count", lambda: 1)  # our own seam: how many GPUs torch reports
-    with pytest.raises(ValueError, match=r"cuda:1 do\(es\) not exist: this process sees 1 CUDA GPU\(s\). .* "
-                       r"pass \['cpu'\] \* 2"):
+    with pytest.raises(
+        ValueError,
+        match=r"cuda:1 do\(es\) not exist: this process sees 1 CUDA GPU\(s\). .* "
+        r"pass \['cpu'\] \* 2",
+    ):
         resolve_devices(["cuda:0", "cuda:1"])
     with pytest.raises(ValueError, match=r"a GPU is listed twice in cuda:0, cuda:0: DataParallel keeps one replica"):
         resolve_devices(["cuda:0", "cuda:0"])
@@ -139,17 +146,27 @@ def test_gpus_this_process_does_not_have_are_named(monkeypatch):
 def test_a_module_not_on_the_first_device_gets_dataparallels_message_and_the_fix():
     model = mlp(16, 8).to("meta")
     x, y = _batch(4)
-    with pytest.raises(RuntimeError, match=r"module must have its parameters and buffers on device cpu \(devices\[0\]\) "
-                       r"but found one of them on device: meta. Move it first with module.to\('cpu'\)"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"module must have its parameters and buffers on device cpu \(devices\[0\]\) "
+        r"but found one of them on device: meta. Move it first with module.to\('cpu'\)",
+    ):
         data_parallel_step(model, x, y, ["cpu", "cpu"])
 
 
-@pytest.mark.parametrize("inputs, targets, match", [
-    (torch.zeros(0, 16), torch.zeros(0, dtype=torch.long), "inputs must be a batch"),
-    (torch.tensor(1.0), torch.zeros(1, dtype=torch.long), "inputs must be a batch"),
-    (torch.zeros(4, 16), torch.zeros(3, dtype=torch.long), r"one target per input .* got \(3,\) for inputs of "
-                                                           r"shape \(4, 16\)"),
-])
+@pytest.mark.parametrize(
+    "inputs, targets, match",
+    [
+        (torch.zeros(0, 16), torch.zeros(0, dtype=torch.long), "inputs must be a batch"),
+        (torch.tensor(1.0), torch.zeros(1, dtype=torch.long), "inputs must be a batch"),
+        (
+            torch.zeros(4, 16),
+            torch.zeros(3, dtype=torch.long),
+            r"one target per input .* got \(3,\) for inputs of "
+            r"shape \(4, 16\)",
+        ),
+    ],
+)
 def test_batches_that_cannot_be_split_are_refused(inputs, targets, match):
     with pytest.raises(ValueError, match=match):
         data_parallel_step(mlp(16, 8), inputs, targets, ["cpu", "cpu"])
@@ -167,8 +184,11 @@ def test_a_failing_replica_is_named_and_no_thread_is_left_behind():
             return self.lin(x)
 
     x, y = _batch(7)
-    with pytest.raises(RuntimeError, match=r"replica 3 on cpu failed on its chunk of 1 rows: ValueError: a chunk "
-                       r"of one row"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"replica 3 on cpu failed on its chunk of 1 rows: ValueError: a chunk "
+        r"of one row",
+    ):
         data_parallel_step(NeedsTwoRows(), x, y, ["cpu"] * 4)
     assert not [t for t in threading.enumerate() if t.name.startswith("gpulab-replica")]
 
@@ -176,8 +196,11 @@ def test_a_failing_replica_is_named_and_no_thread_is_left_behind():
 def test_sample_weights_add_up_to_one_and_refuse_empty_chunks():
     assert sum(sample_weights((3, 3, 3, 1), per_replica=True)) == pytest.approx(1.0)
     assert sample_weights((2, 1)) == pytest.approx((1 / 3,) * 3)
-    with pytest.raises(ValueError, match=r"chunk_sizes holds 0: examples in each chunk are ≥ 1, e.g. "
-                                         r"chunk_sizes=\(3, 3, 2\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"chunk_sizes holds 0: examples in each chunk are ≥ 1, e.g. "
+        r"chunk_sizes=\(3, 3, 2\)",
+    ):
         sample_weights((3, 0))
     with pytest.raises(ValueError, match=r"chunk_sizes=tuple \(\) is empty"):
         sample_weights(())

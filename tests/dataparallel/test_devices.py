@@ -6,12 +6,13 @@ GPU exists once CUDA is there, and ignores ``device_ids`` altogether without it,
 The decision below never lists a GPU the machine lacks. The CPU carries it out here for 0 GPUs; the ``gpu`` and
 ``multigpu`` tests carry it out where GPUs exist (2+ GPUs have never been at hand: those rows are checked here only).
 """
+
 from __future__ import annotations
 
 import pytest
 import torch
 
-from gpulab.dataparallel.devices import chunk_sizes, dataparallel_devices, dataparallel_table
+from gpulab.dataparallel.device_ids import chunk_sizes, dataparallel_devices, dataparallel_table
 from gpulab.machine.cuda import cuda_gpu_count
 from gpulab.testing import requires_gpus
 
@@ -53,21 +54,30 @@ def test_chunk_sizes_are_torchs(batch, devices):
     """As ``Tensor.chunk`` and torch's own scatter (which still splits a CPU tensor given the device number -1)."""
     assert list(chunk_sizes(batch, devices)) == [len(c) for c in torch.arange(batch).chunk(devices)]
     assert list(chunk_sizes(batch, devices)) == [
-        len(c) for c in torch.nn.parallel.comm.scatter(torch.arange(batch), [-1] * devices)]
+        len(c) for c in torch.nn.parallel.comm.scatter(torch.arange(batch), [-1] * devices)
+    ]
 
 
 def test_a_batch_smaller_than_the_gpus_leaves_the_last_gpus_idle():
-    assert dataparallel_devices(8).batch_goes(9) == (("cuda:0", 2), ("cuda:1", 2), ("cuda:2", 2), ("cuda:3", 2),
-                                                     ("cuda:4", 1))
+    assert dataparallel_devices(8).batch_goes(9) == (
+        ("cuda:0", 2),
+        ("cuda:1", 2),
+        ("cuda:2", 2),
+        ("cuda:3", 2),
+        ("cuda:4", 1),
+    )
 
 
-@pytest.mark.parametrize("call, error, match", [
-    (lambda: dataparallel_devices(-1), ValueError, r"gpu_count=-1: gpu_count must be a whole number ≥ 0"),
-    (lambda: dataparallel_devices("2"), TypeError, r"gpu_count='2' is a str; .*cuda_gpu_count\(\)"),
-    (lambda: dataparallel_devices(2, at_most=0), ValueError, r"at_most=0: at_most must be a whole number ≥ 1"),
-    (lambda: dataparallel_devices(1).batch_goes(0), ValueError, r"batch=0: batch must be a whole number ≥ 1"),
-    (lambda: chunk_sizes(10, 0), ValueError, r"devices=0: devices must be a whole number ≥ 1"),
-])
+@pytest.mark.parametrize(
+    "call, error, match",
+    [
+        (lambda: dataparallel_devices(-1), ValueError, r"gpu_count=-1: gpu_count must be a whole number ≥ 0"),
+        (lambda: dataparallel_devices("2"), TypeError, r"gpu_count='2' is a str; .*cuda_gpu_count\(\)"),
+        (lambda: dataparallel_devices(2, at_most=0), ValueError, r"at_most=0: at_most must be a whole number ≥ 1"),
+        (lambda: dataparallel_devices(1).batch_goes(0), ValueError, r"batch=0: batch must be a whole number ≥ 1"),
+        (lambda: chunk_sizes(10, 0), ValueError, r"devices=0: devices must be a whole number ≥ 1"),
+    ],
+)
 def test_wrong_arguments_say_what_to_pass(call, error, match):
     with pytest.raises(error, match=match):
         call()

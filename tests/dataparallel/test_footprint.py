@@ -1,5 +1,6 @@
 """Measuring which GPUs a DataParallel run occupies: the child-process plumbing runs for real here (a child that
 fails, one that hangs, one that answers); the measurement itself needs two GPUs (multigpu)."""
+
 from __future__ import annotations
 
 import sys

@@ -1,5 +1,6 @@
 """The `module.` prefix: the real error a plain model raises, and the helpers that peel wrappers and prefixes off
 (DataParallel, a real single-process DDP over gloo, torch.compile, and wrappers inside wrappers)."""
+
 from __future__ import annotations
 
 from collections import OrderedDict
@@ -8,14 +9,17 @@ import pytest
 import torch
 import torch.distributed as dist
 
-from gpulab.dataparallel.unwrap import load_unwrapped, strip_wrapper_prefixes, unwrap
+from gpulab.dataparallel.wrappers import load_unwrapped, strip_wrapper_prefixes, unwrap
 from gpulab.workload import cnn, mlp
 
 
 def test_a_plain_model_refuses_a_dataparallel_state_dict_with_pytorchs_message():
     plain = mlp(4, 3)
-    with pytest.raises(RuntimeError, match=r'Missing key\(s\) in state_dict: "0.weight", "0.bias", .*\n.*'
-                       r'Unexpected key\(s\) in state_dict: "module.0.weight", "module.0.bias"'):
+    with pytest.raises(
+        RuntimeError,
+        match=r'Missing key\(s\) in state_dict: "0.weight", "0.bias", .*\n.*'
+        r'Unexpected key\(s\) in state_dict: "module.0.weight", "module.0.bias"',
+    ):
         plain.load_state_dict(torch.nn.DataParallel(mlp(4, 3, seed=1)).state_dict())
 
 
@@ -58,19 +62,28 @@ def test_ddp_is_unwrapped_too(tmp_path):
 
 def test_a_mix_of_prefixed_and_plain_keys_is_refused_not_half_stripped():
     mixed = OrderedDict([("module.0.weight", torch.zeros(1)), ("0.bias", torch.zeros(1))])
-    with pytest.raises(ValueError, match=r"1 of the 2 keys start with 'module.' \(e.g. 'module.0.weight'\) and the "
-                       r"others do not \(e.g. '0.bias'\): this is not the state_dict of one wrapped model"):
+    with pytest.raises(
+        ValueError,
+        match=r"1 of the 2 keys start with 'module.' \(e.g. 'module.0.weight'\) and the "
+        r"others do not \(e.g. '0.bias'\): this is not the state_dict of one wrapped model",
+    ):
         strip_wrapper_prefixes(mixed)
 
 
 def test_wrong_things_handed_to_the_helpers_are_named():
-    with pytest.raises(TypeError, match=r"unwrap\(\) takes a model .* got OrderedDict. To remove the 'module.' "
-                       r"prefix from a state_dict, use strip_wrapper_prefixes"):
+    with pytest.raises(
+        TypeError,
+        match=r"unwrap\(\) takes a model .* got OrderedDict. To remove the 'module.' "
+        r"prefix from a state_dict, use strip_wrapper_prefixes",
+    ):
         unwrap(mlp(4, 3).state_dict())
     with pytest.raises(TypeError, match=r"takes a state_dict .* got Sequential"):
         strip_wrapper_prefixes(mlp(4, 3))
     checkpoint = {"epoch": 3, "model_state_dict": torch.nn.DataParallel(mlp(4, 3)).state_dict()}
-    with pytest.raises(TypeError, match=r"a checkpoint that holds state_dicts .* "
-                       r"strip_wrapper_prefixes\(checkpoint\['model_state_dict'\]\)"):
+    with pytest.raises(
+        TypeError,
+        match=r"a checkpoint that holds state_dicts .* "
+        r"strip_wrapper_prefixes\(checkpoint\['model_state_dict'\]\)",
+    ):
         strip_wrapper_prefixes(checkpoint)
     assert strip_wrapper_prefixes({}) == OrderedDict()

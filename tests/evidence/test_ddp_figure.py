@@ -4,6 +4,7 @@ On one H100 (``evidence/``, run of 2026-11-26) the figure was asked for on the C
 1-rank row NCCL: "No backend type associated with device type cpu", and the figure was not measured. The GPU count
 is our seam (NVML there); the ranks run for real on this CPU.
 """
+
 from __future__ import annotations
 
 import sys

@@ -1,5 +1,6 @@
 """The evidence record make test-gpu writes: schema, file name, Markdown summary, and the runner's pure parts.
 fixture_h100.json is a record written by hand for these tests: its figures are made up, not measurements."""
+
 from __future__ import annotations
 
 import copy
@@ -29,22 +30,25 @@ def test_a_record_is_written_as_json_and_a_markdown_summary(tmp_path):
     assert "| nccl_allreduce_busbw_gbps | not measured |" in text and "`tests.machine.test_cuda::test_context`" in text
 
 
-@pytest.mark.parametrize("break_it, message", [
-    (lambda r: r.update(schema=3), r"schema must be one of \(1, 2\)"),
-    (lambda r: r.pop("mode"), r"mode must be one of \('fast', 'full'\)"),
-    (lambda r: r.update(mode="quick"), "mode must be one of"),
-    (lambda r: r.update(schema=1), "schema 1 files are kept as they were written"),
-    (lambda r: r.update(date="24.11.2026"), "date must be YYYY-MM-DD"),
-    (lambda r: r["machine"].pop("driver"), r"machine\.driver must be a str"),
-    (lambda r: r["machine"].update(gpus=[]), "machine.gpus is empty"),
-    (lambda r: r["machine"]["gpus"][0].update(memory_bytes="80GB"), r"gpus\[0\]\.memory_bytes must be a int"),
-    (lambda r: r.update(tests={}), "name at least one"),
-    (lambda r: r["tests"].update({"t::x": "ok"}), r"tests\['t::x'\] is 'ok'"),
-    (lambda r: r.update(explain_corpus={"snippets": 3}), "explain_corpus must give"),
-    (lambda r: r["figures"].pop("matmul_tflops"), "figures.matmul_tflops is missing"),
-    (lambda r: r["figures"].update(cuda_context_bytes={"value": 5}), "needs a numeric value and a unit"),
-    (lambda r: r["figures"].update(ddp_samples_per_s={"not_measured": ""}), "must say why"),
-])
+@pytest.mark.parametrize(
+    "break_it, message",
+    [
+        (lambda r: r.update(schema=3), r"schema must be one of \(1, 2\)"),
+        (lambda r: r.pop("mode"), r"mode must be one of \('fast', 'full'\)"),
+        (lambda r: r.update(mode="quick"), "mode must be one of"),
+        (lambda r: r.update(schema=1), "schema 1 files are kept as they were written"),
+        (lambda r: r.update(date="24.11.2026"), "date must be YYYY-MM-DD"),
+        (lambda r: r["machine"].pop("driver"), r"machine\.driver must be a str"),
+        (lambda r: r["machine"].update(gpus=[]), "machine.gpus is empty"),
+        (lambda r: r["machine"]["gpus"][0].update(memory_bytes="80GB"), r"gpus\[0\]\.memory_bytes must be a int"),
+        (lambda r: r.update(tests={}), "name at least one"),
+        (lambda r: r["tests"].update({"t::x": "ok"}), r"tests\['t::x'\] is 'ok'"),
+        (lambda r: r.update(explain_corpus={"snippets": 3}), "explain_corpus must give"),
+        (lambda r: r["figures"].pop("matmul_tflops"), "figures.matmul_tflops is missing"),
+        (lambda r: r["figures"].update(cuda_context_bytes={"value": 5}), "needs a numeric value and a unit"),
+        (lambda r: r["figures"].update(ddp_samples_per_s={"not_measured": ""}), "must say why"),
+    ],
+)
 def test_a_record_off_the_schema_is_refused_and_nothing_is_written(tmp_path, break_it, message):
     record = copy.deepcopy(FIXTURE)
     break_it(record)

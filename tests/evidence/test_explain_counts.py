@@ -4,6 +4,7 @@ The H100 run's summary said "2 snippets, 1 disagreement": it counted the corpus 
 snippets and 54 disagreed (evidence/2026-11-26-h100-80gb-hbm3.md). Here a real pytest writes real JUnit XML from
 tests that record their counts as the corpus test does, and the kit reads them back.
 """
+
 from __future__ import annotations
 
 import sys
@@ -14,12 +15,13 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools"))
 
 import gpu_run  # noqa: E402
+
 from gpukit import evidence  # noqa: E402
 from tests import process_group  # noqa: E402
 
 # two corpus tests that counted (one with 2 disagreeing snippets of 120, one of 3 that all agreed), one that failed
 # before counting, and a test of another file whose failure is not the corpus's
-CORPUS = '''
+CORPUS = """
 from tests.placement.explain_evidence import COUNTS_PROPERTY, corpus_counts
 
 def test_one_gpu(record_property):
@@ -32,7 +34,7 @@ def test_several_gpus(record_property):
 
 def test_runner_crashed():
     raise RuntimeError("the runner failed")
-'''
+"""
 
 
 def _junit(tmp_path: Path) -> Path:
@@ -41,9 +43,24 @@ def _junit(tmp_path: Path) -> Path:
     (pkg / "test_explain_on_gpus.py").write_text(textwrap.dedent(CORPUS))
     (tmp_path / "tests" / "test_other.py").write_text("def test_x():\n    assert False\n")
     junit = tmp_path / "junit.xml"
-    process_group.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={junit}",
-                       f"--rootdir={tmp_path}", str(pkg / "test_explain_on_gpus.py"), str(tmp_path / "tests")],
-                      cwd=ROOT, capture_output=True, text=True, timeout=300)
+    process_group.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            f"--junitxml={junit}",
+            f"--rootdir={tmp_path}",
+            str(pkg / "test_explain_on_gpus.py"),
+            str(tmp_path / "tests"),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     return junit
 
 

@@ -6,6 +6,7 @@ checkout is ``pip install -e``'d, whose egg-info registers them anyway; these te
 never been installed (its pyproject.toml, and its gpulab package by a link) and a Python started with ``-S`` (no
 site-packages, so no installed gpulab either), which is what the GPU machine's Python sees of gpulab.
 """
+
 from __future__ import annotations
 
 import json
@@ -20,6 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools"))
 
 import gpu_run  # noqa: E402
+
 from gpukit import distinfo  # noqa: E402
 from gpukit.preflight import GROUP, PROVISIONER  # noqa: E402
 
@@ -28,9 +30,11 @@ try:
 except ImportError:  # Python 3.10
     import tomli as tomllib
 
-SEEN = ("import importlib.metadata as md, importlib.util as u, json, sys; sys.path.insert(0, sys.argv[1]); "
-        "import preflight; print(json.dumps({'eps': sorted(e.name for e in md.entry_points(group=preflight.GROUP)), "
-        "'gpulab': u.find_spec('gpulab').origin, 'problems': preflight.registration_problems()}))")
+SEEN = (
+    "import importlib.metadata as md, importlib.util as u, json, sys; sys.path.insert(0, sys.argv[1]); "
+    "import preflight; print(json.dumps({'eps': sorted(e.name for e in md.entry_points(group=preflight.GROUP)), "
+    "'gpulab': u.find_spec('gpulab').origin, 'problems': preflight.registration_problems()}))"
+)
 
 
 @pytest.fixture
@@ -47,8 +51,15 @@ def fresh_clone(tmp_path):
 def _seen_by_a_bare_python(env: dict, cwd: Path) -> dict:
     """What a Python without site-packages, started outside the checkout (``-c`` puts the working folder first on
     its path), sees of gpulab with ``env``'s PYTHONPATH."""
-    done = subprocess.run([sys.executable, "-S", "-c", SEEN, str(ROOT / "tools" / "gpukit")], env=env, cwd=cwd,
-                          capture_output=True, text=True, timeout=120, check=True)
+    done = subprocess.run(
+        [sys.executable, "-S", "-c", SEEN, str(ROOT / "tools" / "gpukit")],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     return json.loads(done.stdout)
 
 

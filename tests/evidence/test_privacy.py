@@ -4,6 +4,7 @@ The H100 file of 2026-11-26 (schema 1, kept as written) shows what a run puts in
 traceback with ``/opt/torch/.venv/lib/python3.12/site-packages/torch/distributed/utils.py``; its log shows that
 checkout's paths as ``<repo>`` and the machine's site-packages as ``.../site-packages``.
 """
+
 from __future__ import annotations
 
 import copy
@@ -20,11 +21,13 @@ from gpukit import evidence  # noqa: E402
 
 FIXTURE = json.loads((Path(__file__).with_name("fixture_h100.json")).read_text())
 FACTS = {"home": "/home/ada", "user": "ada", "host": "gpu-node-17.example.org"}
-TRACEBACK = ('RankFailed: rank 0 of 1 raised RuntimeError: No backend type associated with device type cpu\n'
-             '  File "/opt/torch/.venv/lib/python3.12/site-packages/torch/distributed/utils.py", line 286, in _verify\n'
-             '  File "/home/ada/gpulab/gpulab/ranks/launcher.py", line 147, in launch\n'
-             '  File "/home/ada/.local/lib/python3.12/site-packages/jupyter_client/manager.py", line 9\n'
-             'on gpu-node-17.example.org, see err.root.traceback')
+TRACEBACK = (
+    "RankFailed: rank 0 of 1 raised RuntimeError: No backend type associated with device type cpu\n"
+    '  File "/opt/torch/.venv/lib/python3.12/site-packages/torch/distributed/utils.py", line 286, in _verify\n'
+    '  File "/home/ada/gpulab/gpulab/ranks/launcher.py", line 147, in launch\n'
+    '  File "/home/ada/.local/lib/python3.12/site-packages/jupyter_client/manager.py", line 9\n'
+    "on gpu-node-17.example.org, see err.root.traceback"
+)
 
 
 def _a_record_with_paths() -> dict:
@@ -54,17 +57,20 @@ def test_a_record_that_is_not_redacted_is_not_written_and_says_what_it_found(tmp
     assert list(tmp_path.iterdir()) == []
     found = evidence.privacy_problems(TRACEBACK, FACTS)
     assert "the user's name (ada)" in found and "this machine's name (gpu-node-17.example.org)" in found
-    assert any(p.startswith("a site-packages path not rewritten (/opt/torch/.venv/lib/python3.12/site-packages")
-               for p in found)
-    path, summary = evidence.write(evidence.redact(_a_record_with_paths(), Path("/home/ada/gpulab"), FACTS),
-                                   tmp_path)
+    assert any(
+        p.startswith("a site-packages path not rewritten (/opt/torch/.venv/lib/python3.12/site-packages") for p in found
+    )
+    path, summary = evidence.write(evidence.redact(_a_record_with_paths(), Path("/home/ada/gpulab"), FACTS), tmp_path)
     assert evidence.privacy_problems(path.read_text() + summary.read_text(), FACTS) == []
 
 
-@pytest.mark.parametrize("facts, text", [
-    ({"home": "/root", "user": "root", "host": "vm"}, "err.root.traceback on the vm's gpu"),
-    ({"home": "/home/runner", "user": "runner", "host": "localhost"}, "a runner ran it on localhost"),
-])
+@pytest.mark.parametrize(
+    "facts, text",
+    [
+        ({"home": "/root", "user": "root", "host": "vm"}, "err.root.traceback on the vm's gpu"),
+        ({"home": "/home/runner", "user": "runner", "host": "localhost"}, "a runner ran it on localhost"),
+    ],
+)
 def test_account_and_host_names_that_are_ordinary_words_are_not_flagged(facts, text):
     assert evidence.privacy_problems(text, facts) == []
     assert evidence.redact(text, Path("/work/gpulab"), facts) == text
@@ -72,17 +78,21 @@ def test_account_and_host_names_that_are_ordinary_words_are_not_flagged(facts, t
 
 def test_root_s_home_is_a_home_folder():
     facts = {"home": "/root", "user": "root", "host": "vm"}
-    assert evidence.redact("/root/gpulab/x.py and /root/.cache", Path("/srv/gpulab"), facts) == \
-        "~/gpulab/x.py and ~/.cache"
-    assert evidence.privacy_problems("see /root/.cache", facts) == ["a home folder (/root)",
-                                                                   "this user's home folder (/root)"]
+    assert (
+        evidence.redact("/root/gpulab/x.py and /root/.cache", Path("/srv/gpulab"), facts)
+        == "~/gpulab/x.py and ~/.cache"
+    )
+    assert evidence.privacy_problems("see /root/.cache", facts) == [
+        "a home folder (/root)",
+        "this user's home folder (/root)",
+    ]
 
 
 def test_a_schema_1_file_as_committed_still_passes_the_schema_but_is_never_written_again(tmp_path):
     old = copy.deepcopy(FIXTURE)
     old["schema"] = 1
     del old["mode"]
-    evidence.check(old)
+    evidence.validate(old)
     assert "chapters ran in" not in evidence.markdown(old)
     with pytest.raises(evidence.EvidenceError, match="schema 1 files are kept as they were written"):
         evidence.write(old, tmp_path)
@@ -95,8 +105,10 @@ def test_the_kit_s_record_of_a_run_is_schema_2_with_its_mode_and_this_machine_s_
     import gpu_run
 
     site = sysconfig.get_paths()["purelib"]
-    note = (f'Traceback:\n  File "{site}/torch/distributed/utils.py", line 286\n'
-            f'  File "{ROOT}/gpulab/ranks/launcher.py", line 147, in launch\nRuntimeError: No backend type')
+    note = (
+        f'Traceback:\n  File "{site}/torch/distributed/utils.py", line 286\n'
+        f'  File "{ROOT}/gpulab/ranks/launcher.py", line 147, in launch\nRuntimeError: No backend type'
+    )
     figures = {**FIXTURE["figures"], "ddp_samples_per_s": {"not_measured": note}}
     tests = {"tests.machine.test_cuda::test_context": "passed", "tests.evidence.test_privacy::x": "passed"}
     record = gpu_run.record_of(FIXTURE["machine"], "full", tests, figures, 0)

@@ -1,4 +1,5 @@
 """The runner's pure parts and the figures' code paths, on the CPU (the device is a parameter)."""
+
 from __future__ import annotations
 
 import sys
@@ -10,6 +11,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools"))
 
 import gpu_run  # noqa: E402
+
 from gpukit import figures  # noqa: E402
 from gpukit.wheelhouse import LIMIT_BYTES, problems  # noqa: E402
 
@@ -22,12 +24,18 @@ def test_the_gpu_test_files_are_found_and_the_explain_corpus_is_among_them():
 
 def test_junit_outcomes_are_read_per_test(tmp_path):
     xml = tmp_path / "j.xml"
-    xml.write_text('<testsuites><testsuite><testcase classname="tests.a" name="ok"/>'
-                   '<testcase classname="tests.a" name="bad"><failure message="x"/></testcase>'
-                   '<testcase classname="tests.a" name="gpu"><skipped message="needs 1 CUDA GPU(s)"/></testcase>'
-                   '<testcase classname="tests.a" name="err"><error message="x"/></testcase></testsuite></testsuites>')
-    assert gpu_run.outcomes(xml) == {"tests.a::ok": "passed", "tests.a::bad": "failed", "tests.a::gpu": "skipped",
-                                     "tests.a::err": "error"}
+    xml.write_text(
+        '<testsuites><testsuite><testcase classname="tests.a" name="ok"/>'
+        '<testcase classname="tests.a" name="bad"><failure message="x"/></testcase>'
+        '<testcase classname="tests.a" name="gpu"><skipped message="needs 1 CUDA GPU(s)"/></testcase>'
+        '<testcase classname="tests.a" name="err"><error message="x"/></testcase></testsuite></testsuites>'
+    )
+    assert gpu_run.outcomes(xml) == {
+        "tests.a::ok": "passed",
+        "tests.a::bad": "failed",
+        "tests.a::gpu": "skipped",
+        "tests.a::err": "error",
+    }
 
 
 def test_transfer_figures_on_the_cpu_measure_pageable_copies_and_say_why_pinned_is_missing():
@@ -60,6 +68,7 @@ def test_ddp_figure_runs_two_real_ranks_on_the_cpu():
 def test_a_failing_measurement_is_recorded_with_its_error():
     def broken():
         raise RuntimeError("CUDA error: out of memory")
+
     assert figures.guarded(broken) == {"not_measured": "RuntimeError: CUDA error: out of memory"}
 
 

@@ -1,5 +1,6 @@
 """Each checker's feedback for typical wrong answers names the missing idea (never the answer), answers of the wrong
 kind are refused with what to give instead, and unknown exercise names are refused with the names that exist."""
+
 from __future__ import annotations
 
 import sys
@@ -12,11 +13,11 @@ from hypothesis import strategies as st
 from torch.utils.data import DistributedSampler
 
 import gpulab
-from gpulab.workload import load_digits
 from gpulab.exercises.check import exercise_names, find_exercise
 from gpulab.exercises.feedback import Feedback
-from tests.junk import JUNK
+from gpulab.workload import load_digits
 from tests import process_group
+from tests.junk import JUNK
 
 
 def weighted_loss_criterion_left_behind(model, criterion, x, y, device):
@@ -89,8 +90,11 @@ def monitored(wrap: bool, mark: bool, samples_one: bool = False):
         for epoch in (1, 2):
             if mark:
                 mon.mark(f"epoch {epoch}")
-            for _ in (mon.wrap(data.loader(batch_size=256), samples=1 if samples_one else None) if wrap
-                      else data.loader(batch_size=256)):
+            for _ in (
+                mon.wrap(data.loader(batch_size=256), samples=1 if samples_one else None)
+                if wrap
+                else data.loader(batch_size=256)
+            ):
                 pass
     return mon
 
@@ -115,12 +119,24 @@ WRONG = [
     ("ch01-ex3", 156.26, ["in bytes"], []),
     ("ch02-ex1", {"cuda:0": 2, "cuda:1": 7}, ["order of the list"], []),
     ("ch02-ex1", {"cuda:0": 0, "cuda:1": 1}, ["not physical GPU k"], []),
-    ("ch02-ex2", {"0,7,-1,1": 1, "1gpu2,4ampere": 4, "4,6,4": None, "3,,5": None, "GPU-6544817b,3": None},
-     ["'0,7,-1,1'", "stops at the first entry"], []),
-    ("ch02-ex2", {"0,7,-1,1": 7, "1gpu2,4ampere": 4, "4,6,4": 6, "3,,5": None, "GPU-6544817b,3": None},
-     ["'4,6,4'", "named twice"], []),
-    ("ch02-ex2", {"0,7,-1,1": 7, "1gpu2,4ampere": 4, "4,6,4": None, "3,,5": None, "GPU-6544817b,3": 3},
-     ["UUIDs must go on with UUIDs"], []),
+    (
+        "ch02-ex2",
+        {"0,7,-1,1": 1, "1gpu2,4ampere": 4, "4,6,4": None, "3,,5": None, "GPU-6544817b,3": None},
+        ["'0,7,-1,1'", "stops at the first entry"],
+        [],
+    ),
+    (
+        "ch02-ex2",
+        {"0,7,-1,1": 7, "1gpu2,4ampere": 4, "4,6,4": 6, "3,,5": None, "GPU-6544817b,3": None},
+        ["'4,6,4'", "named twice"],
+        [],
+    ),
+    (
+        "ch02-ex2",
+        {"0,7,-1,1": 7, "1gpu2,4ampere": 4, "4,6,4": None, "3,,5": None, "GPU-6544817b,3": 3},
+        ["UUIDs must go on with UUIDs"],
+        [],
+    ),
     ("ch03-ex1", load_direct, ["attribute name", "module. prefix"], []),
     ("ch03-ex1", load_replace_everywhere, ["only where it starts a key"], []),
     ("ch03-ex1", load_not_strict, ["nothing was loaded", "strict=False"], []),
@@ -138,13 +154,20 @@ WRONG = [
     ("ch05-ex2", peak_mean, ["mean"], []),
     ("ch06-ex1", {"gpus": [1, 3], "strategy": "ddp", "precision": "16-mixed"}, ["gpus= is no longer"], ["'gpu'"]),
     ("ch06-ex1", {"accelerator": "ddp", "devices": [1, 3], "precision": "16-mixed"}, ["kind of device"], []),
-    ("ch06-ex1", {"accelerator": "gpu", "devices": 2, "strategy": "ddp", "precision": "16-mixed"},
-     ["a list names them"], []),
-    ("ch06-ex1", 'Trainer(accelerator="gpu", devices=[1, 3], strategy="ddp", precision=16)', ["historical"],
-     ["16-mixed"]),
+    (
+        "ch06-ex1",
+        {"accelerator": "gpu", "devices": 2, "strategy": "ddp", "precision": "16-mixed"},
+        ["a list names them"],
+        [],
+    ),
+    (
+        "ch06-ex1",
+        'Trainer(accelerator="gpu", devices=[1, 3], strategy="ddp", precision=16)',
+        ["historical"],
+        ["16-mixed"],
+    ),
     ("ch06-ex2", {"accelerator": "gpu", "devices": 2, "strategy": "dp"}, ["removed in Lightning 2.0"], []),
-    ("ch06-ex2", {"accelerator": "gpu", "devices": 2, "strategy": "ddp"}, ["refuses strategy='ddp'"],
-     ["ddp_notebook"]),
+    ("ch06-ex2", {"accelerator": "gpu", "devices": 2, "strategy": "ddp"}, ["refuses strategy='ddp'"], ["ddp_notebook"]),
     ("ch06-ex3", {"precision": "32-true"}, ["meant the CPU", "accelerator='auto'"], []),
     ("ch06-ex3", {"accelerator": "cpu", "precision": "16-mixed"}, ["never mixed precision"], []),
     ("ch07-ex1", 30, ["2 ranks still lose", "all-reduce"], ["65"]),
@@ -179,14 +202,18 @@ def test_every_exercise_has_at_least_two_typical_wrong_answers_tested():
 def test_indices_as_a_tensor_are_read_as_indices():
     def rank_items(dataset, rank, world_size, epoch):
         return torch.randperm(len(dataset), generator=torch.Generator().manual_seed(epoch))[rank::world_size]
+
     assert gpulab.check("ch04-ex1", rank_items).passed
 
 
-@pytest.mark.parametrize("wrap, mark, samples_one, said", [
-    (False, True, False, "saw no step"),
-    (True, False, False, "marks are missing"),
-    (True, True, True, "not 1"),
-])
+@pytest.mark.parametrize(
+    "wrap, mark, samples_one, said",
+    [
+        (False, True, False, "saw no step"),
+        (True, False, False, "marks are missing"),
+        (True, True, True, "not 1"),
+    ],
+)
 def test_the_monitor_exercise_reads_what_the_loop_reported(wrap, mark, samples_one, said):
     feedback = gpulab.check("ch05-ex1", monitored(wrap, mark, samples_one))
     assert not feedback.passed and said in feedback.message, str(feedback)
@@ -238,17 +265,20 @@ def test_the_skeleton_is_not_answered_yet_and_does_not_raise(answer):
 
 
 def test_a_function_whose_body_is_still_dots_is_not_answered_yet():
-    def weighted_loss(model, criterion, x, y, device):
-        ...
+    def weighted_loss(model, criterion, x, y, device): ...
+
     assert gpulab.check("ch01-ex1", weighted_loss).verdict == "not answered yet"
 
 
-@pytest.mark.parametrize("name, match", [
-    ("ch09-ex1", r"no exercise is called 'ch09-ex1'.*ch00-ex1, ch00-ex2"),
-    ("ch01-ex9", r"Did you mean 'ch01-ex3' or 'ch01-ex2'\?"),
-    ("ch01 ex1", r"Did you mean 'ch01-ex1'"),
-    ("", r"no exercise is called ''"),
-])
+@pytest.mark.parametrize(
+    "name, match",
+    [
+        ("ch09-ex1", r"no exercise is called 'ch09-ex1'.*ch00-ex1, ch00-ex2"),
+        ("ch01-ex9", r"Did you mean 'ch01-ex3' or 'ch01-ex2'\?"),
+        ("ch01 ex1", r"Did you mean 'ch01-ex1'"),
+        ("", r"no exercise is called ''"),
+    ],
+)
 def test_an_unknown_exercise_is_refused_with_the_names_that_exist(name, match):
     with pytest.raises(ValueError, match=match):
         gpulab.check(name, 1)
@@ -275,18 +305,29 @@ def test_feedback_renders_as_text_and_html_without_the_section_once_passed():
 
 
 def test_checking_answers_leaves_cuda_alone_and_import_gpulab_light():
-    code = ("import sys, gpulab; assert 'torch' not in sys.modules; "
-            "print(gpulab.check('ch02-ex1', {'cuda:0': 7, 'cuda:1': 2}).passed)")
+    code = (
+        "import sys, gpulab; assert 'torch' not in sys.modules; "
+        "print(gpulab.check('ch02-ex1', {'cuda:0': 7, 'cuda:1': 2}).passed)"
+    )
     out = process_group.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.strip() == "True", out.stderr
     assert not torch.cuda.is_initialized()
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(answer=st.one_of(JUNK, st.dictionaries(st.sampled_from(["accelerator", "devices", "strategy", "precision",
-                                                                "cuda:0", "cuda:1", "0,7,-1,1", "gpus"]),
-                                              JUNK, max_size=5)),
-       name=st.sampled_from(exercise_names()))
+@given(
+    answer=st.one_of(
+        JUNK,
+        st.dictionaries(
+            st.sampled_from(
+                ["accelerator", "devices", "strategy", "precision", "cuda:0", "cuda:1", "0,7,-1,1", "gpus"]
+            ),
+            JUNK,
+            max_size=5,
+        ),
+    ),
+    name=st.sampled_from(exercise_names()),
+)
 def test_whatever_is_given_as_an_answer_is_answered_with_feedback_and_never_raises(name, answer):
     feedback = gpulab.check(name, answer)
     assert isinstance(feedback, Feedback) and feedback.message and feedback.exercise == name

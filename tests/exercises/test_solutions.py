@@ -3,6 +3,7 @@
 The exercise cells are read from the committed notebooks and run here, in a namespace holding what each chapter has
 defined by then (a small prelude per chapter), so a solution that drifts from its checker fails this test.
 """
+
 from __future__ import annotations
 
 import ast
@@ -22,8 +23,10 @@ PRELUDES = {  # what the chapter defines before its exercises, and the exercise 
     "02": "import torch\nfrom gpulab import parse_visible_devices",
     "03": "import torch",
     "04": "import torch\nfrom torch.utils.data import DistributedSampler",
-    "05": ("import torch\nfrom gpulab.workload import load_digits\ndata = load_digits()\n"
-           "with gpulab.monitor(show=False) as mon:\n    torch.ones(1000).sum()"),
+    "05": (
+        "import torch\nfrom gpulab.workload import load_digits\ndata = load_digits()\n"
+        "with gpulab.monitor(show=False) as mon:\n    torch.ones(1000).sum()"
+    ),
     "06": "",
     "07": "",
 }

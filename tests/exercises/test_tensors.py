@@ -6,6 +6,7 @@ on one GPU had moved the checker's model to cuda:0, and ``torch.equal`` compared
 This machine has no second device to put a tensor on (``meta`` holds no values), so the CPU tests hold every checker
 to comparing through ``gpulab.exercises.tensors``, and the ``gpu`` tests run the real case where a GPU exists.
 """
+
 from __future__ import annotations
 
 import ast
@@ -61,8 +62,12 @@ def _tensor_comparisons(path: Path) -> list[str]:
     """Calls like ``torch.equal(a, b)``, ``a.equal(b)``, ``torch.allclose(...)`` in a module, with their lines."""
     found = []
     for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in COMPARISONS \
-                and not (isinstance(node.func.value, ast.Name) and node.func.value.id in NOT_TENSORS):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in COMPARISONS
+            and not (isinstance(node.func.value, ast.Name) and node.func.value.id in NOT_TENSORS)
+        ):
             found.append((node.lineno, f"{path.name}:{node.lineno}: {ast.unparse(node)}"))
     return [text for _, text in sorted(found)]
 
@@ -71,15 +76,18 @@ def test_every_checker_compares_tensors_through_the_module_that_moves_them_to_th
     modules = sorted(p for p in EXERCISES.glob("*.py") if p.name != "tensors.py")
     assert len(modules) >= 10
     direct = [c for p in modules for c in _tensor_comparisons(p)]
-    assert direct == [], ("compare with gpulab.exercises.tensors (same_weights, same_tensor, close_tensor), which "
-                          "works wherever the tensors are; torch.equal refuses a CPU and a GPU tensor:\n"
-                          + "\n".join(direct))
+    assert direct == [], (
+        "compare with gpulab.exercises.tensors (same_weights, same_tensor, close_tensor), which "
+        "works wherever the tensors are; torch.equal refuses a CPU and a GPU tensor:\n" + "\n".join(direct)
+    )
 
 
 def test_the_scan_finds_a_direct_comparison(tmp_path):
     path = tmp_path / "chXX.py"
-    path.write_text("import math, torch\nok = all(torch.equal(x, y) for x, y in pairs)\nclose = a.allclose(b)\n"
-                    "fine = math.isclose(1.0, 1.0)\n")
+    path.write_text(
+        "import math, torch\nok = all(torch.equal(x, y) for x, y in pairs)\nclose = a.allclose(b)\n"
+        "fine = math.isclose(1.0, 1.0)\n"
+    )
     assert _tensor_comparisons(path) == ["chXX.py:2: torch.equal(x, y)", "chXX.py:3: a.allclose(b)"]
 
 
@@ -96,6 +104,7 @@ def test_on_a_gpu_weights_on_cuda_and_on_the_cpu_compare_by_value():
 @pytest.mark.gpu
 def test_on_a_gpu_the_dataparallel_checkpoint_exercise_accepts_the_solution():
     """The failure of the 2026-11-26 run: one GPU, so DataParallel put the checker's model on cuda:0."""
+
     def load_plain(model, state_dict):
         state_dict = dict(state_dict)
         torch.nn.modules.utils.consume_prefix_in_state_dict_if_present(state_dict, "module.")

@@ -1,5 +1,6 @@
 """The monitor callback in real Lightning fits on the CPU: one process, a monitor passed in, and DDP ranks forked
 by ddp_fork reporting to the monitor in this process. Compared with Lightning's own DeviceStatsMonitor."""
+
 from __future__ import annotations
 
 import csv
@@ -15,9 +16,9 @@ from lightning.pytorch.callbacks import DeviceStatsMonitor  # noqa: E402
 from lightning.pytorch.loggers import CSVLogger  # noqa: E402
 from torch.utils.data import DataLoader, TensorDataset  # noqa: E402
 
-from gpulab.lightning.step_relay import RELAY_THREAD_NAME  # noqa: E402
 from gpulab.lightning.callback import MonitorCallback  # noqa: E402
 from gpulab.lightning.classifier import DigitsClassifier  # noqa: E402
+from gpulab.lightning.step_relay import RELAY_THREAD_NAME  # noqa: E402
 from gpulab.monitoring import monitor  # noqa: E402
 from gpulab.monitoring.sampler import SAMPLER_THREAD_NAME  # noqa: E402
 from gpulab.workload import load_digits  # noqa: E402
@@ -43,8 +44,9 @@ def loader():
 
 
 def _fit(loader, callbacks, tmp_path, **flags):
-    trainer = lightning.Trainer(accelerator="cpu", max_epochs=EPOCHS, callbacks=callbacks, default_root_dir=tmp_path,
-                                **(QUIET | flags))
+    trainer = lightning.Trainer(
+        accelerator="cpu", max_epochs=EPOCHS, callbacks=callbacks, default_root_dir=tmp_path, **(QUIET | flags)
+    )
     trainer.fit(DigitsClassifier(hidden=64), loader)
     return trainer
 
@@ -102,8 +104,15 @@ class _FailsOnRankZero(DigitsClassifier):
 def test_a_rank_that_fails_is_marked_on_the_monitor_and_nothing_hangs(loader, tmp_path):
     with monitor("failing", show=False, interval_s=0.05) as mon:
         cb = MonitorCallback(mon)
-        trainer = lightning.Trainer(accelerator="cpu", devices=2, strategy="ddp_fork", max_epochs=1, callbacks=[cb],
-                                    default_root_dir=tmp_path, **QUIET)
+        trainer = lightning.Trainer(
+            accelerator="cpu",
+            devices=2,
+            strategy="ddp_fork",
+            max_epochs=1,
+            callbacks=[cb],
+            default_root_dir=tmp_path,
+            **QUIET,
+        )
         with pytest.raises(Exception, match="rank 0 gives up"):
             trainer.fit(_FailsOnRankZero(hidden=64), loader)
     assert "fit failed: ProcessRaisedException" in _labels(mon.summary().marks)

@@ -1,5 +1,6 @@
 """The flag translator, pure: every row of the seed article, the notebook and CPU variants, and the calls that never
 worked. (tests/lightning/test_with_lightning.py hands the same translations to the real Lightning.)"""
+
 from __future__ import annotations
 
 import ast
@@ -7,8 +8,8 @@ import ast
 import pytest
 
 from gpulab.lightning.call import Code, TranslationError, parse_trainer_call, render_call
+from gpulab.lightning.flag_history import FLAG_HISTORY, flag_history_table
 from gpulab.lightning.flags import error_today, translate_trainer
-from gpulab.lightning.history import FLAG_HISTORY, flag_history_table
 from tests.lightning.rows import IDS, ROWS, comparable
 
 
@@ -40,26 +41,36 @@ def test_the_articles_precision_comment_is_corrected():
 def test_old_calls_fail_with_the_first_unknown_keyword_in_call_order():
     t = translate_trainer('pl.Trainer(max_epochs=5, accelerator="ddp", gpus=[0, 2])')
     assert t.error_today == "TypeError: Trainer.__init__() got an unexpected keyword argument 'gpus'"
-    assert error_today({"strategy": "DP"}).startswith("ValueError: You selected an invalid strategy name: `strategy='dp'`")
+    assert error_today({"strategy": "DP"}).startswith(
+        "ValueError: You selected an invalid strategy name: `strategy='dp'`"
+    )
     assert error_today({"accelerator": "ddp"}).startswith("ValueError: You selected an invalid accelerator name")
     assert error_today({"precision": 16, "benchmark": True}) is None
     assert error_today({"strategy": "ddp_spawn"}, notebook=True).startswith("MisconfigurationException")
 
 
-@pytest.mark.parametrize("call, strategy, status", [
-    ("Trainer(gpus=2)", "ddp_notebook", "default changed"),
-    ("Trainer(gpus=2, strategy='ddp')", "ddp_notebook", "in a notebook"),
-    ("Trainer(gpus=2, strategy='ddp_spawn')", "ddp_notebook", "in a notebook"),
-    ("Trainer(gpus=2, strategy='ddp_find_unused_parameters_true')", "ddp_notebook_find_unused_parameters_true",
-     "in a notebook"),
-    ("Trainer(gpus=2, strategy='dp')", "ddp_notebook", "removed"),
-    ("Trainer(gpus=[0, 2], accelerator='ddp')", "ddp_notebook", "removed"),
-    ("Trainer(gpus=2, strategy='ddp_notebook')", "ddp_notebook", None),
-])
+@pytest.mark.parametrize(
+    "call, strategy, status",
+    [
+        ("Trainer(gpus=2)", "ddp_notebook", "default changed"),
+        ("Trainer(gpus=2, strategy='ddp')", "ddp_notebook", "in a notebook"),
+        ("Trainer(gpus=2, strategy='ddp_spawn')", "ddp_notebook", "in a notebook"),
+        (
+            "Trainer(gpus=2, strategy='ddp_find_unused_parameters_true')",
+            "ddp_notebook_find_unused_parameters_true",
+            "in a notebook",
+        ),
+        ("Trainer(gpus=2, strategy='dp')", "ddp_notebook", "removed"),
+        ("Trainer(gpus=[0, 2], accelerator='ddp')", "ddp_notebook", "removed"),
+        ("Trainer(gpus=2, strategy='ddp_notebook')", "ddp_notebook", None),
+    ],
+)
 def test_in_a_notebook_the_fork_strategy_replaces_the_ones_lightning_refuses(call, strategy, status):
     t = translate_trainer(call, notebook=True)
     assert t.kwargs["strategy"] == strategy
-    assert [c.status for c in t.changes if "strateg" in c.new or "strategy" in c.old][:1] == ([status] if status else [])
+    assert [c.status for c in t.changes if "strateg" in c.new or "strategy" in c.old][:1] == (
+        [status] if status else []
+    )
 
 
 def test_single_device_ddp_is_kept_with_a_note_and_dp_on_one_device_is_dropped():
@@ -98,8 +109,9 @@ def test_auto_select_only_applied_to_an_int_count():
 
 def test_log_gpu_memory_joins_existing_callbacks_and_keeps_article_code():
     t = translate_trainer("pl.Trainer(logger=wandb_logger, callbacks=[ModelCheckpoint(), es], log_gpu_memory='all')")
-    assert render_call(t.kwargs) == ("Trainer(logger=wandb_logger, callbacks=[ModelCheckpoint(), es, "
-                                     "DeviceStatsMonitor()])")
+    assert render_call(t.kwargs) == (
+        "Trainer(logger=wandb_logger, callbacks=[ModelCheckpoint(), es, DeviceStatsMonitor()])"
+    )
     single = translate_trainer("Trainer(callbacks=early_stop, log_gpu_memory='min_max')")
     assert repr(single.kwargs["callbacks"]) == "[early_stop, DeviceStatsMonitor()]"
     assert "from lightning.pytorch.callbacks import DeviceStatsMonitor" in single.code
@@ -118,45 +130,51 @@ def test_num_processes_and_distributed_backend():
     assert {c.removed_in for c in t.changes} == {"2.0.0", "1.5.0"}
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    ({"gpus": -2}, "never valid"),
-    ({"gpus": True}, "a bool never meant anything"),
-    ({"gpus": 1.5}, "float never worked"),
-    ({"gpus": 0.0}, "float never worked"),
-    ({"gpus": "first"}, "a string must be a count"),
-    ({"gpus": [0, 0]}, "names a GPU twice"),
-    ({"gpus": [0, -1]}, "negative index"),
-    ({"gpus": ["0"]}, "must hold GPU indices"),
-    ({"gpus": 2, "accelerator": "cpu"}, "Say which device you mean"),
-    ({"gpus": 0, "devices": 2}, "means the CPU but devices=2"),
-    ({"gpus": 2, "num_processes": 2}, "both set the device count"),
-    ({"devices": 0}, "refused by Lightning 2"),
-    ({"num_processes": 0}, "an int ≥ 1"),
-    ({"gpus": 2, "accelerator": "ddp", "strategy": "ddp"}, "name the strategy twice"),
-    ({"distributed_backend": "ddp", "strategy": "ddp_spawn"}, "name the strategy twice"),
-    ({"accelerator": "banana"}, "not a device type"),
-    ({"gpus": 2, "strategy": "horovod"}, "no 'horovod' strategy"),
-    ({"gpus": 2, "auto_select_gpus": True, "strategy": "ddp2"}, "no 'ddp2' strategy"),
-    ({"gpus": 0, "auto_select_gpus": True}, "gpus=0 never worked"),
-    ({"gpus": 2, "auto_select_gpus": "yes"}, "took True or False"),
-    ({"precision": 8}, "precision=8 never worked"),
-    ({"precision": "fp16"}, "never worked"),
-    ({"precision": True}, "never worked"),
-    ({"log_gpu_memory": True}, "took None, 'all' or 'min_max'"),
-    ({"resume_from_checkpoint": "last.ckpt", "gpus": 1}, "resume_from_checkpoint: not a Trainer argument"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"gpus": -2}, "never valid"),
+        ({"gpus": True}, "a bool never meant anything"),
+        ({"gpus": 1.5}, "float never worked"),
+        ({"gpus": 0.0}, "float never worked"),
+        ({"gpus": "first"}, "a string must be a count"),
+        ({"gpus": [0, 0]}, "names a GPU twice"),
+        ({"gpus": [0, -1]}, "negative index"),
+        ({"gpus": ["0"]}, "must hold GPU indices"),
+        ({"gpus": 2, "accelerator": "cpu"}, "Say which device you mean"),
+        ({"gpus": 0, "devices": 2}, "means the CPU but devices=2"),
+        ({"gpus": 2, "num_processes": 2}, "both set the device count"),
+        ({"devices": 0}, "refused by Lightning 2"),
+        ({"num_processes": 0}, "an int ≥ 1"),
+        ({"gpus": 2, "accelerator": "ddp", "strategy": "ddp"}, "name the strategy twice"),
+        ({"distributed_backend": "ddp", "strategy": "ddp_spawn"}, "name the strategy twice"),
+        ({"accelerator": "banana"}, "not a device type"),
+        ({"gpus": 2, "strategy": "horovod"}, "no 'horovod' strategy"),
+        ({"gpus": 2, "auto_select_gpus": True, "strategy": "ddp2"}, "no 'ddp2' strategy"),
+        ({"gpus": 0, "auto_select_gpus": True}, "gpus=0 never worked"),
+        ({"gpus": 2, "auto_select_gpus": "yes"}, "took True or False"),
+        ({"precision": 8}, "precision=8 never worked"),
+        ({"precision": "fp16"}, "never worked"),
+        ({"precision": True}, "never worked"),
+        ({"log_gpu_memory": True}, "took None, 'all' or 'min_max'"),
+        ({"resume_from_checkpoint": "last.ckpt", "gpus": 1}, "resume_from_checkpoint: not a Trainer argument"),
+    ],
+)
 def test_calls_that_never_worked_are_refused_with_the_reason(kwargs, match):
     with pytest.raises(TranslationError, match=match):
         translate_trainer(**kwargs)
 
 
-@pytest.mark.parametrize("text, match", [
-    ("pl.Trainer(2, gpus=1)", "keyword arguments only"),
-    ("pl.Trainer(**cfg)", r"\*\*cfg hides which flags"),
-    ("a = Trainer(gpus=1)\nb = Trainer(gpus=2)", "found 2 Trainer"),
-    ("CUDA_VISIBLE_DEVICES=1 python t.py", "could not read"),
-    ("pl.Trainer(gpus=[0,", "could not read"),
-])
+@pytest.mark.parametrize(
+    "text, match",
+    [
+        ("pl.Trainer(2, gpus=1)", "keyword arguments only"),
+        ("pl.Trainer(**cfg)", r"\*\*cfg hides which flags"),
+        ("a = Trainer(gpus=1)\nb = Trainer(gpus=2)", "found 2 Trainer"),
+        ("CUDA_VISIBLE_DEVICES=1 python t.py", "could not read"),
+        ("pl.Trainer(gpus=[0,", "could not read"),
+    ],
+)
 def test_calls_that_cannot_be_read_say_why(text, match):
     with pytest.raises(TranslationError, match=match):
         translate_trainer(text)
@@ -186,13 +204,17 @@ def test_for_cpu_runs_the_same_number_of_processes_on_cores(call, today, removed
     assert cpu.kwargs.get("devices") == expected
     assert cpu.kwargs.get("precision") != "16-mixed"
     others = ("accelerator", "devices", "precision")
-    assert {k: v for k, v in cpu.kwargs.items() if k not in others} == \
-        {k: v for k, v in t.kwargs.items() if k not in others}
+    assert {k: v for k, v in cpu.kwargs.items() if k not in others} == {
+        k: v for k, v in t.kwargs.items() if k not in others
+    }
 
 
 def test_for_cpu_refuses_a_bad_count():
-    with pytest.raises(ValueError, match=r"devices=0: devices \(on a CPU, the number of processes\) must be a whole "
-                                         r"number ≥ 1 \(e.g. .for_cpu\(devices=2\)\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"devices=0: devices \(on a CPU, the number of processes\) must be a whole "
+        r"number ≥ 1 \(e.g. .for_cpu\(devices=2\)\)",
+    ):
         translate_trainer(gpus=2).for_cpu(devices=0)
     with pytest.raises(TypeError, match="devices='2' is a str"):
         translate_trainer(gpus=2).for_cpu(devices="2")
@@ -203,12 +225,20 @@ def test_rendering_text_html_and_code():
     text = str(t)
     assert "Lightning 2.6 refuses the old call: TypeError" in text
     assert "gpus=[0, 2]  →  accelerator='gpu', devices=[0, 2]  [removed in 2.0.0]" in text
-    assert t.code.endswith("Trainer(accelerator='gpu', devices=[0, 2], strategy='ddp', precision='32-true', "
-                           "max_epochs=5)")
+    assert t.code.endswith(
+        "Trainer(accelerator='gpu', devices=[0, 2], strategy='ddp', precision='32-true', max_epochs=5)"
+    )
     page = t._repr_html_()
     assert "<table" in page and "accelerator=&#x27;ddp&#x27;" in page and "<pre>" in page
-    long = translate_trainer(gpus=[0, 1, 2, 3], strategy="ddp", precision=16, max_epochs=100, benchmark=True,
-                             log_every_n_steps=10, gradient_clip_val=0.5)
+    long = translate_trainer(
+        gpus=[0, 1, 2, 3],
+        strategy="ddp",
+        precision=16,
+        max_epochs=100,
+        benchmark=True,
+        log_every_n_steps=10,
+        gradient_clip_val=0.5,
+    )
     assert long.call.startswith("Trainer(\n    accelerator='gpu',\n")
     ast.parse(long.code)
     assert "Lightning 2.6 accepts the old call as written." in str(translate_trainer(benchmark=False))
@@ -216,10 +246,15 @@ def test_rendering_text_html_and_code():
 
 def test_history_table_matches_the_releases_read_in_lightnings_sources():
     versions = {k: (h.deprecated_in, h.removed_in) for k, h in FLAG_HISTORY.items()}
-    assert versions == {"gpus": ("1.7.0", "2.0.0"), "auto_select_gpus": ("1.9.0", "2.0.0"),
-                        "log_gpu_memory": ("1.5.0", "1.7.0"), "strategy='dp'": (None, "2.0.0"),
-                        "accelerator='ddp'": ("1.5.0", "1.7.0"), "num_processes": ("1.7.0", "2.0.0"),
-                        "distributed_backend": ("1.4.0", "1.5.0")}
+    assert versions == {
+        "gpus": ("1.7.0", "2.0.0"),
+        "auto_select_gpus": ("1.9.0", "2.0.0"),
+        "log_gpu_memory": ("1.5.0", "1.7.0"),
+        "strategy='dp'": (None, "2.0.0"),
+        "accelerator='ddp'": ("1.5.0", "1.7.0"),
+        "num_processes": ("1.7.0", "2.0.0"),
+        "distributed_backend": ("1.4.0", "1.5.0"),
+    }
     assert "auto_select_gpus=" in flag_history_table() and "<table" in flag_history_table(html=True)
 
 

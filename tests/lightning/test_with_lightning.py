@@ -1,8 +1,9 @@
 """The translations handed to the real Lightning: old calls fail as predicted, translated ones are accepted.
 
 Every row of the article is built with ``lightning.Trainer`` in its CPU form (same number of processes); the GPU
-forms are built where GPUs exist. The lists in ``history.py`` are compared with the installed Lightning.
+forms are built where GPUs exist. The lists in ``flag_history.py`` are compared with the installed Lightning.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -20,12 +21,13 @@ from lightning.pytorch.callbacks import DeviceStatsMonitor  # noqa: E402
 from lightning.pytorch.strategies import DDPStrategy, SingleDeviceStrategy, StrategyRegistry  # noqa: E402
 
 from gpulab.lightning.call import Code, TranslationError  # noqa: E402
+from gpulab.lightning.flag_history import ACCELERATORS, PRECISIONS, STRATEGIES, TRAINER_PARAMETERS  # noqa: E402
 from gpulab.lightning.flags import translate_trainer  # noqa: E402
-from gpulab.lightning.history import ACCELERATORS, PRECISIONS, STRATEGIES, TRAINER_PARAMETERS  # noqa: E402
 from gpulab.lightning.trainer_args import trainer_kwargs  # noqa: E402
 from gpulab.testing import requires_gpus  # noqa: E402
+from tests import process_group  # noqa: E402
 from tests.lightning.rows import IDS, ROWS  # noqa: E402
-from tests import process_group
+
 
 @pytest.fixture(autouse=True)
 def _keep_cudnn_benchmark():
@@ -156,7 +158,9 @@ def test_in_an_interactive_interpreter_lightning_refuses_ddp_and_the_notebook_tr
     assert out.returncode == 0, out.stderr[-3000:]
     lines = [line for line in out.stdout.splitlines() if line.strip()]
     for strategy, (refused, predicted, accepted) in zip(("ddp", "ddp_spawn"), (lines[0:3], lines[3:6])):
-        assert refused.startswith(f"MisconfigurationException | `Trainer(strategy={strategy!r})` is not compatible "
-                                  "with an interactive environment")
+        assert refused.startswith(
+            f"MisconfigurationException | `Trainer(strategy={strategy!r})` is not compatible "
+            "with an interactive environment"
+        )
         assert predicted.startswith("MisconfigurationException: ") and predicted.split(": ", 1)[1] in refused
         assert accepted == "ddp_notebook _MultiProcessingLauncher fork"

@@ -3,6 +3,7 @@
 It mimics pynvml's shapes: exceptions subclassing ``NVMLError`` with pynvml's class names, structs with the same
 attribute names, MIG handles, refusals per field.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -45,15 +46,39 @@ class Stub:
         self.init_error = init_error
         self.calls: list[str] = []
         self.gpus = [
-            dict(name=b"NVIDIA A100 80GB PCIe", uuid="GPU-aaaaaaaa-0000", bus="00000000:17:00.0", total=81920 * MiB,
-                 used=500 * MiB, util=None, power=None, mig=True, procs=[]),
-            dict(name="NVIDIA GeForce RTX 3090", uuid="GPU-bbbbbbbb-1111", bus="00000000:65:00.0", total=24576 * MiB,
-                 used=1210 * MiB, util=(37, 12), power="unsupported", mig=None,
-                 procs=[SimpleNamespace(pid=999_999_999, usedGpuMemory=1190 * MiB),
-                        SimpleNamespace(pid=1, usedGpuMemory=None)]),
+            dict(
+                name=b"NVIDIA A100 80GB PCIe",
+                uuid="GPU-aaaaaaaa-0000",
+                bus="00000000:17:00.0",
+                total=81920 * MiB,
+                used=500 * MiB,
+                util=None,
+                power=None,
+                mig=True,
+                procs=[],
+            ),
+            dict(
+                name="NVIDIA GeForce RTX 3090",
+                uuid="GPU-bbbbbbbb-1111",
+                bus="00000000:65:00.0",
+                total=24576 * MiB,
+                used=1210 * MiB,
+                util=(37, 12),
+                power="unsupported",
+                mig=None,
+                procs=[
+                    SimpleNamespace(pid=999_999_999, usedGpuMemory=1190 * MiB),
+                    SimpleNamespace(pid=1, usedGpuMemory=None),
+                ],
+            ),
         ]
-        self.migs = {0: [SimpleNamespace(uuid="MIG-1111", total=40192 * MiB, used=0), None,
-                         SimpleNamespace(uuid="MIG-2222", total=40192 * MiB, used=8 * MiB)]}
+        self.migs = {
+            0: [
+                SimpleNamespace(uuid="MIG-1111", total=40192 * MiB, used=0),
+                None,
+                SimpleNamespace(uuid="MIG-2222", total=40192 * MiB, used=8 * MiB),
+            ]
+        }
 
     def __getattr__(self, name: str):  # any other pynvml call this stub lacks
         raise AttributeError(f"the pynvml stub has no {name}: gpulab called an NVML function the tests do not cover")
@@ -140,7 +165,9 @@ class Stub:
         self._call("nvmlDeviceGetComputeRunningProcesses")
         procs = self._g(h)["procs"]
         if procs == "old driver":  # pynvml 12+ calls the _v3 function, which drivers before R510 lack
-            raise NVMLLibraryMismatchError("Unversioned function called and the pyNVML version does not match the "
-                                           "NVML lib version. Either use matching pyNVML and NVML lib versions or use "
-                                           "a versioned function such as nvmlDeviceGetComputeRunningProcesses_v2")
+            raise NVMLLibraryMismatchError(
+                "Unversioned function called and the pyNVML version does not match the "
+                "NVML lib version. Either use matching pyNVML and NVML lib versions or use "
+                "a versioned function such as nvmlDeviceGetComputeRunningProcesses_v2"
+            )
         return procs

@@ -3,6 +3,7 @@
 Each function is checked against the real object it reads: an elastic context with a real rank process, the fork
 server, torch's own device parser. A torch release whose private attributes moved fails here first, by name.
 """
+
 from __future__ import annotations
 
 import multiprocessing.connection
@@ -33,8 +34,14 @@ def test_elastics_names_are_reached_through_here():
 def test_a_real_elastic_context_can_be_waited_on_until_its_rank_returns(tmp_path):
     from torch.distributed.elastic.multiprocessing import DefaultLogsSpecs
 
-    ctx = compat.start_processes(name="compat", entrypoint=os.getpid, args={0: ()}, envs={0: {}},
-                                 logs_specs=DefaultLogsSpecs(log_dir=str(tmp_path)), start_method="spawn")
+    ctx = compat.start_processes(
+        name="compat",
+        entrypoint=os.getpid,
+        args={0: ()},
+        envs={0: {}},
+        logs_specs=DefaultLogsSpecs(log_dir=str(tmp_path)),
+        start_method="spawn",
+    )
     try:
         waitables = compat.rank_waitables(ctx)
         assert waitables is not None and len(waitables) == 2  # the rank's sentinel and its return-value pipe
@@ -81,17 +88,26 @@ def test_the_fork_server_state_is_read_and_it_can_be_stopped():
     import subprocess
     import sys
 
-    code = ("import multiprocessing as mp\nfrom gpulab.machine import compat\n"
-            "assert compat.forkserver_pid() is None\n"
-            "ctx = mp.get_context('forkserver'); ctx.set_forkserver_preload(['json'])\n"
-            "import multiprocessing.forkserver as f; f.ensure_running()\n"
-            "pid = compat.forkserver_pid(); assert pid and compat.forkserver_preload() == ('json',), pid\n"
-            "compat.stop_forkserver(); compat.stop_resource_tracker()\n"
-            "assert compat.forkserver_pid() is None\n"
-            "import os\ntry:\n    os.kill(pid, 0)\nexcept ProcessLookupError:\n    print('stopped')\n")
+    code = (
+        "import multiprocessing as mp\nfrom gpulab.machine import compat\n"
+        "assert compat.forkserver_pid() is None\n"
+        "ctx = mp.get_context('forkserver'); ctx.set_forkserver_preload(['json'])\n"
+        "import multiprocessing.forkserver as f; f.ensure_running()\n"
+        "pid = compat.forkserver_pid(); assert pid and compat.forkserver_preload() == ('json',), pid\n"
+        "compat.stop_forkserver(); compat.stop_resource_tracker()\n"
+        "assert compat.forkserver_pid() is None\n"
+        "import os\ntry:\n    os.kill(pid, 0)\nexcept ProcessLookupError:\n    print('stopped')\n"
+    )
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=root,
-                         start_new_session=True, env={**os.environ, "PYTHONPATH": root})
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=root,
+        start_new_session=True,
+        env={**os.environ, "PYTHONPATH": root},
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "stopped"
 
@@ -99,8 +115,13 @@ def test_the_fork_server_state_is_read_and_it_can_be_stopped():
 def test_the_class_of_a_cuda_error_follows_the_torch_release():
     """torch.AcceleratorError arrived in 2.8.0; torch 2.11 raised it for "invalid device ordinal" on an H100."""
     assert compat.ACCELERATOR_ERROR_SINCE == (2, 8)
-    assert [compat.cuda_error_class(v) for v in ("2.7.1+cu126", "2.8.0", "2.11.0+cu130", "2.14.1", "3.0.0")] == \
-        ["RuntimeError", "AcceleratorError", "AcceleratorError", "AcceleratorError", "AcceleratorError"]
+    assert [compat.cuda_error_class(v) for v in ("2.7.1+cu126", "2.8.0", "2.11.0+cu130", "2.14.1", "3.0.0")] == [
+        "RuntimeError",
+        "AcceleratorError",
+        "AcceleratorError",
+        "AcceleratorError",
+        "AcceleratorError",
+    ]
     here = compat.cuda_error_class()
     assert here == ("AcceleratorError" if hasattr(torch, "AcceleratorError") else "RuntimeError")
     assert here == compat.cuda_error_class(torch.__version__)  # what the installed torch has agrees with its release

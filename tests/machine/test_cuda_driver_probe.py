@@ -10,6 +10,7 @@ and the count. This machine has no driver, so each test compiles a stand-in ``li
 answers exactly so (3 before its ``cuInit``, 0 and one GPU after), loads it with ctypes into a fresh interpreter (its
 own process group), and reads what ``cuda_state()``, the setter, the environment report and the doctor say there.
 """
+
 from __future__ import annotations
 
 import json
@@ -47,7 +48,7 @@ import gpulab
 from gpulab.machine.cuda import cuda_state
 from gpulab.placement.setter import CudaAlreadyStarted, set_visible_devices
 from gpulab.checkup.report import environment_report
-from gpulab.checkup.doctor import checks
+from gpulab.checkup.doctor import findings
 from gpulab.checkup.kernel_state import KernelState
 from gpulab.machine.software import TorchFacts
 from gpulab.ranks.fork_server import choose_start_method
@@ -76,8 +77,8 @@ for step in sys.argv[1:]:
             except CudaAlreadyStarted as exc:
                 setter = "refused: " + str(exc)
         report = environment_report("colab-T4", torch=TORCH)
-        row = next(c for c in report.checks if c.what.startswith("CUDA not yet started"))
-        doctor = checks(KernelState(state, None, None, None, True, None, 0, None, (), None))[0]
+        row = next(c for c in report.findings if c.what.startswith("CUDA not yet started"))
+        doctor = findings(KernelState(state, None, None, None, True, None, 0, None, (), None))[0]
         try:
             choose_start_method("fork")
         except ValueError as exc:  # the launcher always refuses fork; it quotes this process's state when it has one
@@ -97,8 +98,10 @@ def stubs(tmp_path_factory) -> dict[str, Path]:
     """``libcuda.so.1`` stand-ins: ``driver`` answers as the real driver does, ``unclear`` answers 34
     (CUDA_ERROR_STUB_LIBRARY, what the CUDA toolkit's link-time stub says), ``mute`` has no cuDeviceGetCount."""
     if shutil.which("cc") is None:
-        pytest.skip("needs a C compiler (cc) to build the stand-in libcuda.so.1; without one the driver's answers "
-                    "cannot be tried here")
+        pytest.skip(
+            "needs a C compiler (cc) to build the stand-in libcuda.so.1; without one the driver's answers "
+            "cannot be tried here"
+        )
     root = tmp_path_factory.mktemp("libcuda")
     src = root / "stub.c"
     src.write_text(STUB_C)
@@ -109,15 +112,24 @@ def stubs(tmp_path_factory) -> dict[str, Path]:
         subprocess.run(["cc", "-shared", "-fPIC", *flags, "-o", str(out[name]), str(src)], check=True, timeout=60)
     (root / "mute").mkdir()
     out["mute"] = root / "mute" / "libcuda.so.1"
-    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(out["mute"]), "-x", "c", "-"], input=b"int cuInit(unsigned f)"
-                   b" { (void)f; return 0; }\n", check=True, timeout=60)
+    subprocess.run(
+        ["cc", "-shared", "-fPIC", "-o", str(out["mute"]), "-x", "c", "-"],
+        input=b"int cuInit(unsigned f) { (void)f; return 0; }\n",
+        check=True,
+        timeout=60,
+    )
     return out
 
 
 def _run(*steps: str, env: dict[str, str] | None = None) -> dict[str, dict]:
     clean = {k: v for k, v in os.environ.items() if k not in ("CUDA_VISIBLE_DEVICES", "GPULAB_SIMULATE_GPUS")}
-    out = process_group.run([sys.executable, "-c", SCRIPT, *steps], capture_output=True, text=True, timeout=300,
-                            env={**clean, **(env or {})})
+    out = process_group.run(
+        [sys.executable, "-c", SCRIPT, *steps],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**clean, **(env or {})},
+    )
     assert out.returncode == 0, out.stderr
     return {(d := json.loads(line))["see"]: d for line in out.stdout.splitlines()}
 
@@ -126,8 +138,13 @@ def _run(*steps: str, env: dict[str, str] | None = None) -> dict[str, dict]:
 def test_a_loaded_driver_that_was_not_initialised_lets_the_variable_be_set(stubs, torch_first):
     """The H100's case: libcuda mapped, cuInit never called. Before this guard asked the driver, the setter refused
     here (diag.txt, line H) and the report said "✘ CUDA not yet started" (cli.txt)."""
-    steps = (["torch"] if torch_first else []) + ["see:nothing", f"load:{stubs['driver']}", "see:loaded", "init",
-                                                   "see:initialised"]
+    steps = (["torch"] if torch_first else []) + [
+        "see:nothing",
+        f"load:{stubs['driver']}",
+        "see:loaded",
+        "init",
+        "see:initialised",
+    ]
     seen = _run(*steps)
     assert all(s["torch"] is torch_first for s in seen.values())
     loaded = seen["loaded"]
@@ -137,17 +154,23 @@ def test_a_loaded_driver_that_was_not_initialised_lets_the_variable_be_set(stubs
     assert nothing["read"] is False and nothing["setter"] == "set 1" and not nothing["warned"]
     assert nothing["state"].startswith("CUDA has not started in this process")
     assert ("(torch is not even imported)" in nothing["state"]) is not torch_first
-    assert nothing["report"] == ["✔", "CUDA not yet started in this kernel", "the CUDA driver (libcuda) is not loaded "
-                                 "in this process: CUDA_VISIBLE_DEVICES can still be changed and workers forked"]
+    assert nothing["report"] == [
+        "✔",
+        "CUDA not yet started in this kernel",
+        "the CUDA driver (libcuda) is not loaded "
+        "in this process: CUDA_VISIBLE_DEVICES can still be changed and workers forked",
+    ]
     assert nothing["driver_row"] == "not loaded"
 
     assert not loaded["warned"]
     assert loaded["state"] == (
         "CUDA has not started in this process: its driver (libcuda) is loaded, as importing torch does on a GPU "
         "machine, but not initialised (libcuda.so.1 answers CUDA_ERROR_NOT_INITIALIZED (3) to cuDeviceGetCount): "
-        "CUDA_VISIBLE_DEVICES can still be changed, and the first CUDA call will read it.")
+        "CUDA_VISIBLE_DEVICES can still be changed, and the first CUDA call will read it."
+    )
     assert loaded["report"][0] == "✔" and loaded["report"][2].startswith(
-        "the CUDA driver (libcuda) is loaded but not initialised (libcuda.so.1 answers CUDA_ERROR_NOT_INITIALIZED")
+        "the CUDA driver (libcuda) is loaded but not initialised (libcuda.so.1 answers CUDA_ERROR_NOT_INITIALIZED"
+    )
     assert loaded["driver_row"].startswith("loaded, not initialised (")
     assert loaded["doctor"][:2] == ["✔", "CUDA not started"] and "loaded but not initialised" in loaded["doctor"][2]
     assert loaded["cuinit_calls"] == 0  # asking the driver started nothing
@@ -155,11 +178,16 @@ def test_a_loaded_driver_that_was_not_initialised_lets_the_variable_be_set(stubs
 
     done = seen["initialised"]
     assert done["read"] is True and done["cuinit_calls"] == 1
-    assert done["state"].startswith("The CUDA driver in this process says it has started (libcuda.so.1 answers "
-                                    "CUDA_SUCCESS (0) to cuDeviceGetCount (1 GPU(s)))")
-    assert done["setter"].startswith("refused: not setting CUDA_VISIBLE_DEVICES='1': The CUDA driver in this process "
-                                     "says it has started") and "Restart the kernel and run this cell first" in \
-        done["setter"]
+    assert done["state"].startswith(
+        "The CUDA driver in this process says it has started (libcuda.so.1 answers "
+        "CUDA_SUCCESS (0) to cuDeviceGetCount (1 GPU(s)))"
+    )
+    assert (
+        done["setter"].startswith(
+            "refused: not setting CUDA_VISIBLE_DEVICES='1': The CUDA driver in this process says it has started"
+        )
+        and "Restart the kernel and run this cell first" in done["setter"]
+    )
     assert done["report"][:2] == ["✘", "CUDA not yet started in this kernel"]
     assert done["doctor"][:2] == ["✘", "CUDA started in this kernel"]
     assert "not through torch, so the line is unknown" in done["doctor"][2]
@@ -172,8 +200,10 @@ def test_a_failed_first_call_counts_as_read_only_where_a_driver_is_loaded(stubs)
     seen = _run("torch", "ask", "see:no driver", f"load:{stubs['driver']}", "see:driver loaded")
     alone = seen["no driver"]
     assert alone["read"] is False and alone["setter"] == "set 1"
-    assert "CUDA was first asked for by <string>" in alone["state"] and "(through torch.cuda.is_available())" in \
-        alone["state"]
+    assert (
+        "CUDA was first asked for by <string>" in alone["state"]
+        and "(through torch.cuda.is_available())" in alone["state"]
+    )
     assert alone["doctor"][:2] == ["✘", "CUDA asked for in this kernel"]  # the laptop's lesson: that line starts CUDA
     import torch
 
@@ -182,7 +212,8 @@ def test_a_failed_first_call_counts_as_read_only_where_a_driver_is_loaded(stubs)
         assert loaded["read"] is False and loaded["setter"] == "set 1"
         return
     assert loaded["read"] is True and loaded["state"].startswith(
-        "A CUDA call has already reached the CUDA driver in this process and failed")
+        "A CUDA call has already reached the CUDA driver in this process and failed"
+    )
     assert loaded["setter"].startswith("refused: not setting CUDA_VISIBLE_DEVICES='1': A CUDA call has already")
     assert loaded["report"][0] == "✘" and loaded["doctor"][:2] == ["✘", "CUDA started in this kernel"]
     assert "CUDA was first asked for by <string>" in loaded["doctor"][2]
@@ -194,13 +225,18 @@ def test_a_driver_without_a_clear_answer_is_said_and_not_refused(stubs, which):
     the doctor mark it "?" with how to be sure; nothing claims more than that."""
     seen = _run("torch", f"load:{stubs[which]}", "see:it")["it"]
     assert seen["read"] is None and seen["setter"] == "set 1"
-    said = {"unclear": "libcuda.so.1 answers CUDA_ERROR_STUB_LIBRARY (34) to cuDeviceGetCount",
-            "mute": "libcuda.so.1 is loaded but could not be asked (AttributeError: "}[which]
-    assert seen["state"].startswith("gpulab cannot tell whether CUDA has read CUDA_VISIBLE_DEVICES in this process: "
-                                    "torch.cuda.is_initialized() is False and gpulab saw no CUDA call since it was "
-                                    f"imported, but the driver gave no clear answer ({said}")
+    said = {
+        "unclear": "libcuda.so.1 answers CUDA_ERROR_STUB_LIBRARY (34) to cuDeviceGetCount",
+        "mute": "libcuda.so.1 is loaded but could not be asked (AttributeError: ",
+    }[which]
+    assert seen["state"].startswith(
+        "gpulab cannot tell whether CUDA has read CUDA_VISIBLE_DEVICES in this process: "
+        "torch.cuda.is_initialized() is False and gpulab saw no CUDA call since it was "
+        f"imported, but the driver gave no clear answer ({said}"
+    )
     assert len(seen["warned"]) == 1 and seen["warned"][0].startswith(
-        "set CUDA_VISIBLE_DEVICES='1', but could not verify that CUDA had not read it already: gpulab cannot tell")
+        "set CUDA_VISIBLE_DEVICES='1', but could not verify that CUDA had not read it already: gpulab cannot tell"
+    )
     assert "restart the kernel and run this cell first" in seen["warned"][0]
     assert seen["report"][:2] == ["?", "CUDA not yet started in this kernel: cannot tell"]
     assert seen["doctor"][:2] == ["?", "CUDA started in this kernel? cannot tell"]
@@ -209,10 +245,12 @@ def test_a_driver_without_a_clear_answer_is_said_and_not_refused(stubs, which):
 def test_asking_never_loads_a_driver(stubs):
     """The probe opens only a libcuda already mapped (RTLD_NOLOAD): with a libcuda.so.1 on the library path and none
     loaded, cuda_state() leaves the process without one."""
-    check = ("import ctypes, gpulab; from gpulab.core.cuda_evidence import mapped_drivers\n"
-             "s = gpulab.cuda_state()\n"
-             "print(s.driver.loaded, mapped_drivers(open('/proc/self/maps').read()))\n"
-             "ctypes.CDLL('libcuda.so.1'); print(len(mapped_drivers(open('/proc/self/maps').read())))\n")
+    check = (
+        "import ctypes, gpulab; from gpulab.core.cuda_evidence import mapped_drivers\n"
+        "s = gpulab.cuda_state()\n"
+        "print(s.driver.loaded, mapped_drivers(open('/proc/self/maps').read()))\n"
+        "ctypes.CDLL('libcuda.so.1'); print(len(mapped_drivers(open('/proc/self/maps').read())))\n"
+    )
     env = {k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"}
     env["LD_LIBRARY_PATH"] = f"{stubs['driver'].parent}:{env.get('LD_LIBRARY_PATH', '')}"
     out = process_group.run([sys.executable, "-c", check], capture_output=True, text=True, timeout=120, env=env)

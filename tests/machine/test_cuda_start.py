@@ -1,12 +1,13 @@
 """The record of the first CUDA start: in fresh interpreters (a CUDA start cannot be undone in this one), whether
 gpulab or torch is imported first; PyTorch's own functions are back afterwards; the messages that quote it."""
+
 from __future__ import annotations
 
 import sys
 import textwrap
 
-from gpulab.machine.cuda_start import CodeLine, CudaStart
 from gpulab.machine.cuda import CudaState
+from gpulab.machine.cuda_start import CodeLine, CudaStart
 from tests import process_group
 
 
@@ -19,7 +20,9 @@ def _script(tmp_path, code: str) -> list[str]:
 
 
 def test_gpulab_first_then_a_tensor_moved_to_cuda_is_named_with_its_line(tmp_path):
-    lines = _script(tmp_path, """\
+    lines = _script(
+        tmp_path,
+        """\
         import sys
         import gpulab
         assert "torch" not in sys.modules  # the hook waits for torch.cuda's import
@@ -45,7 +48,8 @@ def test_gpulab_first_then_a_tensor_moved_to_cuda_is_named_with_its_line(tmp_pat
         except (RuntimeError, AssertionError):
             pass
         print("still first:", cuda_started_by() is rec)
-    """)
+    """,
+    )
     assert lines[:3] == ["recorder loaded: False", "recorder loaded: True", "before: None"]
     record = next(line for line in lines if line.startswith("record:"))
     assert "learner.py, line 10: `return torch.ones(2).cuda()`" in record and "torch.cuda._lazy_init" in record
@@ -57,30 +61,37 @@ def test_gpulab_first_then_a_tensor_moved_to_cuda_is_named_with_its_line(tmp_pat
 
 
 def test_torch_first_then_is_available_is_named(tmp_path):
-    lines = _script(tmp_path, """\
+    lines = _script(
+        tmp_path,
+        """\
         import torch
         import gpulab
         from gpulab.machine.cuda_start import cuda_started_by
         ok = torch.cuda.is_available()
         print(cuda_started_by())
         print(gpulab.cuda_state())
-    """)
+    """,
+    )
     assert lines[0].startswith("CUDA was") and "learner.py, line 4: `ok = torch.cuda.is_available()`" in lines[0]
     assert "(through torch.cuda.is_available())" in lines[0]
     assert lines[1].endswith(lines[0])  # cuda_state() quotes it
 
 
 def test_without_a_learners_frame_the_innermost_outside_torch_is_named():
-    stack = (CodeLine("/usr/lib/python3/site-packages/lightning/x.py", 3, "f", "torch.cuda.init()"),
-             CodeLine("/usr/lib/python3/site-packages/torch/cuda/__init__.py", 9, "init", "_lazy_init()"))
+    stack = (
+        CodeLine("/usr/lib/python3/site-packages/lightning/x.py", 3, "f", "torch.cuda.init()"),
+        CodeLine("/usr/lib/python3/site-packages/torch/cuda/__init__.py", 9, "init", "_lazy_init()"),
+    )
     start = CudaStart("torch.cuda._lazy_init", None, stack)
-    assert str(start) == ("CUDA was started by x.py, line 3: `torch.cuda.init()` (library code) "
-                          "(through torch.cuda._lazy_init).")
+    assert str(start) == (
+        "CUDA was started by x.py, line 3: `torch.cuda.init()` (library code) (through torch.cuda._lazy_init)."
+    )
 
 
 def test_the_guarded_setters_reason_quotes_the_line():
     line = CodeLine("/tmp/ipykernel_1/123.py", 3, "<module>", "x = torch.ones(2).cuda()")
     state = CudaState(True, True, started_by=CudaStart("torch.cuda._lazy_init", line, (line,)))
     assert str(state).startswith("CUDA is initialised in this process")
-    assert str(state).endswith("CUDA was started by 123.py, line 3: `x = torch.ones(2).cuda()` "
-                               "(through torch.cuda._lazy_init).")
+    assert str(state).endswith(
+        "CUDA was started by 123.py, line 3: `x = torch.ones(2).cuda()` (through torch.cuda._lazy_init)."
+    )

@@ -1,4 +1,5 @@
 """The inventory and described machines: what gpulab.devices() lists, through the fake reader and from a JSON file."""
+
 from __future__ import annotations
 
 import json
@@ -25,8 +26,9 @@ def test_inventory_lists_fake_gpus_with_mig_and_refused_fields():
 def test_inventory_without_driver_says_why():
     inv = gpulab.devices(SimulatedGpuReader(None, error="no NVIDIA driver library (libnvidia-ml.so) was found"))
     assert inv.gpu_count == 0
-    assert str(inv).startswith("SIMULATED machine (described GPUs, not this computer's): No NVIDIA GPU found: no "
-                               "NVIDIA driver library")
+    assert str(inv).startswith(
+        "SIMULATED machine (described GPUs, not this computer's): No NVIDIA GPU found: no NVIDIA driver library"
+    )
 
 
 def test_simulated_description_from_a_json_file(tmp_path):
@@ -37,12 +39,18 @@ def test_simulated_description_from_a_json_file(tmp_path):
     assert "simulated" in str(inv.driver_version)
 
 
-@pytest.mark.parametrize("content, words", [
-    ("{not json", "is not valid JSON"), ("[1, 2]", "needs a top-level object"),
-    ('{"gpus": [{"name": "my GPU", "memory_total_bytes": 1024}]}',
-     r"GPU 0 of the simulated-GPU description .* lacks 'uuid', .*simulated_gpu\("),
-    ('{"gpus": ["A100"]}', r"GPU 0 of the simulated-GPU description .* is not an object"),
-])
+@pytest.mark.parametrize(
+    "content, words",
+    [
+        ("{not json", "is not valid JSON"),
+        ("[1, 2]", "needs a top-level object"),
+        (
+            '{"gpus": [{"name": "my GPU", "memory_total_bytes": 1024}]}',
+            r"GPU 0 of the simulated-GPU description .* lacks 'uuid', .*simulated_gpu\(",
+        ),
+        ('{"gpus": ["A100"]}', r"GPU 0 of the simulated-GPU description .* is not an object"),
+    ],
+)
 def test_simulated_description_errors(tmp_path, content, words):
     path = tmp_path / "bad.json"
     path.write_text(content)

@@ -1,10 +1,11 @@
 """NvmlReader's translation of NVML answers (through a pynvml stand-in), and the real no-driver path on this machine."""
+
 from __future__ import annotations
 
 import pytest
 
-from gpulab.machine.nvml import NvmlReader, explain_nvml_error
 from gpulab.core.readings import Unavailable
+from gpulab.machine.nvml import NvmlReader, explain_nvml_error
 
 from . import nvml_stub
 from .nvml_stub import Stub
@@ -67,11 +68,14 @@ def test_versions():
     assert r.cuda_driver_version() == "12.4"
 
 
-@pytest.mark.parametrize("exc, words", [
-    (nvml_stub.NVMLError_LibraryNotFound, "no NVIDIA driver library"),
-    (nvml_stub.NVMLError_DriverNotLoaded, "kernel driver is not loaded"),
-    (nvml_stub.NVMLError_LibRmVersionMismatch, "Reboot"),
-])
+@pytest.mark.parametrize(
+    "exc, words",
+    [
+        (nvml_stub.NVMLError_LibraryNotFound, "no NVIDIA driver library"),
+        (nvml_stub.NVMLError_DriverNotLoaded, "kernel driver is not loaded"),
+        (nvml_stub.NVMLError_LibRmVersionMismatch, "Reboot"),
+    ],
+)
 def test_init_failures_become_zero_gpus_and_a_reason(exc, words):
     r = NvmlReader(Stub(init_error=exc))
     assert r.count() == 0
@@ -108,7 +112,9 @@ def _real_nvml_works() -> bool:
     return NvmlReader().error is None
 
 
-@pytest.mark.skipif(_real_nvml_works(), reason="this machine has a working NVIDIA driver; the no-driver path needs one without")
+@pytest.mark.skipif(
+    _real_nvml_works(), reason="this machine has a working NVIDIA driver; the no-driver path needs one without"
+)
 def test_real_no_driver_path_on_this_machine():
     r = NvmlReader()
     assert r.count() == 0
@@ -127,10 +133,13 @@ def test_real_nvml_reads_every_gpu():
 
 
 # -- refusals seen on real machines ----------------------------------------------------------------------------------
-@pytest.mark.parametrize("exc, words", [
-    (nvml_stub.NVMLError_NoPermission, "no permission"),  # a GPU the job's cgroup hides (Slurm ConstrainDevices)
-    (nvml_stub.NVMLError_GpuIsLost, "fallen off the bus"),
-])
+@pytest.mark.parametrize(
+    "exc, words",
+    [
+        (nvml_stub.NVMLError_NoPermission, "no permission"),  # a GPU the job's cgroup hides (Slurm ConstrainDevices)
+        (nvml_stub.NVMLError_GpuIsLost, "fallen off the bus"),
+    ],
+)
 def test_a_gpu_whose_handle_nvml_refuses_is_listed_with_the_reason(exc, words):
     from gpulab.machine.inventory import devices
 

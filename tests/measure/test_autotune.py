@@ -1,4 +1,5 @@
 """cuDNN autotuning measured side by side: runs on the CPU (where the flag is a no-op control) and, marked, on CUDA."""
+
 from __future__ import annotations
 
 import math
@@ -21,9 +22,14 @@ def test_the_comparison_runs_on_the_cpu_and_leaves_the_flag_as_it_found_it():
     assert "new shape every step" in text and "flag changes nothing" in text and "<table" in result._repr_html_()
 
 
-@pytest.mark.parametrize("kwargs, error, match", [
-    ({"steps": 0}, ValueError, r"steps=0: steps \(steps timed per way\) must be a whole number ≥ 1"),
-    ({"batch": True}, TypeError, "batch=True is a bool"), ({"size": 2.5}, TypeError, "size=2.5 is a float")])
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        ({"steps": 0}, ValueError, r"steps=0: steps \(steps timed per way\) must be a whole number ≥ 1"),
+        ({"batch": True}, TypeError, "batch=True is a bool"),
+        ({"size": 2.5}, TypeError, "size=2.5 is a float"),
+    ],
+)
 def test_bad_sizes_are_refused(kwargs, error, match):
     with pytest.raises(error, match=match):
         autotune_comparison("cpu", **kwargs)

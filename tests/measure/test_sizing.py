@@ -1,4 +1,5 @@
 """gpulab.measure.sizing: sizes counted on the meta device, stray tensors found, real allocations measured."""
+
 from __future__ import annotations
 
 import sys
@@ -7,9 +8,9 @@ import pytest
 import torch
 from torch import nn
 
+from gpulab.core.units import MiB
 from gpulab.measure.sizing import allocated_bytes, module_size
 from gpulab.testing import requires_gpus
-from gpulab.core.units import MiB
 from tests import process_group
 
 
@@ -98,8 +99,9 @@ def test_a_cpu_allocation_is_counted_after_earlier_work_freed_memory_the_heap_re
     # The resident size missed it: this test's twin failed in the full suite, where earlier tests had churned the
     # heap (128 KiB measured for a 32 MiB float16 tensor); malloc's own count does not depend on where the block came
     # from. In a process of its own: the churn would leave resident free heap behind for the tests after it.
-    out = process_group.run([sys.executable, "-c", AFTER_CHURN], capture_output=True, text=True, timeout=120,
-                            check=True).stdout.split()
+    out = process_group.run(
+        [sys.executable, "-c", AFTER_CHURN], capture_output=True, text=True, timeout=120, check=True
+    ).stdout.split()
     assert int(out[0]) == pytest.approx(32 * MiB, rel=0.05), out
 
 
@@ -114,8 +116,9 @@ print(round(a.nbytes / 2**20), a.method)
 
 
 def test_without_mallinfo2_a_fresh_process_measures_its_resident_memory() -> None:
-    out = process_group.run([sys.executable, "-c", WITHOUT_MALLINFO2], capture_output=True, text=True, timeout=120,
-                            check=True).stdout.split()
+    out = process_group.run(
+        [sys.executable, "-c", WITHOUT_MALLINFO2], capture_output=True, text=True, timeout=120, check=True
+    ).stdout.split()
     assert int(out[0]) in range(60, 80) and "psutil RSS" in " ".join(out[1:])
 
 

@@ -1,4 +1,6 @@
-"""gpulab.measure.timing: statistics with a fake clock, errors, rendering, agreement with torch.utils.benchmark, CUDA path."""
+"""gpulab.measure.timing: statistics with a fake clock, errors, rendering, agreement with torch.utils.benchmark, CUDA
+path."""
+
 from __future__ import annotations
 
 import statistics
@@ -11,8 +13,8 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 from gpulab.machine.cuda import cuda_gpu_count  # noqa: E402
-from gpulab.testing import FakeClock, requires_gpus  # noqa: E402
 from gpulab.measure.timing import BenchmarkResult, benchmark, quartiles, resolve_device, results_table  # noqa: E402
+from gpulab.testing import FakeClock, requires_gpus  # noqa: E402
 
 
 def work_that_takes(clock: FakeClock, durations: list[float]):
@@ -84,12 +86,15 @@ def test_result_renders_as_text_html_and_plot() -> None:
     plt.close(fig)
 
 
-@pytest.mark.parametrize(("kwargs", "match"), [
-    ({"repeats": 0}, r"repeats=0: repeats \(timed repeats, whose median is reported"),
-    ({"warmup": -1}, r"warmup=-1: warmup \(untimed calls before timing\) must be a whole number ≥ 0"),
-    ({"number": 0}, r"number=0: number \(calls per repeat, or None to calibrate\) must be a whole number ≥ 1"),
-    ({"min_block_s": 0}, "positive number of seconds"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"repeats": 0}, r"repeats=0: repeats \(timed repeats, whose median is reported"),
+        ({"warmup": -1}, r"warmup=-1: warmup \(untimed calls before timing\) must be a whole number ≥ 0"),
+        ({"number": 0}, r"number=0: number \(calls per repeat, or None to calibrate\) must be a whole number ≥ 1"),
+        ({"min_block_s": 0}, "positive number of seconds"),
+    ],
+)
 def test_bad_counts_are_refused(kwargs: dict, match: str) -> None:
     with pytest.raises(ValueError, match=match):
         benchmark(lambda: None, **kwargs)
@@ -100,11 +105,14 @@ def test_not_callable_is_refused() -> None:
         benchmark(torch.ones(2))  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize(("device", "error", "match"), [
-    ("meta", ValueError, "Nothing runs on the 'meta' device"),
-    ("gpu", ValueError, "not a device name torch understands"),
-    ("xpu", ValueError, "'xpu' is not supported"),
-])
+@pytest.mark.parametrize(
+    ("device", "error", "match"),
+    [
+        ("meta", ValueError, "Nothing runs on the 'meta' device"),
+        ("gpu", ValueError, "not a device name torch understands"),
+        ("xpu", ValueError, "'xpu' is not supported"),
+    ],
+)
 def test_unusable_devices_are_refused(device: str, error: type, match: str) -> None:
     with pytest.raises(error, match=match):
         benchmark(lambda: None, device=device)

@@ -1,4 +1,6 @@
-"""gpulab.measure.transfer and gpulab.measure.crossover: the sweeps run their CPU path for real here; the CUDA paths are gpu-marked."""
+"""gpulab.measure.transfer and gpulab.measure.crossover: the sweeps run their CPU path for real here; the CUDA paths are
+gpu-marked."""
+
 from __future__ import annotations
 
 import matplotlib
@@ -7,10 +9,10 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
-from gpulab.testing import requires_gpus  # noqa: E402
-from gpulab.measure.timing import BenchmarkResult  # noqa: E402
 from gpulab.measure.crossover import CrossoverSweep, SizePoint, crossover_sweep  # noqa: E402
+from gpulab.measure.timing import BenchmarkResult  # noqa: E402
 from gpulab.measure.transfer import bandwidth_sweep, nonblocking_hazard  # noqa: E402
+from gpulab.testing import requires_gpus  # noqa: E402
 
 
 def test_cpu_bandwidth_sweep_measures_host_copies() -> None:
@@ -31,11 +33,14 @@ def test_cpu_bandwidth_sweep_measures_host_copies() -> None:
         sweep.peak_gbps("d2h", True)
 
 
-@pytest.mark.parametrize(("kwargs", "match"), [
-    ({"pinned": (True,)}, "pass pinned=\\(False,\\)"),
-    ({"directions": ("up",)}, "use 'h2d'"),
-    ({"sizes_bytes": []}, "positive byte counts"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"pinned": (True,)}, "pass pinned=\\(False,\\)"),
+        ({"directions": ("up",)}, "use 'h2d'"),
+        ({"sizes_bytes": []}, "positive byte counts"),
+    ],
+)
 def test_bandwidth_sweep_refuses_bad_arguments(kwargs: dict, match: str) -> None:
     args = {"sizes_bytes": [1024], "device": "cpu", "pinned": (False,)} | kwargs
     with pytest.raises(ValueError, match=match):
@@ -46,8 +51,9 @@ def test_cpu_crossover_sweep_with_and_without_copies() -> None:
     for include in (False, True):
         # 256 against 4: 260 000 times the multiply-adds, so that a burst of load during the small size's few
         # blocks cannot turn the order round (with 64 against 4 the two were only a few times apart)
-        sweep = crossover_sweep([4, 256], devices=("cpu",), op="matmul", include_transfer=include, warmup=1,
-                                repeats=3, min_block_s=1e-4)
+        sweep = crossover_sweep(
+            [4, 256], devices=("cpu",), op="matmul", include_transfer=include, warmup=1, repeats=3, min_block_s=1e-4
+        )
         assert sweep.devices == ("cpu",) and sweep.sizes == (4, 256)
         assert sweep.median_s("cpu", 256) > sweep.median_s("cpu", 4) > 0
         assert sweep.crossover_size("cuda") is None
@@ -67,8 +73,12 @@ def test_crossover_verdict_reads_the_last_run_of_wins() -> None:
     cpu = [1e-6, 1e-5, 1e-4, 1e-3]
     gpu = [1e-5, 5e-6, 2e-4, 2e-5]  # wins at 64, loses at 256, wins at 1024: the crossover is 1024
     sizes = [16, 64, 256, 1024]
-    sweep = CrossoverSweep("matmul", "n", False, tuple(
-        [point("cpu", s, t) for s, t in zip(sizes, cpu)] + [point("cuda:0", s, t) for s, t in zip(sizes, gpu)]))
+    sweep = CrossoverSweep(
+        "matmul",
+        "n",
+        False,
+        tuple([point("cpu", s, t) for s, t in zip(sizes, cpu)] + [point("cuda:0", s, t) for s, t in zip(sizes, gpu)]),
+    )
     assert sweep.crossover_size("cuda:0") == 1024
     assert "cuda:0 is faster than cpu from size 1,024 on" in sweep.verdict()
     assert "cpu ÷ cuda:0" in str(sweep) and "50.00×" in str(sweep)
@@ -76,12 +86,15 @@ def test_crossover_verdict_reads_the_last_run_of_wins() -> None:
     assert never.crossover_size("cuda:0") is None and "never faster" in never.verdict()
 
 
-@pytest.mark.parametrize(("kwargs", "error", "match"), [
-    ({"op": "conv"}, ValueError, "not one of matmul, add"),
-    ({"sizes": []}, ValueError, "positive sizes"),
-    ({"devices": ()}, ValueError, "at least one device"),
-    ({"devices": ("meta",)}, ValueError, "Nothing runs on the 'meta' device"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"op": "conv"}, ValueError, "not one of matmul, add"),
+        ({"sizes": []}, ValueError, "positive sizes"),
+        ({"devices": ()}, ValueError, "at least one device"),
+        ({"devices": ("meta",)}, ValueError, "Nothing runs on the 'meta' device"),
+    ],
+)
 def test_crossover_sweep_refuses_bad_arguments(kwargs: dict, error: type, match: str) -> None:
     args = {"sizes": [8], "devices": ("cpu",)} | kwargs
     with pytest.raises(error, match=match):
@@ -127,8 +140,12 @@ def test_crossover_reads_sizes_in_order_whatever_order_they_were_given() -> None
     sizes = [1024, 16, 256, 64]  # the GPU wins from 256 on
     cpu = {16: 1e-6, 64: 1e-5, 256: 1e-4, 1024: 1e-3}
     gpu = {16: 1e-5, 64: 2e-5, 256: 3e-5, 1024: 4e-5}
-    sweep = CrossoverSweep("matmul", "n", False, tuple(
-        [_point("cpu", s, cpu[s]) for s in sizes] + [_point("cuda:0", s, gpu[s]) for s in sizes]))
+    sweep = CrossoverSweep(
+        "matmul",
+        "n",
+        False,
+        tuple([_point("cpu", s, cpu[s]) for s in sizes] + [_point("cuda:0", s, gpu[s]) for s in sizes]),
+    )
     assert sweep.crossover_size("cuda:0") == 256
     assert sweep.sizes == (16, 64, 256, 1024)
     measured = crossover_sweep([64, 4], devices=("cpu",), warmup=0, repeats=1, min_block_s=1e-4)

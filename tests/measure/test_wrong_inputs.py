@@ -1,5 +1,6 @@
 """Wrong inputs to the measurements, refused before anything is timed or allocated, with what to type instead; junk
 never escapes as anything but one of our documented refusals."""
+
 from __future__ import annotations
 
 import pytest
@@ -12,58 +13,117 @@ from tests.junk import JUNK, assert_ours
 CPU = {"device": "cpu", "pinned": (False,)}
 
 WRONG = [
-    (lambda: gpulab.benchmark(5), TypeError, r"benchmark\(\) needs a function to call, got int: wrap the work in a "
-                                             r"lambda"),
+    (
+        lambda: gpulab.benchmark(5),
+        TypeError,
+        r"benchmark\(\) needs a function to call, got int: wrap the work in a "
+        r"lambda",
+    ),
     (lambda: gpulab.benchmark(lambda x: x), TypeError, r"fn=<lambda> is called with no arguments, but it needs x"),
     (lambda: gpulab.benchmark(lambda: 1, device="gpu"), ValueError, r"'gpu' is not a device name torch understands"),
     (lambda: gpulab.benchmark(lambda: 1, device=None), TypeError, r"None is not a device name torch understands"),
-    (lambda: gpulab.benchmark(lambda: 1, device="cuda"), RuntimeError, r"device 'cuda' was asked for, but this "
-                                                                       r"process needs 1 CUDA GPU"),
-    (lambda: gpulab.benchmark(lambda: 1, repeats="5"), TypeError,
-     r"repeats='5' is a str; repeats \(timed repeats, whose median is reported; .*\) takes a whole number"),
-    (lambda: gpulab.benchmark(lambda: 1, number=2.5), TypeError, r"number=2.5 is a float; number \(calls per repeat, "
-                                                                 r"or None to calibrate\) takes a whole number ≥ 1"),
-    (lambda: gpulab.benchmark(lambda: 1, min_block_s="1ms"), TypeError, r"min_block_s='1ms' is a str; min_block_s "
-                                                                        r"takes a positive number of seconds"),
+    (
+        lambda: gpulab.benchmark(lambda: 1, device="cuda"),
+        RuntimeError,
+        r"device 'cuda' was asked for, but this "
+        r"process needs 1 CUDA GPU",
+    ),
+    (
+        lambda: gpulab.benchmark(lambda: 1, repeats="5"),
+        TypeError,
+        r"repeats='5' is a str; repeats \(timed repeats, whose median is reported; .*\) takes a whole number",
+    ),
+    (
+        lambda: gpulab.benchmark(lambda: 1, number=2.5),
+        TypeError,
+        r"number=2.5 is a float; number \(calls per repeat, "
+        r"or None to calibrate\) takes a whole number ≥ 1",
+    ),
+    (
+        lambda: gpulab.benchmark(lambda: 1, min_block_s="1ms"),
+        TypeError,
+        r"min_block_s='1ms' is a str; min_block_s "
+        r"takes a positive number of seconds",
+    ),
     (lambda: gpulab.benchmark(lambda: 1, clock=5), TypeError, r"clock=5 is a int, not something to call"),
     (lambda: gpulab.benchmark(lambda: 1, label=5), TypeError, r"label=5 is a int; label takes text"),
     (lambda: gpulab.synchronize("gpu"), ValueError, r"'gpu' is not a device name"),
-    (lambda: gpulab.bandwidth_sweep(1024, **CPU), TypeError, r"sizes_bytes=1024: sizes_bytes takes a list of copy "
-                                                             r"sizes in bytes; for this one alone write "
-                                                             r"sizes_bytes=\[1024\]"),
-    (lambda: gpulab.bandwidth_sweep(["1KB"], **CPU), TypeError, r"sizes_bytes holds str '1KB': copy sizes in bytes "
-                                                                r"are whole numbers"),
+    (
+        lambda: gpulab.bandwidth_sweep(1024, **CPU),
+        TypeError,
+        r"sizes_bytes=1024: sizes_bytes takes a list of copy "
+        r"sizes in bytes; for this one alone write "
+        r"sizes_bytes=\[1024\]",
+    ),
+    (
+        lambda: gpulab.bandwidth_sweep(["1KB"], **CPU),
+        TypeError,
+        r"sizes_bytes holds str '1KB': copy sizes in bytes "
+        r"are whole numbers",
+    ),
     (lambda: gpulab.bandwidth_sweep([1.5], **CPU), TypeError, r"sizes_bytes holds float 1.5"),
     (lambda: gpulab.bandwidth_sweep([], **CPU), ValueError, r"sizes_bytes=\[\]: give one or more positive byte counts"),
-    (lambda: gpulab.bandwidth_sweep([2**60], **CPU), ValueError, r"the largest copy \(1024.0 PiB\) needs 2048.0 PiB "
-                                                                 r"of host memory, and only .* is free here"),
+    (
+        lambda: gpulab.bandwidth_sweep([2**60], **CPU),
+        ValueError,
+        r"the largest copy \(1024.0 PiB\) needs 2048.0 PiB "
+        r"of host memory, and only .* is free here",
+    ),
     (lambda: gpulab.bandwidth_sweep([1024]), RuntimeError, r"device 'cuda' was asked for"),
-    (lambda: gpulab.bandwidth_sweep([1024], device="cpu"), ValueError, r"pinned \(page-locked\) host memory only "
-                                                                       r"matters for copies to or from a GPU"),
+    (
+        lambda: gpulab.bandwidth_sweep([1024], device="cpu"),
+        ValueError,
+        r"pinned \(page-locked\) host memory only "
+        r"matters for copies to or from a GPU",
+    ),
     (lambda: gpulab.bandwidth_sweep([1024], device="cpu", pinned="no"), ValueError, r"pinned='no': use True, False"),
     (lambda: gpulab.bandwidth_sweep([1024], directions="up", **CPU), ValueError, r"directions='up': use 'h2d'"),
-    (lambda: gpulab.bandwidth_sweep([1024], non_blocking="yes", **CPU), TypeError, r"non_blocking='yes': "
-                                                                                   r"non_blocking takes True or False"),
+    (
+        lambda: gpulab.bandwidth_sweep([1024], non_blocking="yes", **CPU),
+        TypeError,
+        r"non_blocking='yes': "
+        r"non_blocking takes True or False",
+    ),
     (lambda: gpulab.nonblocking_hazard("cpu"), ValueError, r"the non_blocking read hazard needs a CUDA device"),
-    (lambda: gpulab.crossover_sweep(64), TypeError, r"sizes=64: sizes takes a list of sizes; for this one alone "
-                                                    r"write sizes=\[64\]"),
+    (
+        lambda: gpulab.crossover_sweep(64),
+        TypeError,
+        r"sizes=64: sizes takes a list of sizes; for this one alone "
+        r"write sizes=\[64\]",
+    ),
     (lambda: gpulab.crossover_sweep(["big"]), TypeError, r"sizes holds str 'big': sizes are whole numbers"),
     (lambda: gpulab.crossover_sweep([-4]), ValueError, r"sizes holds -4: sizes are ≥ 1"),
     (lambda: gpulab.crossover_sweep([4], op="conv"), ValueError, r"op='conv' is not one of matmul, add"),
-    (lambda: gpulab.crossover_sweep([10**6]), ValueError, r"matmul at size 1,000,000 needs 10.9 TiB for its inputs "
-                                                          r"and result, and only .* is free here"),
+    (
+        lambda: gpulab.crossover_sweep([10**6]),
+        ValueError,
+        r"matmul at size 1,000,000 needs 10.9 TiB for its inputs "
+        r"and result, and only .* is free here",
+    ),
     (lambda: gpulab.crossover_sweep([4], devices=("cpu", "cuda")), RuntimeError, r"device 'cuda' was asked for"),
     (lambda: gpulab.crossover_sweep([4], devices=()), ValueError, r"devices=\(\): name at least one device"),
-    (lambda: gpulab.module_size("resnet"), TypeError, r"module_size\(\) takes an nn.Module, or a class/function that "
-                                                      r"builds one; got str"),
-    (lambda: gpulab.module_size(torch.nn.Linear), TypeError, r"module_or_factory=Linear is called with no arguments, "
-                                                             r"but it needs in_features, out_features. Wrap the call "
-                                                             r"in a lambda .*=lambda: nn.Linear\(1024, 1024\)"),
+    (
+        lambda: gpulab.module_size("resnet"),
+        TypeError,
+        r"module_size\(\) takes an nn.Module, or a class/function that "
+        r"builds one; got str",
+    ),
+    (
+        lambda: gpulab.module_size(torch.nn.Linear),
+        TypeError,
+        r"module_or_factory=Linear is called with no arguments, "
+        r"but it needs in_features, out_features. Wrap the call "
+        r"in a lambda .*=lambda: nn.Linear\(1024, 1024\)",
+    ),
     (lambda: gpulab.module_size(lambda: None), TypeError, r"the factory returned a NoneType, not an nn.Module"),
     (lambda: gpulab.module_size(torch.nn.Linear(2, 2), name=5), TypeError, r"name=5 is a int; name takes text"),
     (lambda: gpulab.allocated_bytes(5), TypeError, r"make=5 is a int, not something to call"),
-    (lambda: gpulab.allocated_bytes(lambda n: n), TypeError, r"make=<lambda> is called with no arguments, but it "
-                                                             r"needs n"),
+    (
+        lambda: gpulab.allocated_bytes(lambda n: n),
+        TypeError,
+        r"make=<lambda> is called with no arguments, but it "
+        r"needs n",
+    ),
     (lambda: gpulab.allocated_bytes(lambda: 1, device="gpu"), ValueError, r"'gpu' is not a device name"),
 ]
 
@@ -83,14 +143,18 @@ def test_one_direction_device_or_pinned_value_is_taken_as_a_list_of_one():
 @settings(max_examples=60, deadline=None)
 @given(JUNK, JUNK, JUNK)
 def test_junk_is_refused_with_our_message_before_any_work(a, b, c):
-    calls = (lambda: gpulab.benchmark(a, device=b, repeats=1, warmup=0),
-             lambda: gpulab.benchmark(lambda: None, device="cpu", warmup=a, repeats=b, number=c),
-             lambda: gpulab.benchmark(lambda: None, min_block_s=a, label=b, repeats=1, warmup=0),
-             lambda: gpulab.bandwidth_sweep(a, device=b, pinned=c, warmup=0, repeats=1),
-             lambda: gpulab.bandwidth_sweep([64], device="cpu", pinned=a, directions=b, non_blocking=c, repeats=1),
-             lambda: gpulab.crossover_sweep(a, devices=b, op=c, warmup=0, repeats=1, min_block_s=1e-6),
-             lambda: gpulab.module_size(a, name=b), lambda: gpulab.allocated_bytes(a, device=b, what=c),
-             lambda: gpulab.synchronize(a), lambda: gpulab.nonblocking_hazard(a))
+    calls = (
+        lambda: gpulab.benchmark(a, device=b, repeats=1, warmup=0),
+        lambda: gpulab.benchmark(lambda: None, device="cpu", warmup=a, repeats=b, number=c),
+        lambda: gpulab.benchmark(lambda: None, min_block_s=a, label=b, repeats=1, warmup=0),
+        lambda: gpulab.bandwidth_sweep(a, device=b, pinned=c, warmup=0, repeats=1),
+        lambda: gpulab.bandwidth_sweep([64], device="cpu", pinned=a, directions=b, non_blocking=c, repeats=1),
+        lambda: gpulab.crossover_sweep(a, devices=b, op=c, warmup=0, repeats=1, min_block_s=1e-6),
+        lambda: gpulab.module_size(a, name=b),
+        lambda: gpulab.allocated_bytes(a, device=b, what=c),
+        lambda: gpulab.synchronize(a),
+        lambda: gpulab.nonblocking_hazard(a),
+    )
     for call in calls:
         try:
             call()

@@ -4,6 +4,7 @@ Scenarios from a workshop: 40 epochs on the CPU, chapter 01's float32 → float1
 described GPUs. Every written text (titles, legends, tick labels, mark labels, notes) must sit inside the figure and
 overlap no other; no panel is empty; the change being taught fills its panel.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -15,8 +16,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 from matplotlib.backends.backend_agg import RendererAgg
 
-from gpulab.monitoring.panels import (change_since_start, column_maxima, mark_labels, panels_with_data, smoothed_rate,
-                                      smoothing_window, text_width_px)
+from gpulab.monitoring.panels import (
+    change_since_start,
+    column_maxima,
+    mark_labels,
+    panels_with_data,
+    smoothed_rate,
+    smoothing_window,
+    text_width_px,
+)
 from gpulab.monitoring.sampler import GPU_FIELDS, HOST_COLUMNS, SPEED_COLUMNS
 from gpulab.monitoring.view import MonitorFigure
 
@@ -52,8 +60,9 @@ def eight_gpus() -> tuple[list[str], np.ndarray, np.ndarray]:
     t = np.arange(0, 8.0, 0.2)
     columns = COLUMNS + [f"gpu{k}_{f}" for k in range(8) for f in GPU_FIELDS]
     gpus = []
-    for k, (used_mib, util) in enumerate([(30110, 97), (4, 0), (12290, 45), (4, 0), (39800, 100), (4, 0), (2050, 3),
-                                          (20480, 61)]):
+    for k, (used_mib, util) in enumerate(
+        [(30110, 97), (4, 0), (12290, 45), (4, 0), (39800, 100), (4, 0), (2050, 3), (20480, 61)]
+    ):
         u, m = np.full(len(t), float(util)), np.full(len(t), used_mib * MiB)
         if k == 3:  # the GPU a job starts on
             u, m = np.minimum(95.0, 5.0 * np.arange(len(t))), (4 + 300 * np.minimum(np.arange(len(t)), 20)) * MiB
@@ -81,8 +90,12 @@ def assert_readable(fig: MonitorFigure) -> list[str]:
     texts = drawn_texts(fig)
     whole = fig.figure.bbox
     for label, box in texts:
-        assert whole.x0 - 0.5 <= box.x0 and box.x1 <= whole.x1 + 0.5 and whole.y0 - 0.5 <= box.y0 and \
-            box.y1 <= whole.y1 + 0.5, f"{label!r} is cut off at the figure's edge"
+        assert (
+            whole.x0 - 0.5 <= box.x0
+            and box.x1 <= whole.x1 + 0.5
+            and whole.y0 - 0.5 <= box.y0
+            and box.y1 <= whole.y1 + 0.5
+        ), f"{label!r} is cut off at the figure's edge"
     for (a, box_a), (b, box_b) in itertools.combinations(texts, 2):
         overlap_x = min(box_a.x1, box_b.x1) - max(box_a.x0, box_b.x0)
         overlap_y = min(box_a.y1, box_b.y1) - max(box_a.y0, box_b.y0)
@@ -143,8 +156,11 @@ def test_a_256_mib_step_fills_the_memory_panel():
     t = np.arange(0, 3.2, 0.2)
     extra = np.where((t >= 0.3) & (t < 1.3), 256 * MiB, 0.0) + np.where((t >= 1.8) & (t < 2.8), 128 * MiB, 0.0)
     no_steps = np.column_stack([np.zeros(len(t)), np.zeros(len(t)), np.zeros(len(t)), np.full(len(t), np.nan)])
-    fig = MonitorFigure(COLUMNS, title="64 Mi numbers on cpu: float32, then float16",
-                        notes=["not shown: GPU panels: N/A (no NVIDIA driver library (libnvidia-ml.so) was found)"])
+    fig = MonitorFigure(
+        COLUMNS,
+        title="64 Mi numbers on cpu: float32, then float16",
+        notes=["not shown: GPU panels: N/A (no NVIDIA driver library (libnvidia-ml.so) was found)"],
+    )
     fig.update(t, np.hstack([host(t, extra), no_steps]), [(0.3, "float32"), (1.8, "float16")])
     labels = assert_readable(fig)
     assert fig.panels == ("memory", "utilisation")  # no step reported: no empty speed panel
@@ -168,8 +184,7 @@ def test_eight_gpus_are_two_maps_not_sixteen_lines():
 def test_a_few_gpus_keep_a_line_each():
     columns = COLUMNS + [f"gpu{k}_{f}" for k in range(2) for f in GPU_FIELDS]
     t = np.arange(0, 4.0, 0.2)
-    gpu = np.column_stack([np.full(len(t), 3 * GiB), np.full(len(t), 15 * GiB), np.full(len(t), 50.0),
-                           np.ones(len(t))])
+    gpu = np.column_stack([np.full(len(t), 3 * GiB), np.full(len(t), 15 * GiB), np.full(len(t), 50.0), np.ones(len(t))])
     fig = MonitorFigure(columns, title="kaggle", gpus=[0, 1])
     fig.update(t, np.hstack([host(t), speed(t, 0.3, 0.02, 64), gpu, gpu]), [(0.3, "epoch 1")])
     assert_readable(fig)
@@ -218,7 +233,7 @@ def test_chosen_mark_labels_never_overlap_and_stay_inside(xs, width):
         w = text_width_px(text, 9.5, 80)
         x = xs[i] * width / 600
         spans.append((x + 3, x + 3 + w) if ha == "left" else (x - 3 - w, x - 3))
-    for (a0, a1), (b0, b1) in zip(spans, spans[1:]):
+    for (_, a1), (b0, _) in zip(spans, spans[1:]):
         assert b0 >= a1 + 8
     assert all(lo >= 0 and hi <= width for lo, hi in spans)
 
@@ -245,10 +260,14 @@ def test_change_since_start_and_column_maxima():
     assert np.allclose(binned[0], [3, 10]) and np.allclose(binned[1], [2, 20]) and np.isnan(binned[2]).all()
 
 
-@pytest.mark.parametrize("gpus, expected", [((), ("memory", "utilisation", "speed")),
-                                            ((0, 1), ("memory", "utilisation", "GPU memory", "speed")),
-                                            (tuple(range(8)), ("memory", "utilisation", "GPU busy map",
-                                                               "GPU memory map", "speed"))])
+@pytest.mark.parametrize(
+    "gpus, expected",
+    [
+        ((), ("memory", "utilisation", "speed")),
+        ((0, 1), ("memory", "utilisation", "GPU memory", "speed")),
+        (tuple(range(8)), ("memory", "utilisation", "GPU busy map", "GPU memory map", "speed")),
+    ],
+)
 def test_panels_with_data(gpus, expected):
     columns = COLUMNS + [f"gpu{k}_{f}" for k in gpus for f in GPU_FIELDS]
     t = np.arange(0, 2, 0.2)
@@ -260,10 +279,12 @@ def test_panels_with_data(gpus, expected):
 
 def test_a_long_note_is_wrapped_in_full_below_the_axis_label_without_backticks():
     t = np.arange(0, 2.4, 0.2)
-    note = ("not shown: GPU panels: N/A (no NVIDIA driver library (libnvidia-ml.so) was found: this machine has no "
-            "NVIDIA GPU driver, or this container was started without GPU access. On a laptop without an NVIDIA GPU "
-            "that is expected: the lessons run on the CPU. In a container, start it with GPU access (e.g. "
-            "`docker run --gpus all`).)")
+    note = (
+        "not shown: GPU panels: N/A (no NVIDIA driver library (libnvidia-ml.so) was found: this machine has no "
+        "NVIDIA GPU driver, or this container was started without GPU access. On a laptop without an NVIDIA GPU "
+        "that is expected: the lessons run on the CPU. In a container, start it with GPU access (e.g. "
+        "`docker run --gpus all`).)"
+    )
     fig = MonitorFigure(COLUMNS, title="live", notes=[note])
     fig.update(t, np.hstack([host(t), speed(t, 10, 0.0125, 32)]), stepped=True)
     fig.live_png()

@@ -1,6 +1,7 @@
 """``with gpulab.monitor():`` end to end: threads stop on every way out, the figure (real Agg) and summary are left,
 data exports, NVML trouble is survived and explained. GPUs come from our NVML seam (SimulatedGpuReader); matplotlib,
 ipywidgets and IPython's display machinery are real."""
+
 from __future__ import annotations
 
 import csv
@@ -13,11 +14,11 @@ import pytest
 import torch
 from tqdm import tqdm
 
+from gpulab.machine.simulated import SimulatedGpuReader
 from gpulab.monitoring import Monitor, MonitorSummary, monitor
 from gpulab.monitoring.sampler import SAMPLER_THREAD_NAME
 from gpulab.monitoring.view import RENDER_THREAD_NAME
 from gpulab.testing import FakeClock
-from gpulab.machine.simulated import SimulatedGpuReader
 
 MONITOR_THREADS = {SAMPLER_THREAD_NAME, RENDER_THREAD_NAME}
 
@@ -223,8 +224,9 @@ def test_nvml_failing_mid_run_is_survived_and_explained():
         while mon.history.appended < 5 and time.monotonic() < end:
             time.sleep(0.02)
         mon.step(samples=1)
-    assert mon.summary().missing == ("GPU 0: could not be read (RuntimeError: NVML: GPU has fallen off the bus); "
-                                     "its panel has gaps",)
+    assert mon.summary().missing == (
+        "GPU 0: could not be read (RuntimeError: NVML: GPU has fallen off the bus); its panel has gaps",
+    )
     used = mon.history.column("gpu0_memory_used_bytes")
     assert not math.isnan(used[0]) and math.isnan(used[-1])
     assert mon.summary().samples_total == 1 and monitor_threads() == []
@@ -244,11 +246,17 @@ def test_mistakes_are_explained():
     with pytest.raises(RuntimeError, match="inside the `with gpulab.monitor"):
         mon.step(samples=1)
     with mon:
-        with pytest.raises(TypeError, match=r"is a Tensor; samples \(the examples the step processed\) takes a whole "
-                                            r"number ≥ 0 \(e.g. mon.step\(samples=len\(x\)\) for a batch tensor x\)"):
+        with pytest.raises(
+            TypeError,
+            match=r"is a Tensor; samples \(the examples the step processed\) takes a whole "
+            r"number ≥ 0 \(e.g. mon.step\(samples=len\(x\)\) for a batch tensor x\)",
+        ):
             mon.step(samples=torch.zeros(4, 2))
-        with pytest.raises(ValueError, match=r"samples=-1: samples \(the examples the step processed\) must be a "
-                                             r"whole number ≥ 0"):
+        with pytest.raises(
+            ValueError,
+            match=r"samples=-1: samples \(the examples the step processed\) must be a "
+            r"whole number ≥ 0",
+        ):
             mon.step(samples=-1)
         with pytest.raises(RuntimeError, match="is running: a Monitor records one run"):
             mon.start()

@@ -3,6 +3,7 @@
 No assertion here depends on how fast this machine is: time is the fake clock's, and waits for the thread are bounded
 polls that only decide when to look.
 """
+
 from __future__ import annotations
 
 import math
@@ -16,9 +17,9 @@ import psutil
 import pytest
 
 from gpulab.machine.host import host_info, host_sample
+from gpulab.machine.simulated import SimulatedGpuReader
 from gpulab.monitoring.sampler import SAMPLER_THREAD_NAME, Progress, Sampler
 from gpulab.testing import FakeClock, requires_gpus
-from gpulab.machine.simulated import SimulatedGpuReader
 from tests import process_group
 
 MiB = 1024**2
@@ -202,7 +203,9 @@ def test_watching_a_subset_of_gpus():
     s.tick()
     assert s.gpus == [1, 6]
     assert [c for c in s.history.columns if c.endswith("_memory_used_bytes") and c.startswith("gpu")] == [
-        "gpu1_memory_used_bytes", "gpu6_memory_used_bytes"]
+        "gpu1_memory_used_bytes",
+        "gpu6_memory_used_bytes",
+    ]
     assert s.history.last("gpu6_memory_used_bytes") == 2050 * MiB
 
 
@@ -213,7 +216,8 @@ def _run(code: str) -> str:
 
 
 def test_the_sampler_never_imports_torch_itself():
-    assert _run("""
+    assert (
+        _run("""
         import sys
         from gpulab.machine.simulated import SimulatedGpuReader
         from gpulab.monitoring.sampler import Sampler
@@ -221,7 +225,9 @@ def test_the_sampler_never_imports_torch_itself():
         s = Sampler(reader=SimulatedGpuReader("colab-T4"), interval_s=0.05)
         s.start(); import time; time.sleep(0.3); s.stop()
         print(s.cuda_devices, "torch" in sys.modules)
-    """) == "0 False"
+    """)
+        == "0 False"
+    )
 
 
 def test_this_process_cpu_use_is_read_next_to_the_machine_s():
@@ -242,7 +248,8 @@ def test_this_process_cpu_use_is_read_next_to_the_machine_s():
 @pytest.mark.gpu
 @requires_gpus(1)
 def test_torch_memory_is_read_per_cuda_device_once_cuda_is_initialised():
-    assert _run("""
+    assert (
+        _run("""
         import time, torch
         from gpulab.machine.simulated import SimulatedGpuReader
         from gpulab.monitoring.sampler import Sampler
@@ -252,13 +259,16 @@ def test_torch_memory_is_read_per_cuda_device_once_cuda_is_initialised():
         s.start(); time.sleep(0.3); s.stop()
         allocated, reserved = s.history.last("cuda0_allocated_bytes"), s.history.last("cuda0_reserved_bytes")
         print(allocated >= 64 * 2**20, reserved >= allocated)
-    """) == "True True"
+    """)
+        == "True True"
+    )
 
 
 @pytest.mark.multigpu
 @requires_gpus(2)
 def test_reading_torch_memory_creates_no_context_on_the_other_gpu():
-    assert _run("""
+    assert (
+        _run("""
         import time, torch
         from gpulab.machine.simulated import SimulatedGpuReader
         from gpulab.monitoring.sampler import Sampler
@@ -267,4 +277,6 @@ def test_reading_torch_memory_creates_no_context_on_the_other_gpu():
         s = Sampler(reader=SimulatedGpuReader(None), interval_s=0.05)
         s.start(); time.sleep(0.3); s.stop()
         print(torch._C._cuda_hasPrimaryContext(1), s.history.last("cuda1_allocated_bytes"))
-    """) == "False 0.0"
+    """)
+        == "False 0.0"
+    )

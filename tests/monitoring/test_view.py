@@ -1,5 +1,6 @@
 """The live figure's cheap frames: limits that grow in round steps, blitted frames that match a full draw (real Agg),
 a PNG writer that PIL reads back, and a static figure that live frames leave unchanged."""
+
 from __future__ import annotations
 
 import io
@@ -33,8 +34,16 @@ def pixels(png: bytes) -> np.ndarray:
 
 
 def test_round_numbers():
-    assert [nice_ceil(x) for x in (0.7, 1.0, 1.2, 2.5, 3.0, 7.0, 9.1, 12.0)] == [0.8, 1.0, 1.5, 3.0, 3.0, 8.0, 10.0,
-                                                                                15.0]
+    assert [nice_ceil(x) for x in (0.7, 1.0, 1.2, 2.5, 3.0, 7.0, 9.1, 12.0)] == [
+        0.8,
+        1.0,
+        1.5,
+        3.0,
+        3.0,
+        8.0,
+        10.0,
+        15.0,
+    ]
     assert nice_ceil(2.9e9) == 3e9 and nice_ceil(0.29) == pytest.approx(0.3)
     with pytest.raises(ValueError, match="positive finite number"):
         nice_ceil(0.0)
@@ -139,7 +148,7 @@ def test_live_frames_leave_the_static_figure_as_it_would_have_been():
 def test_the_render_thread_skips_a_frame_when_nothing_new_was_sampled():
     import time
 
-    from gpulab.monitoring.history import History
+    from gpulab.monitoring.ring_buffer import History
     from gpulab.monitoring.view import LiveImage
 
     history = History(COLUMNS)

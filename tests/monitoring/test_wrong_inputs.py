@@ -1,22 +1,27 @@
 """Wrong options to monitor() stop the cell before the work runs, with what to type instead; no thread is left
 behind; junk never escapes as anything but one of our documented refusals; described GPUs say SIMULATED."""
+
 from __future__ import annotations
 
 import threading
 
 import pytest
-from matplotlib.text import Text
 from hypothesis import given, settings
+from matplotlib.text import Text
 
 import gpulab
-from gpulab.monitoring.monitor import Monitor
+from gpulab.monitoring.live_monitor import Monitor
 from gpulab.monitoring.sampler import SAMPLER_THREAD_NAME
 from gpulab.testing import FakeClock
 from tests.junk import JUNK, assert_ours
 
 WRONG = [
-    ({"title": 123}, TypeError, r"monitor\(\)'s first argument is the figure's title, text such as "
-                                r"gpulab.monitor\(\"training\"\); got a int 123. To watch particular GPUs pass gpus="),
+    (
+        {"title": 123},
+        TypeError,
+        r"monitor\(\)'s first argument is the figure's title, text such as "
+        r"gpulab.monitor\(\"training\"\); got a int 123. To watch particular GPUs pass gpus=",
+    ),
     ({"interval": 1}, TypeError, r"monitor\(\) has no option 'interval'; did you mean interval_s=\?"),
     ({"gpu": [0]}, TypeError, r"monitor\(\) has no option 'gpu'; did you mean gpus=\?"),
     ({"interval_s": "fast"}, TypeError, r"interval_s='fast' is a str; interval_s takes a positive number of seconds"),
@@ -57,25 +62,37 @@ def test_a_preset_name_is_taken_as_the_reader_and_labelled_simulated():
 @settings(max_examples=80, deadline=None)
 @given(JUNK, JUNK, JUNK)
 def test_junk_options_are_refused_with_our_message(a, b, c):
-    for call in (lambda: Monitor(a), lambda: Monitor("t", machine=a, gpus=b, interval_s=c),
-                 lambda: Monitor("t", capacity=a, live=b, show=c), lambda: Monitor("t", clock=a, sleep=b),
-                 lambda: gpulab.monitor("t", process_interval_s=a, render_interval_s=b)):
+    for call in (
+        lambda: Monitor(a),
+        lambda: Monitor("t", machine=a, gpus=b, interval_s=c),
+        lambda: Monitor("t", capacity=a, live=b, show=c),
+        lambda: Monitor("t", clock=a, sleep=b),
+        lambda: gpulab.monitor("t", process_interval_s=a, render_interval_s=b),
+    ):
         try:
             call()
         except Exception as exc:
             assert_ours(exc)
 
 
-@pytest.mark.parametrize("iterable, samples, kind, message", [
-    (None, None, TypeError, r"mon.wrap\(\) takes what the loop iterates over .* got None, which has no items"),
-    (3, None, TypeError, r"mon.wrap\(\) takes what the loop iterates over .* got 3,"),
-    ("abc", None, TypeError, r"got 'abc', which has no items to step through"),
-    ([1, 2], "a", TypeError, r"samples='a' is a str; samples \(examples in each batch, or a function of the batch "
-                             r"that counts them\) takes a whole number ≥ 0 \(e.g. mon.wrap\(loader, samples=64\); "
-                             r"leave it out to count each batch's first dimension\)"),
-    ([1, 2], 2.5, TypeError, r"samples=2.5 is a float; samples \(examples in each batch"),
-    ([1, 2], -1, ValueError, r"samples=-1: samples \(examples in each batch, .*\) must be a whole number ≥ 0"),
-])
+@pytest.mark.parametrize(
+    "iterable, samples, kind, message",
+    [
+        (None, None, TypeError, r"mon.wrap\(\) takes what the loop iterates over .* got None, which has no items"),
+        (3, None, TypeError, r"mon.wrap\(\) takes what the loop iterates over .* got 3,"),
+        ("abc", None, TypeError, r"got 'abc', which has no items to step through"),
+        (
+            [1, 2],
+            "a",
+            TypeError,
+            r"samples='a' is a str; samples \(examples in each batch, or a function of the batch "
+            r"that counts them\) takes a whole number ≥ 0 \(e.g. mon.wrap\(loader, samples=64\); "
+            r"leave it out to count each batch's first dimension\)",
+        ),
+        ([1, 2], 2.5, TypeError, r"samples=2.5 is a float; samples \(examples in each batch"),
+        ([1, 2], -1, ValueError, r"samples=-1: samples \(examples in each batch, .*\) must be a whole number ≥ 0"),
+    ],
+)
 def test_wrong_arguments_to_wrap_are_refused_before_the_loop_runs(iterable, samples, kind, message):
     clock = FakeClock()
     with gpulab.monitor("t", machine="workshop-8", show=False, live=False, clock=clock, sleep=clock.sleep) as mon:

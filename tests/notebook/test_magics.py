@@ -1,4 +1,5 @@
 """The %%gpu cell magic, run in a real IPython shell."""
+
 from __future__ import annotations
 
 import pytest
@@ -26,8 +27,13 @@ def test_gpu_magic_runs_the_cell_where_a_gpu_exists(shell):
     assert shell.user_ns["x"].is_cuda
 
 
-@pytest.mark.parametrize("value, words", [("", "CUDA_VISIBLE_DEVICES='' lets this process see no GPU"),
-                                          ("-1", "CUDA_VISIBLE_DEVICES='-1' lets this process see no GPU")])
+@pytest.mark.parametrize(
+    "value, words",
+    [
+        ("", "CUDA_VISIBLE_DEVICES='' lets this process see no GPU"),
+        ("-1", "CUDA_VISIBLE_DEVICES='-1' lets this process see no GPU"),
+    ],
+)
 def test_a_gpu_cell_skipped_because_the_variable_hides_every_gpu_says_so(monkeypatch, value, words):
     # on a GPU server a learner who set CUDA_VISIBLE_DEVICES= must not read "no usable CUDA GPU on this machine"
     from gpulab.machine.cuda import too_few_gpus

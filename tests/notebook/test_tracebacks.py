@@ -1,5 +1,6 @@
 """Short tracebacks for lessons: the pruning on a real traceback, and the handler in a real kernel (nbclient), where
 the cell must still fail as before — nbval's raises-exception cells, Run All stopping, %debug's full traceback."""
+
 from __future__ import annotations
 
 import json
@@ -52,13 +53,17 @@ def test_in_a_kernel_the_cell_still_fails_with_a_short_traceback():
     nb = nbformat.v4.new_notebook()
     crash = "model = torch.nn.Sequential(torch.nn.Linear(64, 8), torch.nn.ReLU())\nmodel(torch.ones(2, 3))"
     tag = {"tags": ["raises-exception"]}
-    nb.cells = [nbformat.v4.new_code_cell("%load_ext gpulab\nimport sys, torch"),
-                nbformat.v4.new_code_cell(crash, metadata=tag),
-                nbformat.v4.new_code_cell("depth, tb = 0, sys.last_traceback\nwhile tb is not None:\n"
-                                          "    depth, tb = depth + 1, tb.tb_next\nprint('frames kept for %debug:', depth)"),
-                nbformat.v4.new_code_cell("print(get_ipython().custom_exceptions)"),
-                nbformat.v4.new_code_cell("%xmode Verbose\n" + crash, metadata=tag),
-                nbformat.v4.new_code_cell("%xmode Context\n1 / 0")]  # not tagged: Run All must stop here
+    nb.cells = [
+        nbformat.v4.new_code_cell("%load_ext gpulab\nimport sys, torch"),
+        nbformat.v4.new_code_cell(crash, metadata=tag),
+        nbformat.v4.new_code_cell(
+            "depth, tb = 0, sys.last_traceback\nwhile tb is not None:\n"
+            "    depth, tb = depth + 1, tb.tb_next\nprint('frames kept for %debug:', depth)"
+        ),
+        nbformat.v4.new_code_cell("print(get_ipython().custom_exceptions)"),
+        nbformat.v4.new_code_cell("%xmode Verbose\n" + crash, metadata=tag),
+        nbformat.v4.new_code_cell("%xmode Context\n1 / 0"),
+    ]  # not tagged: Run All must stop here
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     with pytest.raises(CellExecutionError, match="ZeroDivisionError"):
         NotebookClient(nb, kernel_name="python3", timeout=300).execute()
@@ -68,7 +73,9 @@ def test_in_a_kernel_the_cell_still_fails_with_a_short_traceback():
     assert "return F.linear(input, self.weight, self.bias)" in short  # where it was raised
     assert short.rstrip().endswith("RuntimeError: mat1 and mat2 shapes cannot be multiplied (2x3 and 64x8)")
     assert "_call_impl" not in short and len(short.splitlines()) <= 16
-    assert "_call_impl" in verbose and "hidden" not in verbose and len(verbose.splitlines()) > 3 * len(short.splitlines())
+    assert (
+        "_call_impl" in verbose and "hidden" not in verbose and len(verbose.splitlines()) > 3 * len(short.splitlines())
+    )
     depth = int(nb.cells[2].outputs[0].text.split(":")[1])
     assert depth >= 7  # the whole traceback is still there for %debug
     assert nb.cells[3].outputs[0].text.strip() == "(<class 'Exception'>,)"  # KeyboardInterrupt is IPython's own

@@ -11,6 +11,7 @@ predictions; without a GPU the same pipeline checks the no-GPU predictions for r
 
 Written here rather than taken from a library: what is tested is gpulab's own model of PyTorch's device rules.
 """
+
 from __future__ import annotations
 
 import json
@@ -22,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from gpulab.core.readings import GpuInfo
-from gpulab.placement.explain import Explanation
 from gpulab.core.visible import visible_map
+from gpulab.placement.device_rules import Explanation
 from tests import process_group
 
 RUNNER = Path(__file__).with_name("explain_runner.py")
@@ -54,20 +55,39 @@ def _snippet(code: str, env: Mapping[str, str], needs: int, source: str = "gener
 # chapter 02's own snippets (section 4), with the environments the chapter gives them
 CHAPTER_02 = (
     _snippet("model.cuda(1)", {"CUDA_VISIBLE_DEVICES": "2,3,4,5"}, 6, "chapter 02"),
-    _snippet("model.cuda(1)\ntorch.cuda.set_device(2)\nloss.cuda()\ntensor.cuda(0)",
-             {"CUDA_VISIBLE_DEVICES": "2,3,4,5"}, 6, "chapter 02"),
+    _snippet(
+        "model.cuda(1)\ntorch.cuda.set_device(2)\nloss.cuda()\ntensor.cuda(0)",
+        {"CUDA_VISIBLE_DEVICES": "2,3,4,5"},
+        6,
+        "chapter 02",
+    ),
     _snippet("model.cuda('cuda:2,1')", {"CUDA_VISIBLE_DEVICES": "2,3,4,5"}, 0, "chapter 02"),
     _snippet("torch.cuda.set_device('cuda:2,1')", {}, 0, "chapter 02"),
     _snippet("model.cuda(0)\nmodel = nn.DataParallel(model)", {"CUDA_VISIBLE_DEVICES": "2,1,3"}, 4, "chapter 02"),
-    _snippet("with torch.cuda.device(1):\n    a = torch.cuda.FloatTensor(2, 3)\n    b = torch.FloatTensor(2, 3).cuda()\n"
-             "    d = torch.randn(2, 3).cuda(0)\n    o = torch.ones(2, 3)\nz = torch.randn(2).cuda()", {}, 2, "chapter 02"),
-    _snippet("torch.accelerator.set_device_index(1)\nmodel.cuda()", {"CUDA_VISIBLE_DEVICES": "2,3,4,5"}, 6, "chapter 02"),
+    _snippet(
+        "with torch.cuda.device(1):\n    a = torch.cuda.FloatTensor(2, 3)\n    b = torch.FloatTensor(2, 3).cuda()\n"
+        "    d = torch.randn(2, 3).cuda(0)\n    o = torch.ones(2, 3)\nz = torch.randn(2).cuda()",
+        {},
+        2,
+        "chapter 02",
+    ),
+    _snippet(
+        "torch.accelerator.set_device_index(1)\nmodel.cuda()", {"CUDA_VISIBLE_DEVICES": "2,3,4,5"}, 6, "chapter 02"
+    ),
     _snippet("torch.cuda.set_device(1)\nt.cuda()\nt.cuda(1)", {"CUDA_VISIBLE_DEVICES": "0,2,3"}, 4, "chapter 02"),
     _snippet("nn.DataParallel(model, device_ids=[2, 3])", {}, 0, "chapter 02"),
 )
 
-KINDS = (".cuda(i)", ".to", "set_device", "accelerator", "torch.cuda.device", "set_default_device", "torch.device",
-         "DataParallel")
+KINDS = (
+    ".cuda(i)",
+    ".to",
+    "set_device",
+    "accelerator",
+    "torch.cuda.device",
+    "set_default_device",
+    "torch.device",
+    "DataParallel",
+)
 
 
 def statements(k: int) -> list[tuple[str, str, int]]:
@@ -79,7 +99,11 @@ def statements(k: int) -> list[tuple[str, str, int]]:
         (".to", f"y = x.to(torch.device('cuda', {k}))", 0),
         ("set_device", f"torch.cuda.set_device({k})\ny = x.cuda()\nz = x.cuda(0)", 0),
         ("accelerator", f"torch.accelerator.set_device_index({k})\ny = x.cuda()", 0),
-        ("torch.cuda.device", f"with torch.cuda.device({k}):\n    y = x.cuda()\n    o = torch.ones(2)\nz = x.cuda()", 0),
+        (
+            "torch.cuda.device",
+            f"with torch.cuda.device({k}):\n    y = x.cuda()\n    o = torch.ones(2)\nz = x.cuda()",
+            0,
+        ),
         ("set_default_device", f"torch.set_default_device('cuda:{k}')\ny = torch.ones(2)", 0),
         ("torch.device", f"with torch.device('cuda:{k}'):\n    y = torch.zeros(2)\nz = torch.zeros(2)", 0),
         ("DataParallel", f"model = nn.DataParallel(model, device_ids=[{k}])", 0),
@@ -92,12 +116,16 @@ def environments(gpus: Sequence[GpuInfo]) -> list[dict[str, str]]:
     n, uuids = len(gpus), [g.uuid for g in gpus]
     envs: list[dict[str, str]] = [{}, {"CUDA_VISIBLE_DEVICES": ""}, {"CUDA_VISIBLE_DEVICES": "0,0"}]
     if n:
-        envs += [{"CUDA_VISIBLE_DEVICES": str(n - 1), "CUDA_DEVICE_ORDER": "PCI_BUS_ID"},
-                 {"CUDA_VISIBLE_DEVICES": f"{n - 1},-1,0", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"},
-                 {"CUDA_VISIBLE_DEVICES": uuids[-1][:12], "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}]
+        envs += [
+            {"CUDA_VISIBLE_DEVICES": str(n - 1), "CUDA_DEVICE_ORDER": "PCI_BUS_ID"},
+            {"CUDA_VISIBLE_DEVICES": f"{n - 1},-1,0", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"},
+            {"CUDA_VISIBLE_DEVICES": uuids[-1][:12], "CUDA_DEVICE_ORDER": "PCI_BUS_ID"},
+        ]
     if n >= 2:
-        envs += [{"CUDA_VISIBLE_DEVICES": ",".join(str(i) for i in reversed(range(n))), "CUDA_DEVICE_ORDER": "PCI_BUS_ID"},
-                 {"CUDA_VISIBLE_DEVICES": f"{uuids[1][:12]},{uuids[0][:12]}"}]
+        envs += [
+            {"CUDA_VISIBLE_DEVICES": ",".join(str(i) for i in reversed(range(n))), "CUDA_DEVICE_ORDER": "PCI_BUS_ID"},
+            {"CUDA_VISIBLE_DEVICES": f"{uuids[1][:12]},{uuids[0][:12]}"},
+        ]
     if len({g.name for g in gpus}) <= 1:  # one model: FASTEST_FIRST cannot reorder them (explain assumes bus order)
         envs.append({"CUDA_DEVICE_ORDER": "FASTEST_FIRST"})
     return envs
@@ -125,8 +153,14 @@ def run(snippets: Iterable[Snippet], timeout_s: float = 300) -> dict[Snippet, li
     results: dict[Snippet, list[dict[str, Any]]] = {}
     for env, group in groups.items():
         environ = {k: v for k, v in os.environ.items() if k not in ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER")}
-        done = process_group.run([sys.executable, str(RUNNER)], input=json.dumps([s.code for s in group]), text=True,
-                                 capture_output=True, timeout=timeout_s, env={**environ, **dict(env)})
+        done = process_group.run(
+            [sys.executable, str(RUNNER)],
+            input=json.dumps([s.code for s in group]),
+            text=True,
+            capture_output=True,
+            timeout=timeout_s,
+            env={**environ, **dict(env)},
+        )
         if done.returncode != 0:
             raise RuntimeError(f"the runner failed under {dict(env)}:\n{done.stderr[-3000:]}")
         for s, records in zip(group, json.loads(done.stdout.strip().splitlines()[-1])):
@@ -149,8 +183,9 @@ def disagreements(predicted: Explanation, records: Sequence[Mapping[str, Any]]) 
         said = f"statement {n} `{step.code}`"
         if step.error or "error" in rec:
             if not (step.error and "error" in rec and rec["error"].startswith(_stable(step.error))):
-                problems.append(f"{said}: predicted {step.error or 'no error'}, PyTorch raised "
-                                f"{rec.get('error', 'nothing')}")
+                problems.append(
+                    f"{said}: predicted {step.error or 'no error'}, PyTorch raised {rec.get('error', 'nothing')}"
+                )
             continue
         got = rec.get("devices", [])
         if step.physical:

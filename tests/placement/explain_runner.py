@@ -7,6 +7,7 @@ Outcomes: ``{"devices": [uuid, …]}`` (a tensor, a module's parameters, DataPar
 ``{"state": true, "devices": […]}`` after a statement that only sets the current or default device (empty when that
 device does not exist yet), or ``{"error": "Class: first line"}`` — the last outcome of a snippet that raised.
 """
+
 from __future__ import annotations
 
 import ast
@@ -43,7 +44,11 @@ def state(kind: str) -> dict:
         made = torch.empty(0)  # where factories create tensors now (a torch.device block, set_default_device)
     except Exception:  # noqa: BLE001 - a device that is only named: PyTorch raises when a tensor is made there
         return {"state": True, "devices": []}
-    return {"state": True, "devices": uuid_of(made.device.index)} if made.device.type == "cuda" else {"state": True, "devices": []}
+    return (
+        {"state": True, "devices": uuid_of(made.device.index)}
+        if made.device.type == "cuda"
+        else {"state": True, "devices": []}
+    )
 
 
 def _record(call: ast.expr) -> ast.stmt:
@@ -67,7 +72,10 @@ def _instrument(body: list[ast.stmt]) -> list[ast.stmt]:
             else:
                 out.append(_record(ast.Call(ast.Name("__where__", ast.Load()), [st.value], [])))
         elif isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
-            out += [st, _record(ast.Call(ast.Name("__where__", ast.Load()), [ast.Name(st.targets[0].id, ast.Load())], []))]
+            out += [
+                st,
+                _record(ast.Call(ast.Name("__where__", ast.Load()), [ast.Name(st.targets[0].id, ast.Load())], [])),
+            ]
         else:
             raise ValueError(f"the runner cannot follow {ast.unparse(st)!r}")
     return out
@@ -79,9 +87,18 @@ def run(code: str) -> list[dict]:
     if torch.cuda.device_count():
         torch.cuda.set_device(0)  # every snippet starts as a fresh process would: cuda:0 current, CPU default
     tree = ast.Module(_instrument(ast.parse(code).body), [])
-    names = {"torch": torch, "nn": nn, "x": torch.ones(2), "t": torch.ones(2), "loss": torch.ones(1),
-             "tensor": torch.ones(2), "model": nn.Linear(4, 2), "__record__": outcomes.append,
-             "__where__": where, "__state__": state}
+    names = {
+        "torch": torch,
+        "nn": nn,
+        "x": torch.ones(2),
+        "t": torch.ones(2),
+        "loss": torch.ones(1),
+        "tensor": torch.ones(2),
+        "model": nn.Linear(4, 2),
+        "__record__": outcomes.append,
+        "__where__": where,
+        "__state__": state,
+    }
     try:
         exec(compile(ast.fix_missing_locations(tree), "<snippet>", "exec"), names)
     except Exception as exc:  # noqa: BLE001 - the exception is the outcome

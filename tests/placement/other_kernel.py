@@ -1,4 +1,5 @@
 """A reservation held by another process (another learner's kernel), for tests that must tell it from this one's."""
+
 from __future__ import annotations
 
 import json
@@ -23,9 +24,14 @@ sys.stdin.read()  # hold until the test closes stdin (or kills the group)
 @contextmanager
 def held_elsewhere(n: int, preset: str, directory: str | os.PathLike[str]) -> Iterator[tuple[int, list[int]]]:
     """Another process reserves ``n`` GPUs of the described ``preset`` in ``directory``; yields (its pid, the GPUs)."""
-    child = subprocess.Popen([sys.executable, "-c", _HOLD, str(n), preset, str(Path(directory))],
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             start_new_session=True)  # its own process group, ended with the test
+    child = subprocess.Popen(
+        [sys.executable, "-c", _HOLD, str(n), preset, str(Path(directory))],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )  # its own process group, ended with the test
     try:
         line = child.stdout.readline()
         assert line, f"the holding process failed: {child.stderr.read()}"

@@ -5,13 +5,14 @@ machine can make PyTorch raise it for real — not about explain()'s own sentenc
 can produce (an invalid ordinal, DataParallel's id check) are compared with PyTorch's on GPUs by
 tests/placement/test_explain_on_gpus.py.
 """
+
 from __future__ import annotations
 
 import pytest
 import torch
 
-from gpulab.placement.explain import explain
 from gpulab.machine.simulated import SimulatedGpuReader
+from gpulab.placement.device_rules import explain
 
 W8 = SimulatedGpuReader("workshop-8")
 SEED_ENV = {"CUDA_VISIBLE_DEVICES": "2,3,4,5"}
@@ -54,14 +55,18 @@ def test_set_device_then_explicit_index_wins():
 
 
 def test_seed_002_device_context_corrected():
-    e = explain("""
+    e = explain(
+        """
         with torch.cuda.device(1):
             a = torch.cuda.FloatTensor(2, 3)
             b = torch.FloatTensor(2, 3).cuda()
             d = torch.randn(2, 3).cuda(0)
             o = torch.ones(2, 3)
         z = torch.randn(2).cuda()
-    """, W8, {})
+    """,
+        W8,
+        {},
+    )
     where = [(s.cuda_indices, s.on_cpu) for s in e.steps]
     # block entry, a and b on cuda:1; d on cuda:0 (not 2, as the seed's check says); ones() on the CPU; after: cuda:0
     assert where == [((1,), False), ((1,), False), ((1,), False), ((0,), False), ((), True), ((0,), False)]
@@ -91,22 +96,35 @@ def test_dataparallel_maps_device_ids_and_checks_them():
     assert bad.error.startswith("AssertionError:") and bad.physical_indices == ()
     # no GPU: PyTorch wraps nothing and raises nothing (run for real here), and explain() agrees
     real = torch.nn.DataParallel(torch.nn.Linear(2, 2), device_ids=[2, 3])
-    quiet = explain("nn.DataParallel(model, device_ids=[2, 3])", [], {})
+    quiet = explain("nn.DataParallel(model, device_ids=[2, 3])", SimulatedGpuReader(None), {})
     assert real.device_ids == [] and quiet.error is None and quiet.steps[0].on_cpu
 
 
-@pytest.mark.parametrize("code", ["x.cuda(-1)", "x.cuda('cpu')", "model.cuda(-1)", "torch.cuda.set_device('cpu')",
-                                  "torch.cuda.set_device('cuda')", "x.to('gpu')", "torch.ones(2, device='cuda:x')"])
+@pytest.mark.parametrize(
+    "code",
+    [
+        "x.cuda(-1)",
+        "x.cuda('cpu')",
+        "model.cuda(-1)",
+        "torch.cuda.set_device('cpu')",
+        "torch.cuda.set_device('cuda')",
+        "x.to('gpu')",
+        "torch.ones(2, device='cuda:x')",
+    ],
+)
 def test_refusals_before_any_gpu_is_touched_are_pytorch_s_own(code):
     # PyTorch refuses these arguments before it looks for a GPU, so this machine raises the very same error
     e = explain(code, W8, SEED_ENV)
     assert e.error == _real_error(code) and e.physical_indices == ()
 
 
-@pytest.mark.parametrize("code, env, error_class", [
-    ("x.cuda(4)", SEED_ENV, "AcceleratorError"),  # 4 visible GPUs: cuda:4 does not exist (torch >= 2.8's class)
-    ("x.cuda()", {"CUDA_VISIBLE_DEVICES": ""}, "RuntimeError"),  # every GPU hidden
-])
+@pytest.mark.parametrize(
+    "code, env, error_class",
+    [
+        ("x.cuda(4)", SEED_ENV, "AcceleratorError"),  # 4 visible GPUs: cuda:4 does not exist (torch >= 2.8's class)
+        ("x.cuda()", {"CUDA_VISIBLE_DEVICES": ""}, "RuntimeError"),  # every GPU hidden
+    ],
+)
 def test_errors_that_need_the_described_gpus(code, env, error_class):
     e = explain(code, W8, env)
     assert e.error.split(":")[0] == error_class and e.physical_indices == () and not e.steps[0].cuda_indices
@@ -134,12 +152,15 @@ def test_set_device_negative_is_a_no_op_and_bare_context_does_nothing():
     assert e.physical_indices == (0,) and e.steps[0].cuda_indices == ()
 
 
-@pytest.mark.parametrize("code, match", [
-    ("model.cuda(", r"explain\(\) needs Python statements.*does not parse"),
-    ("for i in x: pass", r"explain\(\) reads device calls, one per line; it cannot follow"),
-    ("model.half()", r"explain\(\) does not know model.half\(…\)"),
-    ("with open('f'):\n  pass", r"explain\(\) does not know open"),
-])
+@pytest.mark.parametrize(
+    "code, match",
+    [
+        ("model.cuda(", r"explain\(\) needs Python statements.*does not parse"),
+        ("for i in x: pass", r"explain\(\) reads device calls, one per line; it cannot follow"),
+        ("model.half()", r"explain\(\) does not know model.half\(…\)"),
+        ("with open('f'):\n  pass", r"explain\(\) does not know open"),
+    ],
+)
 def test_unreadable_code_is_refused_with_what_it_can_read(code, match):
     with pytest.raises(ValueError, match=match):
         explain(code, W8, {})
@@ -159,15 +180,18 @@ def test_a_bad_device_built_inside_the_call_is_reported_not_raised(code):
 
 
 @pytest.mark.skipif(torch.cuda.device_count() > 0, reason="compares with PyTorch on a machine without a GPU")
-@pytest.mark.parametrize("naming, first_tensor", [
-    ("torch.set_default_device('cuda')", "x = torch.ones(2)"),
-    ("dev = torch.device('cuda:1')", "x = torch.ones(2, device=torch.device('cuda:1'))"),
-    ("with torch.device('cuda'):", "    x = torch.ones(2)"),
-])
+@pytest.mark.parametrize(
+    "naming, first_tensor",
+    [
+        ("torch.set_default_device('cuda')", "x = torch.ones(2)"),
+        ("dev = torch.device('cuda:1')", "x = torch.ones(2, device=torch.device('cuda:1'))"),
+        ("with torch.device('cuda'):", "    x = torch.ones(2)"),
+    ],
+)
 def test_naming_a_gpu_for_later_raises_nothing_even_without_one(naming, first_tensor):
     exec(naming + ("\n    pass" if naming.startswith("with") else ""), {"torch": torch})
     torch.set_default_device(None)  # for real, on this machine without a GPU: PyTorch accepted the name
-    e = explain(f"{naming}\n{first_tensor}", [], {})
+    e = explain(f"{naming}\n{first_tensor}", SimulatedGpuReader(None), {})
     assert e.steps[0].error is None, str(e)
     # the first tensor made there is the step that raises, with the message this machine really gives
     assert e.steps[1].error.split(".")[0] == _real_error(f"{naming}\n{first_tensor}").split(".")[0]
@@ -175,15 +199,28 @@ def test_naming_a_gpu_for_later_raises_nothing_even_without_one(naming, first_te
 
 # -- what a one-GPU machine raises, by torch release (seen on one H100 with torch 2.11: evidence/, 2026-11-26) ---------
 T4 = SimulatedGpuReader("colab-T4")  # one GPU, as most learners have it
-PAST_THE_ONE_GPU = ["y = x.cuda(1)", "model.cuda(1)", "y = x.to('cuda:1')", "torch.cuda.set_device(1)",
-                    "torch.accelerator.set_device_index(1)", "with torch.cuda.device(1):\n    y = x.cuda()",
-                    "torch.set_default_device('cuda:1')\ny = torch.ones(2)"]
+PAST_THE_ONE_GPU = [
+    "y = x.cuda(1)",
+    "model.cuda(1)",
+    "y = x.to('cuda:1')",
+    "torch.cuda.set_device(1)",
+    "torch.accelerator.set_device_index(1)",
+    "with torch.cuda.device(1):\n    y = x.cuda()",
+    "torch.set_default_device('cuda:1')\ny = torch.ones(2)",
+]
 
 
 @pytest.mark.parametrize("code", PAST_THE_ONE_GPU)
-@pytest.mark.parametrize("version, error_class", [("2.11.0+cu130", "AcceleratorError"), ("2.8.0", "AcceleratorError"),
-                                                  ("2.14.1", "AcceleratorError"), ("2.7.1+cu126", "RuntimeError"),
-                                                  ("2.5.1", "RuntimeError")])
+@pytest.mark.parametrize(
+    "version, error_class",
+    [
+        ("2.11.0+cu130", "AcceleratorError"),
+        ("2.8.0", "AcceleratorError"),
+        ("2.14.1", "AcceleratorError"),
+        ("2.7.1+cu126", "RuntimeError"),
+        ("2.5.1", "RuntimeError"),
+    ],
+)
 def test_cuda_1_on_one_gpu_raises_the_class_of_the_torch_release(code, version, error_class):
     """torch 2.11 raised torch.AcceleratorError (a RuntimeError subclass, new in 2.8) for all of these on an H100."""
     e = explain(code, T4, {}, torch_version=version)
@@ -202,9 +239,17 @@ def test_dataparallel_checks_the_ids_itself_whatever_the_release():
         assert bad.error == "AssertionError: Invalid device id"
 
 
-@pytest.mark.parametrize("code", ["y = x.cuda(0)", "model.cuda(0)", "y = x.to('cuda:0')", "torch.cuda.set_device(0)",
-                                  "torch.accelerator.set_device_index(0)", "with torch.device('cuda:0'):\n    "
-                                  "y = torch.zeros(2)"])
+@pytest.mark.parametrize(
+    "code",
+    [
+        "y = x.cuda(0)",
+        "model.cuda(0)",
+        "y = x.to('cuda:0')",
+        "torch.cuda.set_device(0)",
+        "torch.accelerator.set_device_index(0)",
+        "with torch.device('cuda:0'):\n    y = torch.zeros(2)",
+    ],
+)
 @pytest.mark.parametrize("twice", ["0,0", "{uuid},{uuid}"])
 def test_a_gpu_named_twice_gets_the_driver_s_error(code, twice):
     """The H100's driver (580) refused to count its GPUs under CUDA_VISIBLE_DEVICES='0,0': error 101, which torch
@@ -212,9 +257,11 @@ def test_a_gpu_named_twice_gets_the_driver_s_error(code, twice):
     env = {"CUDA_VISIBLE_DEVICES": twice.format(uuid=T4.info(0, processes=False).uuid[:12])}
     for version in ("2.7.1", "2.11.0+cu130"):
         e = explain(code, T4, env, torch_version=version)
-        assert e.error == ("RuntimeError: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions "
-                           "before calling NumCudaDevices() that might have already set an error? Error 101: invalid "
-                           "device ordinal"), e
+        assert e.error == (
+            "RuntimeError: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions "
+            "before calling NumCudaDevices() that might have already set an error? Error 101: invalid "
+            "device ordinal"
+        ), e
         assert e.physical_indices == ()
     wraps = explain("nn.DataParallel(model, device_ids=[0])", T4, env)  # device_count() is 0: it wraps nothing
     assert wraps.error is None and wraps.steps[0].on_cpu
@@ -228,6 +275,9 @@ def test_every_gpu_hidden_is_still_no_cuda_gpus():
 
 @pytest.mark.parametrize("version", ["nightly", "", "2"])
 def test_a_torch_version_it_cannot_read_is_refused(version):
-    with pytest.raises(ValueError, match=rf"torch_version={version!r} is not a torch release: give it as "
-                                         r"torch.__version__ prints it"):
+    with pytest.raises(
+        ValueError,
+        match=rf"torch_version={version!r} is not a torch release: give it as "
+        r"torch.__version__ prints it",
+    ):
         explain("x.cuda(1)", T4, {}, torch_version=version)

@@ -5,20 +5,23 @@ CUDA_VISIBLE_DEVICES / CUDA_DEVICE_ORDER values, and the physical GPU of each st
 the one explain() predicts from NVML's view of the same machine. Here: the corpus and the comparison are checked, and
 the no-GPU predictions are run against PyTorch for real.
 """
+
 from __future__ import annotations
 
 import pytest
 
 from gpulab.machine.cuda import cuda_gpu_count
 from gpulab.machine.simulated import SimulatedGpuReader
-from gpulab.placement.explain import explain
+from gpulab.placement.device_rules import explain
 from gpulab.testing import requires_gpus
 
-from .explain_evidence import (CHAPTER_02, COUNTS_PROPERTY, KINDS, corpus, corpus_counts, disagreements, run,
-                               statements)
+from .explain_evidence import CHAPTER_02, COUNTS_PROPERTY, KINDS, corpus, corpus_counts, disagreements, run, statements
+
+NO_GPU = SimulatedGpuReader(None)  # a machine with no GPU, as explain() is asked about it
 
 
 def _gpus(preset: str):
+    """The preset's GPUs, as the corpus is built from them; explain() is asked about the preset itself."""
     reader = SimulatedGpuReader(preset)
     return [reader.info(i, processes=False) for i in range(reader.count())]
 
@@ -57,32 +60,40 @@ def test_a_server_gets_chapter_02_s_own_snippets_and_mixed_models_skip_fastest_f
 
 @pytest.mark.parametrize("preset", ["colab-T4", "kaggle-2xT4", "workshop-8"])
 def test_explain_reads_every_snippet_of_the_corpus(preset):
-    gpus = _gpus(preset)
-    for s in corpus(gpus):
-        assert explain(s.code, gpus, s.environ).steps, str(s)
+    for s in corpus(_gpus(preset)):
+        assert explain(s.code, preset, s.environ).steps, str(s)
 
 
 # -- the comparison -----------------------------------------------------------------------------------------------
 def test_agreement_and_each_kind_of_disagreement_are_told_apart():
     gpus = _gpus("kaggle-2xT4")
-    e = explain("torch.cuda.set_device(1)\ny = x.cuda()\nz = x.cuda(0)\nw = x.cuda(5)", gpus, {})
+    e = explain("torch.cuda.set_device(1)\ny = x.cuda()\nz = x.cuda(0)\nw = x.cuda(5)", "kaggle-2xT4", {})
     u0, u1 = gpus[0].uuid, gpus[1].uuid
-    real = [{"state": True, "devices": [u1]}, {"devices": [u1]}, {"devices": [u0]},
-            {"error": "AcceleratorError: CUDA error: invalid device ordinal"}]
+    real = [
+        {"state": True, "devices": [u1]},
+        {"devices": [u1]},
+        {"devices": [u0]},
+        {"error": "AcceleratorError: CUDA error: invalid device ordinal"},
+    ]
     assert disagreements(e, real) == []
     wrong_gpu = [real[0], {"devices": [u0]}, *real[2:]]
-    assert disagreements(e, wrong_gpu) == [f"statement 2 `{e.steps[1].code}`: predicted ['{u1}'], PyTorch used ['{u0}']"]
-    assert "predicted no error, PyTorch raised RuntimeError: boom" in disagreements(e, [{"error": "RuntimeError: boom"}])[0]
+    assert disagreements(e, wrong_gpu) == [
+        f"statement 2 `{e.steps[1].code}`: predicted ['{u1}'], PyTorch used ['{u0}']"
+    ]
+    assert (
+        "predicted no error, PyTorch raised RuntimeError: boom"
+        in disagreements(e, [{"error": "RuntimeError: boom"}])[0]
+    )
     assert "PyTorch raised nothing" in disagreements(e, [*real[:3], {"devices": [u0]}])[0]
     assert "IndexError" in disagreements(e, [*real[:3], {"error": "IndexError: invalid device ordinal"}])[0]
     assert disagreements(e, real[:2])[-1] == "PyTorch ran 2 statement(s) where 4 were predicted"
-    on_cpu = explain("with torch.cuda.device(1):\n    o = torch.ones(2)", gpus, {})
+    on_cpu = explain("with torch.cuda.device(1):\n    o = torch.ones(2)", "kaggle-2xT4", {})
     assert disagreements(on_cpu, [{"state": True, "devices": [u1]}, {"cpu": True}]) == []
     assert "predicted the CPU" in disagreements(on_cpu, [{"state": True, "devices": [u1]}, {"devices": [u1]}])[0]
 
 
 def test_a_prediction_s_message_must_start_pytorch_s_first_line():
-    nothing = explain("y = x.cuda(0)", [], {})  # explain adds its own note after PyTorch's first sentence
+    nothing = explain("y = x.cuda(0)", NO_GPU, {})  # explain adds its own note after PyTorch's first sentence
     real = "RuntimeError: Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU and ..."
     assert disagreements(nothing, [{"error": real}]) == []
     assert disagreements(nothing, [{"error": "RuntimeError: No CUDA GPUs are available"}])
@@ -92,25 +103,32 @@ def test_a_prediction_s_message_must_start_pytorch_s_first_line():
 # run; evidence/2026-11-26-h100-80gb-hbm3.json): 45 snippets raised AcceleratorError, 9 under '0,0' the driver's 101.
 H100_RAISED = {
     ("", "y = x.cuda(1)"): ["AcceleratorError: CUDA error: invalid device ordinal"],
-    ("0", "torch.cuda.set_device(1)\ny = x.cuda()\nz = x.cuda(0)"): ["AcceleratorError: CUDA error: invalid device "
-                                                                     "ordinal"],
-    ("", "torch.set_default_device('cuda:1')\ny = torch.ones(2)"): [None, "AcceleratorError: CUDA error: invalid "
-                                                                    "device ordinal"],
-    ("0,0", "y = x.cuda(0)"): ["RuntimeError: Unexpected error from cudaGetDeviceCount(). Did you run some cuda "
-                               "functions before calling NumCudaDevices() that might have already set an error? Error "
-                               "101: invalid device ordinal"],
+    ("0", "torch.cuda.set_device(1)\ny = x.cuda()\nz = x.cuda(0)"): [
+        "AcceleratorError: CUDA error: invalid device ordinal"
+    ],
+    ("", "torch.set_default_device('cuda:1')\ny = torch.ones(2)"): [
+        None,
+        "AcceleratorError: CUDA error: invalid device ordinal",
+    ],
+    ("0,0", "y = x.cuda(0)"): [
+        "RuntimeError: Unexpected error from cudaGetDeviceCount(). Did you run some cuda "
+        "functions before calling NumCudaDevices() that might have already set an error? Error "
+        "101: invalid device ordinal"
+    ],
     ("0,0", "with torch.device('cuda:0'):\n    y = torch.zeros(2)\nz = torch.zeros(2)"): [
-        None, "RuntimeError: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before "
-              "calling NumCudaDevices() that might have already set an error? Error 101: invalid device ordinal"],
+        None,
+        "RuntimeError: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before "
+        "calling NumCudaDevices() that might have already set an error? Error 101: invalid device ordinal",
+    ],
 }
 
 
 @pytest.mark.parametrize("visible, code", list(H100_RAISED))
 def test_what_torch_2_11_raised_on_one_h100_is_what_explain_predicts(visible, code):
-    gpus = _gpus("colab-T4")  # one GPU: the messages do not depend on its model
     env = {"CUDA_VISIBLE_DEVICES": visible} if visible else {}
     records = [{"state": True, "devices": []} if e is None else {"error": e} for e in H100_RAISED[visible, code]]
-    assert disagreements(explain(code, gpus, env, torch_version="2.11.0+cu130"), records) == []
+    # one GPU: the messages do not depend on its model
+    assert disagreements(explain(code, "colab-T4", env, torch_version="2.11.0+cu130"), records) == []
 
 
 @pytest.mark.skipif(cuda_gpu_count() > 0, reason="this machine has a GPU: the GPU tests below run instead")
@@ -118,7 +136,7 @@ def test_without_a_gpu_every_prediction_matches_pytorch_here():
     """The pipeline for real, on the machine without a GPU: PyTorch raises, wraps nothing, or stays on the CPU."""
     snippets = [s for s in corpus([]) if dict(s.env).get("CUDA_VISIBLE_DEVICES") in (None, "")][:40]
     outcomes = run(snippets)
-    problems = [f"{s}: {p}" for s in snippets for p in disagreements(explain(s.code, [], s.environ), outcomes[s])]
+    problems = [f"{s}: {p}" for s in snippets for p in disagreements(explain(s.code, NO_GPU, s.environ), outcomes[s])]
     assert len(snippets) >= 20 and not problems, "\n".join(problems)
 
 
@@ -132,11 +150,11 @@ def _this_machine():
     return gpus
 
 
-def _check(gpus, snippets, record_property) -> None:
+def _compare_with_pytorch(snippets, record_property) -> None:
     """Run the snippets, record the counts for make test-gpu's evidence (a JUnit property, ``corpus_counts``), and
-    fail naming every snippet that disagrees."""
+    fail naming every snippet that disagrees with explain() asked about this machine."""
     outcomes = run(snippets)
-    per_snippet = {s: disagreements(explain(s.code, gpus, s.environ), outcomes[s]) for s in snippets}
+    per_snippet = {s: disagreements(explain(s.code, None, s.environ), outcomes[s]) for s in snippets}
     disagreeing = [f"{s}: {'; '.join(found)}" for s, found in per_snippet.items() if found]
     record_property(COUNTS_PROPERTY, corpus_counts(len(snippets), disagreeing))
     assert not disagreeing, f"{len(disagreeing)} of {len(snippets)} snippets disagree:\n" + "\n".join(disagreeing)
@@ -148,11 +166,11 @@ def test_explain_agrees_with_pytorch_on_this_machine_s_gpus(record_property):
     gpus = _this_machine()
     snippets = [s for s in corpus(gpus) if s.needs <= 1]
     assert len(snippets) >= 30
-    _check(gpus, snippets, record_property)
+    _compare_with_pytorch(snippets, record_property)
 
 
 @pytest.mark.multigpu
 @requires_gpus(2)
 def test_explain_agrees_with_pytorch_across_several_gpus(record_property):
     gpus = _this_machine()
-    _check(gpus, [s for s in corpus(gpus) if s.needs >= 2], record_property)
+    _compare_with_pytorch([s for s in corpus(gpus) if s.needs >= 2], record_property)

@@ -1,6 +1,7 @@
 """Chapter 02's script: CUDA_VISIBLE_DEVICES set after CUDA started is refused, naming the line that started CUDA —
 for real on a GPU machine (``gpu``), and on a machine without one the attempt is recorded and the GPU message is
 labelled as such."""
+
 from __future__ import annotations
 
 import os
@@ -12,14 +13,22 @@ import pytest
 from tests import process_group
 
 ROOT = Path(__file__).resolve().parents[2]
-LINE = "late_visible_devices.py, line 17: `x = torch.ones(2).cuda()  # CUDA starts here`"
+SCRIPT = Path(__file__).resolve().parents[2] / "notebooks" / "scripts" / "late_visible_devices.py"
+_AT = next(i for i, line in enumerate(SCRIPT.read_text().splitlines(), 1) if "# CUDA starts here" in line)
+LINE = f"late_visible_devices.py, line {_AT}: `x = torch.ones(2).cuda()  # CUDA starts here`"
 
 
 def _run() -> str:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("CUDA_VISIBLE_DEVICES", None)
-    out = process_group.run([sys.executable, "scripts/late_visible_devices.py"], cwd=ROOT / "notebooks",
-                            capture_output=True, text=True, timeout=180, env=env)
+    out = process_group.run(
+        [sys.executable, "scripts/late_visible_devices.py"],
+        cwd=ROOT / "notebooks",
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=env,
+    )
     assert out.returncode == 0, out.stderr
     return out.stdout
 

@@ -1,4 +1,5 @@
 """The GPU picker with real ipywidgets (no frontend needed): rows, selection, live mapping, apply, no-GPU view."""
+
 from __future__ import annotations
 
 import os
@@ -7,21 +8,21 @@ import sys
 import ipywidgets as w
 import pytest
 
-from gpulab.placement import setter
 from gpulab.machine.cuda import CudaState
-from gpulab.placement.setter import patched_environ
+from gpulab.machine.simulated import SimulatedGpuReader
+from gpulab.placement import setter
 from gpulab.placement.picker import GpuPicker, parse_pick
 from gpulab.placement.reservation import reserve_gpus
 from gpulab.placement.selection import NoFreeGpu, rank_gpus
-from gpulab.machine.simulated import SimulatedGpuReader
-from tests.placement.other_kernel import held_elsewhere
+from gpulab.placement.setter import patched_environ
 from tests import process_group
-
+from tests.placement.other_kernel import held_elsewhere
 
 
 def _texts(picker: GpuPicker) -> str:
-    return " ".join(c.value for row in picker.rows_box.children for c in getattr(row, "children", [row])
-                    if isinstance(c, w.HTML))
+    return " ".join(
+        c.value for row in picker.rows_box.children for c in getattr(row, "children", [row]) if isinstance(c, w.HTML)
+    )
 
 
 def test_one_row_per_gpu_with_memory_bar_utilisation_and_users(tmp_path):
@@ -33,8 +34,9 @@ def test_one_row_per_gpu_with_memory_bar_utilisation_and_users(tmp_path):
     text = _texts(picker)
     assert "NVIDIA A100-SXM4-40GB" in text and "97 %" in text and "pid 31000 python" in text and "no process" in text
     assert "SIMULATED machine" in picker.widget.children[0].value
-    assert [c.value for c in picker.header.children] == [f"<b>{h}</b>" for h in
-                                                          ("GPU", "model", "memory", "utilisation", "in use by")]
+    assert [c.value for c in picker.header.children] == [
+        f"<b>{h}</b>" for h in ("GPU", "model", "memory", "utilisation", "in use by")
+    ]
 
 
 def test_bar_colour_and_badge_follow_the_free_rule_that_pick_free_applies():
@@ -101,11 +103,11 @@ def test_renders_without_the_widgets_own_mimebundle(monkeypatch):
 
 def test_ticking_rows_updates_the_mapping_live():
     picker = GpuPicker(SimulatedGpuReader("workshop-8"))
-    picker._checks[5].value = True  # what a click does
-    picker._checks[2].value = True
+    picker._boxes[5].value = True  # what a click does
+    picker._boxes[2].value = True
     assert picker.selected == (5, 2) and picker.value == "5,2"
     assert "cuda:0" in picker.mapping_view.value and picker.mapping.physical(1).physical_index == 2
-    picker._checks[5].value = False
+    picker._boxes[5].value = False
     assert picker.selected == (2,) and picker.mapping.physical(0).physical_index == 2
 
 
@@ -135,7 +137,7 @@ def test_bad_selection_is_refused():
 
 def test_gpus_hidden_from_the_kernel_cannot_be_ticked():
     picker = GpuPicker(SimulatedGpuReader("workshop-8"), env={"CUDA_VISIBLE_DEVICES": "4,5"})
-    assert [k for k, b in picker._checks.items() if not b.disabled] == [4, 5]
+    assert [k for k, b in picker._boxes.items() if not b.disabled] == [4, 5]
     assert "hidden from this kernel" in _texts(picker)
     picker.pick_free(1)
     assert picker.selected == (5,)
@@ -147,13 +149,13 @@ def test_pick_free_skips_reserved_gpus_and_button_reports_shortage(tmp_path):
         assert f"reserved by pid {pid}" in _texts(picker)
         picker.pick_free(2)
         assert picker.selected == (3, 5)
-        assert not picker._checks[1].disabled  # still shown and tickable, merely reserved
+        assert not picker._boxes[1].disabled  # still shown and tickable, merely reserved
         picker.count.value = 4
         picker.free_button.click()  # asks for 4: only 2 are free, so it ticks those and says so
         assert picker.selected == (3, 5)
         assert "Asked for 4 free GPU(s) but only 2 are free, so GPU 3, 5 are ticked" in picker.status.value
         assert f"GPU 1: reserved by pid {pid}" in picker.status.value and "color:#b00" not in picker.status.value
-        picker._checks[6].value = True  # a new selection: what Pick free said no longer applies
+        picker._boxes[6].value = True  # a new selection: what Pick free said no longer applies
         assert picker.status.value == ""
 
 
@@ -189,7 +191,8 @@ import os
 from gpulab.placement.picker import GpuPicker
 from gpulab.machine.simulated import SimulatedGpuReader
 
-p = GpuPicker(SimulatedGpuReader("kaggle-2xT4"), selected=[1, 0], this_kernel=True)  # described GPUs stand in for this machine's
+# described GPUs stand in for this machine's
+p = GpuPicker(SimulatedGpuReader("kaggle-2xT4"), selected=[1, 0], this_kernel=True)
 p.apply()
 print(os.environ["CUDA_VISIBLE_DEVICES"], os.environ["CUDA_DEVICE_ORDER"])
 """
@@ -232,9 +235,9 @@ def test_the_widget_part_of_its_bundle_is_what_ipywidgets_displays_for_the_same_
 
 def test_ticking_a_busy_full_gpu_warns_and_a_free_one_does_not():
     picker = GpuPicker(SimulatedGpuReader("workshop-8"))
-    picker._checks[1].value = True  # free
+    picker._boxes[1].value = True  # free
     assert picker.warnings() == [] and "⚠" not in picker.mapping_view.value
-    picker._checks[4].value = True  # 38.9 of 40 GiB used, 100 % busy, a process on it
+    picker._boxes[4].value = True  # 38.9 of 40 GiB used, 100 % busy, a process on it
     [warning] = picker.warnings()
     assert warning.startswith("GPU 4 is not free: 97% full (38.9 GiB of 40.0 GiB), 100 % busy, 1 process(es) on it")
     assert "⚠ GPU 4 is not free" in picker.mapping_view.value and "⚠ GPU 4 is not free" in str(picker)
@@ -246,7 +249,7 @@ def test_the_mapping_shows_once_and_an_old_status_goes_when_the_selection_change
     assert str(picker).count("CUDA_VISIBLE_DEVICES") == 1 and str(picker).count("SIMULATED") == 1
     picker.apply_button.click()
     assert "CUDA_VISIBLE_DEVICES=5,1" in picker.status.value
-    picker._checks[5].value = False
+    picker._boxes[5].value = False
     assert picker.status.value == "" and picker.selected == (1,)
 
 

@@ -1,4 +1,5 @@
 """Free-GPU policy (pure) and cross-process reservations: real processes, real locks, a described machine."""
+
 from __future__ import annotations
 
 import json
@@ -12,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from gpulab.core.readings import Unavailable
-from gpulab.placement.reservation import reserve_gpus
-from gpulab.reservations import current_holders, reservation_holders, reservations_dir
-from gpulab.placement.selection import NoFreeGpu, Policy, choose_gpus, rank_gpus
 from gpulab.machine.simulated import SimulatedGpuReader, simulated_gpu
+from gpulab.placement.reservation import reserve_gpus
+from gpulab.placement.selection import NoFreeGpu, Policy, choose_gpus, rank_gpus
+from gpulab.reservations import current_holders, reservation_holders, reservations_dir
 from gpulab.testing import FakeClock
 from tests.other_user import readable_copy, system_python_for_nobody
 from tests.process_group import kill_group
@@ -143,9 +144,16 @@ sys.stdin.read()  # hold the reservation until the test lets go
 def _start(k: int, tmp: Path, simulate: str, n: int = 1, python: str = sys.executable, **popen) -> subprocess.Popen:
     env = {**os.environ, "GPULAB_SIMULATE_GPUS": simulate, "PYTHONPATH": str(ROOT)}
     env.pop("CUDA_VISIBLE_DEVICES", None)
-    return subprocess.Popen([python, "-c", WORKER, str(tmp / "go"), str(n), str(tmp / "locks")], env={**env, **popen.pop("env", {})},
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True, **popen)
+    return subprocess.Popen(
+        [python, "-c", WORKER, str(tmp / "go"), str(n), str(tmp / "locks")],
+        env={**env, **popen.pop("env", {})},
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        **popen,
+    )
 
 
 def _race(tmp: Path, simulate: str, count: int = 8) -> list[dict]:
@@ -203,8 +211,15 @@ def as_nobody():
     (tmp / "go").touch()
 
     def start(n: int) -> subprocess.Popen:
-        other = _start(1, tmp, "workshop-8", n=n, python=system_python, user="nobody",
-                       env={"PYTHONPATH": str(tmp / "code"), "HOME": "/tmp"})
+        other = _start(
+            1,
+            tmp,
+            "workshop-8",
+            n=n,
+            python=system_python,
+            user="nobody",
+            env={"PYTHONPATH": str(tmp / "code"), "HOME": "/tmp"},
+        )
         started.append(other)
         return other
 
@@ -243,8 +258,11 @@ def test_release_lets_go_even_while_a_forked_child_lives(tmp_path):
     # A DataLoader worker or a notebook launcher forked after reserving inherits the lock's file descriptors; a lock
     # only closed (not unlocked) would stay held until every such child had exited.
     held = reserve_gpus(1, W8, reservations=tmp_path)
-    child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE,
-                             pass_fds=tuple(held._fds.values()))
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import sys; sys.stdin.read()"],
+        stdin=subprocess.PIPE,
+        pass_fds=tuple(held._fds.values()),
+    )
     try:
         held.release()
         assert current_holders([W8_GPUS[1].uuid], tmp_path) == {}
@@ -287,11 +305,14 @@ def test_a_reservation_carries_its_details_to_whoever_reads_the_holders(tmp_path
     plain.release()
 
 
-@pytest.mark.parametrize("details, error, text", [
-    ("alice", TypeError, r"expected a dict of short strings"),
-    ({"ports": 29500}, TypeError, r"'ports' is not a string key with a string value; convert numbers with str\(\)"),
-    ({"notebook": "x" * 3000}, ValueError, r"a reservation keeps at most 2048"),
-])
+@pytest.mark.parametrize(
+    "details, error, text",
+    [
+        ("alice", TypeError, r"expected a dict of short strings"),
+        ({"ports": 29500}, TypeError, r"'ports' is not a string key with a string value; convert numbers with str\(\)"),
+        ({"notebook": "x" * 3000}, ValueError, r"a reservation keeps at most 2048"),
+    ],
+)
 def test_wrong_details_are_refused_before_any_gpu_is_locked(tmp_path, details, error, text):
     with pytest.raises(error, match=text):
         reserve_gpus(1, "workshop-8", reservations=tmp_path, details=details)

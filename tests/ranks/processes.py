@@ -4,6 +4,7 @@ Ranks are children of the fork server, which is this process's child: every desc
 fork server itself and multiprocessing's resource tracker (both kept for the whole session, as a kernel keeps them)
 counts as a process that survived.
 """
+
 from __future__ import annotations
 
 import multiprocessing.forkserver
@@ -16,6 +17,7 @@ import time
 from pathlib import Path
 
 import psutil
+
 from tests import process_group
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -23,8 +25,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def leftover_processes(wait_s: float = 3.0) -> list[psutil.Process]:
     """Descendants of this process other than the fork server and resource tracker, after up to ``wait_s``."""
-    keep = {multiprocessing.forkserver._forkserver._forkserver_pid,
-            multiprocessing.resource_tracker._resource_tracker._pid}
+    keep = {
+        multiprocessing.forkserver._forkserver._forkserver_pid,
+        multiprocessing.resource_tracker._resource_tracker._pid,
+    }
     deadline = time.monotonic() + wait_s
     while True:
         left = []
@@ -43,5 +47,11 @@ def run_python(code: str, timeout: float = 180, **kwargs) -> subprocess.Complete
     """Run ``code`` in a fresh interpreter (this checkout first on the path); output captured as text."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     env.update(kwargs.pop("env", {}))
-    return process_group.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                             timeout=timeout, env=env, **kwargs)
+    return process_group.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        **kwargs,
+    )

@@ -5,6 +5,7 @@ each node cannot tell that they share it. On the H100 (``evidence/``, run of 202
 NCCL, which refuses duplicate GPUs. Here the ranks run for real on the CPU and are given the GPUs they would report
 (``torch.cuda.get_device_properties(i).uuid`` on a GPU machine): the same UUID twice must give gloo on the CPU.
 """
+
 from __future__ import annotations
 
 import pytest

@@ -1,4 +1,5 @@
 """The %%ranks cell magic in a real IPython shell, running real ranks."""
+
 from __future__ import annotations
 
 import pytest
@@ -6,8 +7,9 @@ import pytest
 
 def test_a_cell_runs_in_each_rank_with_the_notebook_variables_it_reads(shell, capsys, no_process_left):
     shell.run_cell("import torch, torch.distributed as dist\nweights = torch.arange(3.)\nunused = object()")
-    result = shell.run_cell("%%ranks 2\nt = weights * (rank + 1)\ndist.all_reduce(t)\nprint(rank, world_size, t)\n"
-                            "t.sum().item()")
+    result = shell.run_cell(
+        "%%ranks 2\nt = weights * (rank + 1)\ndist.all_reduce(t)\nprint(rank, world_size, t)\nt.sum().item()"
+    )
     assert result.error_in_exec is None and result.result == 9.0
     out = capsys.readouterr().out
     assert "[rank 0] 0 2 tensor([0., 3., 6.])" in out and "[rank 1] 1 2 tensor([0., 3., 6.])" in out
@@ -15,7 +17,9 @@ def test_a_cell_runs_in_each_rank_with_the_notebook_variables_it_reads(shell, ca
 
 
 def test_all_returns_every_ranks_last_value_and_options_are_read(shell, no_process_left):
-    result = shell.run_cell("%%ranks 3 --all --threads 1 --timeout 30\nimport torch\n(local_rank, torch.get_num_threads())")
+    result = shell.run_cell(
+        "%%ranks 3 --all --threads 1 --timeout 30\nimport torch\n(local_rank, torch.get_num_threads())"
+    )
     assert result.result == [(0, 1), (1, 1), (2, 1)]
 
 
@@ -36,8 +40,15 @@ def test_an_error_in_a_rank_shows_the_cells_line(shell, no_process_left):
     assert "line 4, in <module>" in text and "raise KeyError('only in rank one')" in text
 
 
-@pytest.mark.parametrize("line, words", [("two", "invalid int value: 'two'"), ("0", "could not read '0'"),
-                                         ("2 --bogus", "could not read '2 --bogus'"), ("", "could not read ''")])
+@pytest.mark.parametrize(
+    "line, words",
+    [
+        ("two", "invalid int value: 'two'"),
+        ("0", "could not read '0'"),
+        ("2 --bogus", "could not read '2 --bogus'"),
+        ("", "could not read ''"),
+    ],
+)
 def test_a_bad_first_line_is_explained(shell, line, words):
     result = shell.run_cell(f"%%ranks {line}\nx = 1")
     assert isinstance(result.error_in_exec, ValueError) and words in str(result.error_in_exec)

@@ -1,4 +1,5 @@
 """When ranks fail: real exceptions, real signals, real collective timeouts; the error names the rank and the cause."""
+
 from __future__ import annotations
 
 import json
@@ -45,8 +46,11 @@ def test_a_rank_killed_by_a_signal_is_reported_as_such_with_its_last_words(no_pr
             os.kill(os.getpid(), signal.SIGKILL)
         time.sleep(60)
 
-    with pytest.raises(RankFailed, match=r"rank 1 of 2 was killed by signal SIGKILL \(exit code -9\): usually the "
-                                         r"kernel's out-of-memory killer") as caught:
+    with pytest.raises(
+        RankFailed,
+        match=r"rank 1 of 2 was killed by signal SIGKILL \(exit code -9\): usually the "
+        r"kernel's out-of-memory killer",
+    ) as caught:
         launch(killed, 2)
     assert "no traceback" in str(caught.value) and "about to be killed" in str(caught.value)
 
@@ -134,8 +138,13 @@ def test_the_failure_survives_pickling_with_its_fields():
     err = RankFailed(RankFailure(0, 1, "ValueError: x", "Traceback ..."), [RankFailure(1, -9)], 2, "Hint: h")
     back = pickle.loads(pickle.dumps(err))
     assert type(back) is RankFailed and str(back) == str(err) and "rank 0 of 2 raised ValueError: x" in str(back)
-    assert (back.rank, back.exitcode, back.error, back.traceback, back.hint) == (0, 1, "ValueError: x",
-                                                                                  "Traceback ...", "Hint: h")
+    assert (back.rank, back.exitcode, back.error, back.traceback, back.hint) == (
+        0,
+        1,
+        "ValueError: x",
+        "Traceback ...",
+        "Hint: h",
+    )
     assert [f.rank for f in back.ranks] == [0, 1] and back.ranks[1].signal_name == "SIGKILL"
 
 
@@ -149,13 +158,16 @@ def test_the_fields_put_the_first_failing_rank_first_as_elastic_does():
     assert str(err).startswith("rank 2 of 3 was killed by signal SIGSEGV (exit code -11): a crash in native code")
 
 
-@pytest.mark.parametrize("error, words", [
-    ("RuntimeError: Timed out waiting 5000ms for recv operation to complete", "a collective waited 5 s"),
-    ("ValueError: trying to initialize the default process group twice!", "already called init_process_group"),
-    ("ValueError: Default process group has not been initialized", "init_process_group=False"),
-    ("RuntimeError: ... Connection closed by peer [127.0.0.1]:1", "another rank ended"),
-    ("KeyError: 'x'", ""),
-])
+@pytest.mark.parametrize(
+    "error, words",
+    [
+        ("RuntimeError: Timed out waiting 5000ms for recv operation to complete", "a collective waited 5 s"),
+        ("ValueError: trying to initialize the default process group twice!", "already called init_process_group"),
+        ("ValueError: Default process group has not been initialized", "init_process_group=False"),
+        ("RuntimeError: ... Connection closed by peer [127.0.0.1]:1", "another rank ended"),
+        ("KeyError: 'x'", ""),
+    ],
+)
 def test_hints(error, words):
     hint = hint_for(error, timeout_s=5, backend="gloo")
     assert (words in hint) if words else hint == ""
@@ -180,8 +192,9 @@ def test_a_rank_traceback_keeps_the_learners_line_and_the_raising_frame_only(no_
     err, text = caught.value, str(caught.value)
     assert "in rank_one_loads_a_missing_file" in text and 'torch.load("/nonexistent/gpulab-test/new.pt"' in text
     traceback_part, report = text.split("\n\nWatchdog: rank 1 failed; where each rank was:\n")
-    assert traceback_part.rstrip().endswith("FileNotFoundError: [Errno 2] No such file or directory: "
-                                            "'/nonexistent/gpulab-test/new.pt'")
+    assert traceback_part.rstrip().endswith(
+        "FileNotFoundError: [Errno 2] No such file or directory: '/nonexistent/gpulab-test/new.pt'"
+    )
     assert "rank 0 waits in barrier" in report or "rank 0 was waiting in barrier" in report
     assert "frame(s) inside torch …" in text and "library frame(s) left out, all of them in err.root.traceback" in text
     assert "_open_file_like" not in text and "_open_file_like" in err.root.traceback  # the whole one is kept
@@ -189,13 +202,20 @@ def test_a_rank_traceback_keeps_the_learners_line_and_the_raising_frame_only(no_
 
 def test_another_ranks_long_error_is_one_line_and_a_shared_one_is_not_repeated():
     long = "RuntimeError: Expected to have finished reduction.\nThis error indicates ...\nParameter indices: 4 5"
-    text = str(RankFailed(RankFailure(0, 1, long, ""), [RankFailure(1, 1, long.replace("4 5", "6 7"), ""),
-                                                       RankFailure(2, 1, long, "")], 3))
+    text = str(
+        RankFailed(
+            RankFailure(0, 1, long, ""),
+            [RankFailure(1, 1, long.replace("4 5", "6 7"), ""), RankFailure(2, 1, long, "")],
+            3,
+        )
+    )
     assert "rank 1 raised RuntimeError: Expected to have finished reduction. (…)" in text
     assert "rank 2 raised the same RuntimeError" in text and text.count("This error indicates") == 1
     with_traceback = str(RankFailed(RankFailure(0, 1, long, "Traceback (most recent call last):\n" + long), [], 2))
-    assert with_traceback.startswith("rank 0 of 2 raised RuntimeError: Expected to have finished reduction. (… the "
-                                     "whole message ends the traceback below)")
+    assert with_traceback.startswith(
+        "rank 0 of 2 raised RuntimeError: Expected to have finished reduction. (… the "
+        "whole message ends the traceback below)"
+    )
     assert with_traceback.count("This error indicates") == 1 and with_traceback.rstrip().endswith("indices: 4 5")
 
 

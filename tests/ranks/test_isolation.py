@@ -3,6 +3,7 @@
 Each test runs a small program in its own process group (as a notebook kernel is), so that whatever it starts can be
 counted and, should something hang, killed as a whole.
 """
+
 from __future__ import annotations
 
 import os
@@ -15,8 +16,9 @@ import time
 import psutil
 import pytest
 
-from .processes import ROOT
 from tests import process_group
+
+from .processes import ROOT
 
 PARENT_MATMUL = """
     import os, sys, time, torch
@@ -28,8 +30,14 @@ PARENT_MATMUL = """
 
 def start(code: str) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-    return subprocess.Popen([sys.executable, "-u", "-c", textwrap.dedent(code)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
+    return subprocess.Popen(
+        [sys.executable, "-u", "-c", textwrap.dedent(code)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        start_new_session=True,
+    )
 
 
 def finish(proc: subprocess.Popen, timeout: float) -> tuple[str, str]:
@@ -55,7 +63,9 @@ def test_control_a_plain_fork_after_the_parents_matmul_hangs_at_two_threads():
     # What the launcher must avoid, shown on this machine: without it the next test would mean nothing.
     if not sys.platform.startswith("linux"):
         pytest.skip("fork after OpenMP work is the Linux (GNU libgomp) hazard")
-    proc = start(PARENT_MATMUL + """
+    proc = start(
+        PARENT_MATMUL
+        + """
     pid = os.fork()
     if pid == 0:
         torch.set_num_threads(2)
@@ -68,13 +78,16 @@ def test_control_a_plain_fork_after_the_parents_matmul_hangs_at_two_threads():
     if hung:
         os.kill(pid, 9)
     print("hung" if hung else "finished")
-    """)
+    """
+    )
     out, _ = finish(proc, 120)
     assert out.strip() == "hung"
 
 
 def test_ranks_never_hang_after_the_parents_matmul_at_two_threads_per_rank():
-    proc = start(PARENT_MATMUL + """
+    proc = start(
+        PARENT_MATMUL
+        + """
     def mm():
         x = torch.randn(1000, 1000)
         for _ in range(3):
@@ -82,7 +95,8 @@ def test_ranks_never_hang_after_the_parents_matmul_at_two_threads_per_rank():
         return torch.get_num_threads()
     print(L.launch(mm, 2, threads_per_rank=2, all_ranks=True))
     print(L.launch(mm, 2, threads_per_rank=2, all_ranks=True))
-    """)
+    """
+    )
     out, err = finish(proc, 120)
     assert out.splitlines() == ["[2, 2]", "[2, 2]"], err
 

@@ -1,5 +1,6 @@
 """A kernel that launched ranks ends cleanly when Jupyter asks it to: within jupyter_client's grace, so that its
 ``atexit`` runs and multiprocessing's ``pymp-*`` folder (the fork server's socket) leaves the temporary folder."""
+
 from __future__ import annotations
 
 import nbformat
@@ -23,8 +24,9 @@ CELLS = [
 
 
 @pytest.mark.timeout(300)
-def test_after_a_launch_the_kernel_shuts_down_by_itself_and_leaves_no_pymp_folder(tmp_path, monkeypatch,
-                                                                                    no_process_left, short_tmp):
+def test_after_a_launch_the_kernel_shuts_down_by_itself_and_leaves_no_pymp_folder(
+    tmp_path, monkeypatch, no_process_left, short_tmp
+):
     scratch, mark = short_tmp, tmp_path / "exit-mark"
     monkeypatch.setenv("TMPDIR", str(scratch))  # the kernel's multiprocessing makes its pymp-* folder here
     monkeypatch.setenv("EXIT_MARK", str(mark))

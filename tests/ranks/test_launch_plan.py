@@ -1,5 +1,6 @@
 """The launch plan: what ``launch`` will do, read without starting a process, for 0, 1, 2 and 8 GPUs; and each rank
 running on the device the plan gave it (``own_device``)."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -29,22 +30,31 @@ def _work(device: str = "cpu") -> str:
     return device
 
 
-@pytest.mark.parametrize("gpus, ranks, backend, devices", [
-    (0, 1, "gloo", ("cpu",)), (0, 2, "gloo", ("cpu", "cpu")),
-    (1, 1, "nccl", ("cuda:0",)), (1, 2, "gloo", ("cpu", "cpu")),
-    (2, 2, "nccl", ("cuda:0", "cuda:1")), (2, 3, "gloo", ("cpu",) * 3),
-    (8, 2, "nccl", ("cuda:0", "cuda:1")), (8, 8, "nccl", tuple(f"cuda:{k}" for k in range(8)))])
+@pytest.mark.parametrize(
+    "gpus, world_size, backend, devices",
+    [
+        (0, 1, "gloo", ("cpu",)),
+        (0, 2, "gloo", ("cpu", "cpu")),
+        (1, 1, "nccl", ("cuda:0",)),
+        (1, 2, "gloo", ("cpu", "cpu")),
+        (2, 2, "nccl", ("cuda:0", "cuda:1")),
+        (2, 3, "gloo", ("cpu",) * 3),
+        (8, 2, "nccl", ("cuda:0", "cuda:1")),
+        (8, 8, "nccl", tuple(f"cuda:{k}" for k in range(8))),
+    ],
+)
 @pytest.mark.parametrize("nccl", [True, False])
-def test_the_plan_gives_each_rank_a_device_from_the_gpu_count_without_starting_a_process(monkeypatch, gpus, ranks,
-                                                                                          backend, devices, nccl):
+def test_the_plan_gives_each_rank_a_device_from_the_gpu_count_without_starting_a_process(
+    monkeypatch, gpus, world_size, backend, devices, nccl
+):
     _pretend_gpus(monkeypatch, gpus, nccl)
-    plan = plan_launch(_work, ranks, threads_per_rank=1)
+    plan = plan_launch(_work, world_size, threads_per_rank=1)
     assert isinstance(plan, LaunchPlan)
-    assert (plan.backend, plan.devices) == ((backend, devices) if nccl else ("gloo", ("cpu",) * ranks))
-    assert f"{ranks} rank" in plan.why and ("no NCCL" in plan.why) == (not nccl)
-    assert plan_launch(_work, ranks, backend="gloo").devices == ("cpu",) * ranks  # gloo: the CPU, GPUs or not
+    assert (plan.backend, plan.devices) == ((backend, devices) if nccl else ("gloo", ("cpu",) * world_size))
+    assert f"{world_size} rank" in plan.why and ("no NCCL" in plan.why) == (not nccl)
+    assert plan_launch(_work, world_size, backend="gloo").devices == ("cpu",) * world_size  # gloo: the CPU, GPUs or not
     with pytest.raises(dataclasses.FrozenInstanceError):
-        plan.nprocs = 3  # type: ignore[misc]
+        plan.world_size = 3  # type: ignore[misc]
 
 
 @pytest.mark.parametrize("gpus", [0, 1, 2, 8])
@@ -53,13 +63,29 @@ def test_the_plan_holds_each_ranks_torchrun_environment_threads_start_method_and
     monkeypatch.setenv("GPULAB_MASTER_PORTS", "29510-29512")
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     plan = plan_launch(_work, 2, threads_per_rank=3, start_method="spawn", timeout_s=9)
-    assert (plan.nprocs, plan.threads_per_rank, plan.start_method, plan.timeout_s) == (2, 3, "spawn", 9)
+    assert (plan.world_size, plan.threads_per_rank, plan.start_method, plan.timeout_s) == (2, 3, "spawn", 9)
     assert plan.ports == (29510, 29511, 29512)
     env = plan.environment(1, 29511)
-    assert {k: env[k] for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
-                                "OMP_NUM_THREADS")} == {"RANK": "1", "LOCAL_RANK": "1", "WORLD_SIZE": "2",
-                                                        "LOCAL_WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1",
-                                                        "MASTER_PORT": "29511", "OMP_NUM_THREADS": "3"}
+    assert {
+        k: env[k]
+        for k in (
+            "RANK",
+            "LOCAL_RANK",
+            "WORLD_SIZE",
+            "LOCAL_WORLD_SIZE",
+            "MASTER_ADDR",
+            "MASTER_PORT",
+            "OMP_NUM_THREADS",
+        )
+    } == {
+        "RANK": "1",
+        "LOCAL_RANK": "1",
+        "WORLD_SIZE": "2",
+        "LOCAL_WORLD_SIZE": "2",
+        "MASTER_ADDR": "127.0.0.1",
+        "MASTER_PORT": "29511",
+        "OMP_NUM_THREADS": "3",
+    }
     assert "MASTER_PORT" not in plan.environments[0]  # known once the store listens
     assert plan.environments[0]["TORCHELASTIC_RUN_ID"] == plan.environments[1]["TORCHELASTIC_RUN_ID"]
     monkeypatch.delenv("GPULAB_MASTER_PORTS")
@@ -73,18 +99,30 @@ def test_without_a_process_group_the_plan_starts_no_backend_yet_still_places_eac
     assert plan_launch(_work, 1, init_process_group=False, backend="gloo").devices == ("cpu",)
 
 
-@pytest.mark.parametrize("call, error, words", [
-    (lambda: plan_launch(torch.get_num_threads(), 2), TypeError, "Pass the function itself, without calling it"),
-    (lambda: plan_launch(_work, 0), ValueError, r"nprocs=0: nprocs \(how many processes \(ranks\) to start\) must be"),
-    (lambda: plan_launch(_work, True), TypeError, "nprocs=True is a bool"),
-    (lambda: plan_launch(_work, 2, args=5), TypeError, "note the comma for one argument"),
-    (lambda: plan_launch(_work, 2, kwargs=[1]), TypeError, "kwargs is a dict"),
-    (lambda: plan_launch(_work, 2, timeout_s=-1), ValueError, "timeout_s must be a positive number of seconds"),
-    (lambda: plan_launch(_work, 2, threads_per_rank=1.5), TypeError, "threads_per_rank=1.5 is a float"),
-    (lambda: plan_launch(_work, 2, start_method="fork"), ValueError, "inherits a broken OpenMP thread pool"),
-    (lambda: plan_launch(_work, 2, backend="carrier-pigeon"), ValueError, "is not available in this PyTorch"),
-    (lambda: plan_launch(_work, 2, args=(threading.Lock(),)), TypeError, "cannot be copied into the ranks"),
-])
+@pytest.mark.parametrize(
+    "call, error, words",
+    [
+        (lambda: plan_launch(torch.get_num_threads(), 2), TypeError, "Pass the function itself, without calling it"),
+        (
+            lambda: plan_launch(_work, 0),
+            ValueError,
+            r"world_size=0: world_size \(how many processes \(ranks\) to start\) must be",
+        ),
+        (lambda: plan_launch(_work, True), TypeError, "world_size=True is a bool"),
+        (
+            lambda: plan_launch(_work, nprocs=2),
+            TypeError,
+            r"plan_launch\(\) has no nprocs= any more: write world_size=",
+        ),
+        (lambda: plan_launch(_work, 2, args=5), TypeError, "note the comma for one argument"),
+        (lambda: plan_launch(_work, 2, kwargs=[1]), TypeError, "kwargs is a dict"),
+        (lambda: plan_launch(_work, 2, timeout_s=-1), ValueError, "timeout_s must be a positive number of seconds"),
+        (lambda: plan_launch(_work, 2, threads_per_rank=1.5), TypeError, "threads_per_rank=1.5 is a float"),
+        (lambda: plan_launch(_work, 2, start_method="fork"), ValueError, "inherits a broken OpenMP thread pool"),
+        (lambda: plan_launch(_work, 2, backend="carrier-pigeon"), ValueError, "is not available in this PyTorch"),
+        (lambda: plan_launch(_work, 2, args=(threading.Lock(),)), TypeError, "cannot be copied into the ranks"),
+    ],
+)
 def test_a_wrong_argument_is_refused_by_the_plan(call, error, words):
     with pytest.raises(error, match=words):
         call()
@@ -95,17 +133,25 @@ def test_a_wrong_argument_never_reaches_the_runner(monkeypatch):
         raise AssertionError("the runner was asked to start processes for a plan that should have been refused")
 
     monkeypatch.setattr(gpulab.ranks.launcher, "run_plan", run_plan)
-    with pytest.raises(ValueError, match=r"threads_per_rank=0: threads_per_rank \(or None for cores ÷ ranks\) must "
-                                         r"be a whole number ≥ 1"):
+    with pytest.raises(
+        ValueError,
+        match=r"threads_per_rank=0: threads_per_rank \(or None for cores ÷ ranks\) must "
+        r"be a whole number ≥ 1",
+    ):
         launch(_work, 2, threads_per_rank=0)
     monkeypatch.setenv("GPULAB_MASTER_PORTS", "29510")
     with pytest.raises(ValueError, match="expected a range of ports written first-last"):
         launch(_work, 2)
 
 
-@pytest.mark.parametrize("gpus, nccl, why", [
-    (1, True, r"2 ranks but only 1 GPU\(s\), so rank 1 would have none"), (0, True, "no rank has a CUDA GPU"),
-    (2, False, "this PyTorch has no NCCL")])
+@pytest.mark.parametrize(
+    "gpus, nccl, why",
+    [
+        (1, True, r"2 ranks but only 1 GPU\(s\), so rank 1 would have none"),
+        (0, True, "no rank has a CUDA GPU"),
+        (2, False, "this PyTorch has no NCCL"),
+    ],
+)
 def test_nccl_where_a_rank_would_have_no_gpu_is_refused_by_the_plan(monkeypatch, gpus, nccl, why):
     _pretend_gpus(monkeypatch, gpus, nccl)  # 1 GPU: the H100's case, 2 ranks asked for NCCL on one GPU
     with pytest.raises(ValueError, match=r"backend='nccl' cannot work here: " + why):
@@ -124,8 +170,9 @@ def _where(device: str = "?") -> tuple[str, bool]:
 
 
 @pytest.mark.parametrize("gpus", [0, 1])
-def test_on_own_device_puts_every_rank_where_the_plan_did_and_a_cpu_rank_never_touches_cuda(monkeypatch, gpus,
-                                                                                           no_process_left):
+def test_on_own_device_puts_every_rank_where_the_plan_did_and_a_cpu_rank_never_touches_cuda(
+    monkeypatch, gpus, no_process_left
+):
     """On one GPU, 2 ranks get gloo and the CPU: rank 1 must not pick ``cuda:1`` ("invalid device ordinal" on the
     H100, evidence/2026-11-26-h100-80gb-hbm3.json), nor rank 0 start CUDA beside a CPU group."""
     _pretend_gpus(monkeypatch, gpus, nccl=True)  # as on a CUDA build: NCCL is there, a GPU per rank is not

@@ -1,4 +1,5 @@
 """gpulab.launch with real processes and real gloo process groups: results, environment, output, re-runs."""
+
 from __future__ import annotations
 
 import os
@@ -11,8 +12,18 @@ from gpulab.ranks.launcher import choose_backend, default_threads_per_rank, last
 
 from .processes import leftover_processes
 
-TORCHRUN_VARS = ["RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "GROUP_RANK",
-                 "TORCHELASTIC_USE_AGENT_STORE", "TORCHELASTIC_RUN_ID", "OMP_NUM_THREADS"]
+TORCHRUN_VARS = [
+    "RANK",
+    "LOCAL_RANK",
+    "WORLD_SIZE",
+    "LOCAL_WORLD_SIZE",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "GROUP_RANK",
+    "TORCHELASTIC_USE_AGENT_STORE",
+    "TORCHELASTIC_RUN_ID",
+    "OMP_NUM_THREADS",
+]
 
 
 def summed_ranks(scale):
@@ -68,8 +79,10 @@ def test_output_of_every_rank_reaches_this_process_labelled(capsys, no_process_l
 
     launch(talk, 2)
     out, err = capsys.readouterr()
-    assert sorted(line for line in out.splitlines() if "hello" in line) == ["[rank 0] hello from 0",
-                                                                             "[rank 1] hello from 1"]
+    assert sorted(line for line in out.splitlines() if "hello" in line) == [
+        "[rank 0] hello from 0",
+        "[rank 1] hello from 1",
+    ]
     assert "[rank 1] no newline at the end" in out.splitlines()
     assert sorted(err.splitlines()) == ["[rank 0] warning from 0", "[rank 1] warning from 1"]
 
@@ -138,24 +151,43 @@ def test_auto_backend_is_gloo_without_a_gpu_per_rank():  # on this machine, what
     assert choose_backend("gloo", 2) == "gloo"
 
 
-@pytest.mark.parametrize("call, error, words", [
-    (lambda: launch(torch.get_num_threads(), 2), TypeError, "Pass the function itself, without calling it"),
-    (lambda: launch(summed_ranks, 0), ValueError, r"nprocs=0: nprocs \(how many processes \(ranks\) to start\) must "
-                                                  r"be a whole number ≥ 1 \(e.g. launch\(train, nprocs=2\)\)"),
-    (lambda: launch(summed_ranks, "2"), TypeError, "nprocs='2' is a str; nprocs .* takes a whole number ≥ 1"),
-    (lambda: launch(summed_ranks, 2, args=5), TypeError, "note the comma for one argument"),
-    (lambda: launch(summed_ranks, 2, kwargs=[1]), TypeError, "kwargs is a dict"),
-    (lambda: launch(summed_ranks, 2, timeout_s=0), ValueError, r"timeout_s=0: timeout_s must be a positive number of "
-                                                               r"seconds, .* \(how long a collective waits"),
-    (lambda: launch(summed_ranks, 2, timeout_s="1m"), TypeError, "timeout_s='1m' is a str"),
-    (lambda: launch(summed_ranks, 2, threads_per_rank=0), ValueError,
-     r"threads_per_rank=0: threads_per_rank \(or None for cores ÷ ranks\) must be a whole number ≥ 1"),
-    (lambda: launch(summed_ranks, 2, threads_per_rank=1.5), TypeError, "threads_per_rank=1.5 is a float"),
-    (lambda: launch(summed_ranks, 2, start_method="fork"), ValueError, "inherits a broken OpenMP thread pool"),
-    (lambda: launch(summed_ranks, 2, start_method="teleport"), ValueError, "is not available on"),
-    (lambda: launch(summed_ranks, 2, backend="carrier-pigeon"), ValueError, "is not available in this PyTorch"),
-    (lambda: launch(summed_ranks, 2, args=(threading.Lock(),)), TypeError, "cannot be copied into the ranks"),
-])
+@pytest.mark.parametrize(
+    "call, error, words",
+    [
+        (lambda: launch(torch.get_num_threads(), 2), TypeError, "Pass the function itself, without calling it"),
+        (
+            lambda: launch(summed_ranks, 0),
+            ValueError,
+            r"world_size=0: world_size \(how many processes \(ranks\) to "
+            r"start\) must be a whole number ≥ 1 \(e.g. launch\(train, "
+            r"world_size=2\)\)",
+        ),
+        (
+            lambda: launch(summed_ranks, "2"),
+            TypeError,
+            "world_size='2' is a str; world_size .* takes a whole number ≥ 1",
+        ),
+        (lambda: launch(summed_ranks, 2, args=5), TypeError, "note the comma for one argument"),
+        (lambda: launch(summed_ranks, 2, kwargs=[1]), TypeError, "kwargs is a dict"),
+        (
+            lambda: launch(summed_ranks, 2, timeout_s=0),
+            ValueError,
+            r"timeout_s=0: timeout_s must be a positive number of "
+            r"seconds, .* \(how long a collective waits",
+        ),
+        (lambda: launch(summed_ranks, 2, timeout_s="1m"), TypeError, "timeout_s='1m' is a str"),
+        (
+            lambda: launch(summed_ranks, 2, threads_per_rank=0),
+            ValueError,
+            r"threads_per_rank=0: threads_per_rank \(or None for cores ÷ ranks\) must be a whole number ≥ 1",
+        ),
+        (lambda: launch(summed_ranks, 2, threads_per_rank=1.5), TypeError, "threads_per_rank=1.5 is a float"),
+        (lambda: launch(summed_ranks, 2, start_method="fork"), ValueError, "inherits a broken OpenMP thread pool"),
+        (lambda: launch(summed_ranks, 2, start_method="teleport"), ValueError, "is not available on"),
+        (lambda: launch(summed_ranks, 2, backend="carrier-pigeon"), ValueError, "is not available in this PyTorch"),
+        (lambda: launch(summed_ranks, 2, args=(threading.Lock(),)), TypeError, "cannot be copied into the ranks"),
+    ],
+)
 def test_wrong_calls_are_refused_before_any_process_starts(call, error, words, no_process_left):
     with pytest.raises(error, match=words):
         call()
@@ -167,8 +199,11 @@ def test_nccl_without_a_gpu_per_rank_is_refused_with_the_count(monkeypatch, no_p
     with pytest.raises(ValueError, match=r"backend='nccl' cannot work here: "):
         launch(summed_ranks, cuda_gpu_count() + 1, backend="nccl")
     _pretend_gpus(monkeypatch, 1)  # the H100's case: 2 ranks asked for NCCL on one GPU
-    why = r"2 ranks but only 1 GPU\(s\), so rank 1 would have none" if torch.distributed.is_nccl_available() \
+    why = (
+        r"2 ranks but only 1 GPU\(s\), so rank 1 would have none"
+        if torch.distributed.is_nccl_available()
         else r"this PyTorch has no NCCL"
+    )
     with pytest.raises(ValueError, match=why + r".* Use backend='gloo'"):
         launch(summed_ranks, 2, backend="nccl")
 
@@ -181,22 +216,29 @@ def _pretend_gpus(monkeypatch, count: int) -> None:
     monkeypatch.setattr(gpulab.machine.cuda, "cuda_gpu_count", lambda: count)
 
 
-@pytest.mark.parametrize("gpus, ranks, backend, devices", [
-    (0, 2, "gloo", ("cpu", "cpu")), (1, 1, "nccl", ("cuda:0",)), (1, 2, "gloo", ("cpu", "cpu")),
-    (2, 2, "nccl", ("cuda:0", "cuda:1")), (8, 2, "nccl", ("cuda:0", "cuda:1"))])
-def test_the_launchers_plan_reads_the_gpu_count_and_never_gives_a_rank_a_gpu_past_it(monkeypatch, gpus, ranks,
-                                                                                       backend, devices):
+@pytest.mark.parametrize(
+    "gpus, world_size, backend, devices",
+    [
+        (0, 2, "gloo", ("cpu", "cpu")),
+        (1, 1, "nccl", ("cuda:0",)),
+        (1, 2, "gloo", ("cpu", "cpu")),
+        (2, 2, "nccl", ("cuda:0", "cuda:1")),
+        (8, 2, "nccl", ("cuda:0", "cuda:1")),
+    ],
+)
+def test_the_launchers_plan_reads_the_gpu_count_and_never_gives_a_rank_a_gpu_past_it(
+    monkeypatch, gpus, world_size, backend, devices
+):
     from gpulab.ranks.launcher import plan_ranks
 
     _pretend_gpus(monkeypatch, gpus)
-    plan = plan_ranks("auto", ranks)
+    plan = plan_ranks("auto", world_size)
     nccl = torch.distributed.is_nccl_available()
-    assert (plan.backend, plan.devices) == ((backend, devices) if nccl else ("gloo", ("cpu",) * ranks))
-    assert plan_ranks("gloo", ranks).devices == ("cpu",) * ranks
+    assert (plan.backend, plan.devices) == ((backend, devices) if nccl else ("gloo", ("cpu",) * world_size))
+    assert plan_ranks("gloo", world_size).devices == ("cpu",) * world_size
 
 
-def test_two_ranks_where_one_gpu_is_seen_run_on_gloo_on_the_cpu_and_the_launch_says_why(monkeypatch,
-                                                                                       no_process_left):
+def test_two_ranks_where_one_gpu_is_seen_run_on_gloo_on_the_cpu_and_the_launch_says_why(monkeypatch, no_process_left):
     def where():
         import torch.distributed as dist
 

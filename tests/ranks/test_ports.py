@@ -1,24 +1,31 @@
 """A reservation's private MASTER_PORT range: derived from its GPUs, disjoint between reservations, honoured by the
 launcher's rendezvous store (a real TCPStore), with clear errors for a range written wrong or used up."""
+
 from __future__ import annotations
 
 import socket
 
 import pytest
 
+from gpulab.ranks.ports import PORTS_VAR, format_ports, parse_ports, reservation_ports, store_ports
 from gpulab.ranks.ports import open_store as _open_store
-from gpulab.ranks.ports import PORTS_VAR, format_ports, reservation_ports, parse_ports, store_ports
 
 
 def test_reservations_of_different_gpus_get_disjoint_ranges_that_avoid_torchruns_default():
     ranges = [set(reservation_ports([k])) for k in range(8)]
-    assert all(not (a & b) for i, a in enumerate(ranges) for b in ranges[i + 1:])
+    assert all(not (a & b) for i, a in enumerate(ranges) for b in ranges[i + 1 :])
     assert 29500 not in set().union(*ranges)
     assert format_ports(reservation_ports([5, 3])) == "29540-29549"  # the lowest GPU of the reservation names its range
 
 
-@pytest.mark.parametrize("text, message", [("29510", "expected a range of ports written first-last"),
-                                           ("29519-29510", "must go upwards"), ("80-90", "within 1024-65535")])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("29510", "expected a range of ports written first-last"),
+        ("29519-29510", "must go upwards"),
+        ("80-90", "within 1024-65535"),
+    ],
+)
 def test_a_range_written_wrong_is_refused_with_an_example(text, message):
     with pytest.raises(ValueError, match=message):
         parse_ports(text)

@@ -1,4 +1,5 @@
 """The output relay, on log files this test writes as a rank would (bytes, partial lines, progress bars)."""
+
 from __future__ import annotations
 
 import io
@@ -6,10 +7,10 @@ import io
 from gpulab.ranks.rank_output import OutputRelay, RankLogs
 
 
-def relay_over(tmp_path, nprocs=2):
+def relay_over(tmp_path, world_size=2):
     logs = RankLogs(str(tmp_path))
-    files = logs.files(nprocs)
-    logs.reify({r: {} for r in range(nprocs)})  # makes the folders, as elastic does before starting ranks
+    files = logs.files(world_size)
+    logs.reify({r: {} for r in range(world_size)})  # makes the folders, as elastic does before starting ranks
     out, err = io.StringIO(), io.StringIO()
     return OutputRelay(files, out, err), files, out, err
 
@@ -57,6 +58,8 @@ def test_the_logs_spec_tells_elastic_fixed_paths_and_the_error_file_variable(tmp
     logs = RankLogs(str(tmp_path))
     envs = {0: {}, 1: {}}
     dest = logs.reify(envs)
-    assert dest.stdouts[1] == str(tmp_path / "1" / "stdout.log") and dest.stderrs[0] == str(tmp_path / "0" / "stderr.log")
+    assert dest.stdouts[1] == str(tmp_path / "1" / "stdout.log") and dest.stderrs[0] == str(
+        tmp_path / "0" / "stderr.log"
+    )
     assert envs[1]["TORCHELASTIC_ERROR_FILE"] == dest.error_files[1] == str(tmp_path / "1" / "error.json")
     assert logs.root_log_dir == str(tmp_path) and (tmp_path / "1").is_dir()

@@ -1,6 +1,7 @@
 """The hang watchdog with real gloo ranks: a collective only some ranks call is reported with every rank's frame and
 the collective, then no process is left; the same from a script under torchrun (``gpulab.watchdog()``); the stop
 button; and the parsing of real faulthandler dumps and tracebacks."""
+
 from __future__ import annotations
 
 import faulthandler
@@ -17,6 +18,7 @@ import torch.distributed as dist
 from gpulab.ranks.failures import RankFailed
 from gpulab.ranks.launcher import launch
 from gpulab.ranks.stacks import RULE, HangReport, parse_stack, rank_stack
+
 from ..process_group import run
 from .processes import ROOT, run_python
 
@@ -43,12 +45,14 @@ def lines_of(fn, text: str) -> int:
 
 def test_two_ranks_the_report_names_each_ranks_frame_and_the_collective(no_process_left):
     with pytest.raises(RankFailed) as info:
-        launch(only_rank_0_reduces, nprocs=2, timeout_s=3)
+        launch(only_rank_0_reduces, world_size=2, timeout_s=3)
     text = str(info.value)
     reduce_line, sleep_line = lines_of(only_rank_0_reduces, "all_reduce(t)"), lines_of(evaluate, "time.sleep")
     assert "Watchdog: the collective timeout (3 s) ran out in rank 0" in text, text
-    assert (f"rank 0 was waiting in all_reduce at test_watchdog.py, line {reduce_line} (`dist.all_reduce(t)  # rank 0 "
-            "waits here`)") in text
+    assert (
+        f"rank 0 was waiting in all_reduce at test_watchdog.py, line {reduce_line} (`dist.all_reduce(t)  # rank 0 "
+        "waits here`)"
+    ) in text
     assert f"rank 1 is in `evaluate()` at test_watchdog.py, line {sleep_line}" in text
     assert "and never called all_reduce" in text and RULE in text and "Rank(s) 1 never reached this all_reduce" in text
 
@@ -64,7 +68,7 @@ def three_reduce_one_broadcasts() -> None:
 @pytest.mark.slow
 def test_four_ranks_the_odd_collective_is_named(no_process_left):
     with pytest.raises(RankFailed) as info:
-        launch(three_reduce_one_broadcasts, nprocs=4, timeout_s=4)
+        launch(three_reduce_one_broadcasts, world_size=4, timeout_s=4)
     text = str(info.value)
     for r in range(3):
         assert f"rank {r} was waiting in all_reduce" in text or f"rank {r} waits in all_reduce" in text, text
@@ -74,7 +78,8 @@ def test_four_ranks_the_odd_collective_is_named(no_process_left):
 
 @pytest.mark.slow
 def test_the_stop_button_reports_every_rank_before_stopping_them():
-    out = run_python("""
+    out = run_python(
+        """
         import os, signal, time, torch, torch.distributed as dist, gpulab
 
         def stuck(notebook_pid):
@@ -87,10 +92,12 @@ def test_the_stop_button_reports_every_rank_before_stopping_them():
 
         if __name__ == "__main__":
             try:
-                gpulab.launch(stuck, nprocs=2, args=(os.getpid(),), timeout_s=100)
+                gpulab.launch(stuck, world_size=2, args=(os.getpid(),), timeout_s=100)
             except KeyboardInterrupt:
                 print("interrupted")
-    """, timeout=240)
+    """,
+        timeout=240,
+    )
     assert "interrupted" in out.stdout, out.stderr
     assert "Watchdog: you stopped the cell" in out.stderr and "rank 0 waits in barrier" in out.stderr, out.stderr
     assert "rank 1 is in `stuck()` at <string>, line 10 and never called barrier" in out.stderr  # python -c
@@ -105,11 +112,17 @@ def test_a_script_under_torchrun_reports_with_one_line(tmp_path):
         "def evaluate():\n    time.sleep(60)\n"
         "dist.init_process_group('gloo', timeout=timedelta(seconds=4))\n"
         "t = torch.ones(2)\n"
-        "if dist.get_rank() == 0:\n    dist.all_reduce(t)\nelse:\n    evaluate()\n")
+        "if dist.get_rank() == 0:\n    dist.all_reduce(t)\nelse:\n    evaluate()\n"
+    )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     folders = set(Path(tempfile.gettempdir()).glob("gpulab-watchdog-*"))
-    out = run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2", str(script)],
-              capture_output=True, text=True, timeout=240, env=env)
+    out = run(
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2", str(script)],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env=env,
+    )
     assert out.returncode != 0
     err = out.stderr
     assert "Watchdog: rank 0 raised" in err, err[-3000:]
@@ -147,6 +160,8 @@ def test_a_real_faulthandler_dump_and_a_real_traceback_parse_outermost_first(tmp
 
 
 def test_without_torchrun_the_opt_in_does_nothing():
-    out = run_python("import gpulab, sys, signal, faulthandler; gpulab.watchdog(); "
-                     "print(sys.excepthook is sys.__excepthook__, faulthandler.unregister(signal.SIGUSR1))")
+    out = run_python(
+        "import gpulab, sys, signal, faulthandler; gpulab.watchdog(); "
+        "print(sys.excepthook is sys.__excepthook__, faulthandler.unregister(signal.SIGUSR1))"
+    )
     assert out.returncode == 0 and out.stdout.split() == ["True", "False"], (out.stdout, out.stderr)

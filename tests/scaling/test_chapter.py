@@ -1,5 +1,6 @@
 """Chapter 07's committed run backs its claims: read from the notebook's outputs (as the claims ledger reads its
 evidence), with bounds for numbers that move from run to run instead of exact values."""
+
 from __future__ import annotations
 
 import re
@@ -17,8 +18,11 @@ CHAPTER = Path(__file__).resolve().parents[2] / "notebooks" / "07_scaling.ipynb"
 def outputs() -> list[tuple[str, str]]:
     """(source, printed text) of every code cell."""
     cells = nbformat.read(CHAPTER, as_version=4).cells
-    return [(c.source, "".join(o.get("text", "") or o.get("data", {}).get("text/plain", "") for o in c.outputs))
-            for c in cells if c.cell_type == "code"]
+    return [
+        (c.source, "".join(o.get("text", "") or o.get("data", {}).get("text/plain", "") for o in c.outputs))
+        for c in cells
+        if c.cell_type == "code"
+    ]
 
 
 def _of(outputs, start: str) -> str:
@@ -38,10 +42,14 @@ def test_the_machine_ceiling_and_the_link_were_measured(outputs):
 def test_every_point_of_the_sweep_has_its_split_and_its_prediction(outputs):
     text = _of(outputs, "sweep = scaling_sweep(")
     assert "compute ms  all-reduce ms  exposed ms  ceiling  model  error" in text
-    rows = re.findall(r"^\s+(\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)×\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+"
-                      r"([\d.]+)×\s+([\d.]+)×\s+([+-]\d+) %$", text, re.MULTILINE)
+    rows = re.findall(
+        r"^\s+(\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)×\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+"
+        r"([\d.]+)×\s+([\d.]+)×\s+([+-]\d+) %$",
+        text,
+        re.MULTILINE,
+    )
     assert len(rows) >= 4, text
-    for width, batch, one, two, speed, compute, reduce, exposed, ceiling, model, error in rows:
+    for _width, _batch, one, two, speed, _compute, reduce, _exposed, ceiling, model, error in rows:
         # the model can never promise more than the point's own ceiling (what 2 processes reach on this machine with
         # work as long as the step); a measured ratio can pass it on a busy machine, when other programs slowed the
         # 1-rank run more than the 2-rank one (its own bound is the consistency with the printed steps, below)
@@ -63,8 +71,12 @@ def test_the_gpu_lines_are_labelled_predictions_with_their_sources(outputs):
     lines = [line for line in text.splitlines() if "×" in line and "TFLOP/s" in line]
     assert len(lines) == len(SETUPS)
     assert all(line.startswith("PREDICTION — ") and "datasheet" in line for line in lines)
-    real_run = _of(outputs, "%%gpu 2\nfrom gpulab.scaling import compare_on_gpus")  # the NCCL run beside it, where 2 GPUs exist
-    assert "NCCL bus bandwidth" in real_run or real_run.startswith("Skipped on this machine: this cell needs 2 CUDA GPU")
+    real_run = _of(
+        outputs, "%%gpu 2\nfrom gpulab.scaling import compare_on_gpus"
+    )  # the NCCL run beside it, where 2 GPUs exist
+    assert "NCCL bus bandwidth" in real_run or real_run.startswith(
+        "Skipped on this machine: this cell needs 2 CUDA GPU"
+    )
 
 
 def test_the_levers_and_the_threads_were_measured_and_fast_mode_says_what_it_left_out(outputs):

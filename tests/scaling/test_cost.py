@@ -1,12 +1,21 @@
 """The cost model is plain arithmetic: each formula checked by hand, and every wrong input refused with its reason."""
+
 from __future__ import annotations
 
 import math
 
 import pytest
 
-from gpulab.scaling.cost import (Link, allreduce_s, crossover_batch, mlp_parameters, predict_step, ring_bytes, speedup,
-                                 train_flops)
+from gpulab.scaling.cost import (
+    Link,
+    allreduce_s,
+    crossover_batch,
+    mlp_parameters,
+    predict_step,
+    ring_bytes,
+    speedup,
+    train_flops,
+)
 
 LINK = Link(1e9, 100e-6)
 
@@ -71,35 +80,63 @@ def test_the_ceiling_slows_each_rank_to_its_part_of_it():
 V, T = ValueError, TypeError  # a value out of range; a value of the wrong kind (gpulab.core.arguments)
 
 
-@pytest.mark.parametrize("call, error, words", [
-    (lambda: Link(0, 1e-6), V, r"bandwidth_bytes_per_s=0: bandwidth_bytes_per_s \(the link's bytes per second\) must "
-                               "be a finite number > 0"),
-    (lambda: Link(1e9, -1), V, r"latency_s=-1: latency_s \(.*\) must be a finite number ≥ 0"),
-    (lambda: Link(float("nan"), 0), V, "finite number"),
-    (lambda: ring_bytes(1000, 0), V, r"ranks=0: ranks \(how many processes share the work\) must be a whole number ≥ 1 "
-                                     r"\(e.g. ranks=2\)"),
-    (lambda: ring_bytes(1000, 2.0), T, "ranks=2.0 is a float; ranks .* takes a whole number ≥ 1"),
-    (lambda: ring_bytes(-5, 2), V, r"gradient_bytes \(the size of the gradients\)"),
-    (lambda: allreduce_s("4e6", 2, LINK), T, "gradient_bytes='4e6' is a str; gradient_bytes .* takes a finite number"),
-    (lambda: mlp_parameters(0, 3), V, r"width=0: width \(the model's features\) must be a whole number ≥ 1 "
-                                      r"\(e.g. mlp_parameters\(256, 3\)\)"),
-    (lambda: mlp_parameters(8, True), T, "depth=True is a bool; depth .* takes a whole number ≥ 1"),
-    (lambda: train_flops(100, 0), V, r"batch \(the samples per rank and step\)"),
-    (lambda: predict_step(1e9, 4e6, 2, flops_per_s=1e10), V, "2 ranks all-reduce their gradients: pass link="),
-    (lambda: predict_step(1e9, 4e6, 2, flops_per_s=0, link=LINK), V, r"flops_per_s \(one rank's FLOP rate\)"),
-    (lambda: predict_step(1e9, 4e6, 2, flops_per_s=1e10, link=LINK, ceiling=2.5), V,
-     r"ceiling=2.5 is more than 2 ranks can reach: 2 ranks compute at most 2 times as fast as one \(a measured ceiling "
-     r"above 2 means the 1-process run was slowed by other programs\). Pass ceiling=min\(2, measured\)."),
-    (lambda: predict_step(1e9, 4e6, 2, flops_per_s=1e10, link=LINK, ceiling=0), V,
-     r"ceiling=0: ceiling \(how much faster the ranks compute together than one, at most\) must be a finite "
-     r"number > 0"),
-    (lambda: crossover_batch(1e-3, 1e-3, 2, "1.9×"), T, r"ceiling='1.9×' is a str; ceiling \(how much faster"),
-    (lambda: crossover_batch(1e-3, 1e-3, 2, 3), V, "ceiling=3 is more than 2 ranks can reach"),
-    (lambda: predict_step(1e9, 4e6, 2, flops_per_s=1e10, link=LINK, hidden=2), V,
-     r"hidden is the fraction of the all-reduce that the backward pass hides, in \[0, 1\]; got hidden=2\."),
-    (lambda: crossover_batch(0, 1e-3), V, r"seconds_per_sample \(one rank's compute per sample\)"),
-    (lambda: predict_step(1e9, 4e6, 2, flops_per_s=1e10, link=LINK, sync_s=-1e-3), V, r"sync_s \(a cost per step"),
-])
+@pytest.mark.parametrize(
+    "call, error, words",
+    [
+        (
+            lambda: Link(0, 1e-6),
+            V,
+            r"bandwidth_bytes_per_s=0: bandwidth_bytes_per_s \(the link's bytes per second\) must "
+            "be a finite number > 0",
+        ),
+        (lambda: Link(1e9, -1), V, r"latency_s=-1: latency_s \(.*\) must be a finite number ≥ 0"),
+        (lambda: Link(float("nan"), 0), V, "finite number"),
+        (
+            lambda: ring_bytes(1000, 0),
+            V,
+            r"world_size=0: world_size \(how many processes \(ranks\) share the work\) must "
+            r"be a whole number ≥ 1 \(e.g. world_size=2\)",
+        ),
+        (lambda: ring_bytes(1000, 2.0), T, "world_size=2.0 is a float; world_size .* takes a whole number ≥ 1"),
+        (lambda: ring_bytes(-5, 2), V, r"gradient_bytes \(the size of the gradients\)"),
+        (
+            lambda: allreduce_s("4e6", 2, LINK),
+            T,
+            "gradient_bytes='4e6' is a str; gradient_bytes .* takes a finite number",
+        ),
+        (
+            lambda: mlp_parameters(0, 3),
+            V,
+            r"width=0: width \(the model's features\) must be a whole number ≥ 1 "
+            r"\(e.g. mlp_parameters\(256, 3\)\)",
+        ),
+        (lambda: mlp_parameters(8, True), T, "depth=True is a bool; depth .* takes a whole number ≥ 1"),
+        (lambda: train_flops(100, 0), V, r"batch \(the samples per rank and step\)"),
+        (lambda: predict_step(1e9, 4e6, 2, flops_per_s=1e10), V, "2 ranks all-reduce their gradients: pass link="),
+        (lambda: predict_step(1e9, 4e6, 2, flops_per_s=0, link=LINK), V, r"flops_per_s \(one rank's FLOP rate\)"),
+        (
+            lambda: predict_step(1e9, 4e6, 2, flops_per_s=1e10, link=LINK, ceiling=2.5),
+            V,
+            r"ceiling=2.5 is more than 2 ranks can reach: 2 ranks compute at most 2 times as fast as one \(a measured "
+            r"ceiling above 2 means the 1-process run was slowed by other programs\). Pass ceiling=min\(2, measured\).",
+        ),
+        (
+            lambda: predict_step(1e9, 4e6, 2, flops_per_s=1e10, link=LINK, ceiling=0),
+            V,
+            r"ceiling=0: ceiling \(how much faster the ranks compute together than one, at most\) must be a finite "
+            r"number > 0",
+        ),
+        (lambda: crossover_batch(1e-3, 1e-3, 2, "1.9×"), T, r"ceiling='1.9×' is a str; ceiling \(how much faster"),
+        (lambda: crossover_batch(1e-3, 1e-3, 2, 3), V, "ceiling=3 is more than 2 ranks can reach"),
+        (
+            lambda: predict_step(1e9, 4e6, 2, flops_per_s=1e10, link=LINK, hidden=2),
+            V,
+            r"hidden is the fraction of the all-reduce that the backward pass hides, in \[0, 1\]; got hidden=2\.",
+        ),
+        (lambda: crossover_batch(0, 1e-3), V, r"seconds_per_sample \(one rank's compute per sample\)"),
+        (lambda: predict_step(1e9, 4e6, 2, flops_per_s=1e10, link=LINK, sync_s=-1e-3), V, r"sync_s \(a cost per step"),
+    ],
+)
 def test_wrong_inputs_are_refused_with_what_to_pass(call, error, words):
     with pytest.raises(error, match=words):
         call()

@@ -1,4 +1,5 @@
 """The step split is measured on real gloo ranks (tiny sizes: what is checked is the bookkeeping, not the speed)."""
+
 from __future__ import annotations
 
 import math
@@ -6,11 +7,18 @@ import math
 import pytest
 
 from gpulab.scaling.cost import Link
-from gpulab.scaling.levers import FAST_LEVERS, lever_plans, levers, threads_vs_ranks
+from gpulab.scaling.crossover_levers import FAST_LEVERS, lever_plans, levers, threads_vs_ranks
 from gpulab.scaling.probes import TINY, Ceiling, ddp_sync_s, gloo_link, machine_ceiling, splits
 from gpulab.scaling.steps import StepPlan, StepSplit, _union_s, own_work_seconds
-from gpulab.scaling.sweep import (MAX_STEPS, TWO_RANK_S, ScalingPoint, ScalingSweep, predict_two_ranks,
-                                  scaling_sweep, steps_for)
+from gpulab.scaling.sweep import (
+    MAX_STEPS,
+    TWO_RANK_S,
+    ScalingPoint,
+    ScalingSweep,
+    predict_two_ranks,
+    scaling_sweep,
+    steps_for,
+)
 
 from ..ranks.conftest import no_process_left  # noqa: F401  (the fixture)
 
@@ -19,7 +27,7 @@ SMALL = StepPlan(width=32, batch=4, steps=3)
 
 def test_on_2_ranks_the_all_reduce_is_timed_and_compute_plus_exposed_is_the_step(no_process_left):
     one, two = splits([SMALL], 1)[0], splits([SMALL], 2)[0]
-    assert (one.ranks, two.ranks) == (1, 2)
+    assert (one.world_size, two.world_size) == (1, 2)
     for s in (one, two):
         assert s.step_s > 0 and s.compute_s > 0 and s.exposed_s >= 0
     assert one.compute_s + one.exposed_s == pytest.approx(one.step_s)  # one rank: its own step, split
@@ -29,8 +37,11 @@ def test_on_2_ranks_the_all_reduce_is_timed_and_compute_plus_exposed_is_the_step
 
 
 def test_accumulation_and_no_overlap_are_measured_for_what_they_are(no_process_left):
-    plans = [SMALL.but(accumulate=3, lever="acc"), SMALL.but(overlap=False, lever="after"),
-             SMALL.but(gradient_as_bucket_view=True, static_graph=True, bucket_cap_mb=1)]
+    plans = [
+        SMALL.but(accumulate=3, lever="acc"),
+        SMALL.but(overlap=False, lever="after"),
+        SMALL.but(gradient_as_bucket_view=True, static_graph=True, bucket_cap_mb=1),
+    ]
     acc, after, views = splits(plans, 2)
     assert acc.plan.accumulate == 3 and acc.samples_per_s == pytest.approx(2 * 4 * 3 / acc.step_s)
     assert after.allreduce_s > 0 and after.exposed_s >= after.allreduce_s * 0.99  # nothing hidden: all exposed
@@ -75,10 +86,13 @@ def test_levers_and_threads_are_measured_on_real_ranks(no_process_left):
 
 
 def test_the_table_says_from_which_batch_2_ranks_paid():
-    def split(batch, ranks, step):
-        return StepSplit(StepPlan(64, batch), ranks, 1, step, step, 0.0, 0.0)
-    points = (ScalingPoint(split(8, 1, 1.0), split(8, 2, 4.0), 0.5, 1.9),
-              ScalingPoint(split(64, 1, 1.0), split(64, 2, 1.5), 1.3, 1.8))
+    def split(batch, world_size, step):
+        return StepSplit(StepPlan(64, batch), world_size, 1, step, step, 0.0, 0.0)
+
+    points = (
+        ScalingPoint(split(8, 1, 1.0), split(8, 2, 4.0), 0.5, 1.9),
+        ScalingPoint(split(64, 1, 1.0), split(64, 2, 1.5), 1.3, 1.8),
+    )
     sweep = ScalingSweep(points, Link(1e9, 0), 3, 0.0)
     assert sweep.pays_from(64) == 64 and sweep.best() is points[1]
     assert "width 64: 2 ranks pay from batch 64 per rank" in str(sweep)
@@ -89,36 +103,67 @@ def test_overlapping_spans_count_once():
     assert _union_s([(0, 2), (1, 3), (5, 6)]) == 4  # 0–3 and 5–6
 
 
-@pytest.mark.parametrize("call, error, words", [
-    (lambda: StepPlan(0, 4), ValueError, r"StepPlan.width=0: StepPlan.width must be a whole number ≥ 1 \(e.g. "
-                                         r"StepPlan\(width=64, batch=8\)\)"),
-    (lambda: StepPlan(8, 4.0), TypeError, "StepPlan.batch=4.0 is a float; StepPlan.batch takes a whole number ≥ 1"),
-    (lambda: StepPlan(8, 4, accumulate=0), ValueError, "StepPlan.accumulate"),
-    (lambda: StepPlan(8, 4, bucket_cap_mb=0), ValueError, r"bucket_cap_mb \(DDP's bucket size in MB\)"),
-    (lambda: StepPlan(8, 4, bucket_cap_mb="25"), TypeError, r"bucket_cap_mb='25' is a str"),
-    (lambda: splits([], 2), ValueError, "at least one StepPlan"),
-    (lambda: splits([SMALL], 2, ddp=False), ValueError, "ddp=False measures one process"),
-    (lambda: splits([SMALL], 1, device="tpu"), ValueError, "device is 'cpu'"),
-    (lambda: levers(SMALL, only=("bigger buckets",)), ValueError, "no lever is called 'bigger buckets'; the levers"),
-    (lambda: scaling_sweep([], [8], link=None, sync_s=0), ValueError, "at least one width"),
-    (lambda: scaling_sweep([8], [8], link=None, sync_s=0, tries=0), ValueError,
-     r"tries=0: tries \(how many times each point is measured\) must be a whole number ≥ 1"),
-    (lambda: gloo_link(launches=0), ValueError, r"launches \(how many process groups"),
-    (lambda: machine_ceiling((64, 8)), TypeError, r"machine_ceiling measures StepPlans, such as StepPlan\(width=64, "
-                                                   r"batch=8\); got \(64, 8\)"),
-    (lambda: splits([SMALL, (64, 8)], 1), TypeError, "splits measures StepPlans"),
-    (lambda: machine_ceiling(SMALL, chunks=3), ValueError, r"machine_ceiling times StepPlan\(width=32, .*'s own steps, "
-                                                           "so matmul_size, chunks and per_chunk .* do not apply"),
-    (lambda: machine_ceiling(matmul_size=0), ValueError,
-     r"matmul_size=0: matmul_size \(the matmuls' side\) must be a whole number ≥ 1 \(e.g. "
-     r"machine_ceiling\(matmul_size=512\)\)"),
-    (lambda: machine_ceiling(chunks=2.5), TypeError, r"chunks=2.5 is a float; chunks \(how many chunks of matmuls"),
-    (lambda: machine_ceiling(per_chunk=-1), ValueError, r"per_chunk \(the matmuls in one chunk\) must be"),
-    (lambda: Ceiling(0.01, 0), ValueError, r"pair_s=0: pair_s \(the fastest step of the pair, in seconds\) must be a "
-                                           r"finite number > 0\."),
-    (lambda: Ceiling("12 ms", 0.01), TypeError, r"alone_s='12 ms' is a str; alone_s \(the fastest step of one process "
-                                                r"alone, in seconds\) takes a finite number > 0"),
-])
+@pytest.mark.parametrize(
+    "call, error, words",
+    [
+        (
+            lambda: StepPlan(0, 4),
+            ValueError,
+            r"StepPlan.width=0: StepPlan.width must be a whole number ≥ 1 \(e.g. "
+            r"StepPlan\(width=64, batch=8\)\)",
+        ),
+        (lambda: StepPlan(8, 4.0), TypeError, "StepPlan.batch=4.0 is a float; StepPlan.batch takes a whole number ≥ 1"),
+        (lambda: StepPlan(8, 4, accumulate=0), ValueError, "StepPlan.accumulate"),
+        (lambda: StepPlan(8, 4, bucket_cap_mb=0), ValueError, r"bucket_cap_mb \(DDP's bucket size in MB\)"),
+        (lambda: StepPlan(8, 4, bucket_cap_mb="25"), TypeError, r"bucket_cap_mb='25' is a str"),
+        (lambda: splits([], 2), ValueError, "at least one StepPlan"),
+        (lambda: splits([SMALL], 2, ddp=False), ValueError, "ddp=False measures one process"),
+        (lambda: splits([SMALL], 1, device="tpu"), ValueError, "device is 'cpu'"),
+        (
+            lambda: levers(SMALL, only=("bigger buckets",)),
+            ValueError,
+            "no lever is called 'bigger buckets'; the levers",
+        ),
+        (lambda: scaling_sweep([], [8], link=None, sync_s=0), ValueError, "at least one width"),
+        (
+            lambda: scaling_sweep([8], [8], link=None, sync_s=0, tries=0),
+            ValueError,
+            r"tries=0: tries \(how many times each point is measured\) must be a whole number ≥ 1",
+        ),
+        (lambda: gloo_link(launches=0), ValueError, r"launches \(how many process groups"),
+        (
+            lambda: machine_ceiling((64, 8)),
+            TypeError,
+            r"machine_ceiling measures StepPlans, such as StepPlan\(width=64, batch=8\); got \(64, 8\)",
+        ),
+        (lambda: splits([SMALL, (64, 8)], 1), TypeError, "splits measures StepPlans"),
+        (
+            lambda: machine_ceiling(SMALL, chunks=3),
+            ValueError,
+            r"machine_ceiling times StepPlan\(width=32, .*'s own steps, so matmul_size, chunks and per_chunk .* do not "
+            "apply",
+        ),
+        (
+            lambda: machine_ceiling(matmul_size=0),
+            ValueError,
+            r"matmul_size=0: matmul_size \(the matmuls' side\) must be a whole number ≥ 1 \(e.g. "
+            r"machine_ceiling\(matmul_size=512\)\)",
+        ),
+        (lambda: machine_ceiling(chunks=2.5), TypeError, r"chunks=2.5 is a float; chunks \(how many chunks of matmuls"),
+        (lambda: machine_ceiling(per_chunk=-1), ValueError, r"per_chunk \(the matmuls in one chunk\) must be"),
+        (
+            lambda: Ceiling(0.01, 0),
+            ValueError,
+            r"pair_s=0: pair_s \(the fastest step of the pair, in seconds\) must be a finite number > 0\.",
+        ),
+        (
+            lambda: Ceiling("12 ms", 0.01),
+            TypeError,
+            r"alone_s='12 ms' is a str; alone_s \(the fastest step of one process alone, in seconds\) takes a finite "
+            r"number > 0",
+        ),
+    ],
+)
 def test_wrong_settings_are_refused(call, error, words):
     with pytest.raises(error, match=words):
         call()
@@ -159,8 +204,17 @@ def test_on_2_ranks_a_point_with_long_steps_but_little_compute_gets_about_two_ra
     assert steps_for(64, 8, 3, 8, step_s=1e-6) == MAX_STEPS  # never more than MAX_STEPS
 
 
-@pytest.mark.parametrize("bad, error", [(0, ValueError), (-1.0, ValueError), (float("nan"), ValueError),
-                                        (float("inf"), ValueError), (True, TypeError), ("20 ms", TypeError)])
+@pytest.mark.parametrize(
+    "bad, error",
+    [
+        (0, ValueError),
+        (-1.0, ValueError),
+        (float("nan"), ValueError),
+        (float("inf"), ValueError),
+        (True, TypeError),
+        ("20 ms", TypeError),
+    ],
+)
 def test_a_predicted_step_that_is_not_a_positive_time_is_refused(bad, error):
     with pytest.raises(error, match=r"step_s \(the predicted step in seconds\) (must be|takes) a finite number > 0"):
         steps_for(64, 8, 3, 8, step_s=bad)
@@ -177,13 +231,17 @@ def test_the_prediction_is_the_1_rank_step_under_the_ceiling_plus_meeting_plus_t
     # each rank on its own device (ceiling 2) with the whole all-reduce under the backward pass: compute alone, 2×
     assert predict_two_ranks(one, 2.0, link, 0.3e-3, hidden=1.0) == pytest.approx(2.0)
     assert predict_two_ranks(one, 2.0, link, 0.3e-3, hidden=0.5) == pytest.approx(
-        2 * 2e-3 / (2e-3 + (0.3e-3 + 2 * 50e-6 + gradient_bytes / 1e9) / 2))
+        2 * 2e-3 / (2e-3 + (0.3e-3 + 2 * 50e-6 + gradient_bytes / 1e9) / 2)
+    )
 
 
-@pytest.mark.parametrize("gpus, ranks, why", [(1, 2, r"2 ranks but only 1 GPU\(s\), so rank 1 would have none"),
-                                              (0, 1, "no rank has a CUDA GPU")])
-def test_on_gpus_a_rank_without_a_gpu_of_its_own_is_refused_before_any_process_starts(monkeypatch, gpus, ranks, why,
-                                                                                     no_process_left):  # noqa: F811
+@pytest.mark.parametrize(
+    "gpus, world_size, why",
+    [(1, 2, r"2 ranks but only 1 GPU\(s\), so rank 1 would have none"), (0, 1, "no rank has a CUDA GPU")],
+)
+def test_on_gpus_a_rank_without_a_gpu_of_its_own_is_refused_before_any_process_starts(
+    monkeypatch, gpus, world_size, why, no_process_left
+):  # noqa: F811
     """Each rank used to time on ``cuda:LOCAL_RANK`` whatever the launch decided: on one GPU, rank 1 of 2 asked for
     ``cuda:1`` ("invalid device ordinal" on the H100, evidence/2026-11-26-h100-80gb-hbm3.json). Now the ranks run
     where the plan puts them, and a rank the plan cannot give a GPU is refused up front with the reason."""
@@ -193,4 +251,4 @@ def test_on_gpus_a_rank_without_a_gpu_of_its_own_is_refused_before_any_process_s
     monkeypatch.setattr(gpulab.machine.cuda, "cuda_gpu_count", lambda: gpus)  # our seams: NVML's count, NCCL built in
     monkeypatch.setattr(gpulab.ranks.plan, "nccl_available", lambda: True)
     with pytest.raises(ValueError, match=r"backend='nccl' cannot work here: " + why):
-        splits([SMALL], ranks, device="cuda")
+        splits([SMALL], world_size, device="cuda")

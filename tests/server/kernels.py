@@ -5,6 +5,7 @@ scratch folder and the GPUs at a described machine (``GPULAB_SIMULATE_GPUS``), a
 jupyter_client's ``AsyncKernelManager``. Every kernel's process group is killed at the end (jupyter_client starts
 each kernel in a session of its own, as ``tests/process_group.py`` does for the tests' own subprocesses).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -30,8 +31,8 @@ class ProvisionedKernels:
         self.managers: list = []
         self.pids: set[int] = set()
 
-    def install(self, gpus: int = 1, **kw) -> str:
-        where, _ = install_kernelspec(gpus, prefix=str(self.tmp), **kw)
+    def install(self, n_gpus: int = 1, **kw) -> str:
+        where, _ = install_kernelspec(n_gpus, prefix=str(self.tmp), **kw)
         return os.path.basename(where)
 
     async def start(self, name: str, notebook: str = "lesson.ipynb"):

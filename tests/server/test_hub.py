@@ -9,6 +9,7 @@ GPU and gets the clear message, stopping a server frees its GPUs, and a server k
 the Hub's poll notices. A Hub restart stops the servers with the old Hub and reserves afresh in the new one. The Hub,
 the proxy and every server are found afterwards by a marker in their environment: none may be left.
 """
+
 from __future__ import annotations
 
 import json
@@ -49,30 +50,36 @@ def _free_port() -> int:
 
 def _config(tmp: Path, token: str, marker: str, ports: dict[str, int], model: str) -> str:
     root = os.geteuid() == 0
-    hooks = ("from gpulab.server.hub import gpu_hooks\n"
-             "c.Spawner.pre_spawn_hook, c.Spawner.post_stop_hook = gpu_hooks(gpus=3)") if model == "server" else ""
+    hooks = (
+        (
+            "from gpulab.server.hub import gpu_hooks\n"
+            "c.Spawner.pre_spawn_hook, c.Spawner.post_stop_hook = gpu_hooks(n_gpus=3)"
+        )
+        if model == "server"
+        else ""
+    )
     return f"""
 c = get_config()
-load_subconfig({str(ROOT / 'tools' / 'jupyterhub_config.py')!r})  # GPULAB_HUB_MODEL: the hooks, poll, proxy
+load_subconfig({str(ROOT / "tools" / "jupyterhub_config.py")!r})  # GPULAB_HUB_MODEL: the hooks, poll, proxy
 {hooks}
 c.Spawner.poll_interval = {POLL_S}
 c.Spawner.environment = dict(c.Spawner.environment, GPULAB_HUB_TEST={marker!r},
-                             JUPYTER_PATH={str(tmp / 'share' / 'jupyter')!r})  # where the test installs kernelspecs
+                             JUPYTER_PATH={str(tmp / "share" / "jupyter")!r})  # where the test installs kernelspecs
 # Root (CI) runs the single-user servers as itself, which jupyter-server refuses without --allow-root.
 c.Spawner.args = list(c.Spawner.args) + {["--allow-root"] if root else []!r}
 c.JupyterHub.authenticator_class = "dummy"
 c.Authenticator.allowed_users = {set(USERS)!r}
 c.JupyterHub.spawner_class = "simple"  # servers run as the Hub's own user, homes below the test's folder
-c.SimpleLocalProcessSpawner.home_dir_template = {str(tmp / 'home' / '{username}')!r}
+c.SimpleLocalProcessSpawner.home_dir_template = {str(tmp / "home" / "{username}")!r}
 c.JupyterHub.ip = "127.0.0.1"
-c.JupyterHub.port = {ports['proxy']}
+c.JupyterHub.port = {ports["proxy"]}
 c.JupyterHub.hub_ip = "127.0.0.1"
-c.JupyterHub.hub_port = {ports['hub']}
-c.ConfigurableHTTPProxy.api_url = "http://127.0.0.1:{ports['proxy_api']}"
-c.ConfigurableHTTPProxy.pid_file = {str(tmp / 'proxy.pid')!r}
+c.JupyterHub.hub_port = {ports["hub"]}
+c.ConfigurableHTTPProxy.api_url = "http://127.0.0.1:{ports["proxy_api"]}"
+c.ConfigurableHTTPProxy.pid_file = {str(tmp / "proxy.pid")!r}
 c.Spawner.ip = "127.0.0.1"
-c.JupyterHub.db_url = "sqlite:///{tmp / 'hub.sqlite'}"
-c.JupyterHub.cookie_secret_file = {str(tmp / 'cookie_secret')!r}
+c.JupyterHub.db_url = "sqlite:///{tmp / "hub.sqlite"}"
+c.JupyterHub.cookie_secret_file = {str(tmp / "cookie_secret")!r}
 c.JupyterHub.services = [{{"name": "gpulab-test", "api_token": {token!r}}}]
 c.JupyterHub.load_roles = [{{"name": "gpulab-test", "services": ["gpulab-test"],
                             "scopes": ["admin:users", "admin:servers", "admin:server_state", "access:servers"]}}]
@@ -84,8 +91,9 @@ class Hub:
         self.url, self.token = url, token
 
     def call(self, method: str, path: str) -> tuple[int, dict | None]:
-        req = urllib.request.Request(f"{self.url}/hub/api{path}", method=method,
-                                     headers={"Authorization": f"token {self.token}"})
+        req = urllib.request.Request(
+            f"{self.url}/hub/api{path}", method=method, headers={"Authorization": f"token {self.token}"}
+        )
         try:
             with urllib.request.urlopen(req, timeout=60) as r:
                 return r.status, _json(r.read())
@@ -115,8 +123,9 @@ class Hub:
 
     def progress_message(self, user: str) -> str:
         """The last event of the spawn page's progress stream (what the student reads there)."""
-        req = urllib.request.Request(f"{self.url}/hub/api/users/{user}/server/progress",
-                                     headers={"Authorization": f"token {self.token}"})
+        req = urllib.request.Request(
+            f"{self.url}/hub/api/users/{user}/server/progress", headers={"Authorization": f"token {self.token}"}
+        )
         events = []
         with urllib.request.urlopen(req, timeout=30) as r:
             for line in r:
@@ -171,16 +180,23 @@ class HubSession:
 
     def __init__(self, tmp: Path, model: str) -> None:
         if not CHP.exists():
-            pytest.fail(f"JupyterHub's proxy is not installed at {CHP}: install Node's npm (apt-get install npm) and "
-                        "run `make install` again, which installs configurable-http-proxy there.")
+            pytest.fail(
+                f"JupyterHub's proxy is not installed at {CHP}: install Node's npm (apt-get install npm) and "
+                "run `make install` again, which installs configurable-http-proxy there."
+            )
         self.tmp, self.marker = tmp, secrets.token_hex(8)
         token = secrets.token_hex(16)
         ports = {"proxy": _free_port(), "hub": _free_port(), "proxy_api": _free_port()}
         self.config = tmp / "jupyterhub_config.py"
         self.config.write_text(_config(tmp, token, self.marker, ports, model))
         self.reservations_dir = tmp / "reservations"
-        self.env = dict(os.environ, GPULAB_HUB_MODEL=model, GPULAB_SIMULATE_GPUS="idle-8",
-                        GPULAB_RESERVATIONS_DIR=str(self.reservations_dir), GPULAB_HUB_TEST=self.marker)
+        self.env = dict(
+            os.environ,
+            GPULAB_HUB_MODEL=model,
+            GPULAB_SIMULATE_GPUS="idle-8",
+            GPULAB_RESERVATIONS_DIR=str(self.reservations_dir),
+            GPULAB_HUB_TEST=self.marker,
+        )
         self.env.pop("CUDA_VISIBLE_DEVICES", None)
         self.log = open(tmp / "hub.log", "ab")
         self.hub = Hub(f"http://127.0.0.1:{ports['proxy']}", token)
@@ -190,8 +206,14 @@ class HubSession:
         return "\n".join((self.tmp / "hub.log").read_text(errors="replace").splitlines()[-n:])
 
     def launch(self) -> subprocess.Popen:
-        proc = subprocess.Popen([sys.executable, "-m", "jupyterhub", "-f", str(self.config)], cwd=self.tmp,
-                                env=self.env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "jupyterhub", "-f", str(self.config)],
+            cwd=self.tmp,
+            env=self.env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         self.procs.append(proc)
 
         def up():
@@ -272,9 +294,11 @@ def test_a_real_hub_reservations_disjoint_gpus_to_servers_and_frees_them_on_stop
 
     # kill -9 of alice's server: the Hub's poll notices, runs post_stop_hook, and her GPUs are free again.
     os.kill(alice_pid, signal.SIGKILL)
-    hub.wait("alice's reservations to end after kill -9",
-             lambda: "alice" not in _reservations(reservations_dir).values(),
-             timeout_s=30 + 10 * POLL_S)
+    hub.wait(
+        "alice's reservations to end after kill -9",
+        lambda: "alice" not in _reservations(reservations_dir).values(),
+        timeout_s=30 + 10 * POLL_S,
+    )
     hub.wait("the Hub to see alice's server gone", lambda: hub.server("alice") is None)
     assert sorted(k for k, v in _reservations(reservations_dir).items() if v == "carol") == carol
 
@@ -287,7 +311,6 @@ def test_a_real_hub_reservations_disjoint_gpus_to_servers_and_frees_them_on_stop
     alice = sorted(k for k, v in _reservations(reservations_dir).items() if v == "alice")
     assert len(alice) == 3 and sorted(_visible(hub, "alice")) == alice
     stop(second)
-
 
 
 @pytest.mark.parametrize("session", ["kernel"], indirect=True)
@@ -317,24 +340,33 @@ def test_in_the_kernel_model_each_kernel_of_each_server_reservations_its_own_gpu
         status, body = _user_api(hub, user, "POST", "/api/kernels", {"name": name})
         assert status == 201, (status, body)
         kernels[user] = body["id"]
-    held = {h.details["kernel"]: (uuid, h.pid)
-            for uuid, h in reservation_holders(UUIDS, session.reservations_dir).items()}
+    held = {
+        h.details["kernel"]: (uuid, h.pid) for uuid, h in reservation_holders(UUIDS, session.reservations_dir).items()
+    }
     assert set(held) == set(kernels.values()) and held[kernels["alice"]][0] != held[kernels["bob"]][0]
     seen = {user: _environ(held[k][1])["CUDA_VISIBLE_DEVICES"] for user, k in kernels.items()}
     assert seen["alice"] and seen["bob"] and seen["alice"] != seen["bob"]
     status, _ = _user_api(hub, "alice", "DELETE", f"/api/kernels/{kernels['alice']}")
     assert status == 204
-    hub.wait("alice's kernel reservation to end",
-             lambda: {h.details.get("kernel") for h in reservation_holders(UUIDS, session.reservations_dir).values()}
-             == {kernels["bob"]})
+    hub.wait(
+        "alice's kernel reservation to end",
+        lambda: (
+            {h.details.get("kernel") for h in reservation_holders(UUIDS, session.reservations_dir).values()}
+            == {kernels["bob"]}
+        ),
+    )
     session.stop(proc)
 
 
 def _user_api(hub: Hub, user: str, method: str, path: str, body: dict | None = None) -> tuple[int, dict | None]:
     """A call to ``user``'s single-user server through the Hub's proxy, with the test service's token."""
     data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(f"{hub.url}/user/{user}{path}", data=data, method=method,
-                                 headers={"Authorization": f"token {hub.token}", "Content-Type": "application/json"})
+    req = urllib.request.Request(
+        f"{hub.url}/user/{user}{path}",
+        data=data,
+        method=method,
+        headers={"Authorization": f"token {hub.token}", "Content-Type": "application/json"},
+    )
     try:
         with urllib.request.urlopen(req, timeout=60) as r:
             return r.status, _json(r.read())

@@ -2,6 +2,7 @@
 tools/jupyterhub_config.py are refused with a clear message when the Hub reads its config, and the message a student
 reads when no GPU is free names who holds each GPU (real reservations, from this process and from another one). The real
 Hub is tests/server/test_hub.py (slow)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -18,25 +19,45 @@ from tests.placement.other_kernel import held_elsewhere
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.parametrize("gpus, error, text", [
-    (-1, ValueError, r"gpus=-1: gpus must be a whole number ≥ 0 \(e.g. gpu_hooks\(gpus=1\) for one GPU"),
-    ("2", TypeError, r"gpus='2' is a str; gpus takes a whole number"),
-    (1.5, TypeError, r"gpus=1.5 is a float"),
-])
-def test_a_wrong_number_of_gpus_is_refused_when_the_hub_reads_its_config(gpus, error, text):
+@pytest.mark.parametrize(
+    "n_gpus, error, text",
+    [
+        (
+            -1,
+            ValueError,
+            r"n_gpus=-1: n_gpus \(how many GPUs each single-user server holds\) must be a whole number ≥ 0 "
+            r"\(e.g. gpu_hooks\(n_gpus=1\) for one GPU",
+        ),
+        (
+            "2",
+            TypeError,
+            r"n_gpus='2' is a str; n_gpus \(how many GPUs each single-user server holds\) takes a whole "
+            r"number",
+        ),
+        (1.5, TypeError, r"n_gpus=1.5 is a float"),
+    ],
+)
+def test_a_wrong_number_of_gpus_is_refused_when_the_hub_reads_its_config(n_gpus, error, text):
     with pytest.raises(error, match=text):
-        gpu_hooks(gpus=gpus)
+        gpu_hooks(n_gpus=n_gpus)
 
 
-@pytest.mark.parametrize("policy, error, text", [
-    ({"max_memory": 0.1}, ValueError, r"'max_memory' is not a policy setting; the settings are "
-                                      r"max_memory_used_fraction, max_utilization_percent, allow_processes"),
-    ("strict", TypeError, r"policy='strict' is a str; give a dict of policy settings"),
-    ({"max_memory_used_fraction": 2}, ValueError, r"between 0 and 1; got 2"),
-])
+@pytest.mark.parametrize(
+    "policy, error, text",
+    [
+        (
+            {"max_memory": 0.1},
+            ValueError,
+            r"'max_memory' is not a policy setting; the settings are "
+            r"max_memory_used_fraction, max_utilization_percent, allow_processes",
+        ),
+        ("strict", TypeError, r"policy='strict' is a str; give a dict of policy settings"),
+        ({"max_memory_used_fraction": 2}, ValueError, r"between 0 and 1; got 2"),
+    ],
+)
 def test_an_unknown_policy_is_refused_with_the_settings_there_are(policy, error, text):
     with pytest.raises(error, match=text):
-        gpu_hooks(gpus=1, policy=policy)
+        gpu_hooks(n_gpus=1, policy=policy)
 
 
 def test_a_policy_may_be_written_as_a_dict_of_its_settings():
@@ -54,7 +75,7 @@ def test_a_wrong_machine_is_refused_naming_the_described_ones():
 def test_the_hooks_are_a_coroutine_and_a_function_for_the_spawner():
     import inspect
 
-    pre, post = gpu_hooks(gpus=2, policy={"max_utilization_percent": 20}, machine="idle-8")
+    pre, post = gpu_hooks(n_gpus=2, policy={"max_utilization_percent": 20}, machine="idle-8")
     assert inspect.iscoroutinefunction(pre) and callable(post) and not inspect.iscoroutinefunction(post)
 
 
@@ -84,8 +105,9 @@ def test_the_documented_config_refuses_an_unknown_model(monkeypatch):
 def test_no_gpu_message_names_each_holder_and_what_to_do(tmp_path):
     """Three GPUs reserved for alice's server by this process (as the Hub holds them), two by another process's kernel
     reservation, three left: a server that needs four is told who holds what."""
-    hub_reservation = reserve_gpus(3, "idle-8", reservations=tmp_path,
-                                   details={"for_user": "alice", "server": "(default)"})
+    hub_reservation = reserve_gpus(
+        3, "idle-8", reservations=tmp_path, details={"for_user": "alice", "server": "(default)"}
+    )
     with held_elsewhere(2, "idle-8", tmp_path) as (pid, elsewhere), hub_reservation:
         text = no_gpu_message("carol", 4, "idle-8", None, tmp_path)
         lines = text.splitlines()
@@ -101,9 +123,10 @@ def test_no_gpu_message_names_each_holder_and_what_to_do(tmp_path):
 
 
 def test_watch_names_the_user_a_hub_reservation_is_for_and_the_process_that_holds_it(tmp_path):
-    import pwd, os
+    import os
+    import pwd
 
-    from gpulab.server.reservation_rows import reservation_rows
+    from gpulab.server.reservation_list import reservation_rows
 
     w8 = SimulatedGpuReader("idle-8")
     gpus = [w8.info(i) for i in range(w8.count())]

@@ -4,6 +4,7 @@ provisioner into the reservation file's modification time; slow (a real jupyter-
 A kernel nobody uses grows idle; a client that runs code in it (connected to the kernel as a second client, the
 server watching its IOPub as for any kernel) makes the server's ``last_activity`` move, and the reservation's idle time
 drops back."""
+
 from __future__ import annotations
 
 import time
@@ -12,7 +13,7 @@ import pytest
 from jupyter_client import BlockingKernelClient
 
 from gpulab.machine.simulated import SimulatedGpuReader
-from gpulab.server.reservation_rows import reservation_rows
+from gpulab.server.reservation_list import reservation_rows
 
 from .jupyter import jupyter
 
@@ -22,12 +23,15 @@ GPUS = [IDLE8.info(i) for i in range(8)]
 
 
 def test_a_reservations_idle_time_is_the_servers_last_activity(tmp_path):
-    quiet = "--ServerApp.jpserver_extensions=" + repr({e: False for e in ("jupyterlab", "jupyter_lsp", "notebook_shim",
-                                                                          "jupyter_server_terminals")})
-    with jupyter(tmp_path, env={"GPULAB_CULL_IDLE_S": "0"},
-                 args=(quiet, "--GpuKernelProvisioner.activity_every_s=0.5")) as server:
-        session = server.api("/api/sessions", "POST", {"path": "idle.ipynb", "type": "notebook",
-                                                         "kernel": {"name": "gpulab-1-gpu"}})
+    quiet = "--ServerApp.jpserver_extensions=" + repr(
+        {e: False for e in ("jupyterlab", "jupyter_lsp", "notebook_shim", "jupyter_server_terminals")}
+    )
+    with jupyter(
+        tmp_path, env={"GPULAB_CULL_IDLE_S": "0"}, args=(quiet, "--GpuKernelProvisioner.activity_every_s=0.5")
+    ) as server:
+        session = server.api(
+            "/api/sessions", "POST", {"path": "idle.ipynb", "type": "notebook", "kernel": {"name": "gpulab-1-gpu"}}
+        )
         kernel = session["kernel"]["id"]
         # a kernel nobody uses grows idle (polled, not slept: on a loaded machine the kernel's start-up, which the
         # server counts as activity, can end later than the request that started it)

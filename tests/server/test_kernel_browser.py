@@ -6,6 +6,7 @@ described server with 8 free GPUs. Two notebooks open with that kernel: a cell i
 and the reservation; the second kernel has a different GPU; shutting the first kernel down (as JupyterLab's menu does)
 frees its GPU in ``python -m gpulab watch``. Screenshots go to ``build/browser-screenshots``.
 """
+
 from __future__ import annotations
 
 import json
@@ -24,8 +25,10 @@ pytestmark = [
     pytest.mark.browser,
     pytest.mark.slow,  # about 22 s here (JupyterLab and Chromium start): over the 25 s a make test addition may take
     pytest.mark.timeout(600),
-    pytest.mark.skipif(CHROMIUM is None, reason="no Chromium installed (Debian: apt-get install chromium; .ci/run "
-                                                "installs it when it runs as root)"),
+    pytest.mark.skipif(
+        CHROMIUM is None,
+        reason="no Chromium installed (Debian: apt-get install chromium; .ci/run installs it when it runs as root)",
+    ),
 ]
 
 CELL = """import os
@@ -40,12 +43,31 @@ OUTPUT_JS = """() => { const p = window.jupyterapp.shell.currentWidget;
 
 
 def _notebook(path, cell: str) -> None:
-    path.write_text(json.dumps({
-        "cells": [{"cell_type": "code", "execution_count": None, "id": "reservation", "metadata": {}, "outputs": [],
-                   "source": cell}],
-        "metadata": {"kernelspec": {"name": "gpulab-1-gpu", "display_name": "Python 3 · 1 free GPU (gpulab)",
-                                    "language": "python"}},
-        "nbformat": 4, "nbformat_minor": 5}))
+    path.write_text(
+        json.dumps(
+            {
+                "cells": [
+                    {
+                        "cell_type": "code",
+                        "execution_count": None,
+                        "id": "reservation",
+                        "metadata": {},
+                        "outputs": [],
+                        "source": cell,
+                    }
+                ],
+                "metadata": {
+                    "kernelspec": {
+                        "name": "gpulab-1-gpu",
+                        "display_name": "Python 3 · 1 free GPU (gpulab)",
+                        "language": "python",
+                    }
+                },
+                "nbformat": 4,
+                "nbformat_minor": 5,
+            }
+        )
+    )
 
 
 def _run_cell(page) -> str:
@@ -60,10 +82,15 @@ def _run_cell(page) -> str:
 
 
 def _watch(server) -> str:
-    env = {"GPULAB_SIMULATE_GPUS": "idle-8", "GPULAB_RESERVATIONS_DIR": str(server.work / "locks"),
-           "PATH": "/usr/bin:/bin", "HOME": str(server.work)}
-    done = run([sys.executable, "-m", "gpulab", "watch", "--frames", "1"], env=env, capture_output=True, text=True,
-               timeout=120)
+    env = {
+        "GPULAB_SIMULATE_GPUS": "idle-8",
+        "GPULAB_RESERVATIONS_DIR": str(server.work / "locks"),
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(server.work),
+    }
+    done = run(
+        [sys.executable, "-m", "gpulab", "watch", "--frames", "1"], env=env, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     return done.stdout
 

@@ -4,6 +4,7 @@ many at once, through gpulab's kernel provisioner on a described server with 8 f
 After every step the test counts double bookings (one GPU in two live kernels' reservations, or two kernels seeing the
 same ``CUDA_VISIBLE_DEVICES``) and leaked reservations (a GPU locked by a process that is no live kernel, or one whose
 kernel is gone); both must be 0, and no GPU may stay held at the end. The figures are printed (``pytest -s``)."""
+
 from __future__ import annotations
 
 import asyncio
@@ -91,9 +92,20 @@ def test_a_20_kernel_storm_on_8_gpus_has_no_double_booking_and_no_leaked_reserva
         kernels.close()
     figures["GPUs held at the end"] = len(kernels.holders())
     print("\nkernel storm on idle-8 (8 described GPUs, 1 GPU per kernel):")
-    for key in ("starts asked", "kernels started", "starts refused (no free GPU)", "shutdown", "kill -9", "restart",
-                "restarts refused (no free GPU)", "most GPUs held at once", "double bookings", "leaked reservations",
-                "lost reservations", "GPUs held at the end"):
+    for key in (
+        "starts asked",
+        "kernels started",
+        "starts refused (no free GPU)",
+        "shutdown",
+        "kill -9",
+        "restart",
+        "restarts refused (no free GPU)",
+        "most GPUs held at once",
+        "double bookings",
+        "leaked reservations",
+        "lost reservations",
+        "GPUs held at the end",
+    ):
         print(f"  {key}: {figures[key]}")
     assert figures["kernels started"] >= KERNELS and figures["kill -9"] > 0 and figures["restart"] > 0
     assert figures["double bookings"] == 0 and figures["leaked reservations"] == 0 and figures["lost reservations"] == 0

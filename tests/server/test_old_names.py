@@ -1,10 +1,12 @@
-"""What users already have keeps working after "lease" became "reservation" in gpulab's names.
+"""What users already have keeps working after gpulab's names changed ("lease" became "reservation", a count of GPUs
+``gpus`` became ``n_gpus``).
 
-A Jupyter server that imported an older gpulab keeps starting kernels as ``python -m gpulab.server.lease_start``
-until it restarts; a kernel manager that saved a provisioner's state kept the reservation under the old key; a
-notebook may still read ``Reservation.directory``. Each still works, and the old module and attribute say what the
-new name is.
+A Jupyter server that imported an older gpulab keeps starting kernels as ``python -m gpulab.server.lease_start
+--gpus N`` until it restarts; a kernel manager that saved a provisioner's state kept the reservation under the old
+key; an installed kernel.json holds its count under ``gpus``; a notebook may still read ``Reservation.directory``.
+Each still works, and the old module and attribute say what the new name is.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -26,17 +28,38 @@ def test_the_old_start_module_still_starts_a_kernel_holding_a_gpu_and_says_its_n
     report_r, report_w = os.pipe()
     env = {**os.environ, "PYTHONPATH": str(ROOT), "GPULAB_SIMULATE_GPUS": "idle-8"}
     env.pop("CUDA_VISIBLE_DEVICES", None)
-    done = run([sys.executable, "-m", "gpulab.server.lease_start", "--report-fd", str(report_w), "--gpus", "1",
-                "--reservations", str(tmp_path), "--", sys.executable, "-c",
-                "import os; print(os.environ['CUDA_VISIBLE_DEVICES'])"],
-               env=env, pass_fds=(report_w,), capture_output=True, text=True, timeout=60)
+    done = run(
+        [
+            sys.executable,
+            "-m",
+            "gpulab.server.lease_start",
+            "--report-fd",
+            str(report_w),
+            "--gpus",
+            "2",
+            "--reservations",
+            str(tmp_path),
+            "--",
+            sys.executable,
+            "-c",
+            "import os; print(os.environ['CUDA_VISIBLE_DEVICES'])",
+        ],
+        env=env,
+        pass_fds=(report_w,),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     os.close(report_w)
     with os.fdopen(report_r) as f:
         report = json.loads(f.read())
     assert done.returncode == 0, done.stderr
     assert report["ok"] and done.stdout.strip() == report["env"]["CUDA_VISIBLE_DEVICES"] != ""
-    assert "python -m gpulab.server.lease_start is deprecated, and is now python -m " \
-           "gpulab.server.reservation_start" in done.stderr
+    assert len(report["uuids"]) == 2  # the old provisioner's --gpus is read as the count (the default is 1)
+    assert (
+        "python -m gpulab.server.lease_start is deprecated, and is now python -m "
+        "gpulab.server.reservation_start" in done.stderr
+    )
 
 
 def test_a_provisioner_state_saved_under_the_old_key_is_read_and_saved_under_the_new_one():
@@ -57,3 +80,11 @@ def test_reservation_directory_still_answers_and_names_its_new_name(tmp_path):
         assert r.reservations == tmp_path
         with pytest.warns(DeprecationWarning, match=r"Reservation.directory is now Reservation.reservations"):
             assert r.directory == tmp_path
+
+
+def test_a_kernelspec_an_older_gpulab_installed_keeps_its_gpu_count():
+    """Older kernel.json files hold the count under ``gpus``; jupyter_client passes the config's keys to the
+    provisioner as keyword arguments (``KernelProvisionerFactory.create_provisioner_instance``). Unread, that key would
+    be dropped and a no-GPU kernel would start holding one GPU (the default)."""
+    assert GpuKernelProvisioner(gpus=0).n_gpus == 0 and GpuKernelProvisioner(gpus=2).n_gpus == 2
+    assert GpuKernelProvisioner(n_gpus=3).n_gpus == 3 and GpuKernelProvisioner().n_gpus == 1

@@ -4,6 +4,7 @@ Start, reservation, shutdown, restart, kill -9; the message when no GPU is free;
 scenario of the clarifications (three kernels take GPUs 1, 3, 5; after one shuts down a new kernel gets its GPU).
 The 20-kernel storm is in ``test_kernel_storm.py`` (slow).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -47,8 +48,11 @@ async def _run(km, code: str) -> str:
     try:
         await kc.wait_for_ready(timeout=60)
         out: list[str] = []
-        reply = await kc.execute_interactive(code, timeout=60, output_hook=lambda m: out.append(
-            m["content"].get("text", "")) if m["msg_type"] == "stream" else None)
+        reply = await kc.execute_interactive(
+            code,
+            timeout=60,
+            output_hook=lambda m: out.append(m["content"].get("text", "")) if m["msg_type"] == "stream" else None,
+        )
         assert reply["content"]["status"] == "ok", reply["content"]
         return "".join(out)
     finally:
@@ -65,8 +69,12 @@ def test_a_kernel_starts_holding_a_free_gpu_and_its_reservation_ends_with_it(ker
         assert list(held) == reservation["physical"] and len(held) == 1
         h = held[reservation["physical"][0]]
         assert h.pid == km.provisioner.pid  # the kernel process itself holds the lock
-        assert h.details == {"kernel": km.kernel_id, "user": h.user, "notebook": "week1/lesson.ipynb",
-                             "ports": reservation["ports"]}
+        assert h.details == {
+            "kernel": km.kernel_id,
+            "user": h.user,
+            "notebook": "week1/lesson.ipynb",
+            "ports": reservation["ports"],
+        }
         # inside the kernel: its GPU, its ports, and its own reservation seen as "this notebook"
         seen = json.loads(await _run(km, CELL))
         assert seen["visible"] == reservation["uuids"][0] and seen["ports"] == reservation["ports"]
@@ -162,11 +170,17 @@ def test_a_reservation_that_cannot_be_taken_says_why(kernels):
     asyncio.run(scenario())
 
 
-@pytest.mark.parametrize("config, message", [
-    ({"policy": {"max_memory": 0.5}}, r"policy \{'max_memory': 0.5\} is not one gpulab can use .*"
-                                      "Reinstall it: python -m gpulab kernelspec install"),
-    ({"gpus": -1}, r"asks for gpus=-1; reinstall it with python -m gpulab kernelspec install --gpus 1"),
-])
+@pytest.mark.parametrize(
+    "config, message",
+    [
+        (
+            {"policy": {"max_memory": 0.5}},
+            r"policy \{'max_memory': 0.5\} is not one gpulab can use .*"
+            "Reinstall it: python -m gpulab kernelspec install",
+        ),
+        ({"n_gpus": -1}, r"asks for n_gpus=-1; reinstall it with python -m gpulab kernelspec install --n-gpus 1"),
+    ],
+)
 def test_a_kernelspec_edited_by_hand_into_nonsense_is_refused_with_how_to_reinstall(kernels, config, message):
     name = kernels.install(1)
     spec = kernels.tmp / "share" / "jupyter" / "kernels" / name / "kernel.json"

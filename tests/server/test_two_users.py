@@ -2,10 +2,10 @@
 can release only their own reservations. Needs root, to start processes as nobody; nobody runs the system's Python on a
 copy of ``gpulab`` in a scratch folder (reservations and release need only the standard library), so the test runs
 wherever the clone sits."""
+
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from gpulab.machine.simulated import SimulatedGpuReader
-from gpulab.server.reservation_rows import HIDDEN, reservation_rows
 from gpulab.server.render import render_text
+from gpulab.server.reservation_list import HIDDEN, reservation_rows
 from gpulab.server.watch import read_server
 from tests.other_user import readable_copy, system_python_for_nobody
 from tests.process_group import kill_group, run
@@ -34,7 +34,7 @@ sys.stdin.read()
 VIEW = """
 import json, sys
 from gpulab.machine.simulated import SimulatedGpuReader
-from gpulab.server.reservation_rows import reservation_rows
+from gpulab.server.reservation_list import reservation_rows
 r = SimulatedGpuReader("workshop-8")
 print(json.dumps([[x.physical_index, x.user, x.notebook] for x in reservation_rows([r.info(i) for i in range(8)],
 sys.argv[1])]))
@@ -47,22 +47,49 @@ def server():
     system_python = system_python_for_nobody()
     tmp = readable_copy("gpulab-two-users-")
     held: list[subprocess.Popen] = []
-    base = {"GPULAB_SIMULATE_GPUS": "workshop-8", "GPULAB_RESERVATIONS_DIR": str(tmp / "locks"), "HOME": "/tmp",
-            "PATH": "/usr/bin:/bin"}
+    base = {
+        "GPULAB_SIMULATE_GPUS": "workshop-8",
+        "GPULAB_RESERVATIONS_DIR": str(tmp / "locks"),
+        "HOME": "/tmp",
+        "PATH": "/usr/bin:/bin",
+    }
     as_root = {"python": sys.executable, "env": {**base, "PYTHONPATH": str(ROOT)}}
-    as_nobody = {"python": system_python, "env": {**base, "PYTHONPATH": str(tmp / "code")}, "user": "nobody", "group": "nogroup",
-                 "extra_groups": []}
+    as_nobody = {
+        "python": system_python,
+        "env": {**base, "PYTHONPATH": str(tmp / "code")},
+        "user": "nobody",
+        "group": "nogroup",
+        "extra_groups": [],
+    }
 
     def hold(who: dict, kernel: str, notebook: str) -> tuple[subprocess.Popen, int]:
-        p = subprocess.Popen([who["python"], "-c", HOLD, str(tmp / "locks"), kernel, notebook], env=who["env"],
-                             user=who.get("user"), group=who.get("group"), extra_groups=who.get("extra_groups"), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                             start_new_session=True, cwd="/tmp")
+        p = subprocess.Popen(
+            [who["python"], "-c", HOLD, str(tmp / "locks"), kernel, notebook],
+            env=who["env"],
+            user=who.get("user"),
+            group=who.get("group"),
+            extra_groups=who.get("extra_groups"),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+            cwd="/tmp",
+        )
         held.append(p)
         return p, json.loads(p.stdout.readline())[0]
 
     def call(who: dict, *args: str, extra_env: dict | None = None) -> subprocess.CompletedProcess:
-        return run([who["python"], *args], env={**who["env"], **(extra_env or {})}, user=who.get("user"),
-                   group=who.get("group"), extra_groups=who.get("extra_groups"), capture_output=True, text=True, timeout=60, cwd="/tmp")
+        return run(
+            [who["python"], *args],
+            env={**who["env"], **(extra_env or {})},
+            user=who.get("user"),
+            group=who.get("group"),
+            extra_groups=who.get("extra_groups"),
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd="/tmp",
+        )
 
     yield tmp, as_root, as_nobody, hold, call
     for p in held:
@@ -76,7 +103,9 @@ def test_watch_shows_another_users_notebook_only_to_root_and_the_instructor_grou
     tmp, as_root, as_nobody, hold, call = server
     _, mine = hold(as_root, "k-root-1", "instructor/solutions.ipynb")
     _, theirs = hold(as_nobody, "k-nobody-1", "student/lesson.ipynb")
-    seen_by_nobody = {i: (user, nb) for i, user, nb in json.loads(call(as_nobody, "-c", VIEW, str(tmp / "locks")).stdout)}
+    seen_by_nobody = {
+        i: (user, nb) for i, user, nb in json.loads(call(as_nobody, "-c", VIEW, str(tmp / "locks")).stdout)
+    }
     assert seen_by_nobody == {mine: ("root", HIDDEN), theirs: ("nobody", "student/lesson.ipynb")}
     instructor = call(as_nobody, "-c", VIEW, str(tmp / "locks"), extra_env={"GPULAB_INSTRUCTOR_GROUP": "nogroup"})
     assert [mine, "root", "instructor/solutions.ipynb"] in json.loads(instructor.stdout)  # nobody is in nogroup
@@ -94,8 +123,10 @@ def test_a_student_can_release_their_own_reservation_and_no_one_elses(server):
     nobody_holder, theirs = hold(as_nobody, "k-nobody-2", "student/lesson.ipynb")
     refused = call(as_nobody, "-m", "gpulab", "release", str(mine))
     assert refused.returncode == 1
-    assert f"GPU {mine} is held by root (kernel k-root-2), not by you: a student can release only their own" in \
-        refused.stderr
+    assert (
+        f"GPU {mine} is held by root (kernel k-root-2), not by you: a student can release only their own"
+        in refused.stderr
+    )
     assert root_holder.poll() is None
     assert {r.physical_index for r in reservation_rows(W8_GPUS, tmp / "locks")} == {mine, theirs}
     done = call(as_nobody, "-m", "gpulab", "release", str(theirs))

@@ -1,5 +1,6 @@
 """The server view for the room: pure rendering, the real reading of a described server with real reservations and
 real processes, the terminal loop with a bounded number of views, and the notebook widget's thread."""
+
 from __future__ import annotations
 
 import io
@@ -12,13 +13,13 @@ import time
 import psutil
 import pytest
 
-from gpulab.server.owners import kernel_id, process_owner
 from gpulab.machine.simulated import SimulatedGpuReader
+from gpulab.placement.reservation import reserve_gpus
+from gpulab.server.owners import kernel_id, process_owner
 from gpulab.server.render import ServerView, bar, render_html, render_text
 from gpulab.server.watch import WATCH_THREAD_NAME, ServerWatch, read_server, watch_gpus, watch_terminal
-from gpulab.placement.reservation import reserve_gpus
-from tests.placement.other_kernel import held_elsewhere
 from tests import process_group
+from tests.placement.other_kernel import held_elsewhere
 from tests.process_group import kill_group
 
 W8 = SimulatedGpuReader("workshop-8")
@@ -37,9 +38,14 @@ def test_bars_show_shares_in_eighths_of_a_block():
 
 
 def test_the_text_view_names_every_gpu_and_who_is_on_it():
-    view = ServerView(W8_GPUS, holders={W8_GPUS[1].uuid: "alice: kernel 1a2b3c4d (pid 4242)"},
-                      owners={31000: "bob: kernel 9f8e7d6c (pid 31000)"}, host="gpu-server", taken_at=0.0,
-                      simulated=True)
+    view = ServerView(
+        W8_GPUS,
+        holders={W8_GPUS[1].uuid: "alice: kernel 1a2b3c4d (pid 4242)"},
+        owners={31000: "bob: kernel 9f8e7d6c (pid 31000)"},
+        host="gpu-server",
+        taken_at=0.0,
+        simulated=True,
+    )
     text = render_text(view)
     lines = text.splitlines()
     assert lines[0].startswith("gpulab watch — gpu-server — 8 GPU(s)") and "SIMULATED" in lines[0]
@@ -74,11 +80,22 @@ def test_reading_a_described_server_names_the_reservation_holder(tmp_path):
 
 
 def test_a_kernel_process_is_named_by_its_user_and_kernel_id():
-    assert kernel_id(["python", "-m", "ipykernel_launcher", "-f", "/run/user/1000/jupyter/kernel-1a2b3c4d-55.json"]) \
+    assert (
+        kernel_id(["python", "-m", "ipykernel_launcher", "-f", "/run/user/1000/jupyter/kernel-1a2b3c4d-55.json"])
         == "1a2b3c4d-55"
+    )
     assert kernel_id(["python", "train.py"]) is None
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "ipykernel_launcher", "-f",
-                              "/tmp/kernel-1a2b3c4d-9999.json"], start_new_session=True)
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import time; time.sleep(60)",
+            "ipykernel_launcher",
+            "-f",
+            "/tmp/kernel-1a2b3c4d-9999.json",
+        ],
+        start_new_session=True,
+    )
     try:
         for _ in range(100):  # the new process's command line is empty for a moment while it starts
             if "-f" in psutil.Process(child.pid).cmdline():
@@ -123,8 +140,11 @@ def test_a_too_short_interval_is_refused(bad):
 @pytest.mark.parametrize("bad, kind", [("2", "str"), (True, "bool"), (None, "NoneType")])
 def test_an_interval_that_is_not_a_number_is_named_as_such(bad, kind):
     # "2" is a long enough interval: the message must say it is text, not that it is too short
-    with pytest.raises(TypeError, match=rf"interval_s={bad!r} is a {kind}; interval_s takes a number of seconds "
-                                        r"between redraws, written without quotes: interval_s=2\.") as caught:
+    with pytest.raises(
+        TypeError,
+        match=rf"interval_s={bad!r} is a {kind}; interval_s takes a number of seconds "
+        r"between redraws, written without quotes: interval_s=2\.",
+    ) as caught:
         watch_gpus(W8, interval_s=bad, frames=1)
     assert "too often" not in str(caught.value)
 
@@ -154,10 +174,16 @@ def test_the_notebook_view_is_redrawn_by_a_thread_that_ends(tmp_path):
 
 
 def test_the_command_line_watch_runs_on_a_described_server():
-    ok = process_group.run([sys.executable, "-m", "gpulab", "watch", "--frames", "1"], capture_output=True, text=True,
-                           timeout=120, env={**os.environ, "GPULAB_SIMULATE_GPUS": "kaggle-2xT4"})
+    ok = process_group.run(
+        [sys.executable, "-m", "gpulab", "watch", "--frames", "1"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "GPULAB_SIMULATE_GPUS": "kaggle-2xT4"},
+    )
     assert ok.returncode == 0, ok.stderr
     assert "SIMULATED" in ok.stdout and "Tesla T4" in ok.stdout
-    bad = process_group.run([sys.executable, "-m", "gpulab", "watch", "--interval", "0.1"], capture_output=True,
-                            text=True, timeout=120)
+    bad = process_group.run(
+        [sys.executable, "-m", "gpulab", "watch", "--interval", "0.1"], capture_output=True, text=True, timeout=120
+    )
     assert bad.returncode == 2 and "use 0.5 or more" in bad.stderr

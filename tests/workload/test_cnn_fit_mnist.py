@@ -1,5 +1,6 @@
 """The fourth article's workload: digits shaped like MNIST, its CNN, its Adam loop with a bar, and MNIST's real
 loading path (torchvision's IDX reader) on small IDX files written here, since downloads fail on the test machine."""
+
 from __future__ import annotations
 
 import struct
@@ -31,16 +32,27 @@ def test_digits_at_28_are_centred_20_pixel_digits_on_black_like_mnist():
 
 @pytest.mark.parametrize("size, error", [(4, ValueError), (28.0, TypeError), (True, TypeError), ("28", TypeError)])
 def test_a_size_that_is_not_a_whole_number_of_pixels_from_8_is_refused(size, error):
-    with pytest.raises(error, match=r"size \(the side of the square image in pixels; the scans are 8×8\) "
-                                    r"(must be|takes) a whole number ≥ 8 \(e.g. load_digits\(size=28\)"):
+    with pytest.raises(
+        error,
+        match=r"size \(the side of the square image in pixels; the scans are 8×8\) "
+        r"(must be|takes) a whole number ≥ 8 \(e.g. load_digits\(size=28\)",
+    ):
         load_digits(size=size)
 
 
 def test_the_articles_cnn_has_its_layer_sizes_names_and_seed():
     model = cnn()
     assert sum(p.numel() for p in model.parameters()) == 25_775_882
-    assert [k for k in model.state_dict()] == ["conv1.0.weight", "conv1.0.bias", "conv1.2.weight", "conv1.2.bias",
-                                              "dense.0.weight", "dense.0.bias", "dense.3.weight", "dense.3.bias"]
+    assert [k for k in model.state_dict()] == [
+        "conv1.0.weight",
+        "conv1.0.bias",
+        "conv1.2.weight",
+        "conv1.2.bias",
+        "dense.0.weight",
+        "dense.0.bias",
+        "dense.3.weight",
+        "dense.3.bias",
+    ]
     assert model.dense[0].in_features == 14 * 14 * 128 and model.dense[2].p == 0.5
     small = cnn((4, 8), 16)
     assert small(torch.zeros(5, 1, 28, 28)).shape == (5, 10)
@@ -48,12 +60,18 @@ def test_the_articles_cnn_has_its_layer_sizes_names_and_seed():
     assert not cnn((4, 8), 16, seed=1).conv1[0].weight.equal(small.conv1[0].weight)
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    ({"channels": (8,)}, r"channels=\(8,\): .* two whole numbers ≥ 1, e.g. cnn\(channels=\(64, 128\)\)"),
-    ({"channels": (8, 0)}, r"channels holds 0: .* are ≥ 1"),
-    ({"image_size": 27}, r"image_size=27: the 2×2 pool halves the image, so its side is even, e.g. "
-                         r"cnn\(image_size=28\)"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"channels": (8,)}, r"channels=\(8,\): .* two whole numbers ≥ 1, e.g. cnn\(channels=\(64, 128\)\)"),
+        ({"channels": (8, 0)}, r"channels holds 0: .* are ≥ 1"),
+        (
+            {"image_size": 27},
+            r"image_size=27: the 2×2 pool halves the image, so its side is even, e.g. "
+            r"cnn\(image_size=28\)",
+        ),
+    ],
+)
 def test_a_cnn_that_cannot_be_built_is_refused_with_the_reason(kwargs, match):
     with pytest.raises(ValueError, match=match):
         cnn(**kwargs)
@@ -97,10 +115,13 @@ def test_fit_reports_each_batch_and_epoch_to_a_monitor():
     assert [label for _, label in s.marks] == ["epoch 1", "epoch 2"]
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    ({"epochs": -1}, r"epochs=-1: epochs \(how many passes over the data to make\) must be a whole number ≥ 0"),
-    ({"epochs": 2, "batch_size": 0}, r"batch_size=0: batch_size \(images per batch; the article uses 64 per GPU"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"epochs": -1}, r"epochs=-1: epochs \(how many passes over the data to make\) must be a whole number ≥ 0"),
+        ({"epochs": 2, "batch_size": 0}, r"batch_size=0: batch_size \(images per batch; the article uses 64 per GPU"),
+    ],
+)
 def test_fit_refuses_counts_that_make_no_sense(kwargs, match):
     with pytest.raises(ValueError, match=match):
         fit(cnn((2, 4), 8), load_digits(flat=False, size=28), **kwargs)
@@ -150,24 +171,34 @@ def test_mnist_is_read_from_the_idx_files_by_torchvision(tmp_path):
 
 
 def test_missing_mnist_names_the_files_and_the_offline_way_out(tmp_path):
-    with pytest.raises(DatasetUnavailable, match=r"MNIST in .*MNIST/raw is not there \(missing: "
-                       + ", ".join(MNIST_FILES) + r"\); pass download=True .*load_digits\(size=28\)"):
+    with pytest.raises(
+        DatasetUnavailable,
+        match=r"MNIST in .*MNIST/raw is not there \(missing: "
+        + ", ".join(MNIST_FILES)
+        + r"\); pass download=True .*load_digits\(size=28\)",
+    ):
         load_mnist(tmp_path)
 
 
 def test_a_failed_download_says_so_and_what_to_use_instead(tmp_path, monkeypatch):
     # torchvision's real download code, sent to a local port where nothing listens (the test must not need internet)
     monkeypatch.setattr(MNIST, "mirrors", ["http://127.0.0.1:9/"])
-    with pytest.raises(DatasetUnavailable, match=r"could not be downloaded: Error downloading train-images-idx3-ubyte"
-                       r".*load_digits\(size=28\)"):
+    with pytest.raises(
+        DatasetUnavailable,
+        match=r"could not be downloaded: Error downloading train-images-idx3-ubyte"
+        r".*load_digits\(size=28\)",
+    ):
         load_mnist(tmp_path, download=True)
 
 
 def test_a_damaged_idx_file_is_reported_as_such(tmp_path):
     _write_mnist(tmp_path)
     (tmp_path / "MNIST" / "raw" / "train-images-idx3-ubyte").write_bytes(b"<html>not found</html>")
-    with pytest.raises(DatasetUnavailable, match=r"could not be read as IDX images and labels .* download was "
-                       r"probably cut short"):
+    with pytest.raises(
+        DatasetUnavailable,
+        match=r"could not be read as IDX images and labels .* download was "
+        r"probably cut short",
+    ):
         load_mnist(tmp_path)
 
 

@@ -1,4 +1,5 @@
 """The digits read from scikit-learn's file equal scikit-learn's own loader, without importing scikit-learn."""
+
 from __future__ import annotations
 
 import sys
@@ -19,7 +20,9 @@ def test_the_file_read_equals_scikit_learns_loader():
 
 
 def test_loading_the_digits_does_not_import_scikit_learn():
-    code = ("import sys; from gpulab.workload import load_digits; d = load_digits(); "
-            "print(len(d.train) + len(d.test), 'sklearn' in sys.modules)")
+    code = (
+        "import sys; from gpulab.workload import load_digits; d = load_digits(); "
+        "print(len(d.train) + len(d.test), 'sklearn' in sys.modules)"
+    )
     out = process_group.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["1797", "False"]

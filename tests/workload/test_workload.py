@@ -1,4 +1,5 @@
 """The shared workload: real digits offline, a seeded model, a loop that learns, and clear errors for wrong input."""
+
 from __future__ import annotations
 
 import pytest
@@ -22,8 +23,8 @@ def test_the_same_seed_builds_the_same_model_and_another_seed_does_not():
 
 
 def test_training_beats_chance_by_far_and_the_monitor_counts_every_batch():
-    from gpulab.monitoring import monitor
     from gpulab.machine.simulated import SimulatedGpuReader
+    from gpulab.monitoring import monitor
 
     torch.manual_seed(0)
     data, model = load_digits(), mlp(hidden=64)
@@ -38,14 +39,25 @@ def test_training_beats_chance_by_far_and_the_monitor_counts_every_batch():
     assert [label for _, label in s.marks] == [f"epoch {k}" for k in range(1, 6)]
 
 
-@pytest.mark.parametrize("call, error, match", [
-    (lambda d: d.loader(batch_size=0), ValueError, r"batch_size=0: batch_size \(images per batch\) must be a whole "
-                                                   r"number ≥ 1 \(e.g. data.loader\(batch_size=64\)\)"),
-    (lambda d: d.loader(batch_size=2.5), TypeError, "batch_size=2.5 is a float"),
-    (lambda d: load_digits(train_fraction=80), ValueError, "between 0 and 1 .* got 80"),
-    (lambda d: train(mlp(hidden=8), d.loader(), -1), ValueError, r"epochs=-1: epochs \(how many passes over the data"),
-    (lambda d: train(mlp(hidden=8), d.loader(), "3"), TypeError, "epochs='3' is a str"),
-])
+@pytest.mark.parametrize(
+    "call, error, match",
+    [
+        (
+            lambda d: d.loader(batch_size=0),
+            ValueError,
+            r"batch_size=0: batch_size \(images per batch\) must be a whole "
+            r"number ≥ 1 \(e.g. data.loader\(batch_size=64\)\)",
+        ),
+        (lambda d: d.loader(batch_size=2.5), TypeError, "batch_size=2.5 is a float"),
+        (lambda d: load_digits(train_fraction=80), ValueError, "between 0 and 1 .* got 80"),
+        (
+            lambda d: train(mlp(hidden=8), d.loader(), -1),
+            ValueError,
+            r"epochs=-1: epochs \(how many passes over the data",
+        ),
+        (lambda d: train(mlp(hidden=8), d.loader(), "3"), TypeError, "epochs='3' is a str"),
+    ],
+)
 def test_wrong_input_is_refused_with_what_to_type(call, error, match):
     with pytest.raises(error, match=match):
         call(load_digits())

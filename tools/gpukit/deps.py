@@ -5,6 +5,7 @@ path, lists what an install would bring. That list must hold no torch, CUDA libr
 build stays); then exactly those wheels go into ``.gpu-deps/`` with ``--target --no-deps``. With ``wheelhouse/``
 present pip reads only it (no index): a GPU node without internet installs what was carried to it.
 """
+
 from __future__ import annotations
 
 import json
@@ -34,14 +35,16 @@ def _pip(python: str, args: list[str], target: Path, wheelhouse: Path | None) ->
 
 def missing(python: str, target: Path, wheelhouse: Path | None, requirements: Path = REQUIREMENTS) -> dict[str, str]:
     """Name -> version of what ``python`` (with ``target`` on its path) lacks for the GPU run, by pip's dry run."""
-    done = _pip(python, ["install", "--dry-run", "--quiet", "--report", "-", "-r", str(requirements)], target,
-                wheelhouse)
+    done = _pip(
+        python, ["install", "--dry-run", "--quiet", "--report", "-", "-r", str(requirements)], target, wheelhouse
+    )
     if done.returncode != 0:
         where = f"from {wheelhouse}/ (no index)" if wheelhouse else "from the package index"
         raise RuntimeError(
             f"pip could not find what the GPU run needs {where}:\n{done.stderr.strip()[-2000:]}\n"
             "On a machine without internet, run `make wheelhouse GPU_PYTHON_VERSION=<this Python's X.Y>` where an "
-            "index is reachable and copy wheelhouse/ into this checkout.")
+            "index is reachable and copy wheelhouse/ into this checkout."
+        )
     report = json.loads(done.stdout)
     return {i["metadata"]["name"]: i["metadata"]["version"] for i in report["install"]}
 
@@ -54,7 +57,8 @@ def add_missing(python: str, target: Path, wheelhouse: Path | None) -> dict[str,
         raise RuntimeError(
             f"the GPU run would need to install {', '.join(refused)}, which this machine's own build must provide "
             "(reinstalling torch or a CUDA library breaks a working GPU setup). Install gpulab's requirements with "
-            "the torch this machine has, or point GPU_PYTHON at the Python that holds it.")
+            "the torch this machine has, or point GPU_PYTHON at the Python that holds it."
+        )
     if need:
         target.mkdir(exist_ok=True)
         pins = [f"{n}=={v}" for n, v in sorted(need.items())]

@@ -9,6 +9,7 @@ gpulab-1-gpu``). Installing gpulab into ``.gpu-deps/`` would register them but s
 the chapters, the rank server). So ``.gpu-deps/`` gets only ``gpulab-<version>.dist-info`` (METADATA and
 ``entry_points.txt``, written from pyproject.toml's ``[project]`` table): the code Python imports stays the checkout's.
 """
+
 from __future__ import annotations
 
 import re
@@ -42,17 +43,25 @@ def project_table(pyproject: Path, target: Path) -> dict[str, Any]:
     project = _toml(pyproject, target).get("project") or {}
     for key in ("name", "version"):
         if not isinstance(project.get(key), str):
-            raise MetadataError(f"{pyproject} gives no static project.{key} (dynamic: {project.get('dynamic')}): the "
-                                f"GPU run writes gpulab's metadata from it, so give {key} = \"...\" in [project]")
+            raise MetadataError(
+                f"{pyproject} gives no static project.{key} (dynamic: {project.get('dynamic')}): the "
+                f'GPU run writes gpulab\'s metadata from it, so give {key} = "..." in [project]'
+            )
     return project
 
 
 def entry_points_txt(project: dict[str, Any]) -> str:
     """entry_points.txt as setuptools writes it: one INI section per group, ``scripts`` as ``console_scripts``."""
-    groups = {"console_scripts": project.get("scripts") or {}, "gui_scripts": project.get("gui-scripts") or {},
-              **(project.get("entry-points") or {})}
-    sections = [f"[{group}]\n" + "".join(f"{name} = {value}\n" for name, value in sorted(eps.items()))
-                for group, eps in sorted(groups.items()) if eps]
+    groups = {
+        "console_scripts": project.get("scripts") or {},
+        "gui_scripts": project.get("gui-scripts") or {},
+        **(project.get("entry-points") or {}),
+    }
+    sections = [
+        f"[{group}]\n" + "".join(f"{name} = {value}\n" for name, value in sorted(eps.items()))
+        for group, eps in sorted(groups.items())
+        if eps
+    ]
     return "\n".join(sections)
 
 
@@ -88,10 +97,15 @@ def register(root: Path, target: Path) -> Path:
         if old.is_dir() and (old / "INSTALLER").is_file() and (old / "INSTALLER").read_text().strip() == INSTALLER:
             shutil.rmtree(old)
     if folder.exists():
-        raise MetadataError(f"{folder} exists and was not written by the GPU kit (an install of {project['name']} "
-                            f"into {target.name}/ would shadow the checkout): remove {target}/ and run again")
-    files = {"METADATA": metadata_txt(project), "entry_points.txt": entry_points_txt(project),
-             "INSTALLER": INSTALLER + "\n"}
+        raise MetadataError(
+            f"{folder} exists and was not written by the GPU kit (an install of {project['name']} "
+            f"into {target.name}/ would shadow the checkout): remove {target}/ and run again"
+        )
+    files = {
+        "METADATA": metadata_txt(project),
+        "entry_points.txt": entry_points_txt(project),
+        "INSTALLER": INSTALLER + "\n",
+    }
     folder.mkdir()
     for name, text in files.items():
         (folder / name).write_text(text, encoding="utf-8")

@@ -11,6 +11,7 @@ as ``.../site-packages``, a home folder as ``~``) everywhere in the record, trac
 ``write`` refuses a file that still names a home folder, the user or the machine (``privacy_problems``). Schema 1 files
 (the H100 run of 2026-11-26, committed as it was written) still pass ``check``; nothing writes them any more.
 """
+
 from __future__ import annotations
 
 import getpass
@@ -28,9 +29,18 @@ GPU_KEYS = {"name": str, "memory_bytes": int}
 OUTCOMES = {"passed", "failed", "skipped", "error"}
 # The figures the chapters quote; each is {"value": number, "unit": str} plus optional "peak"/"note", or
 # {"not_measured": reason} where the machine cannot show it (NCCL with one GPU).
-FIGURES = ("h2d_pageable_gbps", "h2d_pinned_gbps", "d2h_pageable_gbps", "d2h_pinned_gbps", "non_blocking_overlap",
-           "matmul_tflops", "cuda_context_bytes", "dataparallel_samples_per_s", "ddp_samples_per_s",
-           "nccl_allreduce_busbw_gbps")
+FIGURES = (
+    "h2d_pageable_gbps",
+    "h2d_pinned_gbps",
+    "d2h_pageable_gbps",
+    "d2h_pinned_gbps",
+    "non_blocking_overlap",
+    "matmul_tflops",
+    "cuda_context_bytes",
+    "dataparallel_samples_per_s",
+    "ddp_samples_per_s",
+    "nccl_allreduce_busbw_gbps",
+)
 NAME_RE = re.compile(r"^(\d{4}-\d{2}-\d{2})-([a-z0-9]+(?:-[a-z0-9]+)*)\.json$")
 
 
@@ -57,7 +67,7 @@ def _typed(where: str, obj: dict[str, Any], keys: dict[str, type]) -> None:
             raise EvidenceError(f"{where}.{key} must be a {kind.__name__}, got {obj.get(key)!r}")
 
 
-def check(record: dict[str, Any]) -> None:
+def validate(record: dict[str, Any]) -> None:
     """Raise EvidenceError naming the first part of ``record`` that does not follow the schema."""
     if record.get("schema") not in SCHEMAS:
         raise EvidenceError(f"schema must be one of {SCHEMAS}, got {record.get('schema')!r}")
@@ -77,8 +87,11 @@ def check(record: dict[str, Any]) -> None:
         if outcome not in OUTCOMES:
             raise EvidenceError(f"tests[{test_id!r}] is {outcome!r}, not one of {sorted(OUTCOMES)}")
     corpus = record.get("explain_corpus")
-    if not isinstance(corpus, dict) or not isinstance(corpus.get("snippets"), int) or \
-            not isinstance(corpus.get("disagreements"), list):
+    if (
+        not isinstance(corpus, dict)
+        or not isinstance(corpus.get("snippets"), int)
+        or not isinstance(corpus.get("disagreements"), list)
+    ):
         raise EvidenceError("explain_corpus must give snippets (int) and disagreements (list)")
     figures = record.get("figures") or {}
     for name in FIGURES:
@@ -99,13 +112,22 @@ def markdown(record: dict[str, Any]) -> str:
     counts: dict[str, int] = {}
     for outcome in record["tests"].values():
         counts[outcome] = counts.get(outcome, 0) + 1
-    lines = [f"# GPU evidence, {record['date']}", "",
-             f"- GPUs: {gpus}", f"- driver {m['driver']}, CUDA {m['cuda']}, torch {m['torch']}, Python {m['python']}",
-             *([f"- chapters ran in {record['mode']} mode (GPULAB_FAST={int(record['mode'] == 'fast')})"]
-               if "mode" in record else []),
-             f"- GPU tests: {', '.join(f'{n} {k}' for k, n in sorted(counts.items()))}",
-             _explain_line(record["explain_corpus"]), "",
-             "| figure | measured | peak | note |", "|---|---|---|---|"]
+    lines = [
+        f"# GPU evidence, {record['date']}",
+        "",
+        f"- GPUs: {gpus}",
+        f"- driver {m['driver']}, CUDA {m['cuda']}, torch {m['torch']}, Python {m['python']}",
+        *(
+            [f"- chapters ran in {record['mode']} mode (GPULAB_FAST={int(record['mode'] == 'fast')})"]
+            if "mode" in record
+            else []
+        ),
+        f"- GPU tests: {', '.join(f'{n} {k}' for k, n in sorted(counts.items()))}",
+        _explain_line(record["explain_corpus"]),
+        "",
+        "| figure | measured | peak | note |",
+        "|---|---|---|---|",
+    ]
     for name in FIGURES:
         fig = record["figures"][name]
         if "not_measured" in fig:
@@ -124,24 +146,29 @@ def _explain_line(corpus: dict[str, Any]) -> str:
     counting is named, so that 0 snippets never reads as agreement)."""
     line = f"- explain vs CUDA: {corpus['snippets']} snippets run, {len(corpus['disagreements'])} disagreed"
     uncounted = corpus.get("uncounted") or []
-    return line + (f"; {len(uncounted)} corpus test(s) failed before counting: {', '.join(uncounted)}" if uncounted
-                   else "")
+    return line + (
+        f"; {len(uncounted)} corpus test(s) failed before counting: {', '.join(uncounted)}" if uncounted else ""
+    )
 
 
 def write(record: dict[str, Any], folder: Path) -> tuple[Path, Path]:
-    """Check ``record`` and write it as JSON plus its Markdown summary into ``folder``; returns both paths.
+    """Validate ``record`` and write it as JSON plus its Markdown summary into ``folder``; returns both paths.
 
     Only the current schema is written, and only when neither file names a home folder, the user or this machine
     (``redact`` first)."""
-    check(record)
+    validate(record)
     if record["schema"] != SCHEMA_VERSION:
-        raise EvidenceError(f"schema {record['schema']} files are kept as they were written; the kit writes schema "
-                            f"{SCHEMA_VERSION} (with the mode, and paths rewritten)")
+        raise EvidenceError(
+            f"schema {record['schema']} files are kept as they were written; the kit writes schema "
+            f"{SCHEMA_VERSION} (with the mode, and paths rewritten)"
+        )
     texts = {".json": json.dumps(record, indent=2, sort_keys=True) + "\n", ".md": markdown(record)}
     found = [f"the {suffix} file: {p}" for suffix, text in texts.items() for p in privacy_problems(text)]
     if found:
-        raise EvidenceError("the evidence would not be private, so nothing was written (evidence.redact rewrites "
-                            "paths; name what else it must rewrite):\n" + "\n".join(found))
+        raise EvidenceError(
+            "the evidence would not be private, so nothing was written (evidence.redact rewrites "
+            "paths; name what else it must rewrite):\n" + "\n".join(found)
+        )
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / file_name(record["date"], record["machine"]["gpus"][0]["name"])
     path.write_text(texts[".json"])

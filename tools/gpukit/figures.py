@@ -4,16 +4,26 @@ Each function returns ``{"value": number, "unit": str}`` with an optional ``peak
 ``{"not_measured": why}`` where the device cannot show the figure (pinned memory and NCCL need CUDA). A figure that
 raises is recorded as not measured with the error, so one broken measurement never hides the others.
 """
+
 from __future__ import annotations
 
 import re
 import subprocess
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 # Data-sheet dense peaks, TFLOP/s: (fp32 without TF32, bf16/fp16 tensor cores). Labelled "data sheet" in the record.
-DATASHEET_TFLOPS = {"h200": (67.0, 989.0), "h100": (67.0, 989.0), "h100 pcie": (51.0, 756.0), "a100": (19.5, 312.0),
-                    "l4": (30.3, 121.0), "t4": (8.1, 65.0), "a10": (31.2, 125.0), "v100": (15.7, 125.0)}
+DATASHEET_TFLOPS = {
+    "h200": (67.0, 989.0),
+    "h100": (67.0, 989.0),
+    "h100 pcie": (51.0, 756.0),
+    "a100": (19.5, 312.0),
+    "l4": (30.3, 121.0),
+    "t4": (8.1, 65.0),
+    "a10": (31.2, 125.0),
+    "v100": (15.7, 125.0),
+}
 PCIE_LANE_GBPS = {1: 0.25, 2: 0.5, 3: 0.985, 4: 1.969, 5: 3.938, 6: 7.563}  # per lane, per direction, after encoding
 
 
@@ -31,9 +41,18 @@ def guarded(measure: Callable[[], dict[str, Any]]) -> dict[str, Any]:
 def link_peak_gbps(physical_index: int = 0) -> float | None:
     """The PCIe link's peak per direction from nvidia-smi (generation x width); None where it cannot say."""
     try:
-        out = subprocess.run(["nvidia-smi", "-i", str(physical_index), "--query-gpu=pcie.link.gen.max,"
-                              "pcie.link.width.max", "--format=csv,noheader,nounits"], capture_output=True, text=True,
-                             timeout=30).stdout.strip()
+        out = subprocess.run(
+            [
+                "nvidia-smi",
+                "-i",
+                str(physical_index),
+                "--query-gpu=pcie.link.gen.max,pcie.link.width.max",
+                "--format=csv,noheader,nounits",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        ).stdout.strip()
         gen, width = (int(x) for x in out.split(","))
     except (OSError, ValueError, subprocess.SubprocessError):
         return None
@@ -68,8 +87,9 @@ MATMUL_SIZES = (8192, 4096, 2048, 1024)  # 8192³ fills a large card: an H100 ga
 def _model(gpu_name: str, table: dict[str, Any]) -> str | None:
     """The key of ``table`` that ``gpu_name`` names as a whole word ('NVIDIA A100-SXM4-80GB' -> 'a100', not 'a10')."""
     name = gpu_name.lower()
-    return next((k for k in sorted(table, key=len, reverse=True) if re.search(rf"(?<![a-z0-9]){k}(?![a-z0-9])", name)),
-                None)
+    return next(
+        (k for k in sorted(table, key=len, reverse=True) if re.search(rf"(?<![a-z0-9]){k}(?![a-z0-9])", name)), None
+    )
 
 
 def matmul_plan(gpu_name: str, capability: tuple[int, int] | None, memory_bytes: int) -> dict[str, Any]:
@@ -83,8 +103,13 @@ def matmul_plan(gpu_name: str, capability: tuple[int, int] | None, memory_bytes:
     model = _model(gpu_name, CAPABILITY)
     if capability is None:
         capability = CAPABILITY.get(model or "")
-    dtype = "bfloat16" if capability and capability >= (8, 0) else "float16" if capability and capability >= (7, 0) \
+    dtype = (
+        "bfloat16"
+        if capability and capability >= (8, 0)
+        else "float16"
+        if capability and capability >= (7, 0)
         else "float32"
+    )
     size = 2 if dtype != "float32" else 4
     n = next((n for n in MATMUL_SIZES if 3 * n * n * size <= memory_bytes // 4), MATMUL_SIZES[-1])
     sheet = _model(gpu_name, DATASHEET_TFLOPS)
@@ -145,7 +170,9 @@ def non_blocking_overlap(device: Any, numel: int = 1 << 24, matmuls: int = 8) ->
     t_work, t_copy = timed(work), timed(copy)
     t_both = timed(lambda: (copy(), work()))
     hidden = max(0.0, min(1.0, (t_work + t_copy - t_both) / min(t_work, t_copy)))
-    return _figure(hidden, "fraction of the shorter hidden", note=f"copy {t_copy * 1e3:.2f} ms, work {t_work * 1e3:.2f} ms")
+    return _figure(
+        hidden, "fraction of the shorter hidden", note=f"copy {t_copy * 1e3:.2f} ms, work {t_work * 1e3:.2f} ms"
+    )
 
 
 def cuda_context_bytes(device: Any) -> dict[str, Any]:
@@ -155,10 +182,14 @@ def cuda_context_bytes(device: Any) -> dict[str, Any]:
     dev = torch.device(device)
     if dev.type != "cuda":
         return {"not_measured": "a CUDA context exists only on a CUDA device"}
-    code = ("import subprocess,torch;q=lambda:int(subprocess.run(['nvidia-smi','-i',str(%d),'--query-gpu=memory.used',"
-            "'--format=csv,noheader,nounits'],capture_output=True,text=True).stdout);a=q();torch.zeros(1,device='cuda:%d');"
-            "torch.cuda.synchronize();print(q()-a)") % (dev.index or 0, dev.index or 0)
+    index = dev.index or 0
+    code = (
+        f"import subprocess,torch;q=lambda:int(subprocess.run(['nvidia-smi','-i',str({index}),"
+        "'--query-gpu=memory.used','--format=csv,noheader,nounits'],capture_output=True,text=True).stdout);a=q();"
+        f"torch.zeros(1,device='cuda:{index}');torch.cuda.synchronize();print(q()-a)"
+    )
     import sys
+
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     return _figure(int(out.stdout.strip()) * 2**20, "bytes", note="nvidia-smi memory.used, before and after")
 
@@ -171,12 +202,25 @@ def dataparallel_samples_per_s(devices: list[str], batch: int = 64) -> dict[str,
     if len(devices) < 2:
         return {"not_measured": f"DataParallel splits a batch over 2+ devices; {len(devices)} given"}
     if any(not d.startswith("cuda") for d in devices):
-        return {"not_measured": f"DataParallel runs on GPUs only (devices {devices}); chapter 03 shows 'by hand' on CPUs"}
-    speed = training_throughput(cnn, [batch], device=devices[0], parallel_devices=devices,
-                                setups=["one device", "DataParallel"], repeats=3, label="chapter 03's CNN")
+        return {
+            "not_measured": f"DataParallel runs on GPUs only (devices {devices}); chapter 03 shows 'by hand' on CPUs"
+        }
+    speed = training_throughput(
+        cnn,
+        [batch],
+        device=devices[0],
+        parallel_devices=devices,
+        setups=["one device", "DataParallel"],
+        repeats=3,
+        label="chapter 03's CNN",
+    )
     [row] = [r for r in speed.rows if r.setup == "DataParallel"]
-    return _figure(row.samples_per_s, "samples/s", note=f"{len(devices)} devices, batch {batch} per device, "
-                   f"{speed.speedup('DataParallel', batch):.2f}x one device")
+    return _figure(
+        row.samples_per_s,
+        "samples/s",
+        note=f"{len(devices)} devices, batch {batch} per device, "
+        f"{speed.speedup('DataParallel', batch):.2f}x one device",
+    )
 
 
 def ddp_samples_per_s(device: str = "auto", batch: int = 128, images: int | None = None) -> dict[str, Any]:
@@ -191,18 +235,20 @@ def ddp_samples_per_s(device: str = "auto", batch: int = 128, images: int | None
         plan = plan_ranks("auto", 2)
         device, why = ("cuda" if plan.backend == "nccl" else "cpu"), f"; {plan.reason}"
     speed = rank_speedup(batch_sizes=(batch,), epochs=1, images=images, device=device)
-    ddp = max((r for r in speed.rows if r.setup == "DDP"), key=lambda r: r.ranks)
-    return _figure(ddp.samples_per_s, "samples/s", note=f"{ddp.ranks} ranks, batch {batch} per rank, on {device}{why}")
+    ddp = max((r for r in speed.rows if r.setup == "DDP"), key=lambda r: r.world_size)
+    return _figure(
+        ddp.samples_per_s, "samples/s", note=f"{ddp.world_size} ranks, batch {batch} per rank, on {device}{why}"
+    )
 
 
-def nccl_allreduce_busbw_gbps(gpus: int, nbytes: int = 1 << 28) -> dict[str, Any]:
-    """NCCL all-reduce bus bandwidth (nccl-tests' definition: 2(n-1)/n x bytes / time) over ``gpus`` GPUs."""
-    if gpus < 2:
-        return {"not_measured": f"an all-reduce between GPUs needs 2 or more; this machine has {gpus}"}
+def nccl_allreduce_busbw_gbps(n_gpus: int, nbytes: int = 1 << 28) -> dict[str, Any]:
+    """NCCL all-reduce bus bandwidth (nccl-tests' definition: 2(n-1)/n x bytes / time) over ``n_gpus`` GPUs."""
+    if n_gpus < 2:
+        return {"not_measured": f"an all-reduce between GPUs needs 2 or more; this machine has {n_gpus}"}
     from gpulab.ranks.launcher import launch
 
-    t = max(launch(_allreduce_seconds, nprocs=gpus, backend="nccl", args=(nbytes,), all_ranks=True))
-    return _figure(2 * (gpus - 1) / gpus * nbytes / t / 1e9, "GB/s", note=f"{gpus} GPUs, {nbytes >> 20} MiB")
+    t = max(launch(_allreduce_seconds, world_size=n_gpus, backend="nccl", args=(nbytes,), all_ranks=True))
+    return _figure(2 * (n_gpus - 1) / n_gpus * nbytes / t / 1e9, "GB/s", note=f"{n_gpus} GPUs, {nbytes >> 20} MiB")
 
 
 def _allreduce_seconds(nbytes: int) -> float:

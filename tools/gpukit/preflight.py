@@ -7,6 +7,7 @@ that gpulab's kernel provisioner is registered (entry point group ``jupyter_clie
 H100 run of 2026-11-26 lacked: ``NoSuchKernel: No such kernel named gpulab-1-gpu``) and loads from the checkout, and
 that gpulab, its ``evidence/`` folder and its chapters are the checkout's, not copies in ``.gpu-deps/``.
 """
+
 from __future__ import annotations
 
 import importlib.metadata
@@ -28,8 +29,10 @@ def shadowing_problems(root: Path) -> list[str]:
     origin = spec.origin if spec else None
     if _inside(origin, root / "gpulab"):
         return []
-    return [f"gpulab imports from {origin}, not from the checkout {root}: remove that copy (an install of gpulab "
-            f"into .gpu-deps/ shadows the checkout) and run again"]
+    return [
+        f"gpulab imports from {origin}, not from the checkout {root}: remove that copy (an install of gpulab "
+        f"into .gpu-deps/ shadows the checkout) and run again"
+    ]
 
 
 def registration_problems() -> list[str]:
@@ -37,8 +40,10 @@ def registration_problems() -> list[str]:
     names = sorted(ep.name for ep in importlib.metadata.entry_points(group=GROUP))
     if PROVISIONER in names:
         return []
-    return [f"gpulab's kernel provisioner is not registered: entry points in {GROUP} are {names or 'none'} "
-            f"(gpulab's metadata in .gpu-deps/ is missing: tools/gpukit/distinfo.py writes it)"]
+    return [
+        f"gpulab's kernel provisioner is not registered: entry points in {GROUP} are {names or 'none'} "
+        f"(gpulab's metadata in .gpu-deps/ is missing: tools/gpukit/distinfo.py writes it)"
+    ]
 
 
 def loading_problems(root: Path) -> list[str]:

@@ -5,6 +5,7 @@
 What the kit needs beyond the GPU machine's own packages (tools/gpukit/requirements.txt) and what those depend on;
 then the folder is checked: no torch, CUDA library or triton (deps.forbidden), and at most 60 MiB in all.
 """
+
 from __future__ import annotations
 
 import subprocess
@@ -15,23 +16,55 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from gpukit.deps import REQUIREMENTS, forbidden  # noqa: E402
 
 LIMIT_BYTES = 60 * 2**20
-PLATFORMS = ("manylinux_2_34_x86_64", "manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64",
-             "manylinux_2_12_x86_64", "manylinux2010_x86_64", "manylinux_2_5_x86_64", "manylinux1_x86_64")
+PLATFORMS = (
+    "manylinux_2_34_x86_64",
+    "manylinux_2_28_x86_64",
+    "manylinux_2_17_x86_64",
+    "manylinux2014_x86_64",
+    "manylinux_2_12_x86_64",
+    "manylinux2010_x86_64",
+    "manylinux_2_5_x86_64",
+    "manylinux1_x86_64",
+)
 
 
 def download(folder: Path, python_version: str) -> None:
     tag = "cp" + python_version.replace(".", "")
     platforms = [a for p in PLATFORMS for a in ("--platform", p)]
-    subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--dest", str(folder), "--only-binary=:all:",
-                    "--python-version", python_version, "--implementation", "cp", "--abi", tag, "--abi", "abi3",
-                    "--abi", "none", *platforms, "-r", str(REQUIREMENTS)], check=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--quiet",
+            "--dest",
+            str(folder),
+            "--only-binary=:all:",
+            "--python-version",
+            python_version,
+            "--implementation",
+            "cp",
+            "--abi",
+            tag,
+            "--abi",
+            "abi3",
+            "--abi",
+            "none",
+            *platforms,
+            "-r",
+            str(REQUIREMENTS),
+        ],
+        check=True,
+    )
 
 
 def problems(folder: Path) -> list[str]:
     """What makes ``folder`` unfit to carry: a wheel of torch/CUDA/triton, or more than 60 MiB."""
     wheels = sorted(folder.glob("*.whl"))
-    out = [f"{w.name} is a package the GPU machine's own build provides" for w in wheels
-           if forbidden(w.name.split("-")[0])]
+    out = [
+        f"{w.name} is a package the GPU machine's own build provides" for w in wheels if forbidden(w.name.split("-")[0])
+    ]
     total = sum(w.stat().st_size for w in wheels)
     if total > LIMIT_BYTES:
         out.append(f"{total / 2**20:.1f} MiB in all, over the {LIMIT_BYTES >> 20} MiB limit")
@@ -51,8 +84,10 @@ def main(argv: list[str]) -> int:
     for p in found:
         print(f"wheelhouse/: {p}")
     wheels = list(folder.glob("*.whl"))
-    print(f"wheelhouse/: {len(wheels)} wheels, {sum(w.stat().st_size for w in wheels) / 2**20:.1f} MiB, "
-          f"for CPython {argv[0]} on manylinux x86-64")
+    print(
+        f"wheelhouse/: {len(wheels)} wheels, {sum(w.stat().st_size for w in wheels) / 2**20:.1f} MiB, "
+        f"for CPython {argv[0]} on manylinux x86-64"
+    )
     return 1 if found else 0
 
 

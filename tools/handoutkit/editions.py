@@ -3,6 +3,7 @@
 A cell tagged ``solution`` (code or text) is a worked answer. The student edition leaves those cells out, inputs and
 outputs; the instructor edition keeps them and labels them (the tag becomes the CSS class ``celltag_solution``).
 """
+
 from __future__ import annotations
 
 import copy
@@ -29,8 +30,9 @@ def edition_of(nb: nbformat.NotebookNode, edition: Edition | str) -> nbformat.No
     try:
         edition = Edition(edition)
     except ValueError:
-        raise ValueError(f"unknown edition {edition!r}: use 'student' (solutions left out) or 'instructor' "
-                         "(solutions kept).") from None
+        raise ValueError(
+            f"unknown edition {edition!r}: use 'student' (solutions left out) or 'instructor' (solutions kept)."
+        ) from None
     out = copy.deepcopy(nb)
     if edition is Edition.STUDENT:
         drop = set(solution_cells(out))

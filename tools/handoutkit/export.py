@@ -10,6 +10,7 @@ text only between words. In code every line counts; in outputs, only lines laid 
 them: tables) or short enough to fit at full size, so a long sentence wraps instead of shrinking its whole block.
 The sizes are computed here, from the characters, because a printed page cannot scroll.
 """
+
 from __future__ import annotations
 
 import re
@@ -18,8 +19,8 @@ from pathlib import Path
 
 import nbformat
 from jinja2 import pass_context
-from nbconvert import HTMLExporter
 from mistune import BlockParser
+from nbconvert import HTMLExporter
 from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath, MathBlockParser
 
 __all__ = ["Paper", "PAPERS", "to_html", "markdown_page", "font_pt_for", "HandoutExporter"]
@@ -137,24 +138,36 @@ class HandoutExporter(HTMLExporter):
     """nbconvert's HTML exporter with the handout template, no prompts, and MathML for math."""
 
     def __init__(self, **kw: object) -> None:
-        super().__init__(template_name="gpulab_handout", extra_template_basedirs=[str(HERE / "templates")],
-                         exclude_input_prompt=True, exclude_output_prompt=True, **kw)
+        super().__init__(
+            template_name="gpulab_handout",
+            extra_template_basedirs=[str(HERE / "templates")],
+            exclude_input_prompt=True,
+            exclude_output_prompt=True,
+            **kw,
+        )
 
     @pass_context
     def markdown2html(self, context, source):  # type: ignore[override]  # a Jinja filter, as nbconvert's
         cell = context.get("cell", {})
-        renderer = _MathMLRenderer(escape=False, attachments=cell.get("attachments", {}), embed_images=True,
-                                   path=context.get("resources", {}).get("metadata", {}).get("path", ""),
-                                   anchor_link_text=self.anchor_link_text, exclude_anchor_links=True)
+        renderer = _MathMLRenderer(
+            escape=False,
+            attachments=cell.get("attachments", {}),
+            embed_images=True,
+            path=context.get("resources", {}).get("metadata", {}).get("path", ""),
+            anchor_link_text=self.anchor_link_text,
+            exclude_anchor_links=True,
+        )
         return MarkdownWithMath(renderer=renderer, block=_LabBlockParser()).render(source)
 
 
 def page_css(paper: Paper, footer: str) -> str:
     quoted = footer.replace("\\", "\\\\").replace('"', '\\"')
-    return (f"@page {{ size: {paper.css_size}; margin: 12mm {paper.margin_mm}mm 14mm; "
-            f"@bottom-left {{ content: \"{quoted}\"; font: 7pt sans-serif; color: #777; }} "
-            "@bottom-right { content: \"page \" counter(page) \" of \" counter(pages); font: 7pt sans-serif; "
-            "color: #777; } }")
+    return (
+        f"@page {{ size: {paper.css_size}; margin: 12mm {paper.margin_mm}mm 14mm; "
+        f'@bottom-left {{ content: "{quoted}"; font: 7pt sans-serif; color: #777; }} '
+        '@bottom-right { content: "page " counter(page) " of " counter(pages); font: 7pt sans-serif; '
+        "color: #777; } }"
+    )
 
 
 def to_html(nb: nbformat.NotebookNode, *, title: str, made: str, edition: str, paper: Paper) -> str:
@@ -162,8 +175,13 @@ def to_html(nb: nbformat.NotebookNode, *, title: str, made: str, edition: str, p
     nb = nbformat.from_dict(nb)  # a copy: the size tags stay out of the caller's notebook
     nb.metadata["gpulab_handout"] = {"title": title, "made": made, "edition": edition}
     tags = size_tags(nb, paper)
-    css = "\n".join([(HERE / "handout.css").read_text(encoding="utf-8"), size_css(tags),
-                     page_css(paper, f"{title} · {edition} edition")])
+    css = "\n".join(
+        [
+            (HERE / "handout.css").read_text(encoding="utf-8"),
+            size_css(tags),
+            page_css(paper, f"{title} · {edition} edition"),
+        ]
+    )
     body, _ = HandoutExporter().from_notebook_node(nb, resources={"handout_css": css})
     return body
 

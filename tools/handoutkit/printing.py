@@ -8,6 +8,7 @@ line shows as ink touching the edge: the handout styles keep ``GUARD_MM`` and mo
 page), every page but the last at least ``MIN_FILL`` full (no half-empty page before a long cell), and the paper
 size asked for.
 """
+
 from __future__ import annotations
 
 import os
@@ -43,10 +44,22 @@ def find_chromium() -> str | None:
 def print_pdf(html: Path, pdf: Path, chromium: str, timeout_s: float = 120) -> Path:
     """Chromium (headless, no network, a throw-away profile) prints ``html`` to ``pdf``."""
     with tempfile.TemporaryDirectory(prefix="gpulab-chromium-") as profile:
-        cmd = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-extensions",
-               "--disable-background-networking", "--disable-component-update", "--disable-sync",
-               f"--user-data-dir={profile}", "--no-pdf-header-footer", "--generate-pdf-document-outline",
-               f"--print-to-pdf={pdf}", html.resolve().as_uri()]
+        cmd = [
+            chromium,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-extensions",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={profile}",
+            "--no-pdf-header-footer",
+            "--generate-pdf-document-outline",
+            f"--print-to-pdf={pdf}",
+            html.resolve().as_uri(),
+        ]
         try:
             done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
         except subprocess.TimeoutExpired:
@@ -59,13 +72,19 @@ def print_pdf(html: Path, pdf: Path, chromium: str, timeout_s: float = 120) -> P
 def render_pages(pdf: Path, dpi: int = 40) -> list[np.ndarray]:
     """Every page of ``pdf`` as a grey image (uint8, 0 = black), rendered by pdftoppm."""
     if shutil.which("pdftoppm") is None:
-        raise PrintFailed("pdftoppm is not installed, so the pages cannot be looked at: install poppler-utils "
-                          "(Debian/Ubuntu: apt-get install poppler-utils).")
+        raise PrintFailed(
+            "pdftoppm is not installed, so the pages cannot be looked at: install poppler-utils "
+            "(Debian/Ubuntu: apt-get install poppler-utils)."
+        )
     from PIL import Image
 
     with tempfile.TemporaryDirectory(prefix="gpulab-pages-") as tmp:
-        subprocess.run(["pdftoppm", "-r", str(dpi), "-gray", "-png", str(pdf), f"{tmp}/page"], check=True,
-                       capture_output=True, timeout=120)
+        subprocess.run(
+            ["pdftoppm", "-r", str(dpi), "-gray", "-png", str(pdf), f"{tmp}/page"],
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
         files = sorted(Path(tmp).glob("page-*.png"), key=lambda p: int(p.stem.rsplit("-", 1)[1]))
         return [np.asarray(Image.open(f).convert("L")) for f in files]
 
@@ -85,8 +104,15 @@ class PrintCheck:
         return head + "".join(f"\n  problem: {p}" for p in self.problems)
 
 
-def check_pages(pdf: Path, paper_mm: tuple[float, float], margin_mm: float, *, dpi: int = 40,
-                top_mm: float = 12.0, bottom_mm: float = 14.0) -> PrintCheck:
+def check_pages(
+    pdf: Path,
+    paper_mm: tuple[float, float],
+    margin_mm: float,
+    *,
+    dpi: int = 40,
+    top_mm: float = 12.0,
+    bottom_mm: float = 14.0,
+) -> PrintCheck:
     """Render ``pdf`` and check it against the paper it was printed for (see the module docstring)."""
     images = render_pages(pdf, dpi)
     px = dpi / MM_PER_INCH
@@ -98,10 +124,11 @@ def check_pages(pdf: Path, paper_mm: tuple[float, float], margin_mm: float, *, d
     for n, page in enumerate(images, 1):
         h, w = page.shape
         top, bottom = int(top_mm * px), h - int(bottom_mm * px)
-        right_band = page[:, w - int((margin_mm + GUARD_MM) * px):]
+        right_band = page[:, w - int((margin_mm + GUARD_MM) * px) :]
         if (right_band < INK).any():
-            problems.append(f"page {n}: ink at or past the right edge of the text (a line runs past the text width "
-                            "and is cut off)")
+            problems.append(
+                f"page {n}: ink at or past the right edge of the text (a line runs past the text width and is cut off)"
+            )
         rows = np.flatnonzero((page[top:bottom] < INK).any(axis=1))
         fill = (rows[-1] + 1) / (bottom - top) if rows.size else 0.0
         fills.append(float(fill))

@@ -6,6 +6,7 @@ figures the room saw, so the chapter is run again here and the run is exported, 
 to freeze) and this checkout first on ``PYTHONPATH``. nbclient stores the widgets' final state in the notebook's
 metadata, which ``static.py`` turns into plain HTML.
 """
+
 from __future__ import annotations
 
 import os
@@ -40,8 +41,9 @@ def kernel_env(fast: bool) -> dict[str, str]:
     return env
 
 
-def execute(notebook: Path, *, fast: bool, timeout_s: int = 600,
-            on_cell: Callable[[], None] = lambda: None) -> nbformat.NotebookNode:
+def execute(
+    notebook: Path, *, fast: bool, timeout_s: int = 600, on_cell: Callable[[], None] = lambda: None
+) -> nbformat.NotebookNode:
     """Run ``notebook`` top to bottom in a copy of its folder; return the executed notebook (nothing is saved).
 
     Cells tagged ``raises-exception`` may raise (they are the lesson); any other error raises ``ChapterFailed``
@@ -50,12 +52,19 @@ def execute(notebook: Path, *, fast: bool, timeout_s: int = 600,
     with tempfile.TemporaryDirectory(prefix="gpulab-handout-") as tmp:
         work = Path(tmp) / notebook.parent.name
         shutil.copytree(notebook.parent, work, ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
-        client = NotebookClient(nb, timeout=timeout_s, kernel_name="python3", store_widget_state=True,
-                                resources={"metadata": {"path": str(work)}},
-                                on_cell_executed=lambda **_: on_cell())
+        client = NotebookClient(
+            nb,
+            timeout=timeout_s,
+            kernel_name="python3",
+            store_widget_state=True,
+            resources={"metadata": {"path": str(work)}},
+            on_cell_executed=lambda **_: on_cell(),
+        )
         try:
             client.execute(env=kernel_env(fast))  # passed on to the kernel manager's start_kernel
         except CellExecutionError as exc:
-            raise ChapterFailed(f"{notebook.name} raised in a cell not tagged raises-exception, so no handout was "
-                                f"made from it. Run the chapter in JupyterLab to see why:\n{exc}") from None
+            raise ChapterFailed(
+                f"{notebook.name} raised in a cell not tagged raises-exception, so no handout was "
+                f"made from it. Run the chapter in JupyterLab to see why:\n{exc}"
+            ) from None
     return nb

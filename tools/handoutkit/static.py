@@ -10,6 +10,7 @@ gone (closed when its cell ended, as the live monitor's image is) has nothing le
 The maintainers' settings (``fast mode: True``) mean nothing on paper: the statement that prints them and the lines
 it printed are left out, and the handout's header says in words how the run was made.
 """
+
 from __future__ import annotations
 
 import ast
@@ -52,8 +53,11 @@ class _Renderer:
             return ""
         name = entry.get("model_name", "")
         s = entry.get("state", {})
-        desc = f"<span class='w-desc'>{_e(s['description'])}</span> " if s.get("description") and not name.startswith(
-            ("Checkbox", "Button", "ToggleButton")) else ""
+        desc = (
+            f"<span class='w-desc'>{_e(s['description'])}</span> "
+            if s.get("description") and not name.startswith(("Checkbox", "Button", "ToggleButton"))
+            else ""
+        )
         body = self._body(name.removesuffix("Model"), s, entry)
         if not body and name == "ImageModel":
             return ""  # an image widget that never got a picture shows nothing, not a placeholder
@@ -69,7 +73,8 @@ class _Renderer:
             return _e(s.get("value", ""))
         if kind in ("Checkbox", "ToggleButton", "Valid"):
             mark = "☑" if s.get("value") else "☐"
-            return f"<span class='w-check{' w-off' if s.get('disabled') else ''}'>{mark} {_e(s.get('description', ''))}</span>"
+            off = " w-off" if s.get("disabled") else ""
+            return f"<span class='w-check{off}'>{mark} {_e(s.get('description', ''))}</span>"
         if kind == "Button":
             cls = f"w-button w-{_e(s.get('button_style') or 'plain')}{' w-off' if s.get('disabled') else ''}"
             return f"<span class='{cls}'>{_e(s.get('description', ''))}</span>"
@@ -77,7 +82,7 @@ class _Renderer:
             lo, hi, v = float(s.get("min", 0)), float(s.get("max", 100)), float(s.get("value", 0))
             frac = 0.0 if hi <= lo else min(max((v - lo) / (hi - lo), 0.0), 1.0)
             colour = _BAR_COLOURS.get(s.get("bar_style") or "", _BAR_COLOURS[""])
-            return (f"<span class='w-bar'><span style='width:{frac * 100:.1f}%;background:{colour}'></span></span>")
+            return f"<span class='w-bar'><span style='width:{frac * 100:.1f}%;background:{colour}'></span></span>"
         if kind == "Image":
             data = next((b["data"] for b in entry.get("buffers", []) if b.get("path") == ["value"]), None)
             if not data:
@@ -124,8 +129,10 @@ def freeze_widgets(nb: nbformat.NotebookNode) -> int:
                 continue
             body = widget_html(view.get("model_id", ""), state)
             if body:
-                out["data"] = {"text/html": f"<div class='gpulab-widget'>{body}</div>",
-                               "text/plain": out["data"].get("text/plain", "")}
+                out["data"] = {
+                    "text/html": f"<div class='gpulab-widget'>{body}</div>",
+                    "text/plain": out["data"].get("text/plain", ""),
+                }
                 kept.append(out)
                 drawn += 1
         cell.outputs = kept
@@ -154,7 +161,8 @@ def drop_settings_lines(nb: nbformat.NotebookNode) -> int:
         cell.source = "\n".join(keep)
         for out in cell.get("outputs", []):
             if out.get("output_type") == "stream":
-                out["text"] = "".join(ln for ln in out["text"].splitlines(keepends=True)
-                                      if not SETTINGS_TEXT.search(ln))
+                out["text"] = "".join(
+                    ln for ln in out["text"].splitlines(keepends=True) if not SETTINGS_TEXT.search(ln)
+                )
         cell["outputs"] = [o for o in cell["outputs"] if o.get("output_type") != "stream" or o["text"]]
     return dropped

@@ -1,13 +1,14 @@
 """Would installing gpulab here change a package this Python already holds? pip's own answer, without installing.
 
-    python tools/install_check.py -e '.[lightning]'      # the README's cell for Colab and Kaggle, editable
-    python tools/install_check.py .                      # the same from a path
-    python tools/install_check.py --compare frozen.txt torch ipywidgets   # after installing: still as frozen?
+    python tools/install_changes.py -e '.[lightning]'      # the README's cell for Colab and Kaggle, editable
+    python tools/install_changes.py .                      # the same from a path
+    python tools/install_changes.py --compare frozen.txt torch ipywidgets   # after installing: still as frozen?
 
 Runs ``pip install --dry-run --report`` with the arguments given, in the Python that runs this script, and compares
 the packages pip would install with the ones installed. Exit status 1, with each one named, when pip would replace
 any (gpulab itself excepted); 0 otherwise. Standard library only: it runs before gpulab's dependencies are there.
 """
+
 from __future__ import annotations
 
 import json
@@ -32,8 +33,10 @@ def would_install(pip_args: list[str]) -> dict[str, str]:
     cmd = [sys.executable, "-m", "pip", "install", "--dry-run", "--quiet", "--report", "-", *pip_args]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     if done.returncode != 0:
-        raise RuntimeError(f"`{' '.join(cmd)}` failed (exit {done.returncode}): pip could not resolve the install, "
-                           f"so it cannot say what would change.\n{done.stderr[-3000:]}")
+        raise RuntimeError(
+            f"`{' '.join(cmd)}` failed (exit {done.returncode}): pip could not resolve the install, "
+            f"so it cannot say what would change.\n{done.stderr[-3000:]}"
+        )
     report = json.loads(done.stdout)
     return {_key(i["metadata"]["name"]): i["metadata"]["version"] for i in report["install"]}
 
@@ -75,8 +78,10 @@ def main(argv: list[str]) -> int:
         print(f"pip install {' '.join(argv)} would replace {len(replaced)} installed package(s):")
         for name, (old, new) in sorted(replaced.items()):
             print(f"  {name} {old} -> {new}")
-        print("A bound in pyproject.toml excludes what this platform holds: widen it (and test the new bound in "
-              "make test-compat), or the platform breaks when its users install gpulab.")
+        print(
+            "A bound in pyproject.toml excludes what this platform holds: widen it (and test the new bound in "
+            "make test-compat), or the platform breaks when its users install gpulab."
+        )
         return 1
     print(f"pip install {' '.join(argv)} keeps every installed package as it is.")
     return 0

@@ -6,11 +6,12 @@ threads that were not copied. A notebook always has (loading data, building a mo
 gives each rank cores ÷ ranks threads unless ``OMP_NUM_THREADS`` is set — 1 on a 2-core machine, which is why it
 survives there, 4 on an 8-core laptop, where it hangs.
 
-``fork_check()`` runs each variant in a fresh interpreter (``python -c``, its own session) that prepares data, does
-CPU work and fits the digits model with ``strategy="ddp_fork"`` on 2 CPU processes; a run that prints nothing for
+``fork_experiment()`` runs each variant in a fresh interpreter (``python -c``, its own session) that prepares data,
+does CPU work and fits the digits model with ``strategy="ddp_fork"`` on 2 CPU processes; a run that prints nothing for
 ``stall_s`` seconds is hung and killed with its whole process group, so the lesson itself never hangs. Taught in
 ``notebooks/06_lightning.ipynb``.
 """
+
 from __future__ import annotations
 
 import html
@@ -27,8 +28,19 @@ from pathlib import Path
 from ..core.arguments import whole_number
 from ..core.tables import html_table, text_table
 
-__all__ = ["ForkVariant", "ForkRun", "ForkCheck", "fork_check", "FAST_PLAN", "FULL_PLAN", "CAUSE", "FIX", "TWO_THREADS",
-           "LIGHTNING_DEFAULT", "ENV_ONLY"]
+__all__ = [
+    "ForkVariant",
+    "ForkRun",
+    "ForkExperiment",
+    "fork_experiment",
+    "FAST_PLAN",
+    "FULL_PLAN",
+    "CAUSE",
+    "FIX",
+    "TWO_THREADS",
+    "LIGHTNING_DEFAULT",
+    "ENV_ONLY",
+]
 
 _ROOT = Path(__file__).resolve().parents[2]  # the folder that holds the gpulab package
 
@@ -49,9 +61,13 @@ class ForkVariant:
             value = getattr(self, name)
             whole_number(value, name, minimum=1, what="a number of threads", example=f"ForkVariant('…', 2, {name}=1)")
         if self.omp_num_threads is not None:
-            whole_number(self.omp_num_threads, "omp_num_threads", minimum=1,
-                         what="a number of threads, or None for unset",
-                         example="ForkVariant('…', omp_num_threads=2, fit_threads=2)")
+            whole_number(
+                self.omp_num_threads,
+                "omp_num_threads",
+                minimum=1,
+                what="a number of threads, or None for unset",
+                example="ForkVariant('…', omp_num_threads=2, fit_threads=2)",
+            )
 
 
 CAUSE = ForkVariant("2 threads per rank, the notebook's work on 1 thread (no OpenMP pool)", 2, 2, work_threads=1)
@@ -84,6 +100,7 @@ class ForkRun:
         return tuple(int(line.split("started, ")[1].split()[0]) for line in self.lines if ": started, " in line)
 
     def row(self) -> tuple[str, str, str, str]:
+        """The variant, whether OpenMP ran before the fork, the ranks' threads and what happened."""
         threads = ", ".join(map(str, self.rank_threads)) or "?"
         if self.outcome == "finished":
             what = f"finished in {self.seconds:.1f} s"
@@ -99,7 +116,7 @@ HEADERS = ("variant", "OpenMP ran before the fork", "threads per rank", "outcome
 
 
 @dataclass(frozen=True)
-class ForkCheck:
+class ForkExperiment:
     """Every variant's run, with the machine's cores and the silence that counted as a hang."""
 
     runs: tuple[ForkRun, ...]
@@ -107,10 +124,12 @@ class ForkCheck:
     stall_s: float
 
     def _notes(self) -> list[str]:
-        return [f"One fresh interpreter runs the variants in order, each a ddp_fork fit on 2 CPU processes. This "
-                f"machine has {self.cores} usable core(s), so Lightning's own choice is {max(1, self.cores // 2)} "
-                f"thread(s) per rank. A run silent for {self.stall_s:g} s was killed with its process group (a "
-                "healthy rank here prints its first step within a second or two)."]
+        return [
+            f"One fresh interpreter runs the variants in order, each a ddp_fork fit on 2 CPU processes. This "
+            f"machine has {self.cores} usable core(s), so Lightning's own choice is {max(1, self.cores // 2)} "
+            f"thread(s) per rank. A run silent for {self.stall_s:g} s was killed with its process group (a "
+            "healthy rank here prints its first step within a second or two)."
+        ]
 
     def __str__(self) -> str:
         table = text_table(HEADERS, [r.row() for r in self.runs])
@@ -121,8 +140,9 @@ class ForkCheck:
 
     def _repr_html_(self) -> str:
         notes = "".join(f"<p>{html.escape(n)}</p>" for n in self._notes())
-        return html_table(HEADERS, [r.row() for r in self.runs],
-                          caption="Forking after OpenMP: ddp_fork on CPU") + notes
+        return (
+            html_table(HEADERS, [r.row() for r in self.runs], caption="Forking after OpenMP: ddp_fork on CPU") + notes
+        )
 
 
 def _usable_cores() -> int:
@@ -136,14 +156,15 @@ _KEEP = ("parent:", "rank ", "variant ", "All distributed processes registered",
 def _session(variants: list[ForkVariant], stall_s: float, start_s: float) -> list[ForkRun]:
     """Run ``variants`` in order in one interpreter until one hangs; the rest are left to the caller."""
     plan = [(v.work_threads, v.omp_num_threads, v.fit_threads) for v in variants]
-    code = f"from gpulab.lightning.fork_fit import fork_fit_check; fork_fit_check({plan!r})"
+    code = f"from gpulab.lightning.fork_fit import fork_fit_variants; fork_fit_variants({plan!r})"
     env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
     env["PYTHONPATH"] = os.pathsep.join([str(_ROOT), *filter(None, [env.get("PYTHONPATH")])])
     # A hung session is killed, so nothing it made in the temporary folder is cleaned up by itself: give it its own.
-    scratch = tempfile.TemporaryDirectory(prefix="gpulab-forkcheck-")
+    scratch = tempfile.TemporaryDirectory(prefix="gpulab-fork-experiment-")
     env["TMPDIR"] = scratch.name
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, start_new_session=True
+    )
     runs: list[ForkRun] = []
     lines: list[str] = []
     buffer, deadline, begun, ready_seen = b"", time.monotonic() + start_s, time.monotonic(), False
@@ -180,18 +201,20 @@ def _session(variants: list[ForkVariant], stall_s: float, start_s: float) -> lis
     return runs
 
 
-def fork_check(plan: tuple[ForkVariant, ...] = FAST_PLAN, *, stall_s: float = 8.0, start_s: float = 180.0) -> ForkCheck:
+def fork_experiment(
+    plan: tuple[ForkVariant, ...] = FAST_PLAN, *, stall_s: float = 8.0, start_s: float = 180.0
+) -> ForkExperiment:
     """Run each variant of ``plan`` (``FAST_PLAN``: no pool, the fix, the hang; ``FULL_PLAN``: also Lightning's own
-    choice and the trap of setting only the variable) and report which finished and which hung. ``start_s`` bounds the interpreter's start (importing torch and
-    Lightning); ``stall_s`` is the silence taken for a hang."""
+    choice and the trap of setting only the variable) and report which finished and which hung. ``start_s`` bounds the
+    interpreter's start (importing torch and Lightning); ``stall_s`` is the silence taken for a hang."""
     if not plan:
-        raise ValueError("plan is empty: pass variants to run, e.g. gpulab.lightning.forkcheck.FAST_PLAN.")
+        raise ValueError("plan is empty: pass variants to run, e.g. gpulab.lightning.FAST_PLAN.")
     if stall_s <= 0 or start_s <= 0:
         raise ValueError(f"stall_s={stall_s} and start_s={start_s} must be positive seconds.")
     runs: list[ForkRun] = []
     while len(runs) < len(plan):  # after a hang, a fresh interpreter runs the rest
-        done = _session(list(plan[len(runs):]), stall_s, start_s)
+        done = _session(list(plan[len(runs) :]), stall_s, start_s)
         runs += done
         if not done or done[-1].outcome == "failed":
             break
-    return ForkCheck(tuple(runs), _usable_cores(), stall_s)
+    return ForkExperiment(tuple(runs), _usable_cores(), stall_s)

@@ -6,6 +6,7 @@ per-*batch* means by the number of *images*, which shrinks it by the batch size)
 evaluation mode (dropout off). The same function trains a plain model or a ``DataParallel`` one: batches go to
 ``device``, which for DataParallel is ``device_ids[0]``. Taught in ``notebooks/03_dataparallel.ipynb``.
 """
+
 from __future__ import annotations
 
 import sys
@@ -20,13 +21,15 @@ from ..core.arguments import whole_number
 from ..core.tables import Table, TableView
 from ..core.units import format_rate
 from .digits import Digits
-from .train import accuracy
+from .train_loop import accuracy
 
 __all__ = ["fit", "FitHistory", "EpochResult"]
 
 
 @dataclass(frozen=True)
 class EpochResult:
+    """One epoch of ``fit``: its loss, training and test accuracy, and the training pass's time and images."""
+
     epoch: int
     loss: float  # mean cross-entropy per training image
     train_accuracy: float  # share right while training (dropout on), counted as the article counts it
@@ -46,6 +49,7 @@ class FitHistory(TableView):
 
     @property
     def final_test_accuracy(self) -> float:
+        """The test accuracy after the last epoch (before any, when no epoch ran)."""
         return self.epochs[-1].test_accuracy if self.epochs else self.initial_test_accuracy
 
     @property
@@ -55,17 +59,37 @@ class FitHistory(TableView):
         return sum(e.samples for e in self.epochs) / seconds if seconds > 0 else float("nan")
 
     def table(self) -> Table:
+        """One row per epoch after the untrained model's: loss, accuracies and images per second."""
         rows = [["0 (untrained)", "", "", _percent(self.initial_test_accuracy), ""]]
-        rows += [[e.epoch, f"{e.loss:.4f}", _percent(e.train_accuracy),
-                  _percent(e.test_accuracy), format_rate(e.samples / e.train_seconds, "samples")]
-                 for e in self.epochs]
-        return Table(["epoch", "loss", "train accuracy", "test accuracy", "speed"], rows,
-                     title=f"training on {self.device}, batches of {self.batch_size}")
+        rows += [
+            [
+                e.epoch,
+                f"{e.loss:.4f}",
+                _percent(e.train_accuracy),
+                _percent(e.test_accuracy),
+                format_rate(e.samples / e.train_seconds, "samples"),
+            ]
+            for e in self.epochs
+        ]
+        return Table(
+            ["epoch", "loss", "train accuracy", "test accuracy", "speed"],
+            rows,
+            title=f"training on {self.device}, batches of {self.batch_size}",
+        )
 
 
-def fit(model: torch.nn.Module, data: Digits, epochs: int, *, batch_size: int = 64,
-        device: str | torch.device = "cpu", lr: float = 1e-3, seed: int | None = 0, progress: bool = True,
-        mon: Any = None) -> FitHistory:
+def fit(
+    model: torch.nn.Module,
+    data: Digits,
+    epochs: int,
+    *,
+    batch_size: int = 64,
+    device: str | torch.device = "cpu",
+    lr: float = 1e-3,
+    seed: int | None = 0,
+    progress: bool = True,
+    mon: Any = None,
+) -> FitHistory:
     """Train ``model`` (already on ``device``; DataParallel: on ``device_ids[0]``) for ``epochs`` passes over
     ``data.train`` in shuffled batches of ``batch_size``, testing on ``data.test`` after each.
 
@@ -73,8 +97,13 @@ def fit(model: torch.nn.Module, data: Digits, epochs: int, *, batch_size: int = 
     ``mon`` (a running ``gpulab.monitor``) gets a mark per epoch and a step per batch.
     """
     epochs = whole_number(epochs, "epochs", what="how many passes over the data to make", example="fit(model, data, 2)")
-    batch_size = whole_number(batch_size, "batch_size", minimum=1, example="fit(model, data, 2, batch_size=64)",
-                              what="images per batch; the article uses 64 per GPU × the number of GPUs")
+    batch_size = whole_number(
+        batch_size,
+        "batch_size",
+        minimum=1,
+        example="fit(model, data, 2, batch_size=64)",
+        what="images per batch; the article uses 64 per GPU × the number of GPUs",
+    )
     if seed is not None:
         torch.manual_seed(seed)
     loader = DataLoader(data.train, batch_size=batch_size, shuffle=True)

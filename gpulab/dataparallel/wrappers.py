@@ -9,6 +9,7 @@ removes the prefixes with PyTorch's own ``consume_prefix_in_state_dict_if_presen
 Written here because PyTorch has the prefix helper but nothing that knows all three wrappers.
 Taught in ``notebooks/03_dataparallel.ipynb``.
 """
+
 from __future__ import annotations
 
 from collections import OrderedDict
@@ -30,10 +31,13 @@ def _compiled_type() -> type | None:
 
 
 def unwrap(model: torch.nn.Module) -> torch.nn.Module:
-    """The model inside any number of DataParallel, DistributedDataParallel and torch.compile wrappers (itself if none)."""
+    """The model inside any number of DataParallel, DistributedDataParallel and torch.compile wrappers (itself if
+    none)."""
     if not isinstance(model, torch.nn.Module):
-        raise TypeError(f"unwrap() takes a model (a torch.nn.Module, wrapped or not); got {type(model).__name__}. "
-                        f"To remove the 'module.' prefix from a state_dict, use strip_wrapper_prefixes().")
+        raise TypeError(
+            f"unwrap() takes a model (a torch.nn.Module, wrapped or not); got {type(model).__name__}. "
+            f"To remove the 'module.' prefix from a state_dict, use strip_wrapper_prefixes()."
+        )
     parallel = (torch.nn.DataParallel, torch.nn.parallel.DistributedDataParallel)
     compiled = _compiled_type()
     while True:
@@ -53,13 +57,17 @@ def strip_wrapper_prefixes(state_dict: Mapping[str, Any]) -> OrderedDict[str, An
     ``module`` looks exactly like a wrapped one.
     """
     if not isinstance(state_dict, Mapping):
-        raise TypeError(f"strip_wrapper_prefixes() takes a state_dict (a mapping of names to tensors, as "
-                        f"model.state_dict() or torch.load() returns it); got {type(state_dict).__name__}.")
+        raise TypeError(
+            f"strip_wrapper_prefixes() takes a state_dict (a mapping of names to tensors, as "
+            f"model.state_dict() or torch.load() returns it); got {type(state_dict).__name__}."
+        )
     nested = [k for k, v in state_dict.items() if isinstance(v, Mapping)]
     if nested:
-        raise TypeError(f"This looks like a checkpoint that holds state_dicts (entries {nested[:3]} are "
-                        f"dictionaries), not a state_dict itself: pass the model's entry, e.g. "
-                        f"strip_wrapper_prefixes(checkpoint[{nested[0]!r}]).")
+        raise TypeError(
+            f"This looks like a checkpoint that holds state_dicts (entries {nested[:3]} are "
+            f"dictionaries), not a state_dict itself: pass the model's entry, e.g. "
+            f"strip_wrapper_prefixes(checkpoint[{nested[0]!r}])."
+        )
     out: OrderedDict[str, Any] = OrderedDict(state_dict)
     metadata = getattr(state_dict, "_metadata", None)
     if metadata is not None:
@@ -71,9 +79,11 @@ def strip_wrapper_prefixes(state_dict: Mapping[str, Any]) -> OrderedDict[str, An
             having = [k for k in out if k.startswith(prefix)]
             if having and len(having) < len(out):
                 without = next(k for k in out if not k.startswith(prefix))
-                raise ValueError(f"{len(having)} of the {len(out)} keys start with {prefix!r} (e.g. {having[0]!r}) "
-                                 f"and the others do not (e.g. {without!r}): this is not the state_dict of one wrapped "
-                                 f"model, so no prefix was removed. Check where it was saved from.")
+                raise ValueError(
+                    f"{len(having)} of the {len(out)} keys start with {prefix!r} (e.g. {having[0]!r}) "
+                    f"and the others do not (e.g. {without!r}): this is not the state_dict of one wrapped "
+                    f"model, so no prefix was removed. Check where it was saved from."
+                )
             if having:
                 torch.nn.modules.utils.consume_prefix_in_state_dict_if_present(out, prefix)
                 changed = True

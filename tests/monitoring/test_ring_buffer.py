@@ -1,4 +1,5 @@
 """The monitor's ring buffer: fixed memory, oldest rows overwritten in order, peaks kept for the whole run."""
+
 from __future__ import annotations
 
 import math
@@ -8,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gpulab.monitoring.history import History
+from gpulab.monitoring.ring_buffer import History
 
 
 def test_rows_come_back_oldest_first_with_their_times():

@@ -6,6 +6,7 @@ oldest rows are overwritten and ``dropped`` says how many. Peaks are kept for ev
 "peak memory" stays right after old rows are gone. A value that could not be read is stored as NaN.
 Taught in ``notebooks/05_live_monitor.ipynb``.
 """
+
 from __future__ import annotations
 
 import threading
@@ -63,6 +64,7 @@ class History:
         return max(self._appended - self.capacity, 0)
 
     def index(self, column: str) -> int:
+        """The position of ``column`` in each row (``KeyError`` naming the columns there are)."""
         try:
             return self._index[column]
         except KeyError:
@@ -75,7 +77,7 @@ class History:
             if self._appended <= self.capacity:
                 return self._t[:n].copy(), self._data[:n].copy()
             start = self._appended % self.capacity
-            order = np.r_[start:self.capacity, 0:start]
+            order = np.r_[start : self.capacity, 0:start]
             return self._t[order], self._data[order]
 
     def column(self, column: str) -> np.ndarray:
@@ -84,6 +86,7 @@ class History:
         return data[:, self.index(column)]
 
     def times(self) -> np.ndarray:
+        """The elapsed seconds of the rows held, oldest first (a copy)."""
         return self.snapshot()[0]
 
     def peak(self, column: str) -> float:

@@ -12,10 +12,11 @@ written into the file, which anyone could write), the kernel, the notebook, the 
   held.
 - **Release** stops the process that holds a reservation: a lock belongs to its process, and only ending that process
   frees it. A student may release only their own reservations; root may release any. The operating system enforces the
-  same (a student cannot signal another user's process); the check here only says it clearly first.
+  same (a student cannot signal another user's process); the refusal here only says it clearly first.
 
 Only the standard library is used, so a student's own Python can run it. Taught in ``notebooks/02_choosing_gpus.ipynb``.
 """
+
 from __future__ import annotations
 
 import os
@@ -27,8 +28,16 @@ from dataclasses import dataclass
 from ..core.readings import GpuInfo
 from ..reservations import lock_path, reservation_holders, reservations_dir
 
-__all__ = ["ReservationRow", "reservation_rows", "may_see_all_paths", "release_gpu", "ReleaseRefused",
-           "INSTRUCTOR_GROUP_VAR", "DEFAULT_INSTRUCTOR_GROUP", "HIDDEN"]
+__all__ = [
+    "ReservationRow",
+    "reservation_rows",
+    "may_see_all_paths",
+    "release_gpu",
+    "ReleaseRefused",
+    "INSTRUCTOR_GROUP_VAR",
+    "DEFAULT_INSTRUCTOR_GROUP",
+    "HIDDEN",
+]
 
 INSTRUCTOR_GROUP_VAR = "GPULAB_INSTRUCTOR_GROUP"
 DEFAULT_INSTRUCTOR_GROUP = "gpulab-instructors"
@@ -110,8 +119,13 @@ def may_see_all_paths(uid: int | None = None) -> bool:
     return group.gr_gid in mine or me.pw_name in group.gr_mem
 
 
-def reservation_rows(gpus: Sequence[GpuInfo], reservations: str | os.PathLike[str] | None = None, *,
-               viewer_uid: int | None = None, clock: Callable[[], float] = time.time) -> list[ReservationRow]:
+def reservation_rows(
+    gpus: Sequence[GpuInfo],
+    reservations: str | os.PathLike[str] | None = None,
+    *,
+    viewer_uid: int | None = None,
+    clock: Callable[[], float] = time.time,
+) -> list[ReservationRow]:
     """Every held GPU of ``gpus`` with its holder, as the viewer (default: this process's user) may see it."""
     viewer = os.geteuid() if viewer_uid is None else viewer_uid
     see_all = may_see_all_paths(viewer)
@@ -134,8 +148,11 @@ def reservation_rows(gpus: Sequence[GpuInfo], reservations: str | os.PathLike[st
         if h.details.get("for_user"):  # a JupyterHub reservation (gpulab.server.hub): the Hub holds it for a user
             user = f"{h.details['for_user']} via {user}"
         kernel = h.details.get("kernel") or h.details.get("server", "")
-        rows.append(ReservationRow(g.physical_index, g.uuid, h.pid, user, kernel, notebook, idle,
-                                   h.details.get("ports", ""), h.mine))
+        rows.append(
+            ReservationRow(
+                g.physical_index, g.uuid, h.pid, user, kernel, notebook, idle, h.details.get("ports", ""), h.mine
+            )
+        )
     return rows
 
 
@@ -148,14 +165,21 @@ def _freed(g: GpuInfo, reservations: str | os.PathLike[str] | None, timeout_s: f
     return True
 
 
-def release_gpu(gpus: Sequence[GpuInfo], physical_index: int, reservations: str | os.PathLike[str] | None = None,
-                *, timeout_s: float = 10.0) -> str:
+def release_gpu(
+    gpus: Sequence[GpuInfo],
+    physical_index: int,
+    reservations: str | os.PathLike[str] | None = None,
+    *,
+    timeout_s: float = 10.0,
+) -> str:
     """End the process that holds GPU ``physical_index``'s reservation, if it is the caller's (or the caller is root);
     returns what was done, in words. ``ReleaseRefused`` otherwise."""
     by_index = {g.physical_index: g for g in gpus}
     if physical_index not in by_index:
-        raise ValueError(f"there is no GPU {physical_index} here: the GPUs are {sorted(by_index)} (physical "
-                         "numbering, as python -m gpulab watch shows them).")
+        raise ValueError(
+            f"there is no GPU {physical_index} here: the GPUs are {sorted(by_index)} (physical "
+            "numbering, as python -m gpulab watch shows them)."
+        )
     g = by_index[physical_index]
     row = next((r for r in reservation_rows([g], reservations) if r.uuid == g.uuid), None)
     if row is None:
@@ -163,16 +187,22 @@ def release_gpu(gpus: Sequence[GpuInfo], physical_index: int, reservations: str 
     uid = _uid_of(row.pid)
     me = os.geteuid()
     if row.pid is None or uid is None:
-        raise ReleaseRefused(f"GPU {physical_index} is held by a process this machine cannot see (another container, "
-                             "or one that has not written its name yet); ask the instructor.")
+        raise ReleaseRefused(
+            f"GPU {physical_index} is held by a process this machine cannot see (another container, "
+            "or one that has not written its name yet); ask the instructor."
+        )
     if row.pid == os.getpid():
-        raise ReleaseRefused(f"GPU {physical_index} is reserved by this very process: call .release() on its "
-                             "Reservation (or shut the kernel down) instead.")
+        raise ReleaseRefused(
+            f"GPU {physical_index} is reserved by this very process: call .release() on its "
+            "Reservation (or shut the kernel down) instead."
+        )
     if uid != me and me != 0:
         what = f"kernel {row.kernel[:8]}" if row.kernel else f"pid {row.pid}"
-        raise ReleaseRefused(f"GPU {physical_index} is held by {row.user} ({what}), not by you: a student can "
-                             f"release only their own reservations. Ask {row.user}, or the instructor (root), to free "
-                             "it; python -m gpulab watch shows when it comes free.")
+        raise ReleaseRefused(
+            f"GPU {physical_index} is held by {row.user} ({what}), not by you: a student can "
+            f"release only their own reservations. Ask {row.user}, or the instructor (root), to free "
+            "it; python -m gpulab watch shows when it comes free."
+        )
     try:
         os.kill(row.pid, signal.SIGTERM)
     except ProcessLookupError:
@@ -183,10 +213,14 @@ def release_gpu(gpus: Sequence[GpuInfo], physical_index: int, reservations: str 
         except ProcessLookupError:
             pass
         if not _freed(g, reservations, timeout_s):
-            raise RuntimeError(f"GPU {physical_index} is still held after its holder (pid {row.pid}) was stopped: a "
-                               "process it started keeps the lock file open. python -m gpulab watch names it; stop "
-                               "that one too.")
+            raise RuntimeError(
+                f"GPU {physical_index} is still held after its holder (pid {row.pid}) was stopped: a "
+                "process it started keeps the lock file open. python -m gpulab watch names it; stop "
+                "that one too."
+            )
     what = f"the kernel {row.kernel[:8]}" if row.kernel else f"the process {row.pid}"
-    return (f"GPU {physical_index} is free: {what} ({row.user}) that held it was stopped. A notebook whose kernel "
-            "this was must restart it; Jupyter may restart it by itself, taking a free GPU again, so to keep GPUs "
-            "free shut kernels down from JupyterLab (Kernel → Shut Down Kernel).")
+    return (
+        f"GPU {physical_index} is free: {what} ({row.user}) that held it was stopped. A notebook whose kernel "
+        "this was must restart it; Jupyter may restart it by itself, taking a free GPU again, so to keep GPUs "
+        "free shut kernels down from JupyterLab (Kernel → Shut Down Kernel)."
+    )

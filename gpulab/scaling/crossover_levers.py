@@ -7,6 +7,7 @@ accumulation (``no_sync()`` on all micro-batches but the last: one all-reduce pe
 ``gradient_as_bucket_view`` (gradients live in the buckets: one copy less), ``static_graph`` (DDP stops re-checking
 which parameters got gradients) and the overlap itself (turned off: one all-reduce after the whole backward pass).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -22,45 +23,83 @@ FAST_LEVERS = ("default", "larger batch ×4", "accumulate 4 with no_sync()", "no
 
 def lever_plans(base: StepPlan) -> list[StepPlan]:
     """The base plan and one plan per lever, each changing one setting."""
-    return [base.but(lever="default"),
-            base.but(batch=base.batch * 4, lever="larger batch ×4"),
-            base.but(accumulate=4, lever="accumulate 4 with no_sync()"),
-            base.but(bucket_cap_mb=1, lever="bucket_cap_mb=1"),
-            base.but(bucket_cap_mb=100, lever="bucket_cap_mb=100"),
-            base.but(gradient_as_bucket_view=True, lever="gradient_as_bucket_view=True"),
-            base.but(static_graph=True, lever="static_graph=True"),
-            base.but(overlap=False, lever="no overlap")]
+    return [
+        base.but(lever="default"),
+        base.but(batch=base.batch * 4, lever="larger batch ×4"),
+        base.but(accumulate=4, lever="accumulate 4 with no_sync()"),
+        base.but(bucket_cap_mb=1, lever="bucket_cap_mb=1"),
+        base.but(bucket_cap_mb=100, lever="bucket_cap_mb=100"),
+        base.but(gradient_as_bucket_view=True, lever="gradient_as_bucket_view=True"),
+        base.but(static_graph=True, lever="static_graph=True"),
+        base.but(overlap=False, lever="no overlap"),
+    ]
 
 
 @dataclass(frozen=True)
 class LeverRow:
+    """One lever measured on 1 rank and on 2, side by side in time."""
+
     one: StepSplit
     two: StepSplit
 
     @property
     def speedup(self) -> float:
+        """Samples per second on 2 ranks ÷ on 1: above 1, the second rank pays with this lever."""
         return self.two.samples_per_s / self.one.samples_per_s
 
 
 @dataclass(frozen=True)
 class Levers(TableView):
+    """Every lever measured (the base plan first), and those not measured in this mode."""
+
     rows: tuple[LeverRow, ...]
     skipped: tuple[str, ...] = ()
 
     def speedup(self, lever: str) -> float:
+        """The 2-rank speed-up with ``lever`` pulled (one of the levers measured)."""
         return next(r.speedup for r in self.rows if r.one.plan.lever == lever)
 
     def table(self) -> Table:
+        """Each lever's step on 1 and 2 ranks, the speed-up, and how rank 0's all-reduce split into exposed and hidden
+        time."""
         base = self.rows[0].one.plan
-        rows = [[r.one.plan.lever, r.one.plan.batch * r.one.plan.accumulate, f"{r.one.step_s * 1e3:.1f}",
-                 f"{r.two.step_s * 1e3:.1f}", f"{r.speedup:.2f}×", f"{r.two.allreduce_s * 1e3:.1f}",
-                 f"{r.two.exposed_s * 1e3:.1f}", f"{r.two.hidden_s * 1e3:.1f}"] for r in self.rows]
-        notes = [f"fast mode: measured only {', '.join(r.one.plan.lever for r in self.rows)}; not measured here: "
-                 f"{', '.join(self.skipped)} (GPULAB_FAST=0 measures them)"] if self.skipped else []
-        return Table(["lever", "samples/rank/step", "1 rank ms", "2 ranks ms", "speed-up", "all-reduce ms",
-                      "exposed ms", "hidden ms"], rows,
-                     title=f"levers at width {base.width}, batch {base.batch} per rank (2-rank split: rank 0, fastest "
-                           "step; hidden = all-reduce that ran under the backward pass)", notes=notes)
+        rows = [
+            [
+                r.one.plan.lever,
+                r.one.plan.batch * r.one.plan.accumulate,
+                f"{r.one.step_s * 1e3:.1f}",
+                f"{r.two.step_s * 1e3:.1f}",
+                f"{r.speedup:.2f}×",
+                f"{r.two.allreduce_s * 1e3:.1f}",
+                f"{r.two.exposed_s * 1e3:.1f}",
+                f"{r.two.hidden_s * 1e3:.1f}",
+            ]
+            for r in self.rows
+        ]
+        notes = (
+            [
+                f"fast mode: measured only {', '.join(r.one.plan.lever for r in self.rows)}; not measured here: "
+                f"{', '.join(self.skipped)} (GPULAB_FAST=0 measures them)"
+            ]
+            if self.skipped
+            else []
+        )
+        return Table(
+            [
+                "lever",
+                "samples/rank/step",
+                "1 rank ms",
+                "2 ranks ms",
+                "speed-up",
+                "all-reduce ms",
+                "exposed ms",
+                "hidden ms",
+            ],
+            rows,
+            title=f"levers at width {base.width}, batch {base.batch} per rank (2-rank split: rank 0, fastest "
+            "step; hidden = all-reduce that ran under the backward pass)",
+            notes=notes,
+        )
 
 
 def levers(base: StepPlan, only: tuple[str, ...] | None = None) -> Levers:
@@ -79,21 +118,32 @@ def levers(base: StepPlan, only: tuple[str, ...] | None = None) -> Levers:
 
 @dataclass(frozen=True)
 class ThreadsVsRanks(TableView):
+    """The same work done by 1 process on 1 thread, 1 process on 2 threads, and 2 DDP ranks on 1 thread each."""
+
     single: StepSplit  # 1 process, 1 thread, no DDP
     threads: StepSplit  # 1 process, 2 threads, no DDP
     ranks: StepSplit  # 2 DDP ranks, 1 thread each
 
     def table(self) -> Table:
+        """Each setup's step and samples/s, and its speed over 1 process on 1 thread."""
         p = self.single.plan
         base = self.single.samples_per_s
-        rows = [[label, f"{s.step_s * 1e3:.1f}", f"{s.samples_per_s:,.0f}", f"{s.samples_per_s / base:.2f}×"]
-                for label, s in (("1 process × 1 thread", self.single), ("1 process × 2 threads", self.threads),
-                                 ("2 ranks × 1 thread (DDP)", self.ranks))]
+        rows = [
+            [label, f"{s.step_s * 1e3:.1f}", f"{s.samples_per_s:,.0f}", f"{s.samples_per_s / base:.2f}×"]
+            for label, s in (
+                ("1 process × 1 thread", self.single),
+                ("1 process × 2 threads", self.threads),
+                ("2 ranks × 1 thread (DDP)", self.ranks),
+            )
+        ]
         winner = "2 threads" if self.threads.samples_per_s > self.ranks.samples_per_s else "2 ranks"
-        return Table(["setup", "step ms", "samples/s", "÷ 1 thread"], rows,
-                     title=f"the same 2 cores, two ways: width {p.width}, {p.batch} samples per step in all (one "
-                           f"process), {self.ranks.plan.batch} per rank",
-                     notes=[f"faster here: {winner}"])
+        return Table(
+            ["setup", "step ms", "samples/s", "÷ 1 thread"],
+            rows,
+            title=f"the same 2 cores, two ways: width {p.width}, {p.batch} samples per step in all (one "
+            f"process), {self.ranks.plan.batch} per rank",
+            notes=[f"faster here: {winner}"],
+        )
 
 
 def threads_vs_ranks(plan: StepPlan) -> ThreadsVsRanks:

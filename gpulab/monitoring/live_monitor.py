@@ -8,97 +8,81 @@ Ctrl-C — the thread stops and a static figure and a ``MonitorSummary`` are lef
 Data: ``mon.records()`` (list of dicts: ``pandas.DataFrame(mon.records())``) and ``mon.to_csv(path)``.
 Taught in ``notebooks/05_live_monitor.ipynb``; used by chapters 00–02.
 """
+
 from __future__ import annotations
 
-import csv
-import math
-import os
 import sys
 import time
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from os import PathLike
 from typing import Any
 
-import numpy as np
-
 from ..core.arguments import shown, whole_number
-from ..machine.nvml import GpuReader
-from ..core.readings import Unavailable
 from ..core.renamed import renamed_keywords
-from ..core.settings import env_flag
-from .history import History
-from .options import checked_options
+from ..machine.nvml import GpuReader
+from .frontend import frontend_available
+from .options import validated_options
+from .readout import records, summarise, write_csv
+from .ring_buffer import History
 from .sampler import Progress, Sampler
 from .summary import MonitorSummary, PeakMemory
+from .watched import Watched
 
 __all__ = ["monitor", "Monitor", "MonitorSummary", "PeakMemory", "History", "frontend_available"]
-
-
-def _batch_size(item: Any) -> int:
-    """Samples in a batch as loaders yield them: a tensor/array, ``(x, y)``, or a dict of tensors; else 1."""
-    first = item[0] if isinstance(item, (tuple, list)) and item else item
-    if isinstance(first, dict) and first:
-        first = next(iter(first.values()))
-    shape = getattr(first, "shape", None)
-    if shape is not None and len(shape) > 0:
-        return int(shape[0])
-    return len(first) if isinstance(first, (list, tuple)) else 1
-
-
-def frontend_available() -> bool:
-    """Whether a live widget would be seen: an IPython kernel started by a Jupyter server (JupyterLab, Notebook).
-
-    Headless runners (nbval, nbconvert, nbclient) start kernels without a server, so they get the static figure only.
-    ``GPULAB_MONITOR_LIVE=1`` / ``0`` overrides the guess (VS Code, Colab).
-    """
-    forced = env_flag("GPULAB_MONITOR_LIVE", None, meaning="to draw the live figure, 0 for the final one only")
-    if forced is not None:
-        return forced
-    ipython = sys.modules.get("IPython")
-    shell = ipython.get_ipython() if ipython is not None else None
-    return shell is not None and hasattr(shell, "kernel") and bool(os.environ.get("JPY_SESSION_NAME"))
-
-
-class _Watched:
-    """``mon.wrap(loader)``: iterates the loader and reports one step per item; keeps ``len`` for tqdm."""
-
-    def __init__(self, mon: Monitor, iterable: Iterable[Any], samples: int | Callable[[Any], int] | None) -> None:
-        self._mon, self._iterable, self._samples = mon, iterable, samples
-
-    def __len__(self) -> int:
-        return len(self._iterable)  # type: ignore[arg-type]
-
-    def __iter__(self) -> Iterator[Any]:
-        mon, samples = self._mon, self._samples
-        mon._progress.restart_step_clock()
-        for item in self._iterable:
-            yield item  # the step is counted when the loop asks for the next item: loading + compute
-            n = samples if isinstance(samples, int) else samples(item) if samples is not None else _batch_size(item)
-            mon.step(samples=n)
 
 
 class Monitor:
     """A monitored stretch of code. Use ``gpulab.monitor(...)`` as a context manager; one Monitor records one run."""
 
     @renamed_keywords(reader="machine")
-    def __init__(self, title: str = "", *, machine: GpuReader | str | None = None, gpus: Sequence[int] | None = None,
-                 interval_s: float = 0.2, process_interval_s: float = 2.0, render_interval_s: float = 1.0,
-                 capacity: int = 36_000, live: bool | str = "auto", show: bool = True,
-                 clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], Any] | None = None) -> None:
-        reader, gpus, interval_s, process_interval_s, render_interval_s = checked_options(
-            title=title, reader=machine, gpus=gpus, interval_s=interval_s, process_interval_s=process_interval_s,
-            render_interval_s=render_interval_s, capacity=capacity, show=show, clock=clock, sleep=sleep)
+    def __init__(
+        self,
+        title: str = "",
+        *,
+        machine: GpuReader | str | None = None,
+        gpus: Sequence[int] | None = None,
+        interval_s: float = 0.2,
+        process_interval_s: float = 2.0,
+        render_interval_s: float = 1.0,
+        capacity: int = 36_000,
+        live: bool | str = "auto",
+        show: bool = True,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Any] | None = None,
+    ) -> None:
+        reader, gpus, interval_s, process_interval_s, render_interval_s = validated_options(
+            title=title,
+            reader=machine,
+            gpus=gpus,
+            interval_s=interval_s,
+            process_interval_s=process_interval_s,
+            render_interval_s=render_interval_s,
+            capacity=capacity,
+            show=show,
+            clock=clock,
+            sleep=sleep,
+        )
         if live not in (True, False, "auto"):
             raise ValueError(f"live= takes True, False or 'auto' (live only in JupyterLab); got {shown(live)}.")
         if not render_interval_s >= 0.5:
-            raise ValueError(f"render_interval_s={render_interval_s} would redraw more than twice a second; each "
-                             "redraw takes the training loop's CPU time. Use 1.0 (the default) or at least 0.5.")
+            raise ValueError(
+                f"render_interval_s={render_interval_s} would redraw more than twice a second; each "
+                "redraw takes the training loop's CPU time. Use 1.0 (the default) or at least 0.5."
+            )
         self.title = title
         self._clock = clock
         self._progress = Progress(clock)
-        self._sampler = Sampler(reader=reader, progress=self._progress, gpus=gpus, interval_s=interval_s,
-                                process_interval_s=process_interval_s, capacity=capacity, clock=clock, sleep=sleep)
+        self._sampler = Sampler(
+            reader=reader,
+            progress=self._progress,
+            gpus=gpus,
+            interval_s=interval_s,
+            process_interval_s=process_interval_s,
+            capacity=capacity,
+            clock=clock,
+            sleep=sleep,
+        )
         self._live_wanted = live
         self._render_interval_s = render_interval_s
         self._show = show
@@ -112,6 +96,7 @@ class Monitor:
     # -- what the monitor holds ---------------------------------------------------------------------------------------
     @property
     def history(self) -> History:
+        """The readings so far (a ring buffer of fixed size: the oldest go first once it is full)."""
         return self._sampler.history
 
     @property
@@ -121,6 +106,7 @@ class Monitor:
 
     @property
     def running(self) -> bool:
+        """Whether the monitor is sampling now (inside its ``with`` block)."""
         return self._state == "running"
 
     def __repr__(self) -> str:
@@ -129,9 +115,13 @@ class Monitor:
 
     # -- start and stop -----------------------------------------------------------------------------------------------
     def start(self) -> Monitor:
+        """Start sampling (and the live figure where JupyterLab can show it); ``with gpulab.monitor(...)`` calls it. A
+        monitor records one run."""
         if self._state != "new":
-            raise RuntimeError(f"this monitor is {self._state}: a Monitor records one run. Start a new one with "
-                               "`with gpulab.monitor(...) as mon:`.")
+            raise RuntimeError(
+                f"this monitor is {self._state}: a Monitor records one run. Start a new one with "
+                "`with gpulab.monitor(...) as mon:`."
+            )
         self._state = "running"
         self._progress.restart_step_clock()  # the first step counts from the start, not from when mon was made
         self._sampler.start()
@@ -154,12 +144,15 @@ class Monitor:
         try:
             from .view import LiveImage
 
-            self._live = LiveImage(self._build_figure(), self.history, self.marks, self._render_interval_s,
-                                   missing=self._sampler.missing)
+            self._live = LiveImage(
+                self._build_figure(), self.history, self.marks, self._render_interval_s, missing=self._sampler.missing
+            )
         except ImportError as exc:
-            raise ImportError(f"live=True shows the figure in an ipywidgets Image, and ipywidgets could not be "
-                              f"imported ({exc}). Install it with `pip install ipywidgets` and restart JupyterLab, or "
-                              "pass live=False to get the figure when the block ends.") from exc
+            raise ImportError(
+                f"live=True shows the figure in an ipywidgets Image, and ipywidgets could not be "
+                f"imported ({exc}). Install it with `pip install ipywidgets` and restart JupyterLab, or "
+                "pass live=False to get the figure when the block ends."
+            ) from exc
         self._live.show()
 
     def stop(self, ended_by: str = "completed") -> MonitorSummary:
@@ -183,8 +176,12 @@ class Monitor:
                 if ended_by == "completed":
                     raise
                 # the block is already ending with the learner's exception: report ours without hiding theirs
-                warnings.warn(f"the monitor could not show its figure ({type(exc).__name__}: {exc}); "
-                              f"its data is still in mon.records().", RuntimeWarning, stacklevel=2)
+                warnings.warn(
+                    f"the monitor could not show its figure ({type(exc).__name__}: {exc}); "
+                    f"its data is still in mon.records().",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
         return summary
 
     def __enter__(self) -> Monitor:
@@ -196,8 +193,10 @@ class Monitor:
     # -- what the loop reports ----------------------------------------------------------------------------------------
     def _require_running(self, what: str) -> None:
         if self._state != "running":
-            raise RuntimeError(f"mon.{what} was called on a monitor that is {self._state}. Call it inside the "
-                               "`with gpulab.monitor(...) as mon:` block (or between mon.start() and mon.stop()).")
+            raise RuntimeError(
+                f"mon.{what} was called on a monitor that is {self._state}. Call it inside the "
+                "`with gpulab.monitor(...) as mon:` block (or between mon.start() and mon.stop())."
+            )
 
     def step(self, samples: int = 1) -> None:
         """Report one step of work that processed ``samples`` examples (a batch's size). Costs about a microsecond.
@@ -205,8 +204,12 @@ class Monitor:
         The step's time is the time since the previous step (for the first: since the monitor started, or since
         ``wrap`` began). Call it from the loop's own thread.
         """
-        n = whole_number(samples, "samples", what="the examples the step processed",
-                         example="mon.step(samples=len(x)) for a batch tensor x")
+        n = whole_number(
+            samples,
+            "samples",
+            what="the examples the step processed",
+            example="mon.step(samples=len(x)) for a batch tensor x",
+        )
         self._require_running("step()")
         self._progress.step(n)
 
@@ -217,19 +220,24 @@ class Monitor:
         self._require_running("restart_step_clock()")
         self._progress.restart_step_clock()
 
-    def wrap(self, iterable: Iterable[Any], samples: int | Callable[[Any], int] | None = None) -> _Watched:
+    def wrap(self, iterable: Iterable[Any], samples: int | Callable[[Any], int] | None = None) -> Watched:
         """``for x, y in mon.wrap(loader):`` — one step per batch; ``samples`` = per-batch count or a function of it
         (default: the first dimension of the batch's first tensor). Works around a DataLoader or a tqdm bar."""
         self._require_running("wrap()")
         if isinstance(iterable, (str, bytes)) or not hasattr(iterable, "__iter__"):
-            raise TypeError(f"mon.wrap() takes what the loop iterates over (a DataLoader, a list of batches, a "
-                            f"tqdm bar); got {shown(iterable)}, which has no items to step through. Write "
-                            "`for batch in mon.wrap(loader):`.")
+            raise TypeError(
+                f"mon.wrap() takes what the loop iterates over (a DataLoader, a list of batches, a "
+                f"tqdm bar); got {shown(iterable)}, which has no items to step through. Write "
+                "`for batch in mon.wrap(loader):`."
+            )
         if samples is not None and not callable(samples):
-            samples = whole_number(samples, "samples", what="examples in each batch, or a function of the batch that "
-                                   "counts them", example="mon.wrap(loader, samples=64); leave it out to count each "
-                                   "batch's first dimension")
-        return _Watched(self, iterable, samples)
+            samples = whole_number(
+                samples,
+                "samples",
+                what="examples in each batch, or a function of the batch that counts them",
+                example="mon.wrap(loader, samples=64); leave it out to count each batch's first dimension",
+            )
+        return Watched(iterable, samples, step=self.step, restart_clock=self._progress.restart_step_clock)
 
     def mark(self, label: str) -> None:
         """Put an event (``"epoch 2"``, ``"DDP starts"``) on the time axis, the summary and the CSV."""
@@ -238,60 +246,29 @@ class Monitor:
 
     # -- results ------------------------------------------------------------------------------------------------------
     def summary(self) -> MonitorSummary:
-        h, s = self.history, self._sampler
-        samples, steps, step_time = self._progress.state
+        """What the run used at its peak (host, this process, each GPU) and how fast it went, as far as it was
+        reported."""
         end = self._stopped_at if self._stopped_at is not None else self._clock()
-        never = Unavailable("no step was reported: use mon.step(samples=...) or mon.wrap(loader)")
-        peaks = [PeakMemory("host", "RAM used (cgroup-aware)", h.peak("host_memory_used_bytes"),
-                            h.last("host_memory_limit_bytes")),
-                 PeakMemory("this process", "resident memory (RSS)", h.peak("process_rss_bytes"), math.nan)]
-        peaks += [PeakMemory(f"GPU {k}", "used, all processes (NVML)", h.peak(f"gpu{k}_memory_used_bytes"),
-                             h.peak(f"gpu{k}_memory_total_bytes")) for k in s.gpus]
-        for j in range(s.cuda_devices):
-            peaks += [PeakMemory(f"cuda:{j}", f"{what} by this process (torch)", h.peak(f"cuda{j}_{what}_bytes"),
-                                 math.nan) for what in ("allocated", "reserved")]
-        return MonitorSummary(
-            title=self.title, duration_s=end - s.t0, readings=h.appended, interval_s=s.interval_s,
-            missed_deadlines=s.missed_deadlines, reading_cost_s=s.busy_s / max(h.appended, 1),
-            samples_total=samples, steps_total=steps,
-            mean_samples_per_s=samples / step_time if steps and step_time > 0 else never,
-            mean_step_time_s=step_time / steps if steps else never,
-            mean_cpu_percent=h.nanmean("host_cpu_percent"),
-            mean_process_cpu_percent=h.nanmean("process_cpu_percent"),
-            mean_gpu_utilization_percent=tuple((k, h.nanmean(f"gpu{k}_utilization_percent")) for k in s.gpus),
-            peaks=tuple(peaks), marks=tuple(self.marks), missing=tuple(s.missing), ended_by=self._ended_by,
-            simulated_gpus=bool(getattr(s.reader, "simulated", False)) and bool(s.gpus),
-        )
+        return summarise(self.title, self.history, self._sampler, self._progress.state, end, self.marks, self._ended_by)
 
     def records(self) -> list[dict[str, Any]]:
         """One dict per reading: ``elapsed_s``, every column (NaN = not readable), ``marks`` made since the last one."""
-        t, data = self.history.snapshot()
-        labels = [""] * len(t)
-        for when, label in self.marks:
-            i = min(int(np.searchsorted(t, when, side="left")), len(t) - 1)
-            if i >= 0:
-                labels[i] = f"{labels[i]}; {label}" if labels[i] else label
-        cols = self.history.columns
-        return [{"elapsed_s": float(t[i]), **{c: float(v) for c, v in zip(cols, data[i])}, "marks": labels[i]}
-                for i in range(len(t))]
+        return records(self.history, self.marks)
 
     def to_csv(self, path: str | PathLike[str]) -> None:
         """Write ``records()`` as CSV (empty cell = not readable); ``pandas.read_csv`` reads it back."""
-        rows = self.records()
-        with open(path, "w", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=["elapsed_s", *self.history.columns, "marks"])
-            writer.writeheader()
-            for row in rows:
-                writer.writerow({k: "" if isinstance(v, float) and math.isnan(v) else v for k, v in row.items()})
+        write_csv(path, self.records(), self.history.columns)
 
     def _build_figure(self) -> Any:
         if self._figure is None:
             from .view import MonitorFigure
 
-            title = self.title + (" [SIMULATED GPUs]" if getattr(self._sampler.reader, "simulated", False)
-                                  and self._sampler.gpus else "")
-            self._figure = MonitorFigure(self.history.columns, title=title, gpus=self._sampler.gpus,
-                                         cuda_devices=self._sampler.cuda_devices)
+            title = self.title + (
+                " [SIMULATED GPUs]" if getattr(self._sampler.reader, "simulated", False) and self._sampler.gpus else ""
+            )
+            self._figure = MonitorFigure(
+                self.history.columns, title=title, gpus=self._sampler.gpus, cuda_devices=self._sampler.cuda_devices
+            )
         return self._figure
 
     def figure(self, notes: bool = True) -> Any:
@@ -303,6 +280,7 @@ class Monitor:
         return fig.figure
 
     def figure_png(self, notes: bool = True) -> bytes:
+        """The figure as PNG bytes (``notes``: what could not be read, under the panels)."""
         self.figure(notes)
         return self._figure.png()
 
@@ -322,10 +300,20 @@ class Monitor:
 
 
 @renamed_keywords(reader="machine")
-def monitor(title: str = "", *, machine: GpuReader | str | None = None, gpus: Sequence[int] | None = None,
-            interval_s: float = 0.2, process_interval_s: float = 2.0, render_interval_s: float = 1.0,
-            capacity: int = 36_000, live: bool | str = "auto", show: bool = True,
-            clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], Any] | None = None) -> Monitor:
+def monitor(
+    title: str = "",
+    *,
+    machine: GpuReader | str | None = None,
+    gpus: Sequence[int] | None = None,
+    interval_s: float = 0.2,
+    process_interval_s: float = 2.0,
+    render_interval_s: float = 1.0,
+    capacity: int = 36_000,
+    live: bool | str = "auto",
+    show: bool = True,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], Any] | None = None,
+) -> Monitor:
     """``with gpulab.monitor("training") as mon:`` — watch memory, utilisation and speed while the block runs.
 
     ``machine``: this one (NVML) by default, or a preset name / reader for a described one; ``gpus``: physical
@@ -334,6 +322,16 @@ def monitor(title: str = "", *, machine: GpuReader | str | None = None, gpus: Se
     "auto" (live in JupyterLab when ``show``); ``show``: leave figure + summary at the end; ``clock``/``sleep``: the
     time source (tests pass a fake). Taught in ``notebooks/05_live_monitor.ipynb``.
     """
-    return Monitor(title, machine=machine, gpus=gpus, interval_s=interval_s, process_interval_s=process_interval_s,
-                   render_interval_s=render_interval_s, capacity=capacity, live=live, show=show, clock=clock,
-                   sleep=sleep)
+    return Monitor(
+        title,
+        machine=machine,
+        gpus=gpus,
+        interval_s=interval_s,
+        process_interval_s=process_interval_s,
+        render_interval_s=render_interval_s,
+        capacity=capacity,
+        live=live,
+        show=show,
+        clock=clock,
+        sleep=sleep,
+    )

@@ -18,6 +18,7 @@ DataParallel behaves in three ways, and which one a learner meets depends only o
 GPUs; only 0 and 1 have been run for real (a CPU machine, one H100): the 2+ rows are what this decision says, checked
 by tests, not seen on a machine. Taught in ``notebooks/03_dataparallel.ipynb``.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -87,22 +88,46 @@ class DataParallelDevices(TableView):
             goes = f"{chunks[0][1]} → each of {chunks[0][0]}…{chunks[-1][0]}"
         else:
             goes = ", ".join(f"{n} → {d}" for d, n in chunks)
-        return [self.gpu_count, list(self.device_ids), self.model_device, goes, self.output_device,
-                self.what_happens(), SEEN.get(self.gpu_count, "no: decided, tested")]
+        return [
+            self.gpu_count,
+            list(self.device_ids),
+            self.model_device,
+            goes,
+            self.output_device,
+            self.what_happens(),
+            SEEN.get(self.gpu_count, "no: decided, tested"),
+        ]
 
     def table(self) -> Table:
-        return Table(HEADERS, [self.row(64 * max(1, len(self.device_ids)))],
-                     title=f"DataParallel's devices with {self.gpu_count} CUDA GPU(s), 64 images per GPU")
+        """The decision as one row for this GPU count: ``device_ids``, where the model, inputs, labels and outputs
+        go."""
+        return Table(
+            HEADERS,
+            [self.row(64 * max(1, len(self.device_ids)))],
+            title=f"DataParallel's devices with {self.gpu_count} CUDA GPU(s), 64 images per GPU",
+        )
 
 
-HEADERS = ["GPUs", "device_ids", "model on", "the batch goes", "outputs, labels on", "what DataParallel does",
-           "seen on a machine?"]
+HEADERS = [
+    "GPUs",
+    "device_ids",
+    "model on",
+    "the batch goes",
+    "outputs, labels on",
+    "what DataParallel does",
+    "seen on a machine?",
+]
 # The GPU counts the course has run DataParallel on. A run on 2+ GPUs adds its row, citing its evidence file.
 SEEN = {0: "yes: CPU runs", 1: "partly: one H100, 2026-11-26 (the model moved to cuda:0)"}
 
 
-def dataparallel_table(gpu_counts: Sequence[int] = (0, 1, 2, 8), *, batch: int | None = None,
-                       batch_per_gpu: int = 64, at_most: int | None = None) -> Table:
+def dataparallel_table(
+    gpu_counts: Sequence[int] = (0, 1, 2, 8),
+    *,
+    batch: int | None = None,
+    batch_per_gpu: int = 64,
+    at_most: int | None = None,
+) -> Table:
     """The decision for several GPU counts side by side, each row saying whether a machine has shown it: for one
     ``batch`` of images on every machine, or ``batch_per_gpu`` images per GPU (the article's recipe)."""
     plans = [dataparallel_devices(n, at_most=at_most) for n in gpu_counts]
@@ -110,9 +135,15 @@ def dataparallel_table(gpu_counts: Sequence[int] = (0, 1, 2, 8), *, batch: int |
         batch = whole_number(batch, "batch", minimum=1, example="batch=6")
     rows = [p.row(batch if batch is not None else batch_per_gpu * max(1, len(p.device_ids))) for p in plans]
     size = f"a batch of {batch}" if batch is not None else f"{batch_per_gpu} images per GPU"
-    return Table(HEADERS, rows, title=f"DataParallel's devices by GPU count, {size}",
-                 notes=["The rows for 2+ GPUs are what dataparallel_devices decides, checked by its tests; the course "
-                        "has run only on machines with no GPU or one."])
+    return Table(
+        HEADERS,
+        rows,
+        title=f"DataParallel's devices by GPU count, {size}",
+        notes=[
+            "The rows for 2+ GPUs are what dataparallel_devices decides, checked by its tests; the course "
+            "has run only on machines with no GPU or one."
+        ],
+    )
 
 
 def dataparallel_devices(gpu_count: int, *, at_most: int | None = None) -> DataParallelDevices:
