@@ -28,6 +28,7 @@ MEANINGS = {
     "gpus": "which GPUs: physical indices, as nvidia-smi numbers them, UUIDs, or the GpuInfos gpulab.devices() read",
     "reservations": "the folder that holds the GPU reservations, /tmp/gpulab-reservations by default",
     "world_size": "how many processes (ranks) to start, torch.distributed's WORLD_SIZE",
+    "n_gpus": "how many GPUs, a count; gpus= always names which GPUs",
 }
 
 

@@ -43,6 +43,7 @@ from typing import Any
 from tornado.web import HTTPError  # JupyterHub's own web framework, there wherever a Hub is
 
 from ..core.arguments import shown, whole_number
+from ..core.renamed import renamed_keywords
 from ..machine.resolve import as_reader
 from ..placement.reservation import Reservation, reserve_gpus
 from ..placement.selection import NoFreeGpu, Policy, rank_gpus
@@ -97,6 +98,7 @@ def hub_reservations() -> dict[tuple[str, str], str]:
         return {k: r.visible_devices for k, r in _RESERVATIONS.items() if r.held}
 
 
+@renamed_keywords(gpus="n_gpus")
 def gpu_hooks(
     n_gpus: int = 1,
     *,

@@ -88,3 +88,15 @@ def test_a_kernelspec_an_older_gpulab_installed_keeps_its_gpu_count():
     be dropped and a no-GPU kernel would start holding one GPU (the default)."""
     assert GpuKernelProvisioner(gpus=0).n_gpus == 0 and GpuKernelProvisioner(gpus=2).n_gpus == 2
     assert GpuKernelProvisioner(n_gpus=3).n_gpus == 3 and GpuKernelProvisioner().n_gpus == 1
+
+
+def test_a_count_written_as_gpus_is_refused_with_its_new_name(tmp_path):
+    """gpus= names which GPUs everywhere; the kernelspec and the Hub hooks took a count under that name before."""
+    from gpulab.server.hub import gpu_hooks
+    from gpulab.server.kernelspec import install_kernelspec
+
+    with pytest.raises(TypeError, match=r"install_kernelspec\(\) has no gpus= any more: write n_gpus= \(how many GPUs"):
+        install_kernelspec(gpus=2, prefix=str(tmp_path))
+    with pytest.raises(TypeError, match=r"gpu_hooks\(\) has no gpus= any more: write n_gpus="):
+        gpu_hooks(gpus=1)
+    assert not any(tmp_path.iterdir()), "nothing is installed before the name is refused"
