@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from torch.utils.data import DistributedSampler
@@ -60,7 +61,8 @@ def _rank_items(answer: Any) -> str:
     for epoch in EPOCHS:
         for rank in range(WORLD):
             where = f"rank {rank}, epoch {epoch}"
-            result = call_learner(
+            ask = functools.partial(
+                call_learner,
                 answer,
                 dataset,
                 rank,
@@ -70,20 +72,8 @@ def _rank_items(answer: Any) -> str:
                 explain=_explain,
                 expects="a function rank_items(dataset, rank, world_size, epoch)",
             )
-            items = _items(result, where)
-            again = _items(
-                call_learner(
-                    answer,
-                    dataset,
-                    rank,
-                    WORLD,
-                    epoch,
-                    name="rank_items",
-                    explain=_explain,
-                    expects="a function rank_items(dataset, rank, world_size, epoch)",
-                ),
-                where,
-            )
+            items = _items(ask(), where)
+            again = _items(ask(), where)  # asked twice: the same rank and epoch must give the same items
             if items != again:
                 raise Hint(
                     f"asked twice for {where}, rank_items gave two different lists. Every rank must shuffle "
