@@ -125,7 +125,14 @@ def _taken(taken: object) -> Mapping[str, str]:
 
 
 class NoFreeGpu(RuntimeError):
-    """Fewer free GPUs than asked for; the message lists why each GPU was passed over."""
+    """Fewer free GPUs than asked for; the message lists why each GPU was passed over.
+
+    ``ranking`` holds the verdicts the message was written from (empty when the machine has no GPU), and ``notes`` the
+    lines after them (GPUs this process may not use), so that a caller can act on them without reading the text."""
+
+    def __init__(self, message: str, ranking: Sequence[Verdict] = (), notes: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.ranking, self.notes = tuple(ranking), tuple(notes)
 
 
 @dataclass(frozen=True)
@@ -213,19 +220,26 @@ def choose_gpus(
                 f"asked for {n} GPU(s), but this machine has no GPU that NVML can see. "
                 "Run on the CPU (device='cpu'), or move to a machine with GPUs."
             )
-        lines = "\n".join(f"  GPU {v.gpu.physical_index}: {v.reason}" for v in ranking)
+        notes = []
         if len(pool) < len(gpus):
-            lines += (
-                f"\n  (only GPU(s) {sorted(allowed or ())} may be used by this process: CUDA_VISIBLE_DEVICES "
+            notes.append(
+                f"  (only GPU(s) {sorted(allowed or ())} may be used by this process: CUDA_VISIBLE_DEVICES "
                 "hides the others)"
             )
+        lines = "\n".join([_passed_over(v) for v in ranking] + notes)
         label = "SIMULATED machine (described GPUs, not this computer's): " if any(g.simulated for g in gpus) else ""
         raise NoFreeGpu(
             f"{label}asked for {n} free GPU(s) but only {len(free)} of {len(pool)} qualify:\n{lines}\n"
             "Wait and try again (wait_s=…), ask for fewer, or loosen the policy (e.g. "
-            "Policy(max_memory_used_fraction=0.5)) if sharing a GPU is acceptable."
+            "Policy(max_memory_used_fraction=0.5)) if sharing a GPU is acceptable.",
+            ranking,
+            notes,
         )
     return Choice(tuple(free[:n]), ranking)
+
+
+def _passed_over(v: Verdict) -> str:
+    return f"  GPU {v.gpu.physical_index}: {v.reason}"
 
 
 def choose_up_to(
@@ -241,12 +255,10 @@ def choose_up_to(
     try:
         return choose_gpus(n, gpus, policy, taken=taken, allowed=allowed).physical_indices, ""
     except NoFreeGpu as exc:
-        pool = [g for g in gpus if allowed is None or g.physical_index in allowed]
-        free = [v.gpu.physical_index for v in rank_gpus(pool, policy, taken=taken) if v.free]
+        free = [v.gpu.physical_index for v in exc.ranking if v.free]
         if not free:
             raise
-        lines = str(exc).splitlines()[1:]
-        reasons = "\n".join(line for line in lines if line.startswith("  ") and ": free:" not in line)
+        reasons = "\n".join([_passed_over(v) for v in exc.ranking if not v.free] + list(exc.notes))
         verb = "is" if len(free) == 1 else "are"
         return tuple(free), (
             f"Asked for {n} free GPU(s) but only {len(free)} {verb} free, so GPU {', '.join(map(str, free))} {verb} "

@@ -15,7 +15,7 @@ import pytest
 from gpulab.core.readings import Unavailable
 from gpulab.machine.simulated import SimulatedGpuReader, simulated_gpu
 from gpulab.placement.reservation import reserve_gpus
-from gpulab.placement.selection import NoFreeGpu, Policy, choose_gpus, rank_gpus
+from gpulab.placement.selection import NoFreeGpu, Policy, choose_gpus, choose_up_to, rank_gpus
 from gpulab.reservations import current_holders, reservation_holders, reservations_dir
 from gpulab.testing import FakeClock
 from tests.other_user import readable_copy, system_python_for_nobody
@@ -317,3 +317,18 @@ def test_wrong_details_are_refused_before_any_gpu_is_locked(tmp_path, details, e
     with pytest.raises(error, match=text):
         reserve_gpus(1, "workshop-8", reservations=tmp_path, details=details)
     assert reservation_holders([g.uuid for g in W8_GPUS], tmp_path) == {}
+
+
+def test_choose_up_to_ticks_the_free_ones_and_says_why_the_others_were_passed_over():
+    reader = SimulatedGpuReader("workshop-8")
+    gpus = [reader.info(i) for i in range(reader.count())]
+    chosen, said = choose_up_to(4, gpus, allowed={0, 1, 3, 5})
+    assert chosen == (1, 3, 5)
+    assert said.splitlines() == [
+        "Asked for 4 free GPU(s) but only 3 are free, so GPU 1, 3, 5 are ticked. Passed over:",
+        "  GPU 0: 29.4 GiB of 40.0 GiB used (74% > 10%)",
+        "  (only GPU(s) [0, 1, 3, 5] may be used by this process: CUDA_VISIBLE_DEVICES hides the others)",
+    ]
+    assert choose_up_to(2, gpus, allowed={1, 3}) == ((1, 3), "")
+    with pytest.raises(NoFreeGpu, match="asked for 1 free GPU"):
+        choose_up_to(1, gpus, allowed={0, 2})
