@@ -20,7 +20,7 @@ import pytest
 
 from tests.which_cells_run import GPU_TAGS, gpus_needed, runs_with
 
-pytest_plugins = ["tests.raising_cells", "tests.chapter_runs"]
+pytest_plugins = ["tests.raising_cells", "tests.chapter_runs", "tests.cell_recorder"]
 
 HERE = Path(__file__).parent
 OUTPUT_WAIT_S = 300
