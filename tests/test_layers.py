@@ -51,6 +51,7 @@ PURE = [
     "core/visible",
     "core/visible_text",
     "core/rank_devices",
+    "core/recorded_cells",
     "placement/selection",
     "placement/explanation",
     "monitoring/ring_buffer",

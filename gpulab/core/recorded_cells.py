@@ -98,7 +98,17 @@ class RecordedCell:
     def outputs(self) -> list[dict[str, Any]]:
         """The cell's recorded outputs, read from the bundle's chapter when asked for."""
         nb = json.loads((self.bundle.folder / self.chapter).read_text(encoding="utf-8"))
-        return list(nb["cells"][self.index].get("outputs", []))
+        return [_joined(o) for o in nb["cells"][self.index].get("outputs", [])]
+
+
+def _joined(output: dict[str, Any]) -> dict[str, Any]:
+    """An output with the notebook file's split lines joined back into strings (``text``, each ``data`` value)."""
+    out = dict(output)
+    if isinstance(out.get("text"), list):
+        out["text"] = "".join(out["text"])
+    if isinstance(out.get("data"), dict):
+        out["data"] = {k: "".join(v) if isinstance(v, list) else v for k, v in out["data"].items()}
+    return out
 
 
 @dataclass(frozen=True)

@@ -75,12 +75,11 @@ def show_recording(cell: str, needs: int, *, chapter: str | None = None, cell_id
     for out in found.cell.outputs():
         kind = out.get("output_type")
         if kind == "stream":
-            print("".join(out.get("text", "")), end="")
+            print(out.get("text", ""), end="")
         elif kind in ("display_data", "execute_result"):
             from IPython.display import display
 
-            data = {k: "".join(v) if isinstance(v, list) else v for k, v in out.get("data", {}).items()}
-            display(data, raw=True)
+            display(out.get("data", {}), raw=True)
         elif kind == "error":
             print(f"{out.get('ename')}: {out.get('evalue')}")
 
