@@ -230,6 +230,10 @@ def record_bundle(
     )
 
 
+def _shown(path: Path) -> Path:
+    return path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+
+
 def what_to_send(archive: Path, problems: list[str]) -> str:
     """The run's last words: the one file to send (or carry home), or what in it is private."""
     if problems:
@@ -238,13 +242,43 @@ def what_to_send(archive: Path, problems: list[str]) -> str:
         )
     return (
         f"Checked for home folders, user and host names and tokens: none found. To share this run, send "
-        f"{archive.relative_to(ROOT) if archive.is_relative_to(ROOT) else archive} (it holds the evidence file, its "
+        f"{_shown(archive)} (it holds the evidence file, its "
         f"summary, chapter 05's monitor run and every chapter as this GPU ran it); a maintainer unpacks it in a "
         f"checkout with `tar -xzf {archive.name}`."
     )
 
 
-def main() -> int:
+def simulated_bundle(preset: str, target: Path = ROOT / ".gpu-deps") -> int:
+    """``gpu_run.py --simulated-bundle PRESET``: the bundle step of a run on a machine without GPUs, from the chapters
+    the last run executed (``.gpu-deps/executed/``), with a described machine's facts (``PRESET``, as
+    ``GPULAB_SIMULATE_GPUS`` names them), into ``.gpu-deps/simulated-evidence/`` (never ``evidence/``), labelled
+    SIMULATED; then the privacy check and the archive, as after a GPU run. ``make test-kit`` runs it after
+    ``make test-gpu``, so that the kit's own environment writes a bundle before a GPU machine does."""
+    from gpukit import bundle
+
+    sys.path.insert(0, str(target))
+    try:
+        folder = record_bundle(
+            target / "executed", described_machine(preset), chapter_mode(), out=target / "simulated-evidence",
+            simulated=True,
+        )  # fmt: skip
+    except (bundle.BundleError, ValueError) as exc:
+        print(f"gpu_run.py --simulated-bundle: {exc}")
+        return 1
+    print(bundle.summary(folder) + " SIMULATED: a check of the kit, never evidence; nothing to send.")
+    found = bundle.problems(folder)
+    archive = bundle.archive(folder)
+    print(f"privacy: {'; '.join(found) or 'nothing private found'}; archive: {_shown(archive)}")
+    return 1 if found else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--simulated-bundle"] and len(argv) == 2:
+        return simulated_bundle(argv[1])
+    if argv:
+        print(f"gpu_run.py takes no arguments, or --simulated-bundle PRESET; got {' '.join(argv)!r}")
+        return 2
     try:
         import torch
     except ImportError:

@@ -226,6 +226,6 @@ def summary(folder: Path) -> str:
     cells = [c for listed in manifest["chapters"].values() for c in listed]
     ran = sum(c["ran"] for c in cells)
     return (
-        f"GPU edition: {len(manifest['chapters'])} chapters recorded in evidence/{folder.name}/, {ran} of "
+        f"GPU edition: {len(manifest['chapters'])} chapters recorded in {folder.parent.name}/{folder.name}/, {ran} of "
         f"{len(cells)} GPU cells ran here (the rest need more GPUs than this machine has)."
     )
