@@ -213,7 +213,7 @@ def described_machine(preset: str) -> dict:
 
 
 def record_bundle(
-    executed: Path, machine: dict, mode: str, *, out: Path = ROOT / "evidence", simulated: bool = False
+    executed: Path, machine_facts: dict, mode: str, *, out: Path = ROOT / "evidence", simulated: bool = False
 ) -> Path:
     """The GPU edition's bundle from the chapters this run executed (``executed``), in ``out``: its folder."""
     from gpukit import bundle
@@ -221,7 +221,7 @@ def record_bundle(
     return bundle.write(
         executed,
         out,
-        machine,
+        machine_facts,
         date=datetime.date.today().isoformat(),
         mode=mode,
         gpu_cells_mode="full",

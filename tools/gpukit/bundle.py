@@ -88,7 +88,13 @@ def gpu_cells(nb: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def manifest_of(
-    machine: dict[str, Any], date: str, mode: str, gpu_cells_mode: str, chapters: dict[str, list], *, simulated: bool
+    machine_facts: dict[str, Any],
+    date: str,
+    mode: str,
+    gpu_cells_mode: str,
+    chapters: dict[str, list],
+    *,
+    simulated: bool,
 ) -> dict[str, Any]:
     return {
         "schema": SCHEMA_VERSION,
@@ -96,7 +102,7 @@ def manifest_of(
         "date": date,
         "mode": mode,
         "gpu_cells": gpu_cells_mode,
-        "machine": {**machine, "gpu_count": len(machine["gpus"]), "simulated": simulated},
+        "machine": {**machine_facts, "gpu_count": len(machine_facts["gpus"]), "simulated": simulated},
         "chapters": chapters,
     }
 
@@ -138,7 +144,7 @@ def _private(name: str, text: str, facts: dict[str, str] | None) -> list[str]:
 def write(
     executed: Path,
     out: Path,
-    machine: dict[str, Any],
+    machine_facts: dict[str, Any],
     *,
     date: str,
     mode: str,
@@ -165,14 +171,14 @@ def write(
         cells[path.name] = gpu_cells(raw)
         texts[path.name] = json.dumps(raw, indent=1, ensure_ascii=False) + "\n"
     manifest = evidence.redact(
-        manifest_of(machine, date, mode, gpu_cells_mode, cells, simulated=simulated), repo, facts
+        manifest_of(machine_facts, date, mode, gpu_cells_mode, cells, simulated=simulated), repo, facts
     )
     validate(manifest)
     texts[MANIFEST] = json.dumps(manifest, indent=2, sort_keys=True) + "\n"
     found = [p for name, text in texts.items() for p in _private(name, text, facts)]
     if found:
         raise BundleError("the bundle would not be private, so nothing was written:\n" + "\n".join(found))
-    folder = out / folder_name(date, machine["gpus"][0]["name"])
+    folder = out / folder_name(date, machine_facts["gpus"][0]["name"])
     if folder.exists():
         shutil.rmtree(folder)
     folder.mkdir(parents=True)
