@@ -367,9 +367,11 @@ def main(argv: list[str] | None = None) -> int:
     if folder is None:
         return done.returncode or 1
     print(bundle.summary(folder))
-    archive = bundle.archive(folder, [path, summary, ROOT / "evidence" / "ch05-monitor-gpu.json"])
-    found = bundle.problems(folder) + [f"{path.name}: {p}" for p in evidence.privacy_problems(path.read_text())]
-    print(what_to_send(archive, found))
+    sent = [path, summary, ROOT / "evidence" / "ch05-monitor-gpu.json"]
+    found = bundle.problems(folder) + [
+        f"{f.name}: {p}" for f in sent if f.is_file() for p in evidence.privacy_problems(f.read_text())
+    ]
+    print(what_to_send(bundle.archive(folder, sent), found))
     return done.returncode or (1 if found else 0)
 
 

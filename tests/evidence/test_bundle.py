@@ -252,13 +252,12 @@ def _chapter_printing(recorded: Path, folder: Path, printed: str) -> Path:
 @pytest.mark.parametrize(
     "printed, found",
     [
-        ("checked out by alice", "the user's name (alice)"),
         ("http://127.0.0.1:8888/lab?token=0123456789abcdef0123", "a token or key (?token=01234"),
         ("key hf_" + "A" * 34, "a token or key (hf_AAAAAAAAA"),
         ("push with ghp_" + "b" * 36, "a token or key (ghp_bbbbbbbb"),
     ],
 )
-def test_a_bundle_that_would_name_a_person_or_a_token_is_not_written(recorded, tmp_path, printed, found):
+def test_a_bundle_that_would_hold_a_token_is_not_written(recorded, tmp_path, printed, found):
     executed = _chapter_printing(recorded, tmp_path / "executed", printed)
     with pytest.raises(bundle.BundleError, match="would not be private") as err:
         bundle.write(
@@ -269,15 +268,15 @@ def test_a_bundle_that_would_name_a_person_or_a_token_is_not_written(recorded, t
     assert not (tmp_path / "out").exists()
 
 
-def test_paths_homes_and_the_host_are_rewritten_in_the_bundle(recorded, tmp_path):
-    printed = f"saved to /home/alice/runs/x.pt and {ROOT}/gpulab/x.py on gpu-node-17; /home/bob/y"
+def test_paths_homes_the_host_and_the_user_are_rewritten_in_the_bundle(recorded, tmp_path):
+    printed = f"saved to /home/alice/runs/x.pt and {ROOT}/gpulab/x.py on gpu-node-17; /home/bob/y; GPU 0 held by alice"
     executed = _chapter_printing(recorded, tmp_path / "executed", printed)
     folder = bundle.write(
         executed, tmp_path / "out", gpu_run.described_machine("colab-T4"), date="2026-11-27", mode="full",
         gpu_cells_mode="full", repo=ROOT, facts=PRIVATE,
     )  # fmt: skip
     text = "".join(json.loads((folder / CHAPTER).read_text())["cells"][1]["outputs"][0]["text"])
-    assert text == "saved to ~/runs/x.pt and <repo>/gpulab/x.py on <host>; ~/y\n"
+    assert text == "saved to ~/runs/x.pt and <repo>/gpulab/x.py on <host>; ~/y; GPU 0 held by <user>\n"
     assert bundle.problems(folder, PRIVATE) == []
 
 

@@ -137,6 +137,24 @@ def validate(manifest: dict[str, Any]) -> None:
                 raise BundleError(f"chapters.{name}: a cell must give id, index, needs, source_sha256, ran: {cell}")
 
 
+def _without_user(obj: Any, facts: dict[str, str] | None) -> Any:
+    """``obj`` with this user's account name written as ``<user>`` in every string: a chapter's outputs may show it
+    (the owner of a GPU process, a reservation's holder), which the evidence file never does."""
+    user = evidence.person_name(facts)
+    if user is None:
+        return obj
+    word = re.compile(rf"\b{re.escape(user)}\b")
+
+    def walk(o: Any) -> Any:
+        if isinstance(o, dict):
+            return {k: walk(v) for k, v in o.items()}
+        if isinstance(o, list):
+            return [walk(v) for v in o]
+        return word.sub("<user>", o) if isinstance(o, str) else o
+
+    return walk(obj)
+
+
 def _private(name: str, text: str, facts: dict[str, str] | None) -> list[str]:
     return [f"{name}: {p}" for p in evidence.privacy_problems(text, facts)]
 
@@ -154,7 +172,8 @@ def write(
     facts: dict[str, str] | None = None,
 ) -> Path:
     """Make the bundle ``out/<date>-<gpu>/`` from the chapters the run wrote into ``executed`` (normalised, trimmed,
-    redacted, with the manifest); returns its folder. Nothing is written when a file would not be private."""
+    redacted: paths as ``evidence.redact`` writes them and this user's name as ``<user>``; with the manifest); returns
+    its folder. Nothing is written when a file would still not be private (a token, say)."""
     import nbformat
     from normalise_notebook import normalise
 
@@ -167,7 +186,7 @@ def write(
         nb = normalise(nbformat.read(path, as_version=4), repo)
         raw = json.loads(nbformat.writes(nb))
         trim(raw)
-        raw = evidence.redact(raw, repo, facts)
+        raw = _without_user(evidence.redact(raw, repo, facts), facts)
         cells[path.name] = gpu_cells(raw)
         texts[path.name] = json.dumps(raw, indent=1, ensure_ascii=False) + "\n"
     manifest = evidence.redact(

@@ -216,6 +216,12 @@ def _machine_facts() -> dict[str, str]:
     return {"home": str(Path.home()), "user": user, "host": socket.gethostname()}
 
 
+def person_name(facts: dict[str, str] | None = None) -> str | None:
+    """This user's account name where it names a person (not ``root``, ``runner``, ``jovyan``…), else None."""
+    user = (facts or _machine_facts())["user"]
+    return user if _names_someone(user) else None
+
+
 def _names_someone(word: str, accounts: set[str] = _ACCOUNTS) -> bool:
     return len(word) >= 3 and word.lower() not in accounts
 
