@@ -18,7 +18,7 @@ import hashlib
 import json
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -117,7 +117,6 @@ class Lookup:
 
     cell: RecordedCell | None
     note: str
-    others: tuple[RecordedCell, ...] = field(default=(), repr=False)
 
 
 def recordings_folder() -> Path:
@@ -193,7 +192,7 @@ def find(
         return Lookup(None, "Recordings of this code exist in several chapters, and this one is not known: none shown.")
     shown = _newest([c for c in same if c.ran and c.bundle.gpu_count >= needs])
     if shown:
-        return Lookup(shown[0], shown[0].bundle.label, tuple(shown[1:]))
+        return Lookup(shown[0], shown[0].bundle.label)
     if same:
         best = max(same, key=lambda c: (c.bundle.gpu_count, c.bundle.date))
         return Lookup(
