@@ -350,3 +350,26 @@ def test_the_kit_s_simulated_bundle_step_writes_a_private_bundle_outside_evidenc
     out = capsys.readouterr().out
     assert "GPU edition: 1 chapters recorded in simulated-evidence/" in out and "nothing private found" in out
     assert (tmp_path / "simulated-evidence").is_dir()
+
+
+def test_make_handouts_gpu_edition_prints_the_recordings_in_place_of_the_skips(recorded, tmp_path, monkeypatch):
+    """``tools/handouts.py --gpu-edition`` on a laptop: the chapter runs here (its GPU cells skip: the real magic, no
+    seam), and the page shows each recorded output under its label instead."""
+    import handouts
+
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.cells = [nbformat.v4.new_code_cell(s) for s in ("%load_ext gpulab\nimport gpulab", ONE, FAST_CPU, TWO, FOUR)]
+    (tmp_path / "ch").mkdir()
+    nbformat.write(nb, tmp_path / "ch" / CHAPTER)
+    monkeypatch.setenv("GPULAB_RECORDINGS", str(recorded.parent))
+    args = ["--gpu-edition", "--no-pdf", "--no-cheatsheet", "--no-ledger", "--edition", "student"]
+    assert handouts.main([str(tmp_path / "ch" / CHAPTER), *args, "--out", str(tmp_path / "out")]) == 0
+    page = (tmp_path / "out" / "student" / "01_tiny.html").read_text()
+    if "not run here" not in page:
+        pytest.skip("this machine has the GPUs: the cells ran, nothing was put in their place")
+    assert page.count("recorded on 2× Tesla T4 (SIMULATED: described GPUs, the code ran on a CPU)") == 2
+    assert "one GPU cell ran at size 1000" in page and "two GPU cell ran" in page and "data:image/png" in page
+    assert "Recorded only on 2 GPU(s) (Tesla T4, 2026-11-27)" in page  # the 4-GPU cell keeps its skip, says why
+    assert "Skipped on this machine: this cell needs 4 CUDA GPU(s)" in page
+    assert "GPU cells that could not run here show what a recorded GPU run printed" in page
