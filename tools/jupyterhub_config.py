@@ -7,7 +7,7 @@ Choose the model with the environment variable ``GPULAB_HUB_MODEL`` when startin
     for that kernel alone and shutting it down (or the server's culling of an idle kernel, or a crash) gives it back.
     Set up once, in the Python environment the single-user servers run (as root, or the owner of that environment)::
 
-        pip install -c constraints.txt -e '.[lightning,lab,hub]'     # from a checkout of this repository
+        pip install -c constraints-server.txt -e '.[lightning,lab,hub]'     # from a checkout of this repository
         python -m gpulab kernelspec install --n-gpus 1 --sys-prefix    # the kernelspec, for every user
 
     Each single-user server loads ``tools/jupyter_server_config.py`` (its culling of idle kernels: a forgotten kernel
