@@ -51,6 +51,8 @@ PURE = [
     "core/visible",
     "core/visible_text",
     "core/rank_devices",
+    "core/shares",
+    "core/memory_cap_text",
     "placement/selection",
     "placement/explanation",
     "monitoring/ring_buffer",
