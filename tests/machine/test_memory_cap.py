@@ -170,3 +170,80 @@ def test_in_ipython_the_error_shows_the_line_with_or_without_gpulabs_tracebacks(
         assert "it holds 0 B in tensors." in out  # CUDA never started here: torch reads nothing held
     finally:
         InteractiveShell.clear_instance()
+
+
+GPU_KERNEL = """
+import sys
+import gpulab, torch
+from gpulab.machine.memory_cap import add_cap_note, applied_caps
+
+GiB = 2**30
+mine = torch.ones(256 * 2**20, dtype=torch.uint8, device="cuda")  # CUDA starts here, and the cap with it
+cap = applied_caps()[0]
+print("ready", cap, flush=True)
+if sys.stdin.readline().strip() == "run away":
+    held = []
+    try:
+        while True:  # a runaway: 1 GiB more each time, until something refuses
+            held.append(torch.empty(GiB, dtype=torch.uint8, device="cuda"))
+    except torch.OutOfMemoryError as exc:
+        add_cap_note(exc)
+        print("refused", len(held), torch.cuda.memory_reserved(0), "|", exc.__notes__[0], flush=True)
+    sys.stdin.readline()  # keeps all it holds while the others work
+else:
+    big = torch.empty(cap - 2 * GiB, dtype=torch.uint8, device="cuda")  # most of its own share
+    a = torch.randn(2048, 2048, device="cuda")
+    total = (a @ a).sum()
+    torch.cuda.synchronize()
+    print("worked", big.numel(), bool(torch.isfinite(total)), flush=True)
+"""
+
+
+@pytest.mark.gpu
+@pytest.mark.timeout(300)
+def test_three_kernels_share_a_gpu_and_one_going_over_stops_only_itself(tmp_path):
+    """Three processes hold a third of the first GPU each (``core.shares``); one allocates without end and is refused
+    at its cap with the line that says so, while it keeps what it holds; the other two then take most of their own
+    share and compute. Without the cap the runaway would have taken the whole card and the others would fail."""
+    import subprocess
+
+    from gpulab.core.shares import share_cap_bytes
+    from gpulab.machine.inventory import devices
+
+    gpu = devices(processes=False).gpus[0]
+    usable = gpu.memory_total_bytes - gpu.memory_used_bytes  # the driver's own part shows as used (480 MiB, H100)
+    cap = share_cap_bytes(usable, 3)
+    script = tmp_path / "kernel.py"
+    script.write_text(GPU_KERNEL)
+    env = {**os.environ, "GPULAB_MEMORY_CAP": str(cap), "CUDA_VISIBLE_DEVICES": gpu.uuid}
+    kernels = [
+        subprocess.Popen(
+            [sys.executable, str(script)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+            start_new_session=True,
+        )
+        for _ in range(3)
+    ]
+    try:
+        ready = [k.stdout.readline().split() for k in kernels]
+        assert all(r[:1] == ["ready"] for r in ready), ready
+        runaway, others = kernels[0], kernels[1:]
+        runaway.stdin.write("run away\n")
+        runaway.stdin.flush()
+        refused = runaway.stdout.readline()
+        words = refused.split()
+        assert words[0] == "refused", refused
+        held_gib, reserved = int(words[1]), int(words[2])
+        assert reserved <= int(ready[0][1]) and held_gib >= (cap - 256 * 2**20) // 2**30 - 1, refused
+        assert "| gpulab: this kernel shares its GPU and may hold at most" in refused
+        for k in others:
+            k.stdin.write("work\n")
+            k.stdin.flush()
+        results = [k.stdout.readline().split() for k in others]
+        assert all(r[:1] == ["worked"] and r[2] == "True" for r in results), results
+    finally:
+        for k in kernels:
+            process_group.kill_group(k)
