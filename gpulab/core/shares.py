@@ -30,7 +30,13 @@ MEMORY_CAP_VARIABLE = "GPULAB_MEMORY_CAP"  # read at a kernel's CUDA start; ``co
 
 def share_cap_bytes(memory_total_bytes: int, shares: int, *, context_bytes: int = CONTEXT_BYTES) -> int:
     """Each of ``shares`` kernels' memory cap on a card of ``memory_total_bytes``: what is left after one CUDA context
-    per kernel, split evenly, rounded down to a whole MiB. Refuses a card too small for that many contexts."""
+    per kernel, split evenly, rounded down to a whole MiB. Refuses a card too small for that many contexts.
+
+    ``memory_total_bytes`` is what processes can have of the card: torch's ``total_memory``, or NVML's total less what
+    it shows used with nothing running. The driver keeps that part for itself: on the H100, NVML read 79.6 GiB total
+    and 480 MiB used with no process (the first H100 run's ``python -m gpulab devices``), and torch 81079 MiB (its
+    evidence file). Caps computed from NVML's 79.6 GiB would add up to more than the card gives, and the last kernel
+    would meet a full card before its cap."""
     if not is_whole_number(shares) or shares < 1:
         raise ValueError(
             f"shares={shown(shares)}: the number of kernels that share one GPU is a whole number ≥ 1 "
