@@ -53,6 +53,7 @@ PURE = [
     "core/rank_devices",
     "core/shares",
     "core/memory_cap_text",
+    "core/reservable",
     "placement/selection",
     "placement/explanation",
     "monitoring/ring_buffer",
