@@ -92,15 +92,21 @@ def parse_memory_cap(text: str | None) -> MemoryCap | None:
     return MemoryCap(value, cap_bytes=cap)
 
 
-def over_cap_note(cap_bytes: int, allocated_bytes: int, reserved_bytes: int, *, device: str = "cuda:0") -> str:
+def over_cap_note(
+    cap_bytes: int, allocated_bytes: int | None, reserved_bytes: int | None, *, device: str = "cuda:0", why: str = ""
+) -> str:
     """The line added under a CUDA out-of-memory error in a kernel with a cap: the cap, what the kernel holds, and
     what to do. ``allocated_bytes`` is what its tensors take, ``reserved_bytes`` what PyTorch's cache holds with
-    them (``torch.cuda.memory_allocated`` / ``memory_reserved``)."""
-    cached = reserved_bytes - allocated_bytes
-    cache = f" and {format_bytes(cached)} more in PyTorch's cache" if cached > 0 else ""
+    them (``torch.cuda.memory_allocated`` / ``memory_reserved``); None, with ``why``, where they could not be read."""
+    if allocated_bytes is None or reserved_bytes is None:
+        holds = f"what it holds could not be read ({why or 'no reason given'})"
+    else:
+        cached = reserved_bytes - allocated_bytes
+        cache = f" and {format_bytes(cached)} more in PyTorch's cache" if cached > 0 else ""
+        holds = f"it holds {format_bytes(allocated_bytes)} in tensors{cache}"
     return (
         f"gpulab: this kernel shares its GPU and may hold at most {format_bytes(cap_bytes)} on {device} "
-        f"({MEMORY_CAP_VARIABLE}); it holds {format_bytes(allocated_bytes)} in tensors{cache}. Free tensors you no "
+        f"({MEMORY_CAP_VARIABLE}); {holds}. Free tensors you no "
         "longer need (del x, then torch.cuda.empty_cache()), use a smaller batch or model, or restart the kernel "
         "to start again from nothing. The other kernels on this GPU are not affected."
     )

@@ -32,6 +32,7 @@ class ReservableDevice:
 
     @property
     def is_mig_slice(self) -> bool:
+        """True for a MIG slice, False for a whole GPU."""
         return self.mig_index is not None
 
     @property

@@ -88,8 +88,13 @@ def add_cap_note(
         return False
     found = re.search(r"GPU (\d+) has a total capacity", str(exc))  # torch's message names the device
     index = int(found.group(1)) if found and int(found.group(1)) in caps else min(caps)
-    allocated, reserved = held(index)
-    exc.add_note(over_cap_note(caps[index], allocated, reserved, device=f"cuda:{index}"))
+    try:
+        allocated, reserved = held(index)
+        why = ""
+    except Exception as failed:  # the line must never cost the learner the error it explains: say why instead
+        allocated = reserved = None
+        why = f"{type(failed).__name__}: {failed}".splitlines()[0][:120]
+    exc.add_note(over_cap_note(caps[index], allocated, reserved, device=f"cuda:{index}", why=why))
     return True
 
 

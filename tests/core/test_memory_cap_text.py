@@ -73,3 +73,7 @@ def test_the_note_gives_the_cap_what_is_held_and_what_to_do():
         "The other kernels on this GPU are not affected."
     )
     assert "cache" not in over_cap_note(26 * GiB, GiB, GiB).split(". Free")[0]
+    unread = over_cap_note(26 * GiB, None, None, why="RuntimeError: CUDA error: unspecified launch failure")
+    assert "(GPULAB_MEMORY_CAP); what it holds could not be read (RuntimeError: CUDA error: unspecified launch " in (
+        unread
+    )

@@ -144,6 +144,19 @@ def test_an_out_of_memory_error_gets_one_line_with_the_cap_and_what_is_held():
     )
 
 
+def test_when_what_is_held_cannot_be_read_the_line_says_why_and_the_error_stands():
+    exc = torch.OutOfMemoryError(OOM.format(0))
+
+    def broken(index: int) -> tuple[int, int]:
+        raise RuntimeError("CUDA error: an illegal memory access was encountered\nmore")
+
+    assert memory_cap.add_cap_note(exc, caps={0: CAP}, held=broken)
+    assert (
+        "what it holds could not be read (RuntimeError: CUDA error: an illegal memory access was encountered)"
+        in (exc.__notes__[0])
+    )
+
+
 def test_other_errors_and_kernels_without_a_cap_are_left_as_they_are():
     other = RuntimeError("CUDA error: invalid device ordinal")
     assert not memory_cap.add_cap_note(other, caps={0: CAP}, held=lambda i: (0, 0))
@@ -247,3 +260,45 @@ def test_three_kernels_share_a_gpu_and_one_going_over_stops_only_itself(tmp_path
     finally:
         for k in kernels:
             process_group.kill_group(k)
+
+
+@pytest.mark.timeout(300)
+def test_a_kernel_started_with_a_cap_starts_cuda_free_and_shows_the_line_without_gpulab_imported_by_the_learner():
+    """The kernelspec way (README, "A memory cap for a kernel that shares a GPU"): the variable in the kernel's
+    environment and ``--IPKernelApp.exec_lines=import gpulab`` on its command line; the learner's cells never import
+    gpulab. The kernel starts with nothing of CUDA; at CUDA's start (the stand-in above) the cap is applied and an
+    out-of-memory error shows the cap's line under IPython's own traceback."""
+    from jupyter_client.manager import start_new_kernel
+
+    env = {k: v for k, v in os.environ.items() if k != "PYTORCH_NVML_BASED_CUDA_CHECK"}
+    km, kc = start_new_kernel(
+        kernel_name="python3",
+        extra_arguments=["--IPKernelApp.exec_lines=import gpulab"],
+        env={**env, "GPULAB_MEMORY_CAP": str(CAP)},
+    )
+    outputs: list[dict] = []
+
+    def run(code: str) -> list[dict]:
+        outputs.clear()
+        kc.execute_interactive(
+            textwrap.dedent(code), timeout=120, output_hook=lambda m: outputs.append(m["content"]), store_history=False
+        )
+        return list(outputs)
+
+    try:
+        started = run(f"import torch\nprint(torch.cuda.is_initialized(), {_queued_by_gpulab()})")
+        assert "".join(o.get("text", "") for o in started).split() == ["False", "1"]
+        # and the allocator's answers, which on a GPU come from the started CUDA
+        held = "torch.cuda.memory_allocated = lambda index=None: 25 * 2**30\n"
+        held += "torch.cuda.memory_reserved = lambda index=None: 26 * 2**30\n"
+        run(STAND_IN + held + "torch.cuda._lazy_init()")
+        failed = run(f"raise torch.OutOfMemoryError({OOM.format(0)!r})")
+        text = "\n".join("\n".join(o.get("traceback", [])) + o.get("text", "") for o in failed)
+        shown = re.sub(r"\x1b\[[0-9;]*m", "", text)
+        assert "OutOfMemoryError: CUDA out of memory." in shown
+        assert "gpulab: this kernel shares its GPU and may hold at most 25.8 GiB on cuda:0" in shown
+        assert "it holds 25.0 GiB in tensors and 1.0 GiB more in PyTorch's cache" in shown
+        assert "handler failed" not in shown
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
