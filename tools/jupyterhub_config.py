@@ -7,11 +7,12 @@ Choose the model with the environment variable ``GPULAB_HUB_MODEL`` when startin
     for that kernel alone and shutting it down (or the server's culling of an idle kernel, or a crash) gives it back.
     Set up once, in the Python environment the single-user servers run (as root, or the owner of that environment)::
 
-        pip install -c constraints.txt -e '.[lightning,lab,hub]'     # from a checkout of this repository
+        pip install -c constraints-server.txt -e '.[lightning,lab,hub]'     # from a checkout of this repository
         python -m gpulab kernelspec install --n-gpus 1 --sys-prefix    # the kernelspec, for every user
 
-    Each single-user server loads ``tools/jupyter_server_config.py`` (its culling of idle kernels: a forgotten kernel
-    gives its GPU back). Students who should not bypass the reservation can be kept to the gpulab kernel with
+    Each single-user server loads ``tools/workshop_server_config.py`` (the course's settings and culling of idle
+    kernels: a forgotten kernel gives its GPU back; ``GPULAB_CULL_IDLE_S`` when starting the Hub sets the idle time,
+    1800 s by default). Students who should not bypass the reservation can be kept to the gpulab kernel with
     ``c.KernelSpecManager.allowed_kernelspecs`` in that file (the plain "Python 3" kernel sees every GPU).
 
 ``server`` — **every server reserves.** The Hub reserves ``GPUS_PER_SERVER`` free GPUs before a student's server starts
@@ -43,11 +44,15 @@ TOOLS = Path(__file__).resolve().parent
 # students' PATH says.
 c.Spawner.cmd = [sys.executable, "-m", "jupyterhub.singleuser"]
 c.Spawner.default_url = "/lab"
-# The course's server settings: culling of idle kernels, JupyterLab's kernel state with the live monitor.
-c.Spawner.args = [f"--config={TOOLS / 'jupyter_server_config.py'}"]
-# Every server and kernel reads the same reservations (and, in a rehearsal, the same described machine) as the Hub.
+# The course's server settings for a shared server: culling of idle kernels (a learner's own JupyterLab has none),
+# JupyterLab's kernel state with the live monitor.
+c.Spawner.args = [f"--config={TOOLS / 'workshop_server_config.py'}"]
+# Every server and kernel reads the same reservations (and, in a rehearsal, the same described machine) as the Hub, and
+# culls after the idle time the Hub was started with.
 c.Spawner.environment = {
-    k: os.environ[k] for k in ("GPULAB_RESERVATIONS_DIR", "GPULAB_SIMULATE_GPUS") if k in os.environ
+    k: os.environ[k]
+    for k in ("GPULAB_RESERVATIONS_DIR", "GPULAB_SIMULATE_GPUS", "GPULAB_CULL_IDLE_S")
+    if k in os.environ
 }
 
 # How soon the Hub notices a server that died by itself (JupyterHub's default is 30 s). In the server model this is

@@ -271,7 +271,7 @@ def test_a_real_hub_reservations_disjoint_gpus_to_servers_and_frees_them_on_stop
     alice_pid = hub.server("alice")["state"]["pid"]
     assert _environ(alice_pid)["GPULAB_RESERVATIONS_DIR"] == str(reservations_dir)
     cmdline = Path(f"/proc/{alice_pid}/cmdline").read_bytes().split(b"\0")
-    assert f"--config={ROOT / 'tools' / 'jupyter_server_config.py'}".encode() in cmdline  # the course's settings
+    assert f"--config={ROOT / 'tools' / 'workshop_server_config.py'}".encode() in cmdline  # the course's settings
 
     # Carol's server would need GPUs 7, 8 and 9 of an 8-GPU machine: refused, saying who holds what and what to do.
     status, body = hub.call("POST", "/users/carol/server")
@@ -327,7 +327,7 @@ def test_in_the_kernel_model_each_kernel_of_each_server_reservations_its_own_gpu
     assert "CUDA_VISIBLE_DEVICES" not in env
     assert env["GPULAB_RESERVATIONS_DIR"] == str(session.reservations_dir) and env["GPULAB_SIMULATE_GPUS"] == "idle-8"
     cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    assert f"--config={ROOT / 'tools' / 'jupyter_server_config.py'}".encode() in cmdline
+    assert f"--config={ROOT / 'tools' / 'workshop_server_config.py'}".encode() in cmdline
 
     # Kernels from the gpulab kernelspec, started through the Hub's proxy in two users' servers, reservation disjoint
     # GPUs

@@ -91,7 +91,7 @@ def test_the_documented_config_sets_the_hooks_only_in_the_server_model(monkeypat
     kernel = _load(monkeypatch, None)  # the default: every kernel reserves
     assert "pre_spawn_hook" not in kernel.Spawner and kernel.Spawner.poll_interval == 10
     assert kernel.JupyterHub.cleanup_servers is True
-    assert kernel.Spawner.args == [f"--config={ROOT / 'tools' / 'jupyter_server_config.py'}"]
+    assert kernel.Spawner.args == [f"--config={ROOT / 'tools' / 'workshop_server_config.py'}"]
     server = _load(monkeypatch, "server")
     assert server.Spawner.pre_spawn_hook.__name__ == "pre_spawn_hook"
     assert server.Spawner.post_stop_hook.__name__ == "post_stop_hook"

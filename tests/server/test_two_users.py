@@ -131,7 +131,10 @@ def test_a_student_can_release_their_own_reservation_and_no_one_elses(server):
     assert {r.physical_index for r in reservation_rows(W8_GPUS, tmp / "locks")} == {mine, theirs}
     done = call(as_nobody, "-m", "gpulab", "release", str(theirs))
     assert done.returncode == 0, done.stderr
-    assert f"GPU {theirs} is free: the kernel k-nobody (nobody) that held it was stopped" in done.stdout
+    assert (
+        f"GPU {theirs} is free for now: the kernel k-nobody (nobody) that held it was stopped, but its Jupyter "
+        "server could not be asked to shut it down" in done.stdout
+    )
     assert nobody_holder.wait(10) != 0
     assert {r.physical_index for r in reservation_rows(W8_GPUS, tmp / "locks")} == {mine}
     nothing = call(as_nobody, "-m", "gpulab", "release", str(theirs))
