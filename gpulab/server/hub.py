@@ -188,14 +188,17 @@ def _release(key: tuple[str, str]) -> None:
         )
 
 
-def _holder_words(holder: Any) -> str:
+def _holder_words(holder: Any, viewer: str) -> str:
+    """Who holds a GPU, as the student ``viewer`` may read it: the Hub reads every private detail, but a server's name
+    and a notebook's path are said only to their own user."""
     d = holder.details
     if "for_user" in d:
-        server = d.get("server", "(default)")
+        server = d.get("server", "(default)") if d["for_user"] == viewer else "(default)"
         return f"{d['for_user']}'s server" + ("" if server == "(default)" else f" {server!r}")
     who = holder.user or str(holder)
     if "kernel" in d or "notebook" in d:
-        return f"a kernel of {who}" + (f" ({d['notebook']})" if d.get("notebook") else "")
+        own = who == viewer and d.get("notebook")
+        return f"a kernel of {who}" + (f" ({d['notebook']})" if own else "")
     return str(holder) if holder.mine else f"{who} (pid {holder.pid})"
 
 
@@ -204,7 +207,7 @@ def no_gpu_message(user: str, n_gpus: int, machine: str | None, policy: Policy |
     reader = as_reader(machine)
     infos = [reader.info(i) for i in range(reader.count())]
     holders = reservation_holders([g.uuid for g in infos], reservations)
-    taken = {uuid: _holder_words(h) for uuid, h in holders.items()}
+    taken = {uuid: _holder_words(h, user) for uuid, h in holders.items()}
     verdicts = rank_gpus(infos, policy, taken=taken)
     free = sum(v.free for v in verdicts)
     lines = [
