@@ -21,7 +21,7 @@ from .folder import (
     selection_lock,
     write_holder,
 )
-from .holders import THIS_NOTEBOOK, Holder, current_holders, others_only, reservation_holders
+from .holders import THIS_NOTEBOOK, Holder, current_holders, left_behind, others_only, reservation_holders
 
 __all__ = [
     "reservations_dir",
@@ -39,4 +39,5 @@ __all__ = [
     "reservation_holders",
     "current_holders",
     "others_only",
+    "left_behind",
 ]

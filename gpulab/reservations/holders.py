@@ -25,7 +25,7 @@ from .folder import (
     try_lock,
 )
 
-__all__ = ["THIS_NOTEBOOK", "Holder", "reservation_holders", "current_holders", "others_only"]
+__all__ = ["THIS_NOTEBOOK", "Holder", "reservation_holders", "current_holders", "others_only", "left_behind"]
 
 # How a reservation held by this very process is named everywhere (picker, watch, environment report): the learner's
 # own kernel is not a stranger to be warned about.
@@ -197,4 +197,35 @@ def reservation_holders(uuids: list[str], reservations: str | os.PathLike[str] |
                 out[uuid] = _read_holder(fd, d, uuid)
         finally:
             os.close(fd)
+    return out
+
+
+def left_behind(uuids: list[str], reservations: str | os.PathLike[str] | None = None) -> dict[str, Holder]:
+    """For the GPUs of ``uuids`` that nobody holds now: the last process of this user that held each, as it named
+    itself, with every detail (its pid may be gone). What a JupyterHub restarted after a crash held before it."""
+    d = reservations_dir(reservations, create=False)
+    try:
+        usable = d.is_dir()
+    except (OSError, ValueError):
+        usable = False
+    if not usable or not have_flock():
+        return {}
+    uid = os.geteuid()
+    out: dict[str, Holder] = {}
+    for uuid in uuids:
+        path = lock_path(d, uuid)
+        if not path.exists():
+            continue
+        fd = open_lock_file(path)
+        try:
+            if not try_lock(fd):
+                continue  # someone holds it now
+            require_flock().flock(fd, require_flock().LOCK_UN)
+        finally:
+            os.close(fd)
+        record = read_record(d, uuid, uid)
+        if record is not None and isinstance(record.get("pid"), int):
+            holder = _named(record, d, uuid, uid)
+            if holder.pid is not None:
+                out[uuid] = Holder(holder.pid, holder.user, holder.host, str(holder), details=holder.details)
     return out

@@ -1,5 +1,8 @@
 """Whose process is this: the Unix user, the command, and the Jupyter kernel it is (a probe: psutil and /proc).
 
+``hub_servers`` finds the JupyterHub single-user servers (and their kernels) that run, with the GPUs their
+``CUDA_VISIBLE_DEVICES`` names, from each process's environment (which only root, or the process's own user, may read):
+what a restarted Hub reserves again, and what ``watch`` names as running on a GPU nobody holds.
 On a shared JupyterHub server each student is a Unix user and each notebook a kernel process
 (``python -m ipykernel_launcher -f …/kernel-<id>.json``), so a pid on a GPU becomes "alice, kernel 1a2b3c4d".
 NVML reports host pids: inside a container a pid may not be visible at all, which is said, not guessed.
@@ -13,7 +16,7 @@ from dataclasses import dataclass
 
 import psutil
 
-__all__ = ["Owner", "process_owner", "kernel_id"]
+__all__ = ["Owner", "process_owner", "kernel_id", "HubServer", "hub_servers"]
 
 _KERNEL_FILE = re.compile(r"kernel-([0-9a-fA-F-]{8,})\.json")
 
@@ -62,3 +65,34 @@ def process_owner(pid: int) -> Owner:
     except psutil.AccessDenied:
         return Owner(pid, None, "another user's process")
     return Owner(pid, user, name, kernel_id(cmdline))
+
+
+@dataclass(frozen=True)
+class HubServer:
+    """A JupyterHub single-user server seen running: the lowest ``pid`` of its processes (the server, its kernels),
+    its ``user`` and server ``name`` (``""``: the default one) and the GPUs it was given (UUIDs)."""
+
+    pid: int
+    user: str
+    name: str
+    uuids: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return f"{self.user}'s server" + (f" {self.name!r}" if self.name else "") + f" (pid {self.pid})"
+
+
+def hub_servers() -> list[HubServer]:
+    """Every JupyterHub server this process may see whose ``CUDA_VISIBLE_DEVICES`` names GPUs by UUID (as
+    ``gpulab.server.hub`` gives them), one per (user, server, GPUs), read from the processes' environments."""
+    found: dict[tuple[str, str, tuple[str, ...]], int] = {}
+    for proc in psutil.process_iter():
+        try:
+            env = proc.environ()
+        except (psutil.Error, OSError):  # another user's process, or gone meanwhile
+            continue
+        user = env.get("JUPYTERHUB_USER")
+        uuids = tuple(u for u in env.get("CUDA_VISIBLE_DEVICES", "").split(",") if u.startswith(("GPU-", "MIG-")))
+        if user and uuids:
+            key = (user, env.get("JUPYTERHUB_SERVER_NAME", ""), uuids)
+            found[key] = min(found.get(key, proc.pid), proc.pid)
+    return [HubServer(pid, user, name, uuids) for (user, name, uuids), pid in sorted(found.items())]
