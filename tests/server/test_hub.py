@@ -379,19 +379,26 @@ def _user_api(hub: Hub, user: str, method: str, path: str, body: dict | None = N
 
 
 @pytest.mark.parametrize("session", ["server"], indirect=True)
-def test_a_hub_killed_with_sigkill_and_started_again_keeps_the_surviving_servers_gpus_reserved(session):
-    """A Hub that crashes (``kill -9``: no clean-up, the servers live on) leaves alice's server running on GPUs that no
-    lock holds. The new Hub reserves them again as it reads its config, so bob's spawn gets other GPUs, carol's finds
-    too few free, and stopping alice's server frees them."""
+@pytest.mark.parametrize("ending", ["kill -9", "cleanup_servers=False"])
+def test_a_hub_ended_without_its_servers_and_started_again_keeps_their_gpus_reserved(session, ending):
+    """A Hub that crashes (``kill -9``: no clean-up) or that stops without stopping the servers
+    (``cleanup_servers = False``) leaves alice's server running on GPUs that no lock holds. The new Hub reserves them
+    again as it reads its config, so bob's spawn gets other GPUs, carol's finds too few free, and stopping alice's
+    server frees them."""
     hub, reservations_dir = session.hub, session.reservations_dir
+    config = session.config.read_text()
+    if ending == "cleanup_servers=False":
+        session.config.write_text(config + "\nc.JupyterHub.cleanup_servers = False\n")
     first = session.launch()
     status, body = hub.start("alice")
     assert status in (201, 202), (status, body, session.log_tail())
     alice = sorted(k for k, v in _reservations(reservations_dir).items() if v == "alice")
     alice_pid = hub.server("alice")["state"]["pid"]
 
-    os.kill(first.pid, signal.SIGKILL)  # the Hub alone: its proxy and alice's server run in sessions of their own
+    # the Hub alone: its proxy and alice's server run in sessions of their own
+    os.kill(first.pid, signal.SIGKILL if ending == "kill -9" else signal.SIGTERM)
     first.wait(timeout=60)
+    session.config.write_text(config)  # the new Hub stops its servers when it stops (the test's end)
     assert _reservations(reservations_dir) == {}  # its locks died with it; alice's server did not
     assert (
         Path(f"/proc/{alice_pid}").exists() and sorted(_environ(alice_pid)["CUDA_VISIBLE_DEVICES"].split(",")) == alice
