@@ -75,13 +75,17 @@ def read_server(
         for uuid, h in holders.items()
     }
     unheld = []
-    for server in hub_servers():  # JupyterHub servers whose GPUs no reservation holds (after a Hub crash)
+    for server in hub_servers(kernels=True):  # servers (a Hub crashed) and kernels' ranks on GPUs nobody holds
         lost = [g.physical_index for g in gpus if g.uuid in server.uuids and g.uuid not in holders]
         if lost:
             unheld.append(
                 f"unheld: {server} runs on GPU {', '.join(map(str, lost))}, which no reservation holds, so the next "
-                "spawn may be given it too: stop that server, or start the Hub again if it crashed (it reserves "
-                "again what it held for the servers that outlived it)"
+                + (
+                    "kernel may be given it too: its kernel ended without it; stop it (kill " + str(server.pid) + ")"
+                    if server.kernel
+                    else "spawn may be given it too: stop that server, or start the Hub again if it crashed (it "
+                    "reserves again what it held for the servers that outlived it)"
+                )
             )
     return ServerView(
         gpus,

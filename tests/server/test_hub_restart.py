@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import pwd
 import signal
 import subprocess
 import sys
@@ -103,3 +104,23 @@ def test_a_new_hub_reserves_again_what_the_killed_one_held_for_a_server_that_sur
     assert not set(bob.environment["CUDA_VISIBLE_DEVICES"].split(",")) & set(alice_gpus.split(","))
     post_stop(_spawner("alice"))  # the Hub stops alice's server: what it held again is released
     assert not {u for u, h in reservation_holders(UUIDS, folder).items() if h.details.get("for_user") == "alice"}
+
+
+def test_a_rank_that_outlived_its_kernel_is_named_unheld_until_its_gpu_is_reserved_again(tmp_path, procs):
+    """A provisioned kernel killed with SIGKILL takes its reservation with it, but a rank it started (its environment:
+    the kernel's CUDA_VISIBLE_DEVICES and GPULAB_MASTER_PORTS) runs on: watch names it, with what to do."""
+    folder = tmp_path / "reservations"
+    rank = _start(
+        ["-c", "import sys; print('up', flush=True); sys.stdin.read()"],
+        {"CUDA_VISIBLE_DEVICES": UUIDS[4], "GPULAB_MASTER_PORTS": "29540-29549"},
+    )
+    procs.append(rank)
+    assert rank.stdout.readline() == "up\n"
+    watch = render_text(read_server("idle-8", folder))
+    me = pwd.getpwuid(os.geteuid()).pw_name
+    assert f"unheld: a process of {me}'s gpulab kernel (pid {rank.pid}) runs on GPU 4" in watch
+    assert f"stop it (kill {rank.pid})" in watch
+    from gpulab.placement.reservation import reserve_gpus
+
+    with reserve_gpus(1, "idle-8", reservations=folder, prefer=[UUIDS[4]]):
+        assert f"(pid {rank.pid})" not in render_text(read_server("idle-8", folder))
