@@ -237,8 +237,10 @@ def record_path(reservations: Path, uuid: str, uid: int, private: bool = False) 
 def instructor_gid() -> int | None:
     """The instructor group's id (``$GPULAB_INSTRUCTOR_GROUP``, default ``gpulab-instructors``), None if no such group
     exists here."""
-    import grp  # POSIX only, like the lock itself
-
+    try:
+        import grp  # POSIX only, like the lock itself
+    except ImportError:  # Windows: no groups, and no reservations either
+        return None
     try:
         return grp.getgrnam(os.environ.get(INSTRUCTOR_GROUP_VAR) or DEFAULT_INSTRUCTOR_GROUP).gr_gid
     except KeyError:
