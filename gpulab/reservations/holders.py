@@ -34,9 +34,9 @@ THIS_NOTEBOOK = "this notebook"
 
 @dataclass(frozen=True)
 class Holder:
-    """Who holds a GPU's reservation: the locking ``pid`` and, when the file's name matches it, ``user`` and ``host``;
-    ``text`` says it in words (``"pid 4242 (alice@server)"``), including when the two disagree; a reservation of this
-    very process reads ``"this notebook"`` and has ``mine`` set."""
+    """Who holds a GPU's reservation: the locking ``pid`` and its ``user``, with ``host`` when the holder's own file
+    names that pid; ``text`` says it in words (``"pid 4242 (alice@server)"``), including when the holder has not
+    named itself; a reservation of this very process reads ``"this notebook"`` and has ``mine`` set."""
 
     pid: int | None
     user: str | None
