@@ -166,8 +166,9 @@ def reserve_gpus(
     what free means. GPUs reserved by others are passed over. With ``wait_s`` it retries every ``poll_s`` seconds until
     then; otherwise, or after that, ``NoFreeGpu`` says why each GPU was passed over. ``details`` (short strings: kernel
     id, notebook, the user a server was started for) are written into the reservation for ``watch`` and the picker to
-    show; all but ``gpulab.reservations.PUBLIC_DETAILS`` only to this user, root and the instructor group. Free GPUs whose UUID is in ``prefer`` are picked first (a restarted kernel gets its GPUs back). Nothing here
-    creates a CUDA context.
+    show. Free GPUs whose UUID is in ``prefer`` are picked first (a restarted kernel gets its GPUs back). Nothing here
+    creates a CUDA context. Details other than ``gpulab.reservations.PUBLIC_DETAILS`` (the notebook, a server's name)
+    are shown only to this user, root and the instructor group.
     """
     require_flock()  # on Windows, refuse before touching any directory
     n = whole_number(n, "n", minimum=1, example="reserve_gpus(2) for two GPUs")
