@@ -19,7 +19,8 @@ Choose the model with the environment variable ``GPULAB_HUB_MODEL`` when startin
     and gives them back when it stops (``gpulab.server.hub.gpu_hooks``). Every kernel of that server sees only those
     GPUs. Use it when a server should own its GPUs for the whole session, e.g. with DockerSpawner (see the end of
     this file). A server that dies (``kill -9``, out of memory) gives its GPUs back within ``c.Spawner.poll_interval``
-    seconds, when the Hub's poll notices; a Hub restart stops every server first (``cleanup_servers``, kept True).
+    seconds, when the Hub's poll notices; a Hub restart stops every server first (``cleanup_servers``, kept True),
+    and a Hub started again after a crash reserves again the GPUs of the servers that outlived it.
 
 When no GPU is free, the student's spawn page (server model) or JupyterLab's kernel error (kernel model) names who
 holds each GPU and what to do. ``python -m gpulab watch`` in a terminal shows the room: every GPU, its reservation, and
@@ -59,7 +60,8 @@ c.Spawner.environment = {
 # how long a killed server's GPUs stay reserved; each poll is one waitpid (or one container inspection) per server.
 c.Spawner.poll_interval = 10
 # A Hub that stops stops every server with it (JupyterHub's default, said here because the server model relies on it):
-# the Hub's reservations end with the Hub process, and no server may keep running on GPUs nobody holds.
+# the Hub's reservations end with the Hub process. (Servers that outlive a Hub killed by a crash get their GPUs
+# reserved again by the next Hub, which gpu_hooks does as it reads this file.)
 c.JupyterHub.cleanup_servers = True
 # JupyterHub's proxy: the one `make install` put beside the venv (npm), if there is one; otherwise the
 # configurable-http-proxy on the PATH (npm install -g configurable-http-proxy).

@@ -4,7 +4,9 @@ Two notebooks that ask "which GPU is free?" at the same moment get the same answ
 chooses under the machine's selection lock and then holds each chosen GPU's lock file (``gpulab.reservations``: one
 file per GPU in ``$GPULAB_RESERVATIONS_DIR``, default ``/tmp/gpulab-reservations``, that every user can lock). The
 lock goes with the process that holds it, however it ends, so a reservation can never outlive its owner. The holder
-writes its pid, user, host and details into the file, so the picker can say who is using a GPU.
+writes its pid, user, host and details into files of its own beside it, so the picker can say who is using a GPU; the
+details other than the kernel id, the user a server is for and the ports (a notebook's path, a server's name) are
+private to the holder's user, root and the instructor group.
 Never creates a CUDA context: the GPUs are read through NVML (or a described machine). Taught in
 ``notebooks/02_choosing_gpus.ipynb``.
 """
@@ -116,7 +118,7 @@ class Reservation:
         return f"<p>{html.escape(self._head())}</p>" + self.choice._repr_html_()
 
 
-MAX_DETAILS_BYTES = 2048  # holders read the first 4096 bytes of a lock file
+MAX_DETAILS_BYTES = 2048  # holders read the first 8192 bytes of a holder's file
 
 
 def validated_details(details: Mapping[str, str] | None) -> dict[str, str]:
@@ -165,7 +167,8 @@ def reserve_gpus(
     then; otherwise, or after that, ``NoFreeGpu`` says why each GPU was passed over. ``details`` (short strings: kernel
     id, notebook, the user a server was started for) are written into the reservation for ``watch`` and the picker to
     show. Free GPUs whose UUID is in ``prefer`` are picked first (a restarted kernel gets its GPUs back). Nothing here
-    creates a CUDA context.
+    creates a CUDA context. Details other than ``gpulab.reservations.PUBLIC_DETAILS`` (the notebook, a server's name)
+    are shown only to this user, root and the instructor group.
     """
     require_flock()  # on Windows, refuse before touching any directory
     n = whole_number(n, "n", minimum=1, example="reserve_gpus(2) for two GPUs")

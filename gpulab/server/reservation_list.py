@@ -3,9 +3,10 @@
 One row per held GPU: the Unix user that holds it (the locking process's owner, read from ``/proc``, not the name
 written into the file, which anyone could write), the kernel, the notebook, the idle time and the reservation's ports.
 
-- **The notebook path is private.** A student sees the paths of their own reservations only; root and the members of the
-  instructor group (``GPULAB_INSTRUCTOR_GROUP``, default ``gpulab-instructors``) see every path. (The lock files are
-  world-readable so that every student can lock them; what ``watch`` shows is filtered here.)
+- **The notebook path and the server's name are private.** A student sees those of their own reservations only; root
+  and the members of the instructor group (``GPULAB_INSTRUCTOR_GROUP``, default ``gpulab-instructors``) see every
+  one. They are kept in each holder's private file (``gpulab.reservations``), which other students cannot read, so no
+  file or command shows them; the rows say that something is hidden.
 - **Idle time** is the time since the reservation file was last touched: the kernel provisioner touches it when
   jupyter-server saw the kernel active (its ``last_activity``, the clock the culler uses), so a student's idle
   kernel shows what the culler will act on. A reservation taken with ``reserve_gpus`` in a cell shows how long it is
@@ -29,7 +30,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..core.readings import GpuInfo
-from ..reservations import lock_path, reservation_holders, reservations_dir
+from ..reservations import (
+    DEFAULT_INSTRUCTOR_GROUP,
+    INSTRUCTOR_GROUP_VAR,
+    lock_path,
+    reservation_holders,
+    reservations_dir,
+)
 from .kernel_server import NoServer, find_kernel_server, shut_down_kernel
 
 __all__ = [
@@ -41,11 +48,11 @@ __all__ = [
     "INSTRUCTOR_GROUP_VAR",
     "DEFAULT_INSTRUCTOR_GROUP",
     "HIDDEN",
+    "HIDDEN_SERVER",
 ]
 
-INSTRUCTOR_GROUP_VAR = "GPULAB_INSTRUCTOR_GROUP"
-DEFAULT_INSTRUCTOR_GROUP = "gpulab-instructors"
 HIDDEN = "(another user's notebook)"
+HIDDEN_SERVER = "(another user's server)"
 
 
 class ReleaseRefused(PermissionError):
@@ -65,10 +72,18 @@ class ReservationRow:
     idle_s: float | None
     ports: str
     mine: bool = False
+    for_server: bool = False
+    """A JupyterHub server's reservation: ``kernel`` is then the server's name (``"(default)"``)."""
 
     def __str__(self) -> str:
         idle = "" if self.idle_s is None else f" · idle {_duration(self.idle_s)}"
-        kernel = f"kernel {self.kernel[:8]}" if self.kernel else f"pid {self.pid}"
+        kernel = (
+            f"server {self.kernel}"
+            if self.for_server and self.kernel
+            else f"kernel {self.kernel[:8]}"
+            if self.kernel
+            else f"pid {self.pid}"
+        )
         where = f" · {self.notebook}" if self.notebook else ""
         ports = f" · ports {self.ports}" if self.ports else ""
         who = "reserved by this notebook" if self.mine else self.user
@@ -141,8 +156,9 @@ def reservation_rows(
         if h is None:
             continue
         uid = _uid_of(h.pid)
-        notebook = h.details.get("notebook", "")
-        if notebook and not (see_all or (uid is not None and uid == viewer)):
+        own = see_all or (uid is not None and uid == viewer)
+        notebook = HIDDEN if "notebook" in h.hidden else h.details.get("notebook", "")
+        if notebook and not own:  # this process could read it (root), but the viewer asked about may not
             notebook = HIDDEN
         try:
             idle = clock() - os.stat(lock_path(d, g.uuid)).st_mtime if h.details.get("kernel") else None
@@ -151,10 +167,20 @@ def reservation_rows(
         user = _user_name(uid, h.user)
         if h.details.get("for_user"):  # a JupyterHub reservation (gpulab.server.hub): the Hub holds it for a user
             user = f"{h.details['for_user']} via {user}"
-        kernel = h.details.get("kernel") or h.details.get("server", "")
+        server = HIDDEN_SERVER if "server" in h.hidden or (h.details.get("server") and not own) else ""
+        kernel = h.details.get("kernel") or server or h.details.get("server", "")
         rows.append(
             ReservationRow(
-                g.physical_index, g.uuid, h.pid, user, kernel, notebook, idle, h.details.get("ports", ""), h.mine
+                g.physical_index,
+                g.uuid,
+                h.pid,
+                user,
+                kernel,
+                notebook,
+                idle,
+                h.details.get("ports", ""),
+                h.mine,
+                bool(h.details.get("for_user")) and not h.details.get("kernel"),
             )
         )
     return rows
