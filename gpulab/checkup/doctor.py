@@ -285,15 +285,35 @@ def _lightning(s: KernelState) -> Finding:
             "ranks stop with 'Cannot re-initialize CUDA in forked subprocess'",
             _RESTART + ".",
         )
+    per_rank = lightning_threads_per_rank(s.usable_cores, RANKS)
     if s.extra_threads and os.environ.get("OMP_NUM_THREADS", "") != "1":
+        if per_rank >= 2:
+            return Finding(
+                False,
+                "Lightning ddp_notebook would hang",
+                f"OpenMP's pool is running here, and with {RANKS} ranks on {s.usable_cores} usable cores Lightning "
+                f"gives each forked rank {per_rank} threads (cores ÷ ranks): the first multi-threaded op in a rank "
+                "never ends",
+                "restart the kernel, set OMP_NUM_THREADS=1 and torch.set_num_threads(1) in the first cell.",
+            )
         return Finding(
-            False,
-            "Lightning ddp_notebook would hang",
-            "OpenMP's pool is running here and each forked rank "
-            "gets several threads: the first multi-threaded op in a rank never ends",
-            "restart the kernel, set OMP_NUM_THREADS=1 and torch.set_num_threads(1) in the first cell.",
+            True,
+            "Lightning ddp_notebook would start",
+            f"OpenMP's pool is running here, but with {RANKS} ranks on {s.usable_cores} usable core(s) Lightning "
+            f"gives each forked rank {per_rank} thread (cores ÷ ranks), which needs no pool: nothing hangs "
+            "(notebooks/06_lightning.ipynb shows it); on 4 cores or more it would hang",
         )
     return Finding(True, "Lightning ddp_notebook would start", "nothing here makes its fork fail or hang")
+
+
+RANKS = 2  # the ranks a ddp_notebook fit starts in the course (devices=2)
+
+
+def lightning_threads_per_rank(usable_cores: int, ranks: int) -> int:
+    """The threads Lightning gives each forked CPU rank when OMP_NUM_THREADS is unset: cores ÷ ranks, at least 1
+    (lightning/fabric/utilities/distributed.py, _set_num_threads_if_needed, called by the multiprocessing launcher;
+    its cores are os.sched_getaffinity's, Lightning 2.6)."""
+    return max(1, usable_cores // ranks)
 
 
 def _accelerate(s: KernelState) -> Finding:
