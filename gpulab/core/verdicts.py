@@ -10,7 +10,7 @@ and printed as "not measured, because …" instead of as a number. Taught in ``n
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 __all__ = [
@@ -168,12 +168,14 @@ def allreduce_gap(predicted_s: float, measured_s: float, tolerance: float = 0.25
     )
 
 
-def rises_verdict(claim: str, points: Sequence[tuple[str, float]], unit: str = "") -> Verdict:
+def rises_verdict(
+    claim: str, points: Sequence[tuple[str, float]], fmt: Callable[[float], str] = "{:.2f}".format
+) -> Verdict:
     """``claim`` that a measured value grows along ``points`` (label, value), in order: held when each is larger
-    than the one before. The reason lists them."""
+    than the one before. The reason lists them, each written by ``fmt``."""
     if len(points) < 2:
         raise ValueError(f"rises_verdict compares at least two measured points; got {len(points)}: {list(points)}.")
-    said = ", ".join(f"{value:.2f}{unit} at {label}" for label, value in points)
+    said = ", ".join(f"{fmt(value)} at {label}" for label, value in points)
     held = all(b[1] > a[1] for a, b in zip(points, points[1:]))
     if held:
         return Verdict(True, claim, said)
