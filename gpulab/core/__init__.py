@@ -10,3 +10,17 @@ the widgets; ``lazy`` gives each subpackage its names on first use. Everything h
 (``tests/test_layers.py``): what touches torch or the process (``compat``, ``cuda_start``, ``threads``) lives in
 ``gpulab.machine``. The chapters reach these through ``gpulab.``'s verbs.
 """
+
+from .lazy import export_lazily
+
+# the verdicts a chapter cell prints about its own measurement (notebooks/05_live_monitor.ipynb, 07_scaling.ipynb)
+export_lazily(
+    __name__,
+    {
+        "Verdict": "verdicts",
+        "NotMeasured": "verdicts",
+        "crossover_verdict": "verdicts",
+        "allreduce_gap": "verdicts",
+        "overhead_verdict": "verdicts",
+    },
+)

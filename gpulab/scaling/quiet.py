@@ -20,6 +20,7 @@ from .probes import Ceiling, machine_ceiling
 __all__ = ["Quietness", "how_quiet", "read_quietness", "QUIET_LINE"]
 
 QUIET_LINE = "this run's machine:"  # how the line starts, for tools/execute_notebooks.py to find it
+DISTURBED_ABOVE = 2.05  # a ceiling above this is no timer noise: the 1-process run was slowed
 _VERDICT = re.compile(re.escape(QUIET_LINE) + r".*?ceiling (?P<ceiling>[\d.]+)×.*?(?P<word>quiet|not quiet)\b")
 
 
@@ -33,23 +34,36 @@ class Quietness:
     ceiling: Ceiling
 
     @property
+    def disturbed(self) -> bool:
+        """A ceiling above 2× (beyond the timer's noise): another program slowed the 1-process run, so not quiet."""
+        return self.ceiling.speedup > DISTURBED_ABOVE
+
+    @property
     def verdict(self) -> Verdict:
-        """Quiet when 2 processes reached ``QUIET_CEILING`` × one or more."""
-        return quiet_verdict(min(self.ceiling.speedup, 2.0), self.load_1min, self.usable_cores)
+        """Quiet when 2 processes reached ``QUIET_CEILING`` × one or more, and the 1-process run was undisturbed."""
+        if self.disturbed:
+            return Verdict(
+                False,
+                "a quiet machine",
+                f"ceiling {self.ceiling.speedup:.2f}×, above the 2× two processes can reach: another program slowed "
+                f"the 1-process run (load average {self.load_1min:.2f} on {self.usable_cores} core(s))",
+            )
+        return quiet_verdict(self.ceiling.speedup, self.load_1min, self.usable_cores)
 
     def __str__(self) -> str:
-        speed = min(self.ceiling.speedup, 2.0)
         word = "quiet" if self.verdict.held else "not quiet"
-        why = (
-            f"a quiet machine reads {QUIET_CEILING}× or more"
-            if self.verdict.held
-            else f"below the {QUIET_CEILING}× of a quiet machine: other programs held a core, so this run's timings "
-            "are slower and more scattered than the machine allows"
-        )
-        disturbed = " (above 2×: the 1-process run was disturbed; counted as 2×)" if self.ceiling.speedup > 2 else ""
+        if self.disturbed:
+            why = "above 2×: another program slowed the 1-process run, so this run's timings are disturbed"
+        elif self.verdict.held:
+            why = f"a quiet machine reads {QUIET_CEILING}× or more"
+        else:
+            why = (
+                f"below the {QUIET_CEILING}× of a quiet machine: other programs held a core, so this run's timings "
+                "are slower and more scattered than the machine allows"
+            )
         return (
             f"{QUIET_LINE} {self.cpu_model}, {self.usable_cores} usable core(s); load average {self.load_1min:.2f}; "
-            f"ceiling {speed:.2f}×{disturbed} → {word} ({why})"
+            f"ceiling {self.ceiling.speedup:.2f}× → {word} ({why})"
         )
 
 
