@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 __all__ = [
     "QUIET_CEILING",
+    "DISTURBED_ABOVE",
     "Verdict",
     "NotMeasured",
     "crossover_verdict",
@@ -28,6 +29,7 @@ __all__ = [
 # On a 2-core machine a quiet run's ceiling (2 independent processes ÷ 1) reads 1.8–2.0×, one beside other work
 # 1.3–1.6×: below this a run's timings say more about the other programs than about the lesson.
 QUIET_CEILING = 1.7
+DISTURBED_ABOVE = 2.05  # a 2-process ceiling above this is no timer noise: another program slowed the 1-process run
 NEAR_ONE = 0.15  # "near 1×": within 15 % of it, the spread of one launch's fastest steps on a quiet 2-core machine
 
 
@@ -76,8 +78,8 @@ def quiet_verdict(ceiling: float, load: float | None = None, cores: int | None =
 def crossover_verdict(ratios: Mapping[int, float], predicted_batch: float, ceiling: float) -> Verdict:
     """The crossover prediction against the measured 2-rank ÷ 1-rank ratios at half, at and at twice the predicted
     batch (``ratios``: batch -> ratio, three batches). Held: the ratio at the predicted batch is near 1× (within
-    ``NEAR_ONE``) and twice the batch pays (> 1×). A miss on a run whose ``ceiling`` was below ``QUIET_CEILING`` is
-    laid to the machine, and the reason says so; a miss on a quiet run is the model's."""
+    ``NEAR_ONE``) and twice the batch pays (> 1×). A miss on a run whose ``ceiling`` was below ``QUIET_CEILING`` (or
+    above ``DISTURBED_ABOVE``) is laid to the machine, and the reason says so; a miss on a quiet run is the model's."""
     if len(ratios) != 3:
         raise ValueError(
             f"crossover_verdict reads three measured batches (half, at and twice the prediction); got {len(ratios)}: "
@@ -98,13 +100,18 @@ def crossover_verdict(ratios: Mapping[int, float], predicted_batch: float, ceili
         if near
         else f"the ratio at the predicted batch is not within {NEAR_ONE * 100:.0f} % of 1×"
     )
-    if ceiling < QUIET_CEILING:
+    if ceiling < QUIET_CEILING or ceiling > DISTURBED_ABOVE:
+        busy = (
+            f"above 2×: another program slowed the 1-process run; a quiet machine reads {QUIET_CEILING}–2×"
+            if ceiling > DISTURBED_ABOVE
+            else f"another program held a core; a quiet machine reads {QUIET_CEILING}× or more"
+        )
         return Verdict(
             False,
             claim,
-            f"{said}; {why}. This run's ceiling was {ceiling:.2f}× (another program held a core; a quiet machine "
-            f"reads {QUIET_CEILING}× or more), so each pair ran at the pace of the rank that lost its core: re-run "
-            "on a quiet machine before blaming the model",
+            f"{said}; {why}. This run's ceiling was {ceiling:.2f}× ({busy}), so its timings were disturbed and "
+            "each pair ran at the pace of the rank that lost its core: re-run on a quiet machine before blaming the "
+            "model",
         )
     return Verdict(
         False,

@@ -13,14 +13,13 @@ import os
 import re
 from dataclasses import dataclass
 
-from ..core.verdicts import QUIET_CEILING, Verdict, quiet_verdict
+from ..core.verdicts import DISTURBED_ABOVE, QUIET_CEILING, Verdict, quiet_verdict
 from ..machine.host import host_info
 from .probes import Ceiling, machine_ceiling
 
 __all__ = ["Quietness", "how_quiet", "read_quietness", "QUIET_LINE"]
 
 QUIET_LINE = "this run's machine:"  # how the line starts, for tools/execute_notebooks.py to find it
-DISTURBED_ABOVE = 2.05  # a ceiling above this is no timer noise: the 1-process run was slowed
 _VERDICT = re.compile(re.escape(QUIET_LINE) + r".*?ceiling (?P<ceiling>[\d.]+)×.*?(?P<word>quiet|not quiet)\b")
 
 

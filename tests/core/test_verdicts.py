@@ -33,6 +33,8 @@ def test_a_missed_crossover_on_a_busy_run_blames_the_machine_and_on_a_quiet_one_
     )
     quiet = crossover_verdict({11: 0.9, 22: 1.02, 44: 0.98}, 22, ceiling=1.9)
     assert not quiet and "twice the batch did not pay, on a quiet run (ceiling 1.90×)" in quiet.reason
+    disturbed = crossover_verdict({11: 0.9, 22: 1.02, 44: 0.98}, 22, ceiling=2.18)  # above 2×: not a quiet run
+    assert not disturbed and "ceiling was 2.18× (above 2×: another program slowed the 1-process run" in str(disturbed)
     with pytest.raises(ValueError, match="three measured batches"):
         crossover_verdict({11: 0.9, 22: 1.0}, 22, ceiling=1.9)
 
