@@ -6,7 +6,8 @@ outputs print numbers of that unit at the same precision (CLARIFICATIONS.md, "Ev
 number must be one of:
 
 - a **constant** of ``CONSTANTS``: a short, reviewed list, each entry naming its source (a data sheet, a specification,
-  the arithmetic of a fixed size) and the cell that uses it, with the value recomputed here;
+  the arithmetic of a fixed size) and the cell that uses it, with the value recomputed here; or one of the two
+  speed-ups that are definitions (``DEFINITIONS``: 1× and 2×);
 - a **bound** of ``BOUNDS``: a number the prose states as a bound ("about 1 %, at most 3 %"), checked here against
   the committed output of the cell that measures it;
 - in the ledger, a number within the bound its row's evidence states (``{≤ 3}``), which ``test_claims_ledger.py``
@@ -118,6 +119,7 @@ CONSTANTS = [
         4 * mlp_parameters(1024, 3) / 15.75e9 * 1e3,
     ),
     Constant("07_scaling.ipynb", "c5884de5", "15 %", "gpulab.core.verdicts.NEAR_ONE", NEAR_ONE * 100),
+    Constant("07_scaling.ipynb", "c45b4b3b", "4×", "a setting: the lever 'accumulate 4 with no_sync()'", 4),
     Constant("07_scaling.ipynb", "c5884de5", "1.7×", "gpulab.core.verdicts.QUIET_CEILING", QUIET_CEILING),
     Constant(
         "07_scaling.ipynb",
@@ -127,6 +129,13 @@ CONSTANTS = [
         8 * 16 * 128 / 130 / 8,
     ),
 ]
+
+# Speed-ups that are definitions, not readings: the break-even and the most that 2 processes can do. The outputs print
+# them too, in the verdicts' reasons ("not within 15 % of 1×", "above the 2× that two processes can reach").
+DEFINITIONS = {
+    "1×": "break-even: 2 ranks exactly as fast as 1, the line every speed-up is read against",
+    "2×": "twice the work of one: the most that 2 processes or ranks can reach",
+}
 
 ONE_CORE = r"of watched training = ([\d.]+) % of one core"
 BOUNDS = [
@@ -193,7 +202,9 @@ def quoted_measurements(chapter: Path) -> list[tuple[str, str, str]]:
         for m in QUOTE.finditer(text):
             number, unit = m.groups()
             quote = f"{number} {unit}" if unit != "×" else f"{number}×"
-            if (unit, decimals(number)) not in printed or (cid, quote) in constants or (cid, quote) in bounded:
+            if (unit, decimals(number)) not in printed or quote in DEFINITIONS:
+                continue
+            if (cid, quote) in constants or (cid, quote) in bounded:
                 continue
             if cites_record and RECORD_QUANTITY.fullmatch(m.group(0)):  # test_evidence_citations checks it
                 continue
