@@ -113,6 +113,10 @@ def test_the_levers_and_the_threads_were_measured_and_fast_mode_says_what_it_lef
 def test_the_prediction_is_checked_by_measuring_at_it(outputs):
     text = _of(outputs, "w = WIDTHS[1]")
     assert re.search(r"predicted crossover at \d+ samples per rank", text) or "never pay" in text
+    # the modelled all-reduce it predicts from, beside the one measured in that width's steps, with the gap named
+    assert re.search(
+        r"all-reduce modelled [\d.]+ ms, measured in the sweep's step [\d.]+ ms; the step's all-reduce", text
+    )
     ratios = [float(r) for r in re.findall(r"2 ranks ÷ 1 rank = ([\d.]+)× \(measured\)", text)]
     assert "never pay" in text or len(ratios) == 3
     if ratios:  # the cell states its own verdict, and it agrees with the ratios it printed
