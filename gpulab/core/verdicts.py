@@ -102,16 +102,17 @@ def crossover_verdict(ratios: Mapping[int, float], predicted_batch: float, ceili
     )
     if ceiling < QUIET_CEILING or ceiling > DISTURBED_ABOVE:
         busy = (
-            f"above 2×: another program slowed the 1-process run; a quiet machine reads {QUIET_CEILING}–2×"
+            f"above 2×: another program slowed the 1-process runs, so ratios over 1 rank read high; a quiet machine "
+            f"reads {QUIET_CEILING}–2×"
             if ceiling > DISTURBED_ABOVE
-            else f"another program held a core; a quiet machine reads {QUIET_CEILING}× or more"
+            else f"another program held a core, so each pair ran at the pace of the rank that lost it; a quiet "
+            f"machine reads {QUIET_CEILING}× or more"
         )
         return Verdict(
             False,
             claim,
-            f"{said}; {why}. This run's ceiling was {ceiling:.2f}× ({busy}), so its timings were disturbed and "
-            "each pair ran at the pace of the rank that lost its core: re-run on a quiet machine before blaming the "
-            "model",
+            f"{said}; {why}. This run's ceiling was {ceiling:.2f}× ({busy}): its timings were disturbed, so re-run "
+            "on a quiet machine before blaming the model",
         )
     return Verdict(
         False,
