@@ -70,7 +70,7 @@ def main() -> None:
         )
         print(
             f"round {r + 1}: machine ceiling {ceilings[-1]:.2f}×, gloo {link.bandwidth_bytes_per_s / 1e9:.2f} GB/s "
-            f"and {link.latency_s * 1e6:.0f} µs per message, meeting {sync * 1e3:.2f} ms per step; load "
+            f"and {link.latency_s * 1e6:.0f} µs per message, meeting {sync}; load "
             f"{os.getloadavg()[0]:.2f}",
             flush=True,
         )

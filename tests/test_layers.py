@@ -40,6 +40,7 @@ TOP = ["__init__", "__main__", "testing"]  # the entry points above every floor
 PURE = [
     "core/units",
     "core/readings",
+    "core/verdicts",
     "core/cuda_evidence",
     "core/arguments",
     "core/tables",

@@ -16,6 +16,7 @@ import os
 from dataclasses import dataclass
 
 from ..machine.nvml import GpuReader
+from ..machine.threads import COURSE_RANKS, lightning_threads_per_rank
 from .facts import Finding
 from .kernel_state import KernelState, kernel_state
 
@@ -267,9 +268,9 @@ def _ports(s: KernelState) -> Finding:
 
 def _lightning(s: KernelState) -> Finding:
     # lightning/fabric/strategies/launchers/multiprocessing.py (Lightning 2.6): ddp_notebook = ddp_fork; launch()
-    # calls _check_bad_cuda_fork() for fork/forkserver, which refuses where torch.cuda.is_initialized() (older torch)
-    # or lets the ranks fail with "Cannot re-initialize CUDA in forked subprocess"; each rank gets cores ÷ ranks
-    # OpenMP threads, and GNU OpenMP's pool does not survive the fork (gpulab.fork_experiment shows the hang).
+    # calls _check_bad_cuda_fork(), which refuses where torch.cuda.is_initialized() (older torch) or lets the ranks
+    # fail with "Cannot re-initialize CUDA in forked subprocess"; each rank gets cores ÷ ranks OpenMP threads, and a
+    # started pool does not survive the fork: 2+ threads hang (gpulab.fork_experiment).
     if not s.fork_available:
         return Finding(
             False,
@@ -285,14 +286,19 @@ def _lightning(s: KernelState) -> Finding:
             "ranks stop with 'Cannot re-initialize CUDA in forked subprocess'",
             _RESTART + ".",
         )
-    if s.extra_threads and os.environ.get("OMP_NUM_THREADS", "") != "1":
+    per_rank = lightning_threads_per_rank(s.usable_cores, COURSE_RANKS)
+    pool = s.extra_threads and os.environ.get("OMP_NUM_THREADS", "") != "1"
+    here = f"with {COURSE_RANKS} ranks on {s.usable_cores} usable core(s) Lightning gives each forked rank {per_rank}"
+    if pool and per_rank >= 2:
         return Finding(
             False,
             "Lightning ddp_notebook would hang",
-            "OpenMP's pool is running here and each forked rank "
-            "gets several threads: the first multi-threaded op in a rank never ends",
+            f"OpenMP's pool is running here, and {here} threads (cores ÷ ranks): their first parallel op hangs",
             "restart the kernel, set OMP_NUM_THREADS=1 and torch.set_num_threads(1) in the first cell.",
         )
+    if pool:
+        why = f"OpenMP's pool is running here, but {here} thread (cores ÷ ranks): no pool, no hang (chapter 06)"
+        return Finding(True, "Lightning ddp_notebook would start", why)
     return Finding(True, "Lightning ddp_notebook would start", "nothing here makes its fork fail or hang")
 
 

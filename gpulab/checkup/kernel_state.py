@@ -42,6 +42,7 @@ class KernelState:
     reservation: tuple[tuple[int, str], ...] = ()  # (physical index, UUID) of each GPU reserved by this notebook
     accelerator_made: bool = False  # accelerate's AcceleratorState already holds state in this process
     bitsandbytes: bool = False  # imported here: accelerate's notebook_launcher refuses then
+    usable_cores: int = 1  # cores this process may run on, as Lightning counts them (os.sched_getaffinity)
 
     @property
     def cuda_started_by(self) -> CudaStart | None:
@@ -140,4 +141,5 @@ def kernel_state(
         _reservation(machine, reservations),
         made,
         "bitsandbytes" in sys.modules,
+        len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1,
     )

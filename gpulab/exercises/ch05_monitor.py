@@ -8,7 +8,7 @@ from typing import Any
 
 from ..core.arguments import is_real_number
 from ..monitoring.summary import MonitorSummary
-from .feedback import Exercise, Hint, WrongType, call_learner, exercise, kind
+from .feedback import Exercise, Hint, NotAnswered, WrongType, call_learner, exercise, kind
 
 EXERCISES: dict[str, Exercise] = {}
 
@@ -46,6 +46,12 @@ def _reported(answer: Any) -> str:
         raise WrongType(f"pass the monitor from `with gpulab.monitor(...) as ...`, not {kind(answer)}.")
     steps, samples = expected_work()
     labels = [label for _, label in summary.marks]
+    if summary.steps_total == 0 and not labels:  # the skeleton's loop, untouched: it tells the monitor nothing
+        raise NotAnswered(
+            "the monitor saw no step and no mark: the loop still tells it nothing. Report each batch and mark each "
+            "epoch, then run this check again.",
+            UNDER_MONITOR,
+        )
     if summary.steps_total == 0:
         raise Hint(
             "the monitor saw no step: the loop has to report each batch to it, and the chapter shows two ways.",

@@ -82,8 +82,10 @@ class Inventory:
     def _host_line(self) -> str:
         h = self.host
         limit = f", container limit {format_bytes(h.cgroup_memory_limit_bytes)}" if h.cgroup_memory_limit_bytes else ""
+        # under a described machine's GPUs, the CPU and RAM are still this computer's: say so, or they read as its
+        here = "this computer (the GPUs above are described, not these): " if self.simulated else ""
         return (
-            f"CPU: {h.cpu_model}, {h.usable_cores} usable of {h.logical_cores} logical cores; "
+            f"{here}CPU: {h.cpu_model}, {h.usable_cores} usable of {h.logical_cores} logical cores; "
             f"RAM {format_bytes(h.memory_total_bytes)} ({format_bytes(h.memory_available_bytes)} available{limit})"
         )
 

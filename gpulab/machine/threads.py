@@ -12,7 +12,13 @@ import os
 import threading
 from pathlib import Path
 
-__all__ = ["native_threads", "note_torch_imported", "threads_at_torch_import"]
+__all__ = [
+    "native_threads",
+    "note_torch_imported",
+    "threads_at_torch_import",
+    "lightning_threads_per_rank",
+    "COURSE_RANKS",
+]
 
 _at_torch_import: int | None = None
 
@@ -49,3 +55,13 @@ def note_torch_imported() -> None:
 def threads_at_torch_import() -> int | None:
     """The count taken by ``note_torch_imported`` (``None`` when torch was imported before gpulab)."""
     return _at_torch_import
+
+
+COURSE_RANKS = 2  # the ranks a ddp_notebook fit starts in the course (devices=2)
+
+
+def lightning_threads_per_rank(usable_cores: int, world_size: int) -> int:
+    """The threads Lightning gives each forked CPU rank when OMP_NUM_THREADS is unset: cores ÷ ranks, at least 1
+    (lightning/fabric/utilities/distributed.py, _set_num_threads_if_needed, called by its multiprocessing launcher,
+    with os.sched_getaffinity's cores; Lightning 2.6)."""
+    return max(1, usable_cores // world_size)

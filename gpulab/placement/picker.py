@@ -270,7 +270,10 @@ class GpuPicker:
                 "CUDA_DEVICE_ORDER=PCI_BUS_ID. Nothing was changed in this kernel.",
                 ok=True,
             )
-            return parse_visible_devices(self.value)
+            spec = parse_visible_devices(self.value)  # printed, it says that it is a described machine's
+            return dataclasses.replace(
+                spec, notes=(*spec.notes, "SIMULATED machine: what a real one would set; nothing was set")
+            )
         spec, unsure = write_visible_devices(self.value, "PCI_BUS_ID")  # unsure: could not verify, and why
         done = (
             f"Set CUDA_VISIBLE_DEVICES={self.value}, CUDA_DEVICE_ORDER=PCI_BUS_ID here; "

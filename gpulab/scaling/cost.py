@@ -36,9 +36,13 @@ import math
 from dataclasses import dataclass
 
 from ..core.arguments import positive_number, whole_number
+from ..core.units import format_seconds
+from ..core.verdicts import NotMeasured
 
 __all__ = [
     "Link",
+    "Meeting",
+    "meeting_seconds",
     "StepCost",
     "allreduce_s",
     "ring_bytes",
@@ -54,6 +58,38 @@ def _world_size(n: object) -> int:
     return whole_number(
         n, "world_size", minimum=1, what="how many processes (ranks) share the work", example="world_size=2"
     )
+
+
+@dataclass(frozen=True)
+class Meeting:
+    """What a DDP step of several ranks pays per step to meet (``probes.ddp_sync_s``): ``seconds`` when measured, or
+    ``not_measured`` (its reason) when the measurement came out at 0 or below, which no meeting can cost; the model
+    then counts 0, and says so."""
+
+    seconds: float
+    not_measured: NotMeasured | None = None
+
+    def __post_init__(self) -> None:
+        if self.not_measured is None and not self.seconds > 0:
+            raise ValueError(
+                f"a measured meeting takes some time; got {self.seconds!r} s. A reading of 0 or below is no "
+                "measurement: pass not_measured=NotMeasured(reason) and seconds=0."
+            )
+
+    def __str__(self) -> str:
+        if self.not_measured is not None:
+            return f"{self.not_measured} (the model counts 0)"
+        return f"{format_seconds(self.seconds)} per step"
+
+
+def meeting_seconds(sync: float | Meeting) -> float:
+    """The seconds the model counts for a meeting given as a number or as a ``Meeting``."""
+    return sync.seconds if isinstance(sync, Meeting) else sync
+
+
+def meeting_text(sync: float | Meeting) -> str:
+    """A meeting as a table's note prints it: the ``Meeting``'s own words, or a number's milliseconds."""
+    return str(sync) if isinstance(sync, Meeting) else f"{format_seconds(sync)} per step"
 
 
 @dataclass(frozen=True)

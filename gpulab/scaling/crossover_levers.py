@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..core.tables import Table, TableView
+from ..core.verdicts import fastest_setup
 from .probes import splits
 from .steps import StepPlan, StepSplit
 
@@ -136,13 +137,13 @@ class ThreadsVsRanks(TableView):
                 ("2 ranks × 1 thread (DDP)", self.ranks),
             )
         ]
-        winner = "2 threads" if self.threads.samples_per_s > self.ranks.samples_per_s else "2 ranks"
+        speeds = {"1 thread": base, "2 threads": self.threads.samples_per_s, "2 ranks": self.ranks.samples_per_s}
         return Table(
             ["setup", "step ms", "samples/s", "÷ 1 thread"],
             rows,
             title=f"the same 2 cores, two ways: width {p.width}, {p.batch} samples per step in all (one "
             f"process), {self.ranks.plan.batch} per rank",
-            notes=[f"faster here: {winner}"],
+            notes=[fastest_setup(speeds, using_both=("2 threads", "2 ranks"))],
         )
 
 

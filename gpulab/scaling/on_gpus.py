@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from ..core.tables import Table, TableView
-from .cost import Link
+from .cost import Link, Meeting, meeting_text
 from .probes import LATENCY_BYTES, ddp_sync_s, splits
 from .published import SETUPS, GpuSetup, predicted_speedups
 from .steps import StepPlan, allreduce_seconds
@@ -65,7 +65,7 @@ class GpuComparison(TableView):
     gpu_name: str
     setup: GpuSetup | None
     link: Link  # NCCL, measured here
-    sync_s: float  # what 2 GPU ranks pay to meet at each step, measured here
+    sync_s: float | Meeting  # what 2 GPU ranks pay to meet at each step, measured here
     points: tuple[tuple[int, int], ...]
     steps_ms: tuple[tuple[float, float], ...]  # (1 GPU, 2 GPUs) fastest step of each point, ms
     measured: tuple[float, ...]
@@ -110,8 +110,8 @@ class GpuComparison(TableView):
             ],
             rows,
             title=f"2×{self.gpu_name}, one GPU per rank: NCCL bus bandwidth {self.bus_bandwidth_gbps:.1f} "
-            f"GB/s, latency {self.link.latency_s * 1e6:.0f} µs per message, ranks meeting "
-            f"{self.sync_s * 1e3:.2f} ms per step (measured)",
+            f"GB/s, latency {self.link.latency_s * 1e6:.0f} µs per message, ranks meeting: "
+            f"{meeting_text(self.sync_s)} (measured)",
             notes=[
                 "model, measured inputs: the 1-GPU step, the NCCL link and the meeting measured here; the "
                 "range runs from no overlap of the all-reduce with the backward pass to full overlap",

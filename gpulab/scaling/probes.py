@@ -12,13 +12,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..core.arguments import positive_number, whole_number
+from ..core.units import format_seconds
+from ..core.verdicts import NotMeasured
 from ..ranks.launcher import launch
 from ..ranks.own_device import on_own_device
 from ..ranks.plan import plan_ranks
-from .cost import Link, allreduce_s, mlp_parameters
+from .cost import Link, Meeting, allreduce_s, mlp_parameters
 from .steps import StepPlan, StepSplit, allreduce_seconds, matmul_seconds, own_work_seconds, summarise, time_plans
 
-__all__ = ["splits", "Ceiling", "machine_ceiling", "gloo_link", "ddp_sync_s", "TINY"]
+__all__ = ["splits", "Ceiling", "machine_ceiling", "gloo_link", "ddp_sync_s", "meeting_from", "TINY"]
 
 LATENCY_BYTES, SMALL_BYTES, LARGE_BYTES = 4, 4 * 1024, 8 * 1024 * 1024
 # The tiny model of ``ddp_sync_s``: one Linear(8, 8), 288 bytes of gradients; its steps take well under a millisecond,
@@ -69,6 +71,21 @@ class Ceiling:
     def speedup(self) -> float:
         """2 × one process's step ÷ the pair's step: how much more work the pair gets done than one process."""
         return 2 * self.alone_s / self.pair_s
+
+    @property
+    def reading(self) -> float | NotMeasured:
+        """The speed-up, or why it is no measurement: above 2× two processes would have done more than twice the
+        work of one, which only a disturbed 1-process run shows."""
+        if self.speedup > 2:
+            return NotMeasured(
+                f"2 processes ÷ 1 came out at {self.speedup:.2f}×, above the 2× that two processes can reach: "
+                "another program slowed the 1-process run more than the pair"
+            )
+        return self.speedup
+
+    def __str__(self) -> str:
+        reading = self.reading
+        return f"{reading:.2f}×" if isinstance(reading, float) else str(reading)
 
 
 MATMULS = (512, 8, 5)  # machine_ceiling's matmuls without a plan: their side, chunks, matmuls per chunk
@@ -165,7 +182,13 @@ def gloo_link(world_size: int = 2, launches: int = 1) -> Link:
     ]
     tiny, small, large = (min(sizes) for sizes in zip(*runs))
     factor = 2 * (world_size - 1) / world_size
-    bandwidth = factor * (LARGE_BYTES - SMALL_BYTES) / max(large - small, 1e-9)
+    if large <= small:  # a rate read from a slope of 0 or below would be infinite or negative: no measurement
+        raise RuntimeError(
+            f"gloo's bandwidth was not measured, because the 8 MiB all-reduce ({large * 1e3:.2f} ms) was no slower "
+            f"than the 4 KiB one ({small * 1e3:.2f} ms): other programs disturbed the small ones. Run it again, with "
+            "more launches (gloo_link(launches=3)) or on a quieter machine."
+        )
+    bandwidth = factor * (LARGE_BYTES - SMALL_BYTES) / (large - small)
     return Link(
         bandwidth,
         tiny / (2 * (world_size - 1)),
@@ -174,15 +197,32 @@ def gloo_link(world_size: int = 2, launches: int = 1) -> Link:
     )
 
 
-def ddp_sync_s(link: Link, world_size: int = 2, device: str = "cpu") -> float:
+def ddp_sync_s(link: Link, world_size: int = 2, device: str = "cpu") -> Meeting:
     """Seconds a DDP step of ``world_size`` ranks pays once per step beyond its messages: the ranks meeting at the
     all-reduce (the scheduler waking gloo's threads, the slower rank's lag) and DDP's hook and future around it.
 
     Measured on ``TINY`` (a model whose compute and bytes are next to nothing): its step on ``world_size`` ranks minus
     its 1-rank step slowed to the ceiling's pace (× ``world_size`` ÷ ``machine_ceiling(TINY)``) minus the all-reduce of
-    its gradients on ``link``. Never below 0. ``device="cuda"``: one GPU per rank, which no rank shares (ceiling
-    ``world_size``)."""
+    its gradients on ``link``. ``device="cuda"``: one GPU per rank, which no rank shares (ceiling ``world_size``).
+    A difference of 0 or below is no meeting time (the ranks met for free, which they cannot): the ``Meeting`` then
+    says that it was not measured, and why."""
     one, many = splits([TINY], 1, device=device)[0], splits([TINY], world_size, device=device)[0]
     ceiling = world_size if device == "cuda" else min(world_size, machine_ceiling(TINY).speedup)
     gradient_bytes = 4 * mlp_parameters(TINY.width, TINY.depth)
-    return max(0.0, many.step_s - one.step_s * world_size / ceiling - allreduce_s(gradient_bytes, world_size, link))
+    return meeting_from(many.step_s, one.step_s * world_size / ceiling, allreduce_s(gradient_bytes, world_size, link))
+
+
+def meeting_from(many_s: float, paced_one_s: float, allreduce: float) -> Meeting:
+    """The meeting: the tiny model's ``many_s`` step less its 1-rank step at the ceiling's pace and its all-reduce; a
+    result of 0 or below (a step no slower than its parts) is the run's noise, not a meeting time."""
+    left = many_s - paced_one_s - allreduce
+    if left > 0:
+        return Meeting(left)
+    return Meeting(
+        0.0,
+        NotMeasured(
+            f"the tiny model's step on several ranks ({format_seconds(many_s)}) was no longer than its 1-rank step "
+            f"at the ceiling's pace ({format_seconds(paced_one_s)}) plus its all-reduce ({format_seconds(allreduce)}): "
+            "the meeting is smaller than this run's noise"
+        ),
+    )

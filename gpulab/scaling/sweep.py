@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from ..core.arguments import positive_number, whole_number
 from ..core.tables import Table, TableView
-from .cost import Link, mlp_parameters, predict_step, speedup, train_flops
+from .cost import Link, Meeting, meeting_seconds, meeting_text, mlp_parameters, predict_step, speedup, train_flops
 from .probes import Ceiling, machine_ceiling, splits
 from .steps import StepPlan, StepSplit
 
@@ -61,14 +61,16 @@ def steps_for(width: int, batch: int, depth: int, steps: int, step_s: float | No
     return max(steps, min(MAX_STEPS, wanted))
 
 
-def predict_two_ranks(one: StepSplit, ceiling: float, link: Link, sync_s: float, hidden: float = 0.0) -> float:
+def predict_two_ranks(
+    one: StepSplit, ceiling: float, link: Link, sync_s: float | Meeting, hidden: float = 0.0
+) -> float:
     """The cost model's 2-rank speed-up at ``one``'s work size, from its measured FLOP rate, ``ceiling`` (2.0 where
     each rank owns its device; a measured ceiling above 2 counts as 2), ``link``, ``sync_s`` and the fraction
     ``hidden`` of the all-reduce under the backward pass."""
     params = mlp_parameters(one.plan.width, one.plan.depth)
     flops = train_flops(params, one.plan.batch) * one.plan.accumulate
     rate = flops / one.step_s  # the FLOP rate this work size reaches on one core: measured, per-step overhead included
-    kw = dict(flops_per_s=rate, link=link, sync_s=sync_s, hidden=hidden)
+    kw = dict(flops_per_s=rate, link=link, sync_s=meeting_seconds(sync_s), hidden=hidden)
     return speedup(
         predict_step(flops, 4 * params, 1, **kw), predict_step(flops, 4 * params, 2, ceiling=min(2.0, ceiling), **kw)
     )
@@ -103,7 +105,7 @@ class ScalingSweep(TableView):
     points: tuple[ScalingPoint, ...]
     link: Link
     depth: int
-    sync_s: float
+    sync_s: float | Meeting
 
     def best(self) -> ScalingPoint:
         """The point where 2 ranks gained most."""
@@ -127,7 +129,7 @@ class ScalingSweep(TableView):
                 _ms(p.two.compute_s),
                 _ms(p.two.allreduce_s),
                 _ms(p.two.exposed_s),
-                f"{p.ceiling:.2f}×",
+                f"{p.ceiling:.2f}×" if p.ceiling <= 2 else "n/m",
                 f"{p.predicted:.2f}×",
                 f"{p.error * 100:+.0f} %",
             ]
@@ -143,9 +145,15 @@ class ScalingSweep(TableView):
         notes += [
             f"model inputs: the 1-rank step; ceiling (2 independent processes ÷ 1, each doing the point's own "
             f"work without DDP); gloo link {self.link.bandwidth_bytes_per_s / 1e9:.2f} GB/s, "
-            f"{self.link.latency_s * 1e6:.0f} µs per message; 2 ranks meeting {self.sync_s * 1e3:.2f} ms per "
-            "step",
+            f"{self.link.latency_s * 1e6:.0f} µs per message; 2 ranks meeting: {meeting_text(self.sync_s)}",
             f"worst model error: {max(abs(p.error) for p in self.points) * 100:.0f} %",
+        ]
+        notes += [
+            f"ceiling at width {p.one.plan.width}, batch {p.one.plan.batch}: not measured (n/m), because 2 processes "
+            f"÷ 1 came out at {p.ceiling:.2f}×, above the 2× two processes can reach (another program slowed the "
+            "1-process run); the model counts 2×"
+            for p in self.points
+            if p.ceiling > 2
         ]
         return Table(
             [
@@ -175,7 +183,7 @@ def scaling_sweep(
     depth: int = 3,
     steps: int = 6,
     link: Link,
-    sync_s: float,
+    sync_s: float | Meeting,
     tries: int = 1,
 ) -> ScalingSweep:
     """Measure every (width, batch per rank) on 1 and on 2 gloo ranks, one after the other, with the machine's

@@ -75,19 +75,28 @@ def test_each_finding_passes_in_a_clean_python_and_fails_once_its_problem_is_the
     assert not visible[0] and "at kernel start '0', now '2'" in visible[2]
     assert _by_what(stages["cuda"], "OpenMP threads: pool not started")[0]
 
-    for what in (
-        "OpenMP threads: pool started",
-        "start method",
-        "Lightning ddp_notebook would hang",
-        "accelerate notebook_launcher may hang",
-    ):
+    for what in ("OpenMP threads: pool started", "start method", "accelerate notebook_launcher may hang"):
         assert not _by_what(stages["openmp"], what)[0], what
+    # Lightning gives each of 2 forked ranks cores ÷ 2 threads: one thread per rank needs no pool, and does not hang
+    lightning = _by_what(stages["openmp"], "Lightning ddp_notebook would")
+    assert lightning[0] == (len(os.sched_getaffinity(0)) // 2 < 2), lightning
     assert "OMP_NUM_THREADS=1" in _by_what(stages["openmp"], "OpenMP")[3]
 
     group = _by_what(stages["group"], "a gloo process group is open")
     assert not group[0] and "destroy_process_group()" in group[3]
     ports = _by_what(stages["group"], "port(s)")
     assert not ports[0] and "address already in use" in ports[2]
+
+
+@pytest.mark.parametrize("cores, hangs", [(1, False), (2, False), (3, False), (4, True), (8, True)])
+def test_lightning_hangs_only_where_its_ranks_get_several_threads(cores, hangs, monkeypatch):
+    # with OpenMP's pool started, a forked rank hangs at its first op on 2+ threads; Lightning gives each of 2 ranks
+    # cores ÷ 2 (chapter 06 runs it on 2 cores: 1 thread per rank, and the fit finishes)
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    doctor = Doctor(findings(_state(extra_threads=1, usable_cores=cores)))
+    found = [f for f in doctor.findings if f.what.startswith("Lightning ddp_notebook")][0]
+    assert (found.ok, found.what) == (not hangs, f"Lightning ddp_notebook would {'hang' if hangs else 'start'}")
+    assert f"{max(1, cores // 2)} thread" in found.meaning and f"{cores} usable core" in found.meaning
 
 
 def test_a_reservation_that_cuda_visible_devices_does_not_use_fails_until_applied(tmp_path):

@@ -221,6 +221,13 @@ def test_the_monitor_exercise_reads_what_the_loop_reported(wrap, mark, samples_o
     assert gpulab.check("ch05-ex1", monitored(True, True).summary()).passed
 
 
+def test_the_monitor_exercise_left_as_given_is_not_answered_yet_not_wrong():
+    # the chapter's skeleton loop reports nothing and marks nothing: after Run All it reads grey, as every untouched
+    # exercise does, not as a wrong answer
+    feedback = gpulab.check("ch05-ex1", monitored(False, False))
+    assert feedback.verdict == "not answered yet" and "tells it nothing" in feedback.message, str(feedback)
+
+
 # exercise, an answer of the wrong kind, what the message asks for instead
 WRONG_TYPES = [
     ("ch00-ex1", 61, "write it as a string"),

@@ -21,6 +21,9 @@ def test_inventory_lists_fake_gpus_with_mig_and_refused_fields():
     assert "<table" in inv._repr_html_() and "RTX 3090" in inv._repr_html_()
     here = host_info()  # the host part is this machine's even when the GPUs are described
     assert (inv.host.usable_cores, inv.host.memory_total_bytes) == (here.usable_cores, here.memory_total_bytes)
+    # and its line says so: under a described machine's table, a bare "CPU: ..." reads as that machine's
+    host_line = next(line for line in text.splitlines() if "logical cores" in line)
+    assert host_line.startswith("this computer (the GPUs above are described, not these): CPU: "), host_line
 
 
 def test_inventory_without_driver_says_why():

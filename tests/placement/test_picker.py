@@ -165,6 +165,7 @@ def test_apply_on_a_simulated_machine_changes_nothing():
         spec = picker.apply()
         assert spec.entries == (1,) and "CUDA_VISIBLE_DEVICES" not in os.environ
     assert "Nothing was changed in this kernel" in picker.status.value
+    assert "SIMULATED machine" in str(spec)  # printed (chapter 02's print(apply())), it carries its label
 
 
 def test_apply_button_shows_the_refusal_once_cuda_started(monkeypatch):

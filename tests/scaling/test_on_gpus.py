@@ -52,8 +52,8 @@ def test_the_table_puts_measurement_and_both_predictions_side_by_side():
     )
     text = str(known)
     assert (
-        "2×Tesla T4, one GPU per rank: NCCL bus bandwidth 12.0 GB/s, latency 5 µs per message, ranks meeting 0.02 ms "
-        "per step" in text
+        "2×Tesla T4, one GPU per rank: NCCL bus bandwidth 12.0 GB/s, latency 5 µs per message, ranks meeting: "
+        "20.0 µs per step (measured)" in text
     )
     assert "1.82×" in text and "1.70–1.95×" in text and "1.84× (+1 %)" in text and "prediction from published" in text
     unknown = str(GpuComparison("NVIDIA L4", None, link, 0.0, ((64, 8),), ((0.3, 0.33),), (1.5,), ((1.4, 1.9),), ()))

@@ -6,9 +6,9 @@ import math
 
 import pytest
 
-from gpulab.scaling.cost import Link
+from gpulab.scaling.cost import Link, Meeting
 from gpulab.scaling.crossover_levers import FAST_LEVERS, lever_plans, levers, threads_vs_ranks
-from gpulab.scaling.probes import TINY, Ceiling, ddp_sync_s, gloo_link, machine_ceiling, splits
+from gpulab.scaling.probes import TINY, Ceiling, ddp_sync_s, gloo_link, machine_ceiling, meeting_from, splits
 from gpulab.scaling.steps import StepPlan, StepSplit, _union_s, own_work_seconds
 from gpulab.scaling.sweep import (
     MAX_STEPS,
@@ -62,7 +62,8 @@ def test_the_sweep_the_ceiling_and_the_link_are_measured_and_predicted(no_proces
     assert link.bandwidth_bytes_per_s > 0 and link.latency_s >= 0
     assert "gloo on this machine: bare all-reduces of 4 B" in link.source and "the fastest of 2 launches" in link.source
     sync = ddp_sync_s(link)
-    assert 0 <= sync < 1  # seconds: a tiny model's 2-rank step is nowhere near a second
+    # seconds: a tiny model's 2-rank step is nowhere near a second; a reading of 0 or below is no measurement
+    assert (0 < sync.seconds < 1 and sync.not_measured is None) or (sync.seconds == 0 and sync.not_measured)
     sweep = scaling_sweep([16], [2, 8], steps=2, link=link, sync_s=sync, tries=2)
     assert [(p.one.plan.width, p.one.plan.batch) for p in sweep.points] == [(16, 2), (16, 8)]
     assert [p.one.plan.steps for p in sweep.points] == [MAX_STEPS, MAX_STEPS]  # light points: many steps
@@ -71,7 +72,7 @@ def test_the_sweep_the_ceiling_and_the_link_are_measured_and_predicted(no_proces
     text = str(sweep)
     assert "compute ms" in text and "all-reduce ms" in text and "exposed ms" in text and "worst model error" in text
     assert "ceiling (2 independent processes ÷ 1, each doing the point's own work without DDP)" in text
-    assert f"2 ranks meeting {sync * 1e3:.2f} ms per step" in text
+    assert f"2 ranks meeting: {sync}" in text and "0.00 ms" not in text
     assert "<table" in sweep._repr_html_()
 
 
@@ -82,7 +83,7 @@ def test_levers_and_threads_are_measured_on_real_ranks(no_process_left):
     assert result.speedup("default") > 0
     both = threads_vs_ranks(SMALL)
     assert both.threads.threads_per_rank == 2 and both.threads.plan.batch == 8 and both.ranks.plan.batch == 4
-    assert "faster here:" in str(both)
+    assert "fastest here:" in str(both)
 
 
 def test_the_table_says_from_which_batch_2_ranks_paid():
@@ -95,6 +96,7 @@ def test_the_table_says_from_which_batch_2_ranks_paid():
     )
     sweep = ScalingSweep(points, Link(1e9, 0), 3, 0.0)
     assert sweep.pays_from(64) == 64 and sweep.best() is points[1]
+    assert "n/m" not in str(sweep)  # both ceilings at most 2×: measured
     assert "width 64: 2 ranks pay from batch 64 per rank" in str(sweep)
     assert points[1].error == pytest.approx((1.3 - 4 / 3) / (4 / 3))
 
@@ -252,3 +254,38 @@ def test_on_gpus_a_rank_without_a_gpu_of_its_own_is_refused_before_any_process_s
     monkeypatch.setattr(gpulab.ranks.plan, "nccl_available", lambda: True)
     with pytest.raises(ValueError, match=r"backend='nccl' cannot work here: " + why):
         splits([SMALL], world_size, device="cuda")
+
+
+def test_a_ceiling_above_two_is_printed_as_not_measured_with_its_reason():
+    def split(batch, world_size, step):
+        return StepSplit(StepPlan(512, batch), world_size, 1, step, step, 0.0, 0.0)
+
+    # chapter 07 once printed a point's ceiling as 2.04×: two processes cannot do more than twice one's work
+    sweep = ScalingSweep((ScalingPoint(split(8, 1, 2.4), split(8, 2, 5.5), 1.1, 2.04),), Link(1e9, 0), 3, 0.0)
+    text = str(sweep)
+    assert "2.04×  " not in text and "  n/m  " in text
+    assert "ceiling at width 512, batch 8: not measured (n/m), because 2 processes ÷ 1 came out at 2.04×" in text
+    assert str(Ceiling(alone_s=1.02, pair_s=1.0)).startswith("not measured, because 2 processes ÷ 1 came out at 2.04×")
+    assert str(Ceiling(alone_s=0.9, pair_s=1.0)) == "1.80×" and Ceiling(0.9, 1.0).reading == pytest.approx(1.8)
+
+
+def test_a_meeting_of_zero_or_less_is_not_measured_and_never_printed_as_a_time():
+    # chapter 07 once printed "2 ranks meeting at each DDP step: 0.00 ms", a difference clamped at 0
+    met = meeting_from(many_s=0.0009, paced_one_s=0.0005, allreduce=0.0001)
+    assert met.seconds == pytest.approx(0.0003) and met.not_measured is None and str(met) == "300 µs per step"
+    for many in (0.0006, 0.0004):  # exactly its parts, or faster than them: noise, not a meeting
+        missed = meeting_from(many_s=many, paced_one_s=0.0005, allreduce=0.0001)
+        assert missed.seconds == 0 and not missed.not_measured
+        assert str(missed).startswith("not measured, because the tiny model's step on several ranks")
+        assert "(the model counts 0)" in str(missed) and "0.00 ms" not in str(missed)
+    with pytest.raises(ValueError, match="a measured meeting takes some time; got 0.0 s"):
+        Meeting(0.0)
+
+
+def test_a_bandwidth_from_a_slope_of_zero_is_refused(monkeypatch):
+    from gpulab.scaling import probes
+
+    # the 8 MiB all-reduce no slower than the 4 KiB one: a rate of infinity (or below 0) is no measurement
+    monkeypatch.setattr(probes, "launch", lambda *a, **k: [0.005, 0.0002, 0.002, 0.002])
+    with pytest.raises(RuntimeError, match=r"gloo's bandwidth was not measured, because the 8 MiB all-reduce"):
+        probes.gloo_link()
