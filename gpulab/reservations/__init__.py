@@ -9,6 +9,7 @@ and release reservations. Only the standard library is used, so a student's own 
 
 from .folder import hold, let_go, lock_path, require_flock, reservations_dir, selection_lock, write_holder
 from .holders import THIS_NOTEBOOK, Holder, current_holders, others_only, reservation_holders
+from .server_token import SERVER_TOKEN_ENV, new_server_token, this_server_digest, token_digest, yours_and_others
 
 __all__ = [
     "reservations_dir",
@@ -23,4 +24,9 @@ __all__ = [
     "reservation_holders",
     "current_holders",
     "others_only",
+    "SERVER_TOKEN_ENV",
+    "new_server_token",
+    "token_digest",
+    "this_server_digest",
+    "yours_and_others",
 ]

@@ -157,14 +157,16 @@ def selection_lock(reservations: Path) -> Iterator[None]:
         os.close(fd)  # closing drops the lock
 
 
-def hold(reservations: Path, uuid: str, details: Mapping[str, str] | None = None) -> int | None:
-    """Reserve the GPU ``uuid``: its locked file's descriptor, with the holder's name and ``details`` written in; None
-    when another process holds it."""
+def hold(
+    reservations: Path, uuid: str, details: Mapping[str, str] | None = None, server_digest: str | None = None
+) -> int | None:
+    """Reserve the GPU ``uuid``: its locked file's descriptor, with the holder's name and ``details`` written in (and
+    ``server_digest``, for a server's reservation: ``server_token``); None when another process holds it."""
     fd = open_lock_file(lock_path(reservations, uuid))
     if not try_lock(fd):
         os.close(fd)
         return None
-    write_holder(fd, details)
+    write_holder(fd, details, server_digest)
     return fd
 
 
@@ -175,9 +177,10 @@ def let_go(fd: int) -> None:
     os.close(fd)
 
 
-def write_holder(fd: int, details: Mapping[str, str] | None = None) -> bool:
-    """Write who holds the lock into the file, with the reservation's ``details``; False on a read-only descriptor
-    (the lock holds, the name is missing)."""
+def write_holder(fd: int, details: Mapping[str, str] | None = None, server_digest: str | None = None) -> bool:
+    """Write who holds the lock into the file, with the reservation's ``details`` and, for a server's reservation,
+    its token's digest (``server_token.token_digest``: the processes of that server know the GPU as theirs); False on
+    a read-only descriptor (the lock holds, the name is missing)."""
     import pwd  # POSIX only, like the lock itself
 
     fcntl = require_flock()
@@ -191,6 +194,8 @@ def write_holder(fd: int, details: Mapping[str, str] | None = None) -> bool:
     }
     if details:
         info["details"] = dict(details)
+    if server_digest:
+        info["server_digest"] = server_digest
     os.ftruncate(fd, 0)
     os.pwrite(fd, json.dumps(info).encode(), 0)
     return True

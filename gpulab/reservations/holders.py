@@ -37,6 +37,8 @@ class Holder:
     """What the holder said of the reservation beyond pid, user and host (``reserve_gpus(details=...)``): for example
     the kernel id, the notebook, the JupyterHub user a server was started for, the reservation's ``MASTER_PORT``
     range."""
+    this_server: bool = False
+    """Held for the server this process runs in (the Hub's server model, ``server_token``): this user's GPU."""
 
     def __str__(self) -> str:
         return self.text
@@ -73,7 +75,15 @@ def _read_holder(fd: int) -> Holder:
         return Holder(
             data["pid"], data["user"], data["host"], THIS_NOTEBOOK, mine=True, details=details
         )  # no /proc/locks here
-    return Holder(data["pid"], data["user"], data["host"], named, details=details)
+    return Holder(data["pid"], data["user"], data["host"], named, details=details, this_server=_this_server(data))
+
+
+def _this_server(data: dict) -> bool:
+    """Whether the file names the server this process runs in (its digest, ``server_token.this_server_digest``)."""
+    from .server_token import this_server_digest  # server_token imports this module
+
+    ours = this_server_digest()
+    return ours is not None and data.get("server_digest") == ours
 
 
 def _read_json(fd: int) -> dict | None:

@@ -25,7 +25,7 @@ from ..core.renamed import renamed_keywords
 from ..core.widget_view import widget_bundle
 from ..machine.nvml import GpuReader
 from ..machine.resolve import as_reader
-from ..reservations import reservation_holders
+from ..reservations import reservation_holders, yours_and_others
 from .owners import process_owner
 from .render import ServerView, render_html, render_text
 from .reservation_list import reservation_rows
@@ -73,6 +73,7 @@ def read_server(
         else h.text
         for uuid, h in holders.items()
     }
+    yours, _ = yours_and_others(holders)  # the watching process's own and its server's: "yours", as the picker
     return ServerView(
         gpus,
         holder_text,
@@ -83,6 +84,7 @@ def read_server(
         simulated,
         reader.error,
         tuple(reservation_rows(gpus, reservations)),
+        yours,
     )
 
 
