@@ -52,7 +52,7 @@ def free_rule(policy: Policy | None) -> str:
     return (
         f"free ({c['free']} badge) = at most {p.max_memory_used_fraction * 100:.0f} % of memory used, at most "
         f"{p.max_utilization_percent} % utilisation{procs}, not reserved by anyone — the rule Pick and "
-        f"gpulab.choose_gpus apply. yours ({c['yours']} badge) = reserved by this notebook, or for the server it "
+        f"gpulab.choose_gpus apply. yours ({c['yours']} badge) = reserved by this notebook or for the server it "
         f"runs in: Pick ticks these first. busy ({c['busy']} badge) = anything else. The bar shows the memory used."
     )
 
