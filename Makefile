@@ -105,11 +105,13 @@ test-kit: $(KIT_STAMP)
 
 # Every chapter run again with its figures (fast sizes without a GPU, full sizes with one), as HTML and PDF (PDF
 # where Chromium is installed), student and instructor editions, and the one-page cheat sheet, into handouts/.
-# PAPER=letter for US Letter; HANDOUT_SIZE=fast|full to choose the sizes yourself.
+# PAPER=letter for US Letter; HANDOUT_SIZE=fast|full to choose the sizes yourself. GPU_EDITION=1: the GPU edition,
+# where each GPU cell that skips here shows what the newest recorded GPU run printed (evidence/<date>-<gpu>/), labelled.
 PAPER        ?= a4
 HANDOUT_SIZE ?= auto
+GPU_EDITION  ?=
 handouts: $(STAMP)
-	$(PY) tools/handouts.py --paper $(PAPER) --size $(HANDOUT_SIZE)
+	$(PY) tools/handouts.py --paper $(PAPER) --size $(HANDOUT_SIZE) $(if $(filter 1,$(GPU_EDITION)),--gpu-edition,)
 
 # The oldest versions the README supports, in a second venv: the platform first as Colab holds it (torch 2.11.0,
 # torchvision 0.26.0, ipywidgets 7.7.1, the classic Notebook, no JupyterLab), pip asked whether installing gpulab would

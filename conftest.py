@@ -20,7 +20,7 @@ import pytest
 
 from tests.which_cells_run import GPU_TAGS, gpus_needed, runs_with
 
-pytest_plugins = ["tests.raising_cells", "tests.chapter_runs"]
+pytest_plugins = ["tests.raising_cells", "tests.chapter_runs", "tests.cell_recorder"]
 
 HERE = Path(__file__).parent
 OUTPUT_WAIT_S = 300
@@ -55,7 +55,7 @@ def _cell_tags(item: pytest.Item) -> set[str]:
 # hold long tests that share nothing, so each of their tests is dealt out on its own. xdist deals out the files with
 # the most tests first, and files of equal count in the order collected; these one-test groups are put before the
 # other one-test files, so that none of them starts as the other worker runs out of work.
-SPREAD = ("tests/test_chapters_simulated.py::",)
+SPREAD = ("tests/test_chapters_simulated.py::", "tests/test_install_lines.py::")
 
 
 def _spread_first(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -4,8 +4,8 @@ The top level holds the verbs a learner types in the chapters, grouped by chapte
 subpackage, whose names read as the course's contents (floor by floor: each imports only from the floors above it
 in this list, ``tests/test_layers.py``):
 
-    gpulab.core          units, tables, settings, readings, argument validation, CUDA_VISIBLE_DEVICES's grammar (pure:
-                         the standard library only)
+    gpulab.core          units, tables, settings, readings, argument validation, CUDA_VISIBLE_DEVICES's grammar, the
+                         GPU cells' recordings (pure: the standard library only)
     gpulab.reservations  who holds which GPU: the lock files that placement, checkup and server share
     gpulab.machine       NVML reader, described (simulated) GPUs, which machine a learner meant, inventory, host,
                          software, CUDA state and the line that started it, the one door to private torch APIs (compat)

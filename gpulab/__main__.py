@@ -4,7 +4,7 @@ python -m gpulab env        the classroom environment report
 python -m gpulab devices    the GPUs (physical numbering) and the CPU, like a short nvidia-smi
 python -m gpulab visible    what cuda:k means under the current CUDA_VISIBLE_DEVICES
 python -m gpulab watch      every GPU of the server, who is on it, redrawn in place (Ctrl-C stops)
-python -m gpulab release N  free GPU N by stopping your process that holds it (yours only; root: any)
+python -m gpulab release N  free GPU N: shut down your kernel that holds it, through its server (yours only; root: any)
 python -m gpulab kernelspec install --n-gpus 1   a Jupyter kernel that starts holding a free GPU
 python -m gpulab kernelspec list | remove NAME
 """

@@ -26,11 +26,17 @@ def system_python_for_nobody() -> str:
     return python
 
 
-def readable_copy(prefix: str) -> Path:
-    """A new scratch folder (mode 755) holding ``code/gpulab``, readable by everyone; the caller removes it."""
+def readable_copy(prefix: str, packages: tuple[str, ...] = ()) -> Path:
+    """A new scratch folder (mode 755) holding ``code/gpulab``, readable by everyone; the caller removes it.
+
+    ``packages`` are copied beside it from this environment (``psutil`` for ``python -m gpulab watch``), for the
+    system's Python of the same version."""
     tmp = Path(tempfile.mkdtemp(prefix=prefix))
     os.chmod(tmp, 0o755)
     shutil.copytree(ROOT / "gpulab", tmp / "code" / "gpulab", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in packages:
+        module = __import__(name)
+        shutil.copytree(Path(module.__file__).parent, tmp / "code" / name, ignore=shutil.ignore_patterns("__pycache__"))
     for folder, dirs, files in os.walk(tmp / "code"):
         for name in dirs + files:
             os.chmod(Path(folder) / name, 0o755 if name in dirs else 0o644)

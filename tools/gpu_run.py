@@ -10,8 +10,14 @@
 2. pytest runs the test files that hold gpu/multigpu tests, with GPULAB_ONLY_GPU=1 (only their GPU tests, and the
    chapters that have GPU cells, whose CPU cells run everywhere). The kit's own tests (tests/evidence) run in make test
    and make test-kit, not here: GPULAB_ONLY_GPU keeps only GPU tests.
+   The chapters' GPU cells run at the full sizes a learner's run uses (GPULAB_FULL_GPU_CELLS=1: %%gpu sets
+   GPULAB_FAST=0 while such a cell runs); the CPU cells around them keep the chosen mode.
 3. Where a GPU ran them, the figures the chapters quote are measured and evidence/<date>-<gpu>.json is written with
    its Markdown summary. Where there is none, it says so and exits 0 once the CPU-side checks passed.
+4. The GPU edition: the same pytest pass keeps every chapter as it executed (tests/cell_recorder.py), and where a GPU
+   ran them they become the bundle evidence/<date>-<gpu>/ with its manifest (tools/gpukit/bundle.py), checked for
+   anything private, plus evidence/<date>-<gpu>.tar.gz: the one file to send or carry home. The summary says how long
+   each part took (the whole run is meant to fit 8 minutes on one GPU).
 """
 
 from __future__ import annotations
@@ -21,8 +27,10 @@ import json
 import os
 import platform
 import re
+import shutil
 import subprocess
 import sys
+import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -133,6 +141,8 @@ def kit_env(root: Path, target: Path, wheelhouse: Path | None, python: str = sys
         **os.environ,
         "GPULAB_ONLY_GPU": "1",
         "GPULAB_RECORD_EVIDENCE": "1",  # chapter 05 keeps its GPU run
+        "GPULAB_FULL_GPU_CELLS": "1",  # the GPU cells at a learner's full sizes, whatever the CPU cells run at
+        "GPULAB_RECORD_CHAPTERS": str(target / "executed"),  # tests/cell_recorder.py keeps each chapter as it ran
         "PYTHONPATH": os.pathsep.join(filter(None, [str(target), str(root), os.environ.get("PYTHONPATH")])),
     }
     return added, env
@@ -160,10 +170,13 @@ def record_of(
     pytest_exit: int,
     *,
     corpus: dict | None = None,
+    timings: dict[str, float] | None = None,
+    bundle: str | None = None,
 ) -> dict:
-    """The evidence record of this run (schema 2), its paths rewritten as the log shows them: the checkout as
+    """The evidence record of this run (schema 3), its paths rewritten as the log shows them: the checkout as
     ``<repo>``, site-packages as ``.../site-packages`` (a figure's note may hold a traceback). ``corpus``: what
-    ``explain_corpus`` read from the run's JUnit XML (none counted when not given)."""
+    ``explain_corpus`` read from the run's JUnit XML (none counted when not given); ``timings``: seconds each part
+    took; ``bundle``: the GPU edition's folder in evidence/, where one was recorded."""
     from gpukit import evidence
 
     record = {
@@ -175,11 +188,97 @@ def record_of(
         "explain_corpus": corpus or {"snippets": 0, "disagreements": [], "uncounted": []},
         "figures": figures,
         "pytest_exit": pytest_exit,
+        "timings_s": {k: round(v, 1) for k, v in (timings or {}).items()},
+        "bundle": bundle,
     }
     return evidence.redact(record, ROOT)
 
 
-def main() -> int:
+def described_machine(preset: str) -> dict:
+    """A machine's facts from a described one (``GPULAB_SIMULATE_GPUS``), for a bundle recorded without GPUs: the
+    GPUs, driver and CUDA the description gives, with this Python's torch. Such a bundle says it is SIMULATED."""
+    import torch
+
+    from gpulab.machine.simulated import SimulatedGpuReader
+
+    reader = SimulatedGpuReader(preset)
+    gpus = [reader.info(i) for i in range(reader.count())]
+    return {
+        "gpus": [{"name": g.name, "memory_bytes": g.memory_total_bytes} for g in gpus],
+        "driver": reader.driver_version(),
+        "cuda": str(reader.cuda_driver_version()),
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+    }
+
+
+def record_bundle(
+    executed: Path, machine_facts: dict, mode: str, *, out: Path = ROOT / "evidence", simulated: bool = False
+) -> Path:
+    """The GPU edition's bundle from the chapters this run executed (``executed``), in ``out``: its folder."""
+    from gpukit import bundle
+
+    return bundle.write(
+        executed,
+        out,
+        machine_facts,
+        date=datetime.date.today().isoformat(),
+        mode=mode,
+        gpu_cells_mode="full",
+        repo=ROOT,
+        simulated=simulated,
+    )
+
+
+def _shown(path: Path) -> Path:
+    return path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+
+
+def what_to_send(archive: Path, problems: list[str]) -> str:
+    """The run's last words: the one file to send (or carry home), or what in it is private."""
+    if problems:
+        return "The bundle names something private; do not send it before this is fixed:\n" + "\n".join(
+            f"- {p}" for p in problems
+        )
+    return (
+        f"Checked for home folders, user and host names and tokens: none found. To share this run, send "
+        f"{_shown(archive)} (it holds the evidence file, its "
+        f"summary, chapter 05's monitor run and every chapter as this GPU ran it); a maintainer unpacks it in a "
+        f"checkout with `tar -xzf {archive.name}`."
+    )
+
+
+def simulated_bundle(preset: str, target: Path = ROOT / ".gpu-deps") -> int:
+    """``gpu_run.py --simulated-bundle PRESET``: the bundle step of a run on a machine without GPUs, from the chapters
+    the last run executed (``.gpu-deps/executed/``), with a described machine's facts (``PRESET``, as
+    ``GPULAB_SIMULATE_GPUS`` names them), into ``.gpu-deps/simulated-evidence/`` (never ``evidence/``), labelled
+    SIMULATED; then the privacy check and the archive, as after a GPU run. ``make test-kit`` runs it after
+    ``make test-gpu``, so that the kit's own environment writes a bundle before a GPU machine does."""
+    from gpukit import bundle
+
+    sys.path.insert(0, str(target))
+    try:
+        folder = record_bundle(
+            target / "executed", described_machine(preset), chapter_mode(), out=target / "simulated-evidence",
+            simulated=True,
+        )  # fmt: skip
+    except (bundle.BundleError, ValueError) as exc:
+        print(f"gpu_run.py --simulated-bundle: {exc}")
+        return 1
+    print(bundle.summary(folder) + " SIMULATED: a check of the kit, never evidence; nothing to send.")
+    found = bundle.problems(folder)
+    archive = bundle.archive(folder)
+    print(f"privacy: {'; '.join(found) or 'nothing private found'}; archive: {_shown(archive)}")
+    return 1 if found else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--simulated-bundle"] and len(argv) == 2:
+        return simulated_bundle(argv[1])
+    if argv:
+        print(f"gpu_run.py takes no arguments, or --simulated-bundle PRESET; got {' '.join(argv)!r}")
+        return 2
     try:
         import torch
     except ImportError:
@@ -192,6 +291,8 @@ def main() -> int:
 
     wheelhouse = ROOT / "wheelhouse" if (ROOT / "wheelhouse").is_dir() else None
     target = ROOT / ".gpu-deps"
+    timings: dict[str, float] = {}
+    started = time.perf_counter()
     try:
         mode = chapter_mode()
         added, env = kit_env(ROOT, target, wheelhouse)
@@ -202,7 +303,8 @@ def main() -> int:
         f"GPU run: {sys.executable} (Python {platform.python_version()}, torch {torch.__version__}); "
         f"added to {target.name}/: {', '.join(sorted(added)) or 'nothing (already there)'}"
         f"{' from wheelhouse/ (no index)' if wheelhouse and added else ''}; gpulab's entry points registered "
-        f"there (metadata only); chapters in {mode} mode (GPULAB_FAST={os.environ['GPULAB_FAST']})"
+        f"there (metadata only); chapters in {mode} mode (GPULAB_FAST={os.environ['GPULAB_FAST']}), GPU cells at "
+        f"full sizes"
     )
     problems = preflight(ROOT, env)
     if problems:
@@ -211,22 +313,48 @@ def main() -> int:
             + "\n".join(f"- {p}" for p in problems)
         )
         return 2
+    sys.path.insert(0, str(target))  # the bundle is written here, with nbformat from .gpu-deps/ where it came from
+    timings["install and checks"] = time.perf_counter() - started
     count = torch.cuda.device_count() if torch.cuda.is_available() else 0
-    junit = ROOT / ".gpu-deps" / "junit.xml"
+    junit = target / "junit.xml"
+    executed = Path(env["GPULAB_RECORD_CHAPTERS"])
+    shutil.rmtree(executed, ignore_errors=True)
     files = [str(p.relative_to(ROOT)) for p in gpu_test_files()]
     cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", f"--junitxml={junit}", *files, "notebooks"]
+    t0 = time.perf_counter()
     done = subprocess.run(cmd, cwd=ROOT, env=env)
+    timings["GPU tests and chapters (recorded as they ran)"] = time.perf_counter() - t0
     tests = outcomes(junit) if junit.exists() else {}
     if count == 0:
         print(
             f"No CUDA GPU here (torch {torch.__version__}, torch.cuda.is_available() is False): the CPU-side checks "
-            f"ran, the GPU tests skipped with their reason, and no evidence file was written."
+            f"ran, the GPU tests skipped with their reason, and no evidence file or bundle was written."
         )
         return done.returncode
-    from gpukit import evidence
+    from gpukit import bundle, evidence
 
     machine = _machine()
-    record = record_of(machine, mode, tests, measure(machine), done.returncode, corpus=explain_corpus(junit))
+    t0 = time.perf_counter()
+    figures = measure(machine)
+    timings["figures"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    folder = None
+    try:
+        folder = record_bundle(executed, machine, mode)
+    except bundle.BundleError as exc:
+        print(f"make test-gpu: the GPU edition was not recorded: {exc}")
+    timings["bundle"] = time.perf_counter() - t0
+    timings["whole run"] = time.perf_counter() - started
+    record = record_of(
+        machine,
+        mode,
+        tests,
+        figures,
+        done.returncode,
+        corpus=explain_corpus(junit),
+        timings=timings,
+        bundle=folder.name if folder else None,
+    )
     try:
         path, summary = evidence.write(record, ROOT / "evidence")
     except evidence.EvidenceError as exc:  # the measurements stay, outside evidence/, for a second look
@@ -236,7 +364,15 @@ def main() -> int:
         return 1
     print(summary.read_text())
     print(f"evidence written: {path.relative_to(ROOT)} and {summary.relative_to(ROOT)}")
-    return done.returncode
+    if folder is None:
+        return done.returncode or 1
+    print(bundle.summary(folder))
+    sent = [path, summary, ROOT / "evidence" / "ch05-monitor-gpu.json"]
+    found = bundle.problems(folder) + [
+        f"{f.name}: {p}" for f in sent if f.is_file() for p in evidence.privacy_problems(f.read_text())
+    ]
+    print(what_to_send(bundle.archive(folder, sent), found))
+    return done.returncode or (1 if found else 0)
 
 
 if __name__ == "__main__":

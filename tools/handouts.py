@@ -2,7 +2,8 @@
 
     .venv/bin/python tools/handouts.py [notebooks/NN_x.ipynb ...] [--paper a4|letter] [--edition student|instructor]
                                        [--size auto|fast|full] [--no-pdf] [--no-ledger] [--out handouts]
-                                       (or: make handouts)
+                                       [--gpu-edition]
+                                       (or: make handouts, make handouts GPU_EDITION=1)
 
 Each chapter is executed in a temporary copy (fast sizes on a machine without a GPU, full sizes where NVML sees GPUs;
 ``--size`` decides otherwise), so the handout shows the figures the room saw while the committed notebooks stay
@@ -11,6 +12,9 @@ top says how the run was made. Two editions: ``student/`` (cells tagged ``soluti
 HTML is self-contained and offline; Chromium prints the PDF (A4 unless ``--paper letter``) and every printed page
 is checked (``handoutkit.printing``). The claims ledger (``notebooks/claims_ledger.md``) is printed beside the chapters,
 its links to chapter cells pointing at their handouts. Writes into the ignored ``handouts/`` folder.
+``--gpu-edition``: for a room with no GPUs, each GPU cell that skipped shows the output its code printed in the newest
+recorded GPU run (``evidence/<date>-<gpu>/``, ``make test-gpu``), labelled "recorded on <GPU>, torch <version>,
+<date>; not run here" (``handoutkit.editions.recorded_edition``).
 """
 
 from __future__ import annotations
@@ -56,17 +60,19 @@ def machine_line() -> tuple[str, bool]:
     ), bool(real)
 
 
-def made_line(ran_on: str, fast: bool, when: dt.date) -> str:
+def made_line(ran_on: str, fast: bool, when: dt.date, recorded: bool = False) -> str:
     sizes = (
         "small data sizes and few epochs (fast mode), so each chapter runs in seconds: numbers and curves are "
         "smaller than in the full lesson"
         if fast
         else "the lesson's full data sizes"
     )
-    return (
-        f"Printed from a run on {when:%Y-%m-%d} on {ran_on}; {sizes}. Cells marked “GPU cell” say on this "
-        "page why they skipped where there is no GPU."
+    gpu = (
+        "GPU cells that could not run here show what a recorded GPU run printed, labelled with that GPU and date."
+        if recorded
+        else "Cells marked “GPU cell” say on this page why they skipped where there is no GPU."
     )
+    return f"Printed from a run on {when:%Y-%m-%d} on {ran_on}; {sizes}. {gpu}"
 
 
 def chapter_title(nb) -> str:
@@ -114,6 +120,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--no-cheatsheet", action="store_true")
     p.add_argument("--no-ledger", action="store_true", help="leave out the claims ledger page")
     p.add_argument("--out", type=Path, default=OUT)
+    p.add_argument(
+        "--gpu-edition",
+        action="store_true",
+        help="GPU cells that skip here show their recorded GPU output, labelled (evidence/<date>-<gpu>/)",
+    )
     return p.parse_args(argv)
 
 
@@ -133,7 +144,7 @@ def main(argv: list[str]) -> int:
     if chromium and (warning := missing_font_warning(notebooks)):
         print(f"warning: {warning}", file=sys.stderr)
     fast = args.size == "fast" or (args.size == "auto" and not has_gpus)
-    made = made_line(machine, fast, dt.date.today())
+    made = made_line(machine, fast, dt.date.today(), recorded=args.gpu_edition)
     started, written = time.perf_counter(), []
     import nbformat
 
@@ -168,6 +179,8 @@ def main(argv: list[str]) -> int:
                 return 1
             static.freeze_widgets(nb)
             static.drop_settings_lines(nb)
+            if args.gpu_edition:
+                nb, _ = editions.recorded_edition(nb, path.name)
             for edition in chosen:
                 folder = args.out / edition.value
                 folder.mkdir(parents=True, exist_ok=True)

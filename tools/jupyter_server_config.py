@@ -1,5 +1,6 @@
-"""Jupyter server settings for the course (``make lab`` passes this file; on JupyterHub, copy it into the server's
-``jupyter_server_config.py``, and ``tools/lab_settings/overrides.json`` into ``<prefix>/share/jupyter/lab/settings/``,
+"""Jupyter server settings for the course (``make lab`` passes this file; a workshop server passes
+``tools/workshop_server_config.py``, which loads it; on JupyterHub, copy both into the servers' config folder and load
+the workshop one, and copy ``tools/lab_settings/overrides.json`` into ``<prefix>/share/jupyter/lab/settings/``,
 JupyterLab's own place for it, or next to the copied file as ``lab_settings/overrides.json``).
 
 JupyterLab shows the kernel's state from every ``status`` message on IOPub, except those answering a request type the
@@ -10,7 +11,6 @@ rest of a cell that is still running. Observed with JupyterLab 4.6.6, jupyter-se
 with the subshell requests added below.
 """
 
-import os
 from pathlib import Path
 
 from jupyter_server.services.kernels.kernelmanager import MappingKernelManager
@@ -44,16 +44,6 @@ if COURSE_CSS.is_dir():
     # ServerApp.static_custom_path is not configurable itself; the web application's settings, which it fills, are
     c.ServerApp.tornado_settings = {"static_custom_path": [str(COURSE_CSS)]}
 
-# Idle GPUs come back (the workshop server). A kernel started from a gpulab kernelspec holds its GPUs until it ends;
-# jupyter-server's own culler ends kernels nobody has used for a while, and with them their reservations (gpulab adds no
-# reaper of its own). Workshop default: a kernel idle for 30 minutes is shut down, checked every minute, even while
-# its notebook is still open in a browser tab (cull_connected: a tab left open on a laptop must not keep a GPU from
-# the room), but never while a cell is running (cull_busy off: a long training run is not idle). The student's
-# notebook stays; its kernel restarts with a free GPU when they come back. GPULAB_CULL_IDLE_S changes the 30 minutes
-# (0 turns culling off, e.g. on a laptop of one's own).
-CULL_IDLE_S = int(os.environ.get("GPULAB_CULL_IDLE_S", "1800"))
-if CULL_IDLE_S > 0:
-    c.MappingKernelManager.cull_idle_timeout = CULL_IDLE_S
-    c.MappingKernelManager.cull_interval = min(60, CULL_IDLE_S)
-    c.MappingKernelManager.cull_connected = True
-    c.MappingKernelManager.cull_busy = False
+# No culling here: this file is what make lab and a learner's own JupyterLab load, where an idle kernel is a learner
+# who stepped away, with every variable and a trained model in it. A workshop server whose GPUs are shared loads
+# tools/workshop_server_config.py instead, which loads this file and culls idle kernels.

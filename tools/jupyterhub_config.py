@@ -7,18 +7,20 @@ Choose the model with the environment variable ``GPULAB_HUB_MODEL`` when startin
     for that kernel alone and shutting it down (or the server's culling of an idle kernel, or a crash) gives it back.
     Set up once, in the Python environment the single-user servers run (as root, or the owner of that environment)::
 
-        pip install -c constraints.txt -e '.[lightning,lab,hub]'     # from a checkout of this repository
+        pip install -c constraints-server.txt -e '.[lightning,lab,hub]'     # from a checkout of this repository
         python -m gpulab kernelspec install --n-gpus 1 --sys-prefix    # the kernelspec, for every user
 
-    Each single-user server loads ``tools/jupyter_server_config.py`` (its culling of idle kernels: a forgotten kernel
-    gives its GPU back). Students who should not bypass the reservation can be kept to the gpulab kernel with
+    Each single-user server loads ``tools/workshop_server_config.py`` (the course's settings and culling of idle
+    kernels: a forgotten kernel gives its GPU back; ``GPULAB_CULL_IDLE_S`` when starting the Hub sets the idle time,
+    1800 s by default). Students who should not bypass the reservation can be kept to the gpulab kernel with
     ``c.KernelSpecManager.allowed_kernelspecs`` in that file (the plain "Python 3" kernel sees every GPU).
 
 ``server`` — **every server reserves.** The Hub reserves ``GPUS_PER_SERVER`` free GPUs before a student's server starts
     and gives them back when it stops (``gpulab.server.hub.gpu_hooks``). Every kernel of that server sees only those
     GPUs. Use it when a server should own its GPUs for the whole session, e.g. with DockerSpawner (see the end of
     this file). A server that dies (``kill -9``, out of memory) gives its GPUs back within ``c.Spawner.poll_interval``
-    seconds, when the Hub's poll notices; a Hub restart stops every server first (``cleanup_servers``, kept True).
+    seconds, when the Hub's poll notices; a Hub restart stops every server first (``cleanup_servers``, kept True),
+    and a Hub started again after a crash reserves again the GPUs of the servers that outlived it.
 
 When no GPU is free, the student's spawn page (server model) or JupyterLab's kernel error (kernel model) names who
 holds each GPU and what to do. ``python -m gpulab watch`` in a terminal shows the room: every GPU, its reservation, and
@@ -43,18 +45,23 @@ TOOLS = Path(__file__).resolve().parent
 # students' PATH says.
 c.Spawner.cmd = [sys.executable, "-m", "jupyterhub.singleuser"]
 c.Spawner.default_url = "/lab"
-# The course's server settings: culling of idle kernels, JupyterLab's kernel state with the live monitor.
-c.Spawner.args = [f"--config={TOOLS / 'jupyter_server_config.py'}"]
-# Every server and kernel reads the same reservations (and, in a rehearsal, the same described machine) as the Hub.
+# The course's server settings for a shared server: culling of idle kernels (a learner's own JupyterLab has none),
+# JupyterLab's kernel state with the live monitor.
+c.Spawner.args = [f"--config={TOOLS / 'workshop_server_config.py'}"]
+# Every server and kernel reads the same reservations (and, in a rehearsal, the same described machine) as the Hub, and
+# culls after the idle time the Hub was started with.
 c.Spawner.environment = {
-    k: os.environ[k] for k in ("GPULAB_RESERVATIONS_DIR", "GPULAB_SIMULATE_GPUS") if k in os.environ
+    k: os.environ[k]
+    for k in ("GPULAB_RESERVATIONS_DIR", "GPULAB_SIMULATE_GPUS", "GPULAB_CULL_IDLE_S")
+    if k in os.environ
 }
 
 # How soon the Hub notices a server that died by itself (JupyterHub's default is 30 s). In the server model this is
 # how long a killed server's GPUs stay reserved; each poll is one waitpid (or one container inspection) per server.
 c.Spawner.poll_interval = 10
 # A Hub that stops stops every server with it (JupyterHub's default, said here because the server model relies on it):
-# the Hub's reservations end with the Hub process, and no server may keep running on GPUs nobody holds.
+# the Hub's reservations end with the Hub process. (Servers that outlive a Hub killed by a crash get their GPUs
+# reserved again by the next Hub, which gpu_hooks does as it reads this file.)
 c.JupyterHub.cleanup_servers = True
 # JupyterHub's proxy: the one `make install` put beside the venv (npm), if there is one; otherwise the
 # configurable-http-proxy on the PATH (npm install -g configurable-http-proxy).

@@ -14,6 +14,7 @@ import os
 import textwrap
 from dataclasses import dataclass
 
+from ..core.recorded_cells import RecordedCell, read_bundles, recordings_folder
 from ..core.renamed import renamed_keywords
 from ..core.tables import html_table, text_table
 from ..core.visible import VisibleMap, visible_map
@@ -49,6 +50,7 @@ class EnvReport:
     chapters: tuple[Chapter, ...] = ()
     cuda_started_by: CudaStart | None = None  # the line that started CUDA here (or tried to)
     cuda: CudaState | None = None  # whether CUDA has read CUDA_VISIBLE_DEVICES here, and the driver's own answer
+    recordings: tuple[RecordedCell, ...] = ()  # the GPU cells recorded on GPU machines (make test-gpu's bundles)
 
     def _sections(self) -> list[tuple[str, list[str], list[list[str]]]]:
         t = self.torch
@@ -89,6 +91,11 @@ class EnvReport:
         return [
             ("PyTorch and driver", ["what", "value"], torch_rows),
             ("Chapters here, and what they will do", ["chapter", "question", "on this machine"], chapter_rows),
+            (
+                "GPU recordings (shown under GPU cells that skip here)",
+                ["recorded run", "machine", "what it holds"],
+                recording_rows(self.recordings),
+            ),
             ("Packages", ["package", "version", "needed for"], pkg_rows),
             ("Environment variables", ["variable", "value"], env_rows),
         ]
@@ -139,6 +146,25 @@ class EnvReport:
 _COLOURS = {True: "#080", False: "#b00", None: "#a60"}
 
 
+def recording_rows(cells: tuple[RecordedCell, ...] | list[RecordedCell]) -> list[list[str]]:
+    """One row per recorded run: its folder, the machine (label's words) and how many GPU cells it holds."""
+    runs: dict[str, list[RecordedCell]] = {}
+    for c in cells:
+        runs.setdefault(c.bundle.folder.name, []).append(c)
+    rows = []
+    for name, held in sorted(runs.items(), reverse=True):
+        b = held[0].bundle
+        ran = sum(c.ran for c in held)
+        rows.append(
+            [
+                f"evidence/{name}/",
+                b.label.removeprefix("recorded on ").removesuffix("; not run here"),
+                f"{len({c.chapter for c in held})} chapters, {ran} of {len(held)} GPU cells ran there",
+            ]
+        )
+    return rows or [["(none)", f"no recorded GPU run in {recordings_folder().name}/", "make test-gpu records one"]]
+
+
 def _indent(text: str) -> str:
     return "\n".join("  " + line for line in text.splitlines())
 
@@ -187,4 +213,5 @@ def environment_report(machine: GpuReader | str | None = None, *, torch: TorchFa
         facts.chapters,
         started.started_by,
         started,
+        tuple(read_bundles()),
     )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["Unavailable", "GpuProcess", "MigInstance", "GpuInfo", "GpuSample", "is_known", "NOT_READ"]
+__all__ = ["Unavailable", "GpuProcess", "MigInstance", "GpuInfo", "GpuSample", "is_known", "mig_profile", "NOT_READ"]
 
 
 @dataclass(frozen=True)
@@ -50,12 +50,26 @@ class GpuProcess:
 
 @dataclass(frozen=True)
 class MigInstance:
-    """One MIG slice of a GPU in MIG mode; CUDA sees it as a device of its own (``MIG-<uuid>``)."""
+    """One MIG slice of a GPU in MIG mode; CUDA sees it as a device of its own (``MIG-<uuid>``), and
+    ``CUDA_VISIBLE_DEVICES=<uuid>`` gives a process that slice alone."""
 
     mig_index: int
     uuid: str
     memory_total_bytes: int | Unavailable
     memory_used_bytes: int | Unavailable
+    profile: str = ""  # "3g.40gb": compute slices and memory, as nvidia-smi -L names it ("MIG 3g.40gb Device 0")
+
+    @property
+    def name(self) -> str:
+        """``MIG 3g.40gb``, as ``nvidia-smi -L`` lists the slice (``MIG slice`` where the profile was not read)."""
+        return f"MIG {self.profile}" if self.profile else "MIG slice"
+
+
+def mig_profile(name: str) -> str:
+    """The profile in what NVML names a MIG slice: ``"MIG 3g.40gb"`` or ``"NVIDIA A100-SXM4-40GB MIG 1g.5gb"`` (as CUDA
+    names the device) give ``"3g.40gb"`` / ``"1g.5gb"``; ``""`` when the name holds none."""
+    head, mig, profile = name.rpartition("MIG ")
+    return profile.strip() if mig and (not head or head.endswith(" ")) else ""
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """The child side of ``gpulab.lightning.fork_hang``: CPU work, then a ``ddp_fork`` fit whose ranks say how far they get.
 
-Run in a fresh interpreter that ``fork_experiment`` can kill (it may hang: that is what it shows). Imports Lightning.
+Run in a fresh interpreter that ``fork_experiment`` can kill (it may hang: that is what it shows), and that ends with
+the kernel however the kernel ends (``gpulab.ranks.orphans``). Imports Lightning.
 Taught in ``notebooks/06_lightning.ipynb``.
 """
 
@@ -41,12 +42,19 @@ class _PrintProgress(lightning.Callback):
         _say(f"rank {trainer.global_rank}: finished")
 
 
-def fork_fit_variants(variants: list[tuple[int, int | None, int]], devices: int = 2, samples: int = 256) -> None:
+def fork_fit_variants(
+    variants: list[tuple[int, int | None, int]], devices: int = 2, samples: int = 256, *, parent_pid: int | None = None
+) -> None:
     """The child side of ``gpulab.lightning.fork_hang``, run in a fresh interpreter. Data and models are prepared on
     one thread (no OpenMP pool yet); then, per (work threads, OMP_NUM_THREADS, fit threads) variant: CPU work as a
     notebook does on that many threads, and a ``ddp_fork`` fit on ``devices`` CPU processes that says how far each
-    rank gets."""
+    rank gets. With ``parent_pid`` (the kernel's), a kernel that dies takes this interpreter and its ranks with it."""
     from torch.utils.data import DataLoader, TensorDataset
+
+    from ..ranks.orphans import end_group_with_parent
+
+    if parent_pid is not None:
+        end_group_with_parent(parent_pid)
 
     from ..workload.digits import load_digits
 

@@ -156,7 +156,11 @@ _KEEP = ("parent:", "rank ", "variant ", "All distributed processes registered",
 def _session(variants: list[ForkVariant], stall_s: float, start_s: float) -> list[ForkRun]:
     """Run ``variants`` in order in one interpreter until one hangs; the rest are left to the caller."""
     plan = [(v.work_threads, v.omp_num_threads, v.fit_threads) for v in variants]
-    code = f"from gpulab.lightning.fork_fit import fork_fit_variants; fork_fit_variants({plan!r})"
+    # parent_pid: a kernel killed while a variant hangs (kill -9, a crash, the culler) takes the session with it
+    code = (
+        "from gpulab.lightning.fork_fit import fork_fit_variants; "
+        f"fork_fit_variants({plan!r}, parent_pid={os.getpid()})"
+    )
     env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
     env["PYTHONPATH"] = os.pathsep.join([str(_ROOT), *filter(None, [env.get("PYTHONPATH")])])
     # A hung session is killed, so nothing it made in the temporary folder is cleaned up by itself: give it its own.

@@ -3,10 +3,11 @@
 gpulab otherwise uses public APIs only. What it needs beyond them is named here, with the versions it was read in
 and tested on (``KNOWN_TORCH``; ``tests/machine/test_compat.py`` runs on each): elastic's process contexts (which rank
 processes and return values can be waited on), elastic's classes the launcher builds on, PyTorch's own device-index
-parser, the bundled cuDNN's version, torch.compile's wrapper class, and the fork server's state (Python 3.14 makes
-``forkserver`` the default start method on Linux; its state has no public API). Every function degrades to ``None``
-(or does nothing) where an attribute is missing, so a torch this module does not know still runs, a little slower or
-with less said. Nothing is imported until a name is used: ``import gpulab`` stays light.
+parser, the queue of calls made as CUDA starts, the bundled cuDNN's version, torch.compile's wrapper class, and the
+fork server's state (Python 3.14 makes ``forkserver`` the default start method on Linux; its state has no public
+API). Every function degrades to ``None`` (or does nothing) where an attribute is missing, so a torch this module
+does not know still runs, a little slower or with less said. Nothing is imported until a name is used: ``import
+gpulab`` stays light.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ __all__ = [
     "ChildFailedError",
     "ProcessFailure",
     "cuda_lazy_init",
+    "at_cuda_start",
     "ipython_cell_number",
     "jupyter_ports",
 ]
@@ -234,6 +236,18 @@ def cuda_lazy_init(torch_cuda: Any) -> Any:
     on ``torch.cuda`` sees ``.cuda()`` and ``torch.ones(..., device="cuda")`` too (``cuda_start``)."""
     found = getattr(torch_cuda, "_lazy_init", None)
     return found if callable(found) else None
+
+
+def at_cuda_start(torch_cuda: Any, call: Any) -> bool:
+    """Have ``call()`` run as CUDA starts in this process, inside ``torch.cuda._lazy_init`` before any tensor is made
+    (now, if CUDA has started): ``torch.cuda._lazy_call``, which PyTorch's own lazy seeding uses (read in 2.11-2.14).
+    An exception from ``call`` fails that CUDA start, and every later one, as ``DeferredCudaCallError`` quoting it.
+    False where the function is missing (nothing is queued)."""
+    lazy_call = getattr(torch_cuda, "_lazy_call", None)
+    if not callable(lazy_call):
+        return False
+    lazy_call(call)
+    return True
 
 
 def ipython_cell_number(filename: str) -> int | None:

@@ -24,24 +24,30 @@ _finder: _WhenTorchCudaImported | None = None
 
 
 def install() -> None:
-    """Watch for the first CUDA start: now if ``torch.cuda`` is imported, else when it is (idempotent)."""
+    """Watch for the first CUDA start, and queue the memory cap for it: now if ``torch.cuda`` is imported, else when
+    it is (idempotent)."""
     global _finder
     if "torch.cuda" in sys.modules:
         from .cuda_start import hook
+        from .memory_cap import watch
 
         hook(sys.modules["torch.cuda"])
+        watch(sys.modules["torch.cuda"])
     elif _finder is None:
         _finder = _WhenTorchCudaImported()
         sys.meta_path.insert(0, _finder)
 
 
 def _torch_cuda_imported(module: ModuleType) -> None:
-    """``torch.cuda`` has just run: count torch's own threads (before any CPU work can start OpenMP's), then hook."""
+    """``torch.cuda`` has just run: count torch's own threads (before any CPU work can start OpenMP's), hook, and queue
+    the kernel's memory cap for CUDA's start (``memory_cap``: only where ``GPULAB_MEMORY_CAP`` is set)."""
     from .cuda_start import hook
+    from .memory_cap import watch
     from .threads import note_torch_imported
 
     note_torch_imported()
     hook(module)
+    watch(module)
 
 
 class _WhenTorchCudaImported:

@@ -89,8 +89,12 @@ def _validate_gpu(where: str, i: int, g: Any) -> None:
             or not isinstance(m.get("uuid"), str)
             or _whole(m.get("memory_total_bytes"))
             or _whole(m.get("memory_used_bytes"))
+            or not isinstance(m.get("profile", ""), str)
         ):
-            problems[f"mig_devices[{k}]"] = "needs a 'uuid' (text) and whole 'memory_total_bytes'/'memory_used_bytes'"
+            problems[f"mig_devices[{k}]"] = (
+                "needs a 'uuid' (text) and whole 'memory_total_bytes'/'memory_used_bytes' (and, if given, a "
+                "'profile' as text, e.g. \"3g.40gb\")"
+            )
     for k, p in enumerate(g.get("processes", []) if not problems.get("processes") else []):
         if (
             not isinstance(p, dict)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from ..core.arguments import flag
 from ..core.readings import GpuInfo, Unavailable, is_known
 from ..core.renamed import renamed_keywords
+from ..core.reservable import ReservableDevice, reservable_devices
 from ..core.tables import html_table, text_table
 from ..core.units import format_bytes
 from .host import HostInfo, host_info
@@ -52,7 +53,7 @@ def gpu_rows(gpus: tuple[GpuInfo, ...]) -> list[list[str]]:
         rows.append([str(g.physical_index), g.name, _mem(g), _util(g), _procs(g), g.uuid, g.pci_bus_id])
         for m in g.mig_devices:
             mem = f"{format_bytes(m.memory_used_bytes)} / {format_bytes(m.memory_total_bytes)}"
-            rows.append([f"  {g.physical_index}/mig{m.mig_index}", "MIG slice", mem, "N/A (MIG)", "", m.uuid, ""])
+            rows.append([f"  {g.physical_index}/mig{m.mig_index}", m.name, mem, "N/A (MIG)", "", m.uuid, ""])
     return rows
 
 
@@ -71,6 +72,12 @@ class Inventory:
     def gpu_count(self) -> int:
         """How many GPUs NVML lists (physical GPUs; MIG slices are inside them)."""
         return len(self.gpus)
+
+    @property
+    def reservable(self) -> tuple[ReservableDevice, ...]:
+        """The devices a kernel can be given here: each GPU outside MIG mode and each MIG slice, slices under their
+        card, each with the UUID ``CUDA_VISIBLE_DEVICES`` names it by (``core.reservable``)."""
+        return reservable_devices(self.gpus)
 
     def _host_line(self) -> str:
         h = self.host

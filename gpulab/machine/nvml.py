@@ -16,7 +16,7 @@ import threading
 from types import ModuleType
 from typing import Any, Protocol, runtime_checkable
 
-from ..core.readings import NOT_READ, GpuInfo, GpuProcess, GpuSample, MigInstance, Unavailable
+from ..core.readings import NOT_READ, GpuInfo, GpuProcess, GpuSample, MigInstance, Unavailable, mig_profile
 
 __all__ = ["GpuReader", "NvmlReader", "default_reader", "explain_nvml_error"]
 
@@ -250,9 +250,14 @@ class NvmlReader:
             if isinstance(mh, Unavailable):  # an empty slot
                 continue
             mem = self._query("nvmlDeviceGetMemoryInfo", mh)
+            name = self._query("nvmlDeviceGetName", mh)  # "MIG 3g.40gb" (or with the card's name before it)
             out.append(
                 MigInstance(
-                    i, str(_text(self._query("nvmlDeviceGetUUID", mh))), _field(mem, "total"), _field(mem, "used")
+                    i,
+                    str(_text(self._query("nvmlDeviceGetUUID", mh))),
+                    _field(mem, "total"),
+                    _field(mem, "used"),
+                    "" if isinstance(name, Unavailable) else mig_profile(str(_text(name))),
                 )
             )
         return tuple(out)

@@ -40,9 +40,11 @@ def simulated_gpu(
     util: int = 0,
     unsupported: tuple[str, ...] = (),
     mig_slices_mib: tuple[int, ...] = (),
+    mig_profiles: tuple[str, ...] = (),
     processes: tuple[tuple[int, int, str], ...] = (),
 ) -> dict[str, Any]:
-    """One GPU description (plain dict, JSON-ready). ``unsupported`` names fields NVML refuses on this GPU."""
+    """One GPU description (plain dict, JSON-ready). ``unsupported`` names fields NVML refuses on this GPU;
+    ``mig_slices_mib`` puts it in MIG mode with slices of that memory, ``mig_profiles`` their profiles (``3g.40gb``)."""
     uid = _uuid_for(name, index)
     return {
         "name": name,
@@ -61,6 +63,7 @@ def simulated_gpu(
                 "uuid": "MIG-" + str(_uuid.uuid5(_uuid.NAMESPACE_DNS, f"{uid}-{k}")),
                 "memory_total_bytes": m * MiB,
                 "memory_used_bytes": 0,
+                "profile": mig_profiles[k] if k < len(mig_profiles) else "",
             }
             for k, m in enumerate(mig_slices_mib)
         ],
@@ -75,7 +78,13 @@ PRESETS: dict[str, dict[str, Any]] = {
         "driver_version": "550.54.15",
         "cuda_driver_version": "12.4",
         "gpus": [
-            simulated_gpu(0, "NVIDIA A100 80GB PCIe", 81920, used_mib=0, mig_slices_mib=(40192, 40192)),
+            simulated_gpu(
+                0,
+                "NVIDIA A100 80GB PCIe",
+                81920,
+                mig_slices_mib=(40192, 40192),
+                mig_profiles=("3g.40gb", "3g.40gb"),  # 40192 MiB each, as on a real A100 80GB
+            ),
             simulated_gpu(
                 1,
                 "NVIDIA GeForce RTX 3090",
@@ -194,7 +203,7 @@ class SimulatedGpuReader:
         with self._lock:
             g = self._gpu(i)
             migs = tuple(
-                MigInstance(k, m["uuid"], m["memory_total_bytes"], m["memory_used_bytes"])
+                MigInstance(k, m["uuid"], m["memory_total_bytes"], m["memory_used_bytes"], m.get("profile", ""))
                 for k, m in enumerate(g.get("mig_devices", ()))
             )
             procs: tuple[GpuProcess, ...] | Unavailable = (

@@ -5,34 +5,103 @@ taught in ``notebooks/04_ddp.ipynb``). Loading the extension also makes tracebac
 line and the line that raised.
 
 A ``%%gpu 2`` cell runs only where two CUDA GPUs are usable; elsewhere it prints why it was skipped, so a learner on a
-laptop sees the reason in the cell's output instead of a traceback, and "Run All" carries on.
-Cells that use it carry the notebook tag ``gpu`` (or ``multigpu`` for n ≥ 2), which ``make test-gpu`` selects.
+laptop sees the reason in the cell's output instead of a traceback, and "Run All" carries on. Below the reason it
+shows what the same code printed on a GPU machine, labelled "recorded on <GPU>, torch <version>, <date>; not run
+here", from the newest bundle ``make test-gpu`` recorded (``core.recorded_cells``: matched on the chapter and the
+hash of the cell's code, and the cell id where the front end sends one), or one line saying why there is none.
+Cells that use it carry the notebook tag ``gpu`` (or ``multigpu`` for n ≥ 2), which ``make test-gpu`` selects; there
+``GPULAB_FULL_GPU_CELLS=1`` runs them at the full sizes (``GPULAB_FAST=0`` while the cell runs).
 """
 
 from __future__ import annotations
 
+import os
+import re
 from collections.abc import Callable
 from typing import Any
 
+from ..core.recorded_cells import find, read_bundles
+from ..core.settings import env_flag
 from ..machine.cuda import too_few_gpus
 
-__all__ = ["load_ipython_extension", "gpu_cell"]
+__all__ = ["load_ipython_extension", "gpu_cell", "show_recording", "front_end_context"]
 
 
-def gpu_cell(line: str, cell: str, shell: Any) -> None:
-    """Run ``cell`` if the GPUs named on ``line`` (default 1) are usable, else print the skip reason."""
+def gpu_cell(
+    line: str,
+    cell: str,
+    shell: Any,
+    *,
+    shortfall: Callable[[int], str | None] = too_few_gpus,
+    chapter: str | None = None,
+    cell_id: str | None = None,
+) -> None:
+    """Run ``cell`` if the GPUs named on ``line`` (default 1) are usable, else print the skip reason and the cell's
+    recording (or why there is none). ``shortfall(n)``: why this process has fewer than n GPUs (None: enough);
+    ``chapter`` and ``cell_id``: what the front end told of the cell, where it told anything."""
     arg = line.strip() or "1"
     if not arg.isdigit() or int(arg) < 1:
         raise ValueError(f"%%gpu takes the number of GPUs the cell needs, like `%%gpu 2`; got {line.strip()!r}.")
-    reason = too_few_gpus(int(arg))
+    reason = shortfall(int(arg))
     if reason is not None:
         print(
             f"Skipped on this machine: this cell {reason}. On a machine with GPUs it runs; read its code and the "
             f"text around it for what it would show."
         )
+        show_recording(cell, int(arg), chapter=chapter, cell_id=cell_id)
         return
-    result = shell.run_cell(cell)
+    full = env_flag("GPULAB_FULL_GPU_CELLS", False, meaning="to run the GPU cells at the full sizes")
+    saved = os.environ.get("GPULAB_FAST")
+    if full:
+        os.environ["GPULAB_FAST"] = "0"
+    try:
+        result = shell.run_cell(cell)
+    finally:
+        if full and saved is None:
+            os.environ.pop("GPULAB_FAST", None)
+        elif full:
+            os.environ["GPULAB_FAST"] = saved
     result.raise_error()
+
+
+def show_recording(cell: str, needs: int, *, chapter: str | None = None, cell_id: str | None = None) -> None:
+    """Below a skip: the recording of this cell's code on a machine with ``needs`` GPUs, after its label; or one line
+    saying why none is shown."""
+    found = find(read_bundles(), source=cell, needs=needs, chapter=chapter, cell_id=cell_id)
+    if found.cell is None:
+        print(found.note)
+        return
+    print(f"── {found.note} ──")
+    for out in found.cell.outputs():
+        kind = out.get("output_type")
+        if kind == "stream":
+            print(out.get("text", ""), end="")
+        elif kind in ("display_data", "execute_result"):
+            from IPython.display import display
+
+            display(out.get("data", {}), raw=True)
+        elif kind == "error":
+            print(f"{out.get('ename')}: {out.get('evalue')}")
+
+
+def front_end_context(shell: Any) -> tuple[str | None, str | None]:
+    """The chapter (``NN_name.ipynb``) and the cell id of the cell being run, where the front end says: the chapter
+    from Jupyter's session name (``JPY_SESSION_NAME``, ``__session__``) or VS Code's ``__vsc_ipynb_file__``, the id
+    from the request's ``cellId`` (JupyterLab sends it; nbclient, nbval, Colab and the classic Notebook do not)."""
+    ns = getattr(shell, "user_ns", {}) or {}
+    chapter = None
+    for where in (os.environ.get("JPY_SESSION_NAME"), ns.get("__session__"), ns.get("__vsc_ipynb_file__")):
+        if isinstance(where, str) and re.fullmatch(r"\d{2}_[\w-]+\.ipynb", os.path.basename(where)):
+            chapter = os.path.basename(where)
+            break
+    kernel = getattr(shell, "kernel", None)
+    try:
+        parent = kernel.get_parent() if kernel is not None else getattr(shell, "parent_header", None)
+    except (AttributeError, TypeError):
+        parent = None
+    meta = (parent or {}).get("metadata") or {}
+    cell_id = meta.get("cellId")
+    return chapter, cell_id if isinstance(cell_id, str) and cell_id else None
 
 
 def load_ipython_extension(ipython: Any) -> None:
@@ -40,9 +109,11 @@ def load_ipython_extension(ipython: Any) -> None:
     from ..ranks.cells import ranks_cell
     from .tracebacks import install
 
-    ipython.register_magic_function(
-        lambda line, cell: gpu_cell(line, cell, ipython), magic_kind="cell", magic_name="gpu"
-    )
+    def gpu(line: str, cell: str) -> None:
+        chapter, cell_id = front_end_context(ipython)
+        gpu_cell(line, cell, ipython, chapter=chapter, cell_id=cell_id)
+
+    ipython.register_magic_function(gpu, magic_kind="cell", magic_name="gpu")
 
     def ranks(line: str, cell: str) -> Any:
         __tracebackhide__ = True

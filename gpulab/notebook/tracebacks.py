@@ -19,6 +19,7 @@ from typing import Any
 
 from ..core.frames import GPULAB_ROOT as _GPULAB
 from ..core.frames import is_library_file
+from ..machine.memory_cap import add_cap_note
 
 __all__ = ["lesson_frames", "short_traceback", "install", "is_library_file"]
 
@@ -56,6 +57,9 @@ def short_traceback(
 ) -> list[str] | None:
     """IPython custom-exception handler: show the short traceback (in IPython's default ``Context`` mode)."""
     sys.last_type, sys.last_value, sys.last_traceback = etype, value, tb  # what %debug and %tb read
+    add_cap_note(
+        value
+    )  # a CUDA out-of-memory error in a kernel that shares its GPU: its cap, what it holds, what to do
     if sys.version_info >= (3, 12):
         sys.last_exc = value  # novm (guarded by the version check above)
     if shell.InteractiveTB.mode != "Context" or issubclass(etype, SyntaxError):

@@ -4,9 +4,11 @@ Two notebooks that ask "which GPU is free?" at the same moment get the same answ
 chooses under the machine's selection lock and then holds each chosen GPU's lock file (``gpulab.reservations``: one
 file per GPU in ``$GPULAB_RESERVATIONS_DIR``, default ``/tmp/gpulab-reservations``, that every user can lock). The
 lock goes with the process that holds it, however it ends, so a reservation can never outlive its owner. The holder
-writes its pid, user, host and details into the file, so the picker can say who is using a GPU. Inside a server whose
-GPUs JupyterHub reserved for its user (``gpulab.server.hub``), those GPUs are this user's already: ``reserve_gpus``
-hands them over as they are, held by the Hub, without a second reservation.
+writes its pid, user, host and details into files of its own beside it, so the picker can say who is using a GPU; the
+details other than the kernel id, the user a server is for and the ports (a notebook's path, a server's name) are
+private to the holder's user, root and the instructor group. Inside a server whose GPUs JupyterHub reserved for its
+user (``gpulab.server.hub``), those GPUs are this user's already: ``reserve_gpus`` hands them over as they are, held by
+the Hub, without a second reservation.
 Never creates a CUDA context: the GPUs are read through NVML (or a described machine). Taught in
 ``notebooks/02_choosing_gpus.ipynb``.
 """
@@ -131,7 +133,7 @@ class Reservation:
         return f"<p>{html.escape(self._head())}</p>" + self.choice._repr_html_()
 
 
-MAX_DETAILS_BYTES = 2048  # holders read the first 4096 bytes of a lock file
+MAX_DETAILS_BYTES = 2048  # holders read the first 8192 bytes of a holder's file
 
 
 def validated_details(details: Mapping[str, str] | None) -> dict[str, str]:
@@ -181,7 +183,9 @@ def reserve_gpus(
     id, notebook, the user a server was started for) are written into the reservation for ``watch`` and the picker to
     show. Free GPUs whose UUID is in ``prefer`` are picked first (a restarted kernel gets its GPUs back). Inside a
     server whose GPUs JupyterHub reserved for its user, those GPUs are returned as they are (``Reservation.held_for``
-    says whose), in ``CUDA_VISIBLE_DEVICES``'s order. Nothing here creates a CUDA context.
+    says whose), in ``CUDA_VISIBLE_DEVICES``'s order. Nothing here creates a CUDA context. Details other than
+    ``gpulab.reservations.PUBLIC_DETAILS`` (the notebook, a server's name) are shown only to this user, root and the
+    instructor group.
     """
     require_flock()  # on Windows, refuse before touching any directory
     n = whole_number(n, "n", minimum=1, example="reserve_gpus(2) for two GPUs")

@@ -4,7 +4,8 @@
 each rank's device from ``plan``, threads, environment, ports) before anything starts, and ``runner`` carries the plan
 out (``worker`` is what runs inside each rank, ``fork_server`` where ranks come from, ``rank_output`` their output in
 the cell, ``failures`` their errors); ``own_device`` runs a function on the device the plan gave its rank. ``cells``
-does the same for a cell's code, ``speed`` measures samples/s of one process against DDP on 1 and 2 ranks. Taught in
+does the same for a cell's code, ``speed`` measures samples/s of one process against DDP on 1 and 2 ranks; ``orphans``
+ends a helper interpreter's process group when the kernel that started it dies (the fork experiment's). Taught in
 ``notebooks/04_ddp.ipynb``.
 """
 

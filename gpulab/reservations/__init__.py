@@ -1,14 +1,27 @@
 """The reservations: which GPUs are held, by whom, on this machine (a store that placement, checkup and server share).
 
 A reservation is an exclusive ``flock`` on one file per GPU in a folder every user can write (``folder``); whoever
-holds it writes their name and details into the file, and anyone can ask who holds what (``holders``). Only the names
+holds it writes their name and public details into a file of its own that everyone reads, and its private details
+(a notebook's path, a server's name) into one that only its user, root and the instructor group read; anyone can ask
+who holds what (``holders``). Only the names
 below are for the rest of gpulab: ``gpulab.placement.reservation`` reserves GPUs with them (``reserve_gpus``), the
 environment report and the picker show who holds a GPU, and the workshop server's views, kernels and Hub list, start
 and release reservations. Only the standard library is used, so a student's own Python can read them too.
 """
 
-from .folder import hold, let_go, lock_path, require_flock, reservations_dir, selection_lock, write_holder
-from .holders import THIS_NOTEBOOK, Holder, current_holders, others_only, reservation_holders
+from .folder import (
+    DEFAULT_INSTRUCTOR_GROUP,
+    INSTRUCTOR_GROUP_VAR,
+    PUBLIC_DETAILS,
+    hold,
+    let_go,
+    lock_path,
+    require_flock,
+    reservations_dir,
+    selection_lock,
+    write_holder,
+)
+from .holders import THIS_NOTEBOOK, Holder, current_holders, left_behind, others_only, reservation_holders
 from .server_token import SERVER_TOKEN_ENV, new_server_token, this_server_digest, token_digest, yours_and_others
 
 __all__ = [
@@ -19,11 +32,15 @@ __all__ = [
     "hold",
     "let_go",
     "write_holder",
+    "PUBLIC_DETAILS",
+    "INSTRUCTOR_GROUP_VAR",
+    "DEFAULT_INSTRUCTOR_GROUP",
     "THIS_NOTEBOOK",
     "Holder",
     "reservation_holders",
     "current_holders",
     "others_only",
+    "left_behind",
     "SERVER_TOKEN_ENV",
     "new_server_token",
     "token_digest",

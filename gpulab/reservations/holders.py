@@ -1,21 +1,31 @@
-"""Who holds each GPU's reservation now, read from the lock files and the kernel's list of locks (a probe: files).
+"""Who holds each GPU's reservation now, read from the kernel's list of locks and the holders' own files (a probe).
 
-``reservation_holders`` is what the picker, the environment report and ``watch`` show. The name a holder wrote into
-its file is checked against ``/proc/locks``, which says which pid really holds the lock: the files are everyone's to
-write, and a holder that could open a file only read-only cannot write its name at all.
+``reservation_holders`` is what the picker, the environment report and ``watch`` show. ``/proc/locks`` says which pid
+really holds a lock, ``/proc/<pid>`` which user runs it; that user's own files (``folder.write_holder``) say the rest,
+believed only when that user owns them and they name that pid. The private details (a notebook's path, a server's
+name) are read where this process may read them (its own user, root, the instructor group); otherwise ``Holder.hidden``
+names what was kept from it. Where ``/proc/locks`` cannot tell (not Linux, a holder in another pid namespace), the
+newest holder file of the GPU is taken at its word.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .folder import have_flock, lock_path, open_lock_file, require_flock, reservations_dir, try_lock
+from .folder import (
+    have_flock,
+    lock_path,
+    open_lock_file,
+    read_record,
+    require_flock,
+    reservations_dir,
+    try_lock,
+)
 
-__all__ = ["THIS_NOTEBOOK", "Holder", "reservation_holders", "current_holders", "others_only"]
+__all__ = ["THIS_NOTEBOOK", "Holder", "reservation_holders", "current_holders", "others_only", "left_behind"]
 
 # How a reservation held by this very process is named everywhere (picker, watch, environment report): the learner's
 # own kernel is not a stranger to be warned about.
@@ -24,9 +34,9 @@ THIS_NOTEBOOK = "this notebook"
 
 @dataclass(frozen=True)
 class Holder:
-    """Who holds a GPU's reservation: the locking ``pid`` and, when the file's name matches it, ``user`` and ``host``;
-    ``text`` says it in words (``"pid 4242 (alice@server)"``), including when the two disagree; a reservation of this
-    very process reads ``"this notebook"`` and has ``mine`` set."""
+    """Who holds a GPU's reservation: the locking ``pid`` and its ``user``, with ``host`` when the holder's own file
+    names that pid; ``text`` says it in words (``"pid 4242 (alice@server)"``), including when the holder has not
+    named itself; a reservation of this very process reads ``"this notebook"`` and has ``mine`` set."""
 
     pid: int | None
     user: str | None
@@ -36,7 +46,9 @@ class Holder:
     details: dict[str, str] = field(default_factory=dict)
     """What the holder said of the reservation beyond pid, user and host (``reserve_gpus(details=...)``): for example
     the kernel id, the notebook, the JupyterHub user a server was started for, the reservation's ``MASTER_PORT``
-    range."""
+    range. Only what this process may read: the private ones of another user's reservation are left out."""
+    hidden: tuple[str, ...] = ()
+    """The names of the holder's private details that this process may not read (``"notebook"``, ``"server"``)."""
     this_server: bool = False
     """Held for the server this process runs in (the Hub's server model, ``server_token``): this user's GPU."""
 
@@ -44,62 +56,105 @@ class Holder:
         return self.text
 
 
-def _read_holder(fd: int) -> Holder:
-    """Who holds the lock on ``fd``'s file: the name its holder wrote, checked against the kernel's list of locks.
-
-    A holder that could only open the file read-only (another user left it private) cannot write its name, so the
-    file may still name an earlier holder; ``/proc/locks`` says which pid really holds it.
-    """
+def _read_holder(fd: int, reservations: Path, uuid: str) -> Holder:
+    """Who holds the lock on ``fd``'s file (GPU ``uuid``): the pid the kernel names, and what its user wrote."""
     lockers = _flock_pids(fd)
-    data = _read_json(fd)
-    details = _details(data)
     if os.getpid() in lockers:
-        return Holder(os.getpid(), None, socket.gethostname(), THIS_NOTEBOOK, mine=True, details=details)
-    try:
-        named = f"pid {data['pid']} ({data['user']}@{data['host']})"
-    except (KeyError, TypeError):  # no file content, not JSON, or a name missing
-        data, named = None, None
-    if lockers and data is None:
-        return Holder(lockers[0], None, None, f"pid {lockers[0]} (it has not written its name into the file)")
-    if lockers and data.get("pid") not in lockers:  # pids of another pid namespace (container) differ too
-        return Holder(
-            lockers[0],
-            None,
-            None,
-            f"pid {lockers[0]} (the file still names {named}: an earlier holder, "
-            "or this one seen from another container)",
-        )
-    if named is None:
+        details, hidden = _details_of(reservations, uuid, os.geteuid(), os.getpid())
+        return Holder(os.getpid(), None, socket.gethostname(), THIS_NOTEBOOK, mine=True, details=details, hidden=hidden)
+    if lockers:
+        pid = lockers[0]
+        uid = _uid_of(pid)
+        record = read_record(reservations, uuid, uid) if uid is not None else None
+        if record is None or record.get("pid") != pid:
+            user = _user_name(uid)
+            who = f"{user}, " if user else ""
+            return Holder(pid, user, None, f"pid {pid} ({who}it has not written its name)")
+        return _named(record, reservations, uuid, uid)
+    newest = _newest_record(reservations, uuid)  # no /proc/locks here: the newest holder file, at its word
+    if newest is None:
         return Holder(None, None, None, "another process (it has not written its name yet)")
-    if not lockers and data["pid"] == os.getpid() and data["host"] == socket.gethostname():
-        return Holder(
-            data["pid"], data["user"], data["host"], THIS_NOTEBOOK, mine=True, details=details
-        )  # no /proc/locks here
-    return Holder(data["pid"], data["user"], data["host"], named, details=details, this_server=_this_server(data))
+    return _named(*newest, reservations, uuid)
 
 
-def _this_server(data: dict) -> bool:
-    """Whether the file names the server this process runs in (its digest, ``server_token.this_server_digest``)."""
+def _this_server(record: dict) -> bool:
+    """Whether the holder's file names the server this process runs in (its digest, ``server_token``)."""
     from .server_token import this_server_digest  # server_token imports this module
 
     ours = this_server_digest()
-    return ours is not None and data.get("server_digest") == ours
+    return ours is not None and record.get("server_digest") == ours
 
 
-def _read_json(fd: int) -> dict | None:
+def _named(record: dict, reservations: Path, uuid: str, uid: int) -> Holder:
     try:
-        data = json.loads(os.pread(fd, 4096, 0) or b"{}")
-    except (ValueError, OSError):
-        return None
-    return data if isinstance(data, dict) else None
+        pid, user, host = int(record["pid"]), str(record["user"]), str(record["host"])
+    except (KeyError, TypeError, ValueError):
+        return Holder(None, None, None, "another process (its file is not one gpulab wrote)")
+    details, hidden = _details_of(reservations, uuid, uid, pid, record)
+    if pid == os.getpid() and host == socket.gethostname() and uid == os.geteuid():
+        return Holder(pid, user, host, THIS_NOTEBOOK, mine=True, details=details, hidden=hidden)
+    return Holder(
+        pid, user, host, f"pid {pid} ({user}@{host})", details=details, hidden=hidden, this_server=_this_server(record)
+    )
 
 
-def _details(data: object) -> dict[str, str]:
-    """The holder's ``details``, as strings; anything else in the file is ignored (the file is everyone's to write)."""
-    raw = data.get("details") if isinstance(data, dict) else None
+def _details_of(
+    reservations: Path, uuid: str, uid: int, pid: int, record: dict | None = None
+) -> tuple[dict[str, str], tuple[str, ...]]:
+    """The holder's details this process may read, and the names of the private ones it may not."""
+    record = record if record is not None else read_record(reservations, uuid, uid)
+    if record is None or record.get("pid") != pid:
+        return {}, ()
+    details = _strings(record.get("details"))
+    secret = record.get("private")
+    secret = [str(k) for k in secret] if isinstance(secret, list) else []
+    if secret:
+        private = read_record(reservations, uuid, uid, private=True)
+        if private is not None:  # its own user, root or the instructor group: every detail
+            details.update(_strings(private.get("details")))
+        else:
+            return details, tuple(secret)
+    return details, ()
+
+
+def _strings(raw: object) -> dict[str, str]:
+    """Details as strings; anything else is ignored."""
     if not isinstance(raw, dict):
         return {}
     return {str(k): str(v) for k, v in raw.items()}
+
+
+def _newest_record(reservations: Path, uuid: str) -> tuple[dict, int] | None:
+    found = []
+    for path in reservations.glob(f"gpu-{uuid}.holder.*.json"):
+        uid_text = path.name.removeprefix(f"gpu-{uuid}.holder.").removesuffix(".json")
+        if uid_text.isdigit():
+            record = read_record(reservations, uuid, int(uid_text))
+            if record is not None and isinstance(record.get("since"), (int, float)):
+                found.append((record["since"], record, int(uid_text)))
+    if not found:
+        return None
+    _, record, uid = max(found, key=lambda f: f[0])
+    return record, uid
+
+
+def _uid_of(pid: int) -> int | None:
+    """The real owner of a process (``/proc/<pid>``'s owner), None where it cannot be seen."""
+    try:
+        return os.stat(f"/proc/{pid}").st_uid
+    except OSError:
+        return None
+
+
+def _user_name(uid: int | None) -> str | None:
+    import pwd
+
+    if uid is None:
+        return None
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:  # a uid with no name here (a container's user)
+        return f"uid {uid}"
 
 
 def _flock_pids(fd: int) -> list[int]:
@@ -151,7 +206,38 @@ def reservation_holders(uuids: list[str], reservations: str | os.PathLike[str] |
             if try_lock(fd):
                 require_flock().flock(fd, require_flock().LOCK_UN)
             else:
-                out[uuid] = _read_holder(fd)
+                out[uuid] = _read_holder(fd, d, uuid)
         finally:
             os.close(fd)
+    return out
+
+
+def left_behind(uuids: list[str], reservations: str | os.PathLike[str] | None = None) -> dict[str, Holder]:
+    """For the GPUs of ``uuids`` that nobody holds now: the last process of this user that held each, as it named
+    itself, with every detail (its pid may be gone). What a JupyterHub restarted after a crash held before it."""
+    d = reservations_dir(reservations, create=False)
+    try:
+        usable = d.is_dir()
+    except (OSError, ValueError):
+        usable = False
+    if not usable or not have_flock():
+        return {}
+    uid = os.geteuid()
+    out: dict[str, Holder] = {}
+    for uuid in uuids:
+        path = lock_path(d, uuid)
+        if not path.exists():
+            continue
+        fd = open_lock_file(path)
+        try:
+            if not try_lock(fd):
+                continue  # someone holds it now
+            require_flock().flock(fd, require_flock().LOCK_UN)
+        finally:
+            os.close(fd)
+        record = read_record(d, uuid, uid)
+        if record is not None and isinstance(record.get("pid"), int):
+            holder = _named(record, d, uuid, uid)
+            if holder.pid is not None:
+                out[uuid] = Holder(holder.pid, holder.user, holder.host, str(holder), details=holder.details)
     return out

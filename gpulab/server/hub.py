@@ -27,9 +27,15 @@ Who holds the lock, and when it ends:
   therefore come back within one poll interval: ``tools/jupyterhub_config.py`` sets it to 10 s.
 * A **Hub restart** ends the Hub process and with it every lock it held. By default (``JupyterHub.cleanup_servers =
   True``) the Hub stops all single-user servers as it shuts down (running ``post_stop_hook`` for each), so nothing
-  runs on unheld GPUs and students start their servers again. With ``cleanup_servers = False``, or when the Hub
-  itself is killed, servers outlive it; the new Hub holds no reservation for them, and their GPUs look free to the next
-  spawn. Keep the default, or stop the surviving servers after such a restart (admin page, "Stop All").
+  runs on unheld GPUs. With ``cleanup_servers = False``, or when the Hub itself is killed (``kill -9``, a crash),
+  servers outlive it. So ``gpu_hooks``, run as the new Hub reads its config, **reserves their GPUs again**
+  (``reclaim_surviving_servers``): a GPU the old Hub last held for a user's server (its own files in the reservations
+  folder say which) is held again for that server when a process of that server (``JUPYTERHUB_USER``,
+  ``JUPYTERHUB_SERVER_NAME``) still runs with that GPU in its ``CUDA_VISIBLE_DEVICES``. Both must agree: the files
+  are the Hub's own, which no student can write, and the process proves the server survived. A server that died
+  while the Hub was down is stopped by the Hub's start-up check, whose ``post_stop_hook`` releases what was held
+  again. A server running on GPUs nobody holds (seen only by root: the environments are private) is named "unheld"
+  in ``python -m gpulab watch``.
 
 Taught in the README's section for instructors.
 """
@@ -50,17 +56,21 @@ from ..core.arguments import shown, whole_number
 from ..core.renamed import renamed_keywords
 from ..machine.resolve import as_reader
 from ..placement.reservation import Reservation, reserve_gpus
-from ..placement.selection import NoFreeGpu, Policy, rank_gpus
+from ..placement.selection import Choice, NoFreeGpu, Policy, rank_gpus
 from ..reservations import (
     SERVER_TOKEN_ENV,
+    hold,
+    left_behind,
     new_server_token,
     reservation_holders,
     reservations_dir,
+    selection_lock,
     token_digest,
     write_holder,
 )
+from .owners import HubServer, hub_servers
 
-__all__ = ["gpu_hooks", "NoGpuForServer", "hub_policy", "hub_reservations"]
+__all__ = ["gpu_hooks", "NoGpuForServer", "hub_policy", "hub_reservations", "reclaim_surviving_servers"]
 
 log = logging.getLogger("gpulab.hub")
 
@@ -143,6 +153,8 @@ def gpu_hooks(
             )
         as_reader(machine)  # an unknown preset is refused now, with the list of presets
     folder = reservations_dir(reservations, create=False)
+    if n_gpus:
+        reclaim_surviving_servers(machine, folder)
 
     async def pre_spawn_hook(spawner: Any) -> None:
         key = (spawner.user.name, spawner.name)
@@ -205,14 +217,68 @@ def _release(key: tuple[str, str]) -> None:
         )
 
 
-def _holder_words(holder: Any) -> str:
+def reclaim_surviving_servers(
+    machine: str | None = None,
+    reservations: str | os.PathLike[str] | None = None,
+    servers: Callable[[], list[HubServer]] = hub_servers,
+) -> list[tuple[str, str]]:
+    """Reserve again, in this Hub process, the GPUs of the single-user servers that outlived an earlier Hub; returns
+    the ``(user, server name)`` of each server whose GPUs were held again.
+
+    A GPU counts when both agree: nobody holds it now, this user's own file there (the earlier Hub's, which no student
+    can write) says it was held for that user's server, and a process of that server still runs with that GPU in its
+    ``CUDA_VISIBLE_DEVICES`` (``servers``: the processes, read from their environments)."""
+    reader = as_reader(machine)
+    gpus = {g.uuid: g for g in (reader.info(i) for i in range(reader.count()))}
+    folder = reservations_dir(reservations, create=False)
+    left = left_behind(list(gpus), folder)
+    if not left:
+        return []
+    wanted: dict[tuple[str, str], list[str]] = {}
+    running = servers()
+    for uuid, holder in left.items():
+        user, server = holder.details.get("for_user"), holder.details.get("server")
+        if not user or server is None:
+            continue
+        name = "" if server == "(default)" else server
+        if any(p.user == user and p.name == name and uuid in p.uuids for p in running):
+            wanted.setdefault((user, name), []).append(uuid)
+    reclaimed = []
+    for key, uuids in sorted(wanted.items()):
+        fds: dict[str, int] = {}
+        with selection_lock(reservations_dir(folder)):
+            for uuid in uuids:
+                fd = hold(folder, uuid, {"for_user": key[0], "server": key[1] or "(default)"})
+                if fd is None:
+                    log.warning("gpulab: GPU %s of %s's surviving server is held by another process now", uuid, key[0])
+                else:
+                    fds[uuid] = fd
+        if not fds:
+            continue
+        chosen = tuple(gpus[u] for u in fds)
+        with _RESERVATIONS_LOCK:
+            _RESERVATIONS[key] = Reservation(Choice(chosen, tuple(rank_gpus(list(chosen)))), folder, fds)
+        reclaimed.append(key)
+        log.warning(
+            "gpulab: %s's server %r outlived the earlier Hub on GPU(s) %s: reserved again for it",
+            key[0],
+            key[1] or "(default)",
+            ", ".join(str(g.physical_index) for g in chosen),
+        )
+    return reclaimed
+
+
+def _holder_words(holder: Any, viewer: str) -> str:
+    """Who holds a GPU, as the student ``viewer`` may read it: the Hub reads every private detail, but a server's name
+    and a notebook's path are said only to their own user."""
     d = holder.details
     if "for_user" in d:
-        server = d.get("server", "(default)")
+        server = d.get("server", "(default)") if d["for_user"] == viewer else "(default)"
         return f"{d['for_user']}'s server" + ("" if server == "(default)" else f" {server!r}")
     who = holder.user or str(holder)
     if "kernel" in d or "notebook" in d:
-        return f"a kernel of {who}" + (f" ({d['notebook']})" if d.get("notebook") else "")
+        own = who == viewer and d.get("notebook")
+        return f"a kernel of {who}" + (f" ({d['notebook']})" if own else "")
     return str(holder) if holder.mine else f"{who} (pid {holder.pid})"
 
 
@@ -221,7 +287,7 @@ def no_gpu_message(user: str, n_gpus: int, machine: str | None, policy: Policy |
     reader = as_reader(machine)
     infos = [reader.info(i) for i in range(reader.count())]
     holders = reservation_holders([g.uuid for g in infos], reservations)
-    taken = {uuid: _holder_words(h) for uuid, h in holders.items()}
+    taken = {uuid: _holder_words(h, user) for uuid, h in holders.items()}
     verdicts = rank_gpus(infos, policy, taken=taken)
     free = sum(v.free for v in verdicts)
     lines = [

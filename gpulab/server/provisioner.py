@@ -187,21 +187,22 @@ class GpuKernelProvisioner(LocalProvisioner):  # type: ignore[misc]
 
         Only "now" can be written (``utime(path, None)``): the lock files may belong to another user, who alone
         could set an arbitrary time. So the idle time shown is accurate to ``activity_every_s``."""
-        from ..reservations import lock_path, reservations_dir
+        from ..reservations import lock_path, reservation_holders, reservations_dir
 
-        paths = [lock_path(reservations_dir(self.reservations or None, create=False), u) for u in reservation["uuids"]]
+        folder = reservations_dir(self.reservations or None, create=False)
         seen = self._last_activity()
         while self.process is not None and self.process.poll() is None:
             await asyncio.sleep(self.activity_every_s)
             now = self._last_activity()
             if now != seen:
                 seen = now
-                for path in paths:
-                    try:
-                        if json.loads(path.read_bytes()[:4096] or b"{}").get("pid") == reservation["pid"]:
-                            os.utime(path, None)
-                    except (OSError, ValueError):
-                        pass  # the reservation is gone (the kernel ended) or the file is not readable: nothing to show
+                held = reservation_holders(reservation["uuids"], folder)
+                for uuid in reservation["uuids"]:
+                    if held.get(uuid) is not None and held[uuid].pid == reservation["pid"]:
+                        try:
+                            os.utime(lock_path(folder, uuid), None)
+                        except OSError:
+                            pass  # the reservation is gone (the kernel ended): nothing to show
 
     def _last_activity(self) -> object:
         try:

@@ -44,9 +44,8 @@ class ServerView:
     simulated: bool = False
     error: str | None = None
     reservations: tuple = ()  # ``reservation_rows.ReservationRow``s: who holds each GPU (user, kernel, notebook, ...)
-    yours: Mapping[str, str] = field(
-        default_factory=dict
-    )  # UUIDs held for the watching process (its own, its server's)
+    unheld: tuple[str, ...] = ()  # JupyterHub servers that run on GPUs no reservation holds, in words
+    yours: Mapping[str, str] = field(default_factory=dict)  # UUIDs held for the watching process, or its server
 
     def __str__(self) -> str:
         return render_text(self)
@@ -144,6 +143,7 @@ def render_text(view: ServerView, color: bool = False) -> str:
                 f"{format_bytes(m.memory_used_bytes)} / {format_bytes(m.memory_total_bytes)}"
             )
     out += _reservation_lines(view)
+    out += list(view.unheld)
     out.append(_free_line(view))
     return "\n".join(out)
 
@@ -189,4 +189,5 @@ def render_html(view: ServerView) -> str:
     reservations = "".join(f"<li>{e(str(row))}</li>" for row in view.reservations)
     if reservations:
         reservations = f"<p>reservations (user · kernel · notebook · idle · ports):</p><ul>{reservations}</ul>"
-    return f"<div>{head}{table}{reservations}<p>{e(_free_line(view))}</p></div>"
+    unheld = "".join(f"<p style='color:#b00'>{e(line)}</p>" for line in view.unheld)
+    return f"<div>{head}{table}{reservations}{unheld}<p>{e(_free_line(view))}</p></div>"

@@ -3,16 +3,20 @@
 One row per held GPU: the Unix user that holds it (the locking process's owner, read from ``/proc``, not the name
 written into the file, which anyone could write), the kernel, the notebook, the idle time and the reservation's ports.
 
-- **The notebook path is private.** A student sees the paths of their own reservations only; root and the members of the
-  instructor group (``GPULAB_INSTRUCTOR_GROUP``, default ``gpulab-instructors``) see every path. (The lock files are
-  world-readable so that every student can lock them; what ``watch`` shows is filtered here.)
+- **The notebook path and the server's name are private.** A student sees those of their own reservations only; root
+  and the members of the instructor group (``GPULAB_INSTRUCTOR_GROUP``, default ``gpulab-instructors``) see every
+  one. They are kept in each holder's private file (``gpulab.reservations``), which other students cannot read, so no
+  file or command shows them; the rows say that something is hidden.
 - **Idle time** is the time since the reservation file was last touched: the kernel provisioner touches it when
   jupyter-server saw the kernel active (its ``last_activity``, the clock the culler uses), so a student's idle
   kernel shows what the culler will act on. A reservation taken with ``reserve_gpus`` in a cell shows how long it is
   held.
-- **Release** stops the process that holds a reservation: a lock belongs to its process, and only ending that process
-  frees it. A student may release only their own reservations; root may release any. The operating system enforces the
-  same (a student cannot signal another user's process); the refusal here only says it clearly first.
+- **Release** ends the process that holds a reservation: a lock belongs to its process, and only ending that process
+  frees it. A Jupyter kernel is shut down through its own server (``kernel_server``), as JupyterLab's "Shut Down
+  Kernel" does: a kernel merely killed would be started again by the server's restarter, taking a free GPU again.
+  Where the server cannot be asked, the kernel is stopped with a signal and the message says it may come back. A
+  student may release only their own reservations; root may release any. The operating system enforces the same (a
+  student cannot signal another user's process, nor read another's server token); the refusal here says it first.
 
 Only the standard library is used, so a student's own Python can run it. Taught in ``notebooks/02_choosing_gpus.ipynb``.
 """
@@ -26,7 +30,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..core.readings import GpuInfo
-from ..reservations import lock_path, reservation_holders, reservations_dir
+from ..reservations import (
+    DEFAULT_INSTRUCTOR_GROUP,
+    INSTRUCTOR_GROUP_VAR,
+    lock_path,
+    reservation_holders,
+    reservations_dir,
+)
+from .kernel_server import NoServer, find_kernel_server, shut_down_kernel
 
 __all__ = [
     "ReservationRow",
@@ -37,11 +48,11 @@ __all__ = [
     "INSTRUCTOR_GROUP_VAR",
     "DEFAULT_INSTRUCTOR_GROUP",
     "HIDDEN",
+    "HIDDEN_SERVER",
 ]
 
-INSTRUCTOR_GROUP_VAR = "GPULAB_INSTRUCTOR_GROUP"
-DEFAULT_INSTRUCTOR_GROUP = "gpulab-instructors"
 HIDDEN = "(another user's notebook)"
+HIDDEN_SERVER = "(another user's server)"
 
 
 class ReleaseRefused(PermissionError):
@@ -61,10 +72,18 @@ class ReservationRow:
     idle_s: float | None
     ports: str
     mine: bool = False
+    for_server: bool = False
+    """A JupyterHub server's reservation: ``kernel`` is then the server's name (``"(default)"``)."""
 
     def __str__(self) -> str:
         idle = "" if self.idle_s is None else f" · idle {_duration(self.idle_s)}"
-        kernel = f"kernel {self.kernel[:8]}" if self.kernel else f"pid {self.pid}"
+        kernel = (
+            f"server {self.kernel}"
+            if self.for_server and self.kernel
+            else f"kernel {self.kernel[:8]}"
+            if self.kernel
+            else f"pid {self.pid}"
+        )
         where = f" · {self.notebook}" if self.notebook else ""
         ports = f" · ports {self.ports}" if self.ports else ""
         who = "reserved by this notebook" if self.mine else self.user
@@ -137,8 +156,9 @@ def reservation_rows(
         if h is None:
             continue
         uid = _uid_of(h.pid)
-        notebook = h.details.get("notebook", "")
-        if notebook and not (see_all or (uid is not None and uid == viewer)):
+        own = see_all or (uid is not None and uid == viewer)
+        notebook = HIDDEN if "notebook" in h.hidden else h.details.get("notebook", "")
+        if notebook and not own:  # this process could read it (root), but the viewer asked about may not
             notebook = HIDDEN
         try:
             idle = clock() - os.stat(lock_path(d, g.uuid)).st_mtime if h.details.get("kernel") else None
@@ -147,10 +167,20 @@ def reservation_rows(
         user = _user_name(uid, h.user)
         if h.details.get("for_user"):  # a JupyterHub reservation (gpulab.server.hub): the Hub holds it for a user
             user = f"{h.details['for_user']} via {user}"
-        kernel = h.details.get("kernel") or h.details.get("server", "")
+        server = HIDDEN_SERVER if "server" in h.hidden or (h.details.get("server") and not own) else ""
+        kernel = h.details.get("kernel") or server or h.details.get("server", "")
         rows.append(
             ReservationRow(
-                g.physical_index, g.uuid, h.pid, user, kernel, notebook, idle, h.details.get("ports", ""), h.mine
+                g.physical_index,
+                g.uuid,
+                h.pid,
+                user,
+                kernel,
+                notebook,
+                idle,
+                h.details.get("ports", ""),
+                h.mine,
+                bool(h.details.get("for_user")) and not h.details.get("kernel"),
             )
         )
     return rows
@@ -172,8 +202,9 @@ def release_gpu(
     *,
     timeout_s: float = 10.0,
 ) -> str:
-    """End the process that holds GPU ``physical_index``'s reservation, if it is the caller's (or the caller is root);
-    returns what was done, in words. ``ReleaseRefused`` otherwise."""
+    """End the holder of GPU ``physical_index``'s reservation, if it is the caller's (or the caller is root): a Jupyter
+    kernel through its server, so that it stays down; any other process with signals. Returns what was done, in words.
+    ``ReleaseRefused`` otherwise."""
     by_index = {g.physical_index: g for g in gpus}
     if physical_index not in by_index:
         raise ValueError(
@@ -203,24 +234,51 @@ def release_gpu(
             f"release only their own reservations. Ask {row.user}, or the instructor (root), to free "
             "it; python -m gpulab watch shows when it comes free."
         )
+    holder = reservation_holders([g.uuid], reservations).get(g.uuid)
+    kernel_id = holder.details.get("kernel", "") if holder is not None and holder.pid == row.pid else ""
+    why = ""
+    if kernel_id:  # a Jupyter kernel (not a Hub's reservation for a server): its server shuts it down, keeps it down
+        try:
+            server = find_kernel_server(row.pid)
+            shut_down_kernel(server, kernel_id)
+        except NoServer as exc:
+            why = str(exc)
+        else:
+            if _freed(g, reservations, timeout_s):
+                return (
+                    f"GPU {physical_index} is free: the kernel {row.kernel[:8]} ({row.user}) that held it was shut "
+                    f"down through its Jupyter server, {server.url}, as Kernel → Shut Down Kernel does, so Jupyter "
+                    "will not start it again. Its notebook stays open; choose a kernel there when you need a GPU again."
+                )
+            why = f"its server, {server}, shut it down, but it still held the GPU {timeout_s:g} s later"
+    _stop(row.pid, g, physical_index, reservations, timeout_s)
+    if not kernel_id:
+        return f"GPU {physical_index} is free: the process {row.pid} ({row.user}) that held it was stopped."
+    return (
+        f"GPU {physical_index} is free for now: the kernel {row.kernel[:8]} ({row.user}) that held it was stopped, "
+        f"but its Jupyter server could not be asked to shut it down: {why}. A Jupyter server starts a kernel that "
+        "stopped by itself again within seconds, and that kernel takes a free GPU again. To keep it down, shut it down "
+        "from JupyterLab (Kernel → Shut Down Kernel) or stop its server; python -m gpulab watch shows whether it came "
+        "back."
+    )
+
+
+def _stop(
+    pid: int, g: GpuInfo, physical_index: int, reservations: str | os.PathLike[str] | None, timeout_s: float
+) -> None:
+    """End a reservation's holder with signals: SIGTERM, then SIGKILL when it held on."""
     try:
-        os.kill(row.pid, signal.SIGTERM)
+        os.kill(pid, signal.SIGTERM)
     except ProcessLookupError:
         pass  # it ended on its own meanwhile: the reservation is gone too
     if not _freed(g, reservations, timeout_s):
         try:
-            os.kill(row.pid, signal.SIGKILL)  # it ignored SIGTERM; its own lock cannot outlive SIGKILL
+            os.kill(pid, signal.SIGKILL)  # it ignored SIGTERM; its own lock cannot outlive SIGKILL
         except ProcessLookupError:
             pass
         if not _freed(g, reservations, timeout_s):
             raise RuntimeError(
-                f"GPU {physical_index} is still held after its holder (pid {row.pid}) was stopped: a "
+                f"GPU {physical_index} is still held after its holder (pid {pid}) was stopped: a "
                 "process it started keeps the lock file open. python -m gpulab watch names it; stop "
                 "that one too."
             )
-    what = f"the kernel {row.kernel[:8]}" if row.kernel else f"the process {row.pid}"
-    return (
-        f"GPU {physical_index} is free: {what} ({row.user}) that held it was stopped. A notebook whose kernel "
-        "this was must restart it; Jupyter may restart it by itself, taking a free GPU again, so to keep GPUs "
-        "free shut kernels down from JupyterLab (Kernel → Shut Down Kernel)."
-    )

@@ -1,11 +1,12 @@
 """Watching the whole server all workshop long: ``python -m gpulab watch`` in a terminal, ``watch_gpus()`` in a cell.
 
-Every ``interval_s`` it reads every GPU (NVML, or the described GPUs of ``GPULAB_SIMULATE_GPUS``, labelled
-SIMULATED), who holds a gpulab reservation on each, and whose processes run there (Unix user, Jupyter kernel), and
-redraws ``room.ServerView`` in place: the terminal is cleared and rewritten (like ``gpustat --watch``), the notebook
-cell's ``ipywidgets.HTML`` gets a new value from a thread, as the live monitor does. Written here rather than taken
-from nvitop or gpustat because neither knows gpulab's reservations, and both would need their own install.
-Nothing here creates a CUDA context. Taught in ``notebooks/02_choosing_gpus.ipynb``.
+Every ``interval_s`` it reads every GPU (NVML, or the described GPUs of ``GPULAB_SIMULATE_GPUS``, labelled SIMULATED),
+who holds a gpulab reservation on each, whose processes run there (Unix user, Jupyter kernel), and which JupyterHub
+servers run on GPUs no reservation holds ("unheld", after a Hub crash; read from the environments this user may read:
+all of them for root), and redraws ``room.ServerView`` in place: the terminal is cleared and rewritten (like ``gpustat
+--watch``), the notebook cell's ``ipywidgets.HTML`` gets a new value from a thread, as the live monitor does. Written
+here rather than taken from nvitop or gpustat because neither knows gpulab's reservations, and both would need their own
+install. Nothing here creates a CUDA context. Taught in ``notebooks/02_choosing_gpus.ipynb``.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from ..core.widget_view import widget_bundle
 from ..machine.nvml import GpuReader
 from ..machine.resolve import as_reader
 from ..reservations import reservation_holders, yours_and_others
-from .owners import process_owner
+from .owners import hub_servers, process_owner
 from .render import ServerView, render_html, render_text
 from .reservation_list import reservation_rows
 
@@ -73,6 +74,19 @@ def read_server(
         else h.text
         for uuid, h in holders.items()
     }
+    unheld = []
+    for server in hub_servers(kernels=True):  # servers (a Hub crashed) and kernels' ranks on GPUs nobody holds
+        lost = [g.physical_index for g in gpus if g.uuid in server.uuids and g.uuid not in holders]
+        if lost:
+            unheld.append(
+                f"unheld: {server} runs on GPU {', '.join(map(str, lost))}, which no reservation holds, so the next "
+                + (
+                    "kernel may be given it too: its kernel ended without it; stop it (kill " + str(server.pid) + ")"
+                    if server.kernel
+                    else "spawn may be given it too: stop that server, or start the Hub again if it crashed (it "
+                    "reserves again what it held for the servers that outlived it)"
+                )
+            )
     yours, _ = yours_and_others(holders)  # the watching process's own and its server's: "yours", as the picker
     return ServerView(
         gpus,
@@ -84,6 +98,7 @@ def read_server(
         simulated,
         reader.error,
         tuple(reservation_rows(gpus, reservations)),
+        tuple(unheld),
         yours,
     )
 

@@ -33,7 +33,9 @@ def test_a_record_is_written_as_json_and_a_markdown_summary(tmp_path):
 @pytest.mark.parametrize(
     "break_it, message",
     [
-        (lambda r: r.update(schema=3), r"schema must be one of \(1, 2\)"),
+        (lambda r: r.update(schema=4), r"schema must be one of \(1, 2, 3\)"),
+        (lambda r: r.pop("timings_s"), "timings_s must map each part of the run to its seconds"),
+        (lambda r: r.update(bundle=3), "bundle must name the recorded bundle's folder"),
         (lambda r: r.pop("mode"), r"mode must be one of \('fast', 'full'\)"),
         (lambda r: r.update(mode="quick"), "mode must be one of"),
         (lambda r: r.update(schema=1), "schema 1 files are kept as they were written"),

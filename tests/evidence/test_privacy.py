@@ -98,7 +98,7 @@ def test_a_schema_1_file_as_committed_still_passes_the_schema_but_is_never_writt
         evidence.write(old, tmp_path)
 
 
-def test_the_kit_s_record_of_a_run_is_schema_2_with_its_mode_and_this_machine_s_paths_rewritten(tmp_path):
+def test_the_kit_s_record_of_a_run_is_schema_3_with_its_mode_timings_and_this_machine_s_paths_rewritten(tmp_path):
     """What gpu_run writes after a GPU run, from this checkout and this Python's real site-packages folder."""
     import sysconfig
 
@@ -111,8 +111,11 @@ def test_the_kit_s_record_of_a_run_is_schema_2_with_its_mode_and_this_machine_s_
     )
     figures = {**FIXTURE["figures"], "ddp_samples_per_s": {"not_measured": note}}
     tests = {"tests.machine.test_cuda::test_context": "passed", "tests.evidence.test_privacy::x": "passed"}
-    record = gpu_run.record_of(FIXTURE["machine"], "full", tests, figures, 0)
-    assert (record["schema"], record["mode"]) == (2, "full") and list(record["tests"]) == [next(iter(tests))]
+    record = gpu_run.record_of(
+        FIXTURE["machine"], "full", tests, figures, 0, timings={"figures": 40.04}, bundle="2026-11-24-h100-80gb-hbm3"
+    )
+    assert (record["schema"], record["mode"]) == (3, "full") and list(record["tests"]) == [next(iter(tests))]
+    assert record["timings_s"] == {"figures": 40.0}
     path, summary = evidence.write(record, tmp_path)
     text = path.read_text() + summary.read_text()
     assert str(ROOT) not in text and site not in text
@@ -120,3 +123,5 @@ def test_the_kit_s_record_of_a_run_is_schema_2_with_its_mode_and_this_machine_s_
     assert '".../site-packages/torch/distributed/utils.py"' in written
     assert '"<repo>/gpulab/ranks/launcher.py", line 147' in written
     assert "- chapters ran in full mode (GPULAB_FAST=0)" in summary.read_text()
+    assert "- time taken: figures 40 s" in summary.read_text()
+    assert "- the chapters as the GPU ran them: `evidence/2026-11-24-h100-80gb-hbm3/`" in summary.read_text()

@@ -74,9 +74,12 @@ class Stub:
         ]
         self.migs = {
             0: [
-                SimpleNamespace(uuid="MIG-1111", total=40192 * MiB, used=0),
+                # NVML names a slice "MIG 3g.40gb"; CUDA puts the card's name before it, and both are read
+                SimpleNamespace(uuid="MIG-1111", total=40192 * MiB, used=0, name="MIG 3g.40gb"),
                 None,
-                SimpleNamespace(uuid="MIG-2222", total=40192 * MiB, used=8 * MiB),
+                SimpleNamespace(
+                    uuid="MIG-2222", total=40192 * MiB, used=8 * MiB, name="NVIDIA A100 80GB PCIe MIG 3g.40gb"
+                ),
             ]
         }
 
@@ -118,7 +121,7 @@ class Stub:
         return self.gpus[h[1]]
 
     def nvmlDeviceGetName(self, h):
-        return self._g(h)["name"]
+        return self.migs[h[1]][h[2]].name if h[0] == "mig" else self._g(h)["name"]
 
     def nvmlDeviceGetUUID(self, h):
         return self.migs[h[1]][h[2]].uuid if h[0] == "mig" else self._g(h)["uuid"]

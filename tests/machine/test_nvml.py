@@ -38,6 +38,7 @@ def test_translates_a_mig_parent_skipping_empty_slots():
     assert [m.uuid for m in g.mig_devices] == ["MIG-1111", "MIG-2222"]
     assert [m.mig_index for m in g.mig_devices] == [0, 2]
     assert g.mig_devices[1].memory_used_bytes == 8 * nvml_stub.MiB
+    assert [m.profile for m in g.mig_devices] == ["3g.40gb", "3g.40gb"] and g.mig_devices[0].name == "MIG 3g.40gb"
     assert isinstance(g.utilization_gpu_percent, Unavailable)
     assert g.power_w == pytest.approx(61.5)
 

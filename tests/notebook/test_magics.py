@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 
@@ -44,3 +46,28 @@ def test_a_gpu_cell_skipped_because_the_variable_hides_every_gpu_says_so(monkeyp
     if torch.version.cuda is None:
         pytest.skip("a CPU-only torch build is the reason on this machine")
     assert words in too_few_gpus(1)
+
+
+def test_the_kit_runs_a_gpu_cell_at_full_sizes_and_gives_the_cpu_cells_their_mode_back(shell, monkeypatch):
+    # make test-gpu sets GPULAB_FULL_GPU_CELLS=1: a cell that runs (here: a shortfall of none, the seam the GPU
+    # count comes through) reads GPULAB_FAST=0, and the next cell reads the mode the run chose
+    from gpulab.notebook.magics import gpu_cell
+
+    monkeypatch.setenv("GPULAB_FAST", "1")
+    monkeypatch.setenv("GPULAB_FULL_GPU_CELLS", "1")
+    gpu_cell("", "import gpulab\nsize = gpulab.full_or_fast(1000, 10)", shell, shortfall=lambda n: None)
+    assert shell.user_ns["size"] == 1000 and os.environ["GPULAB_FAST"] == "1"
+    monkeypatch.setenv("GPULAB_FULL_GPU_CELLS", "maybe")
+    with pytest.raises(ValueError, match="GPULAB_FULL_GPU_CELLS='maybe' is not understood: use 1 or 0"):
+        gpu_cell("", "x = 1", shell, shortfall=lambda n: None)
+
+
+def test_a_skipped_cell_with_no_recording_says_so_in_one_line(shell, capsys, tmp_path, monkeypatch):
+    from gpulab.notebook.magics import gpu_cell
+
+    monkeypatch.setenv("GPULAB_RECORDINGS", str(tmp_path))
+    gpu_cell("2", "ran = True", shell, shortfall=lambda n: f"needs {n} CUDA GPU(s), but none here")
+    assert capsys.readouterr().out.splitlines()[1:] == [
+        "No GPU recording of this cell's code yet (make test-gpu on a GPU machine records one)."
+    ]
+    assert "ran" not in shell.user_ns

@@ -96,7 +96,12 @@ def test_reservations_exclude_each_other_and_release(tmp_path):
         assert "released" in str(b) and a.env() == {"CUDA_VISIBLE_DEVICES": a.visible_devices}
     assert not a.held and current_holders([g.uuid for g in W8_GPUS], tmp_path) == {}
     assert oct(tmp_path.stat().st_mode & 0o7777) == "0o1777"
-    assert {oct(p.stat().st_mode & 0o777) for p in tmp_path.iterdir()} == {"0o666"}
+    modes = {
+        p.name.split(".")[-3] if p.suffix == ".json" else p.suffix: oct(p.stat().st_mode & 0o777)
+        for p in tmp_path.iterdir()
+    }
+    # lock files every student opens; the holder's public file; its private one (no instructor group here: 0600)
+    assert modes == {".lock": "0o666", "holder": "0o644", "private": "0o600"}
 
 
 def test_waiting_uses_the_injected_clock(tmp_path):
@@ -119,7 +124,7 @@ def test_unusable_directory_says_what_to_do(tmp_path):
     for d in (blocker, blocker / "sub"):  # a file where the directory should be: no mkdir advice, the way out instead
         with pytest.raises(NotADirectoryError, match=rf"{blocker} is a file, not a directory. Point reservations="):
             reservations_dir(d)
-    with pytest.raises(PermissionError, match=r"cannot use .* for GPU reservations .*chmod 1777"):
+    with pytest.raises(PermissionError, match=r"cannot use .* for GPU reservations .*chmod 3777"):
         reservations_dir("/proc/gpulab-reservations")  # nobody, not even root, may make a directory there
 
 
@@ -244,14 +249,14 @@ def test_students_who_are_different_unix_users_share_the_directory(as_nobody):
     mine.release()
 
 
-def test_a_holder_who_cannot_write_its_name_is_not_reported_as_the_previous_one(as_nobody):
+def test_a_holder_who_cannot_write_into_the_lock_file_is_still_named_and_not_as_the_previous_one(as_nobody):
     tmp, start = as_nobody
-    reserve_gpus(1, W8, reservations=tmp / "locks").release()  # root wrote its name into GPU 1's file, then let go
-    os.chmod(tmp / "locks" / f"gpu-{W8_GPUS[1].uuid}.lock", 0o644)  # a file its maker left private
+    reserve_gpus(1, W8, reservations=tmp / "locks").release()  # root named itself for GPU 1, then let go
+    os.chmod(tmp / "locks" / f"gpu-{W8_GPUS[1].uuid}.lock", 0o644)  # a lock file its maker left private
     other = start(1)
     assert _reply(other) == {"got": [1]}
     who = current_holders([W8_GPUS[1].uuid], tmp / "locks")[W8_GPUS[1].uuid]
-    assert who.startswith(f"pid {other.pid} (the file still names pid "), who  # nobody holds it, not root
+    assert who.startswith(f"pid {other.pid} (nobody@"), who  # nobody holds it, named from its own file, not root
 
 
 def test_release_lets_go_even_while_a_forked_child_lives(tmp_path):
@@ -282,13 +287,16 @@ def test_a_planted_symbolic_link_is_refused_with_the_reason(tmp_path):
     assert target.read_text() == "precious"
 
 
-def test_an_existing_lock_file_is_reopened_read_write_and_named(tmp_path):
+def test_an_existing_lock_file_is_reopened_and_its_holder_named_in_a_file_of_its_own(tmp_path):
     reader = SimulatedGpuReader("colab-T4")
     reserve_gpus(1, reader, reservations=tmp_path).release()
-    again = reserve_gpus(1, reader, reservations=tmp_path)
     uuid = reader.info(0).uuid
+    (tmp_path / f"gpu-{uuid}.lock").write_text('{"pid": 1, "details": {"notebook": "an older gpulab wrote this"}}')
+    again = reserve_gpus(1, reader, reservations=tmp_path)
     assert current_holders([uuid], reservations=tmp_path) == {uuid: "this notebook"}
-    assert json.loads((tmp_path / f"gpu-{uuid}.lock").read_text())["pid"] == os.getpid()  # named in the file
+    assert (tmp_path / f"gpu-{uuid}.lock").read_text() == ""  # what an older gpulab wrote there is gone
+    named = json.loads((tmp_path / f"gpu-{uuid}.holder.{os.geteuid()}.json").read_text())
+    assert named["pid"] == os.getpid()
     again.release()
 
 

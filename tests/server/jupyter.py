@@ -51,9 +51,16 @@ class Server:
 
 @contextmanager
 def jupyter(
-    work: Path, machine: str = "idle-8", *, lab: bool = False, env: dict | None = None, args: tuple[str, ...] = ()
+    work: Path,
+    machine: str = "idle-8",
+    *,
+    lab: bool = False,
+    env: dict | None = None,
+    args: tuple[str, ...] = (),
+    config: str = "jupyter_server_config.py",
 ):
-    """A running server on ``work/notebooks``; gpulab's 1-GPU kernelspec installed in ``work/share/jupyter``."""
+    """A running server on ``work/notebooks``; gpulab's 1-GPU kernelspec installed in ``work/share/jupyter``;
+    ``config``: which of ``tools/``'s server configs it loads (``workshop_server_config.py``: the one that culls)."""
     (work / "notebooks").mkdir(parents=True, exist_ok=True)
     install_kernelspec(1, prefix=str(work))
     port, token = _free_port(), secrets.token_hex(16)
@@ -82,7 +89,7 @@ def jupyter(
         f"--IdentityProvider.token={token}",
         f"--ServerApp.root_dir={work / 'notebooks'}",
         "--ServerApp.port_retries=0",
-        f"--config={ROOT / 'tools' / 'jupyter_server_config.py'}",
+        f"--config={ROOT / 'tools' / config}",
         *args,
     ]
     if os.geteuid() == 0:

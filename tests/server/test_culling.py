@@ -1,6 +1,6 @@
 """jupyter-server's own culler, as the course's server settings configure it, gives a culled kernel's GPUs back.
 
-A real jupyter-server with ``tools/jupyter_server_config.py`` and ``GPULAB_CULL_IDLE_S=2`` (the config's own knob):
+A real jupyter-server with the workshop's ``tools/workshop_server_config.py`` and ``GPULAB_CULL_IDLE_S=2`` (its knob):
 a notebook's kernel from gpulab's kernelspec holds a GPU with its kernel id and notebook in the reservation; nobody uses
 it; the server culls it, and the GPU is free again — with no reaper of gpulab's."""
 
@@ -24,7 +24,8 @@ def test_an_idle_kernel_is_culled_by_the_server_and_its_gpu_is_free_again(tmp_pa
     )
     # 2 s, not 1: the reservation is read right after the kernel started, and a 1 s stall of this process on a loaded
     # machine would let the culler end the kernel first
-    with jupyter(tmp_path, env={"GPULAB_CULL_IDLE_S": "2"}, args=(quiet,)) as server:
+    workshop = "workshop_server_config.py"
+    with jupyter(tmp_path, env={"GPULAB_CULL_IDLE_S": "2"}, args=(quiet,), config=workshop) as server:
         session = server.api(
             "/api/sessions",
             "POST",

@@ -6,7 +6,8 @@ gpulab.server.hub's hooks), with JupyterHub's dummy authenticator and SimpleLoca
 GPUs per server, driven through the Hub's REST API with an admin token from the test's config: the first two servers
 get disjoint GPUs (read from the reservations and from each server process's environment), the third would need a 9th
 GPU and gets the clear message, stopping a server frees its GPUs, and a server killed with SIGKILL frees them as soon as
-the Hub's poll notices. A Hub restart stops the servers with the old Hub and reserves afresh in the new one. The Hub,
+the Hub's poll notices. A Hub restart stops the servers with the old Hub and reserves afresh in the new one; a Hub
+killed with SIGKILL leaves a server running, whose GPUs the new Hub reserves again. The Hub,
 the proxy and every server are found afterwards by a marker in their environment: none may be left.
 """
 
@@ -242,6 +243,9 @@ class HubSession:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+        deadline = time.monotonic() + 10  # a killed process's /proc entry lasts until its parent (init) reaps it
+        while _marked(self.marker) and time.monotonic() < deadline:
+            time.sleep(0.1)
         self.log.close()
 
 
@@ -272,7 +276,7 @@ def test_a_real_hub_reservations_disjoint_gpus_to_servers_and_frees_them_on_stop
     alice_pid = hub.server("alice")["state"]["pid"]
     assert _environ(alice_pid)["GPULAB_RESERVATIONS_DIR"] == str(reservations_dir)
     cmdline = Path(f"/proc/{alice_pid}/cmdline").read_bytes().split(b"\0")
-    assert f"--config={ROOT / 'tools' / 'jupyter_server_config.py'}".encode() in cmdline  # the course's settings
+    assert f"--config={ROOT / 'tools' / 'workshop_server_config.py'}".encode() in cmdline  # the course's settings
 
     # Carol's server would need GPUs 7, 8 and 9 of an 8-GPU machine: refused, saying who holds what and what to do.
     status, body = hub.call("POST", "/users/carol/server")
@@ -328,7 +332,7 @@ def test_in_the_kernel_model_each_kernel_of_each_server_reservations_its_own_gpu
     assert "CUDA_VISIBLE_DEVICES" not in env
     assert env["GPULAB_RESERVATIONS_DIR"] == str(session.reservations_dir) and env["GPULAB_SIMULATE_GPUS"] == "idle-8"
     cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    assert f"--config={ROOT / 'tools' / 'jupyter_server_config.py'}".encode() in cmdline
+    assert f"--config={ROOT / 'tools' / 'workshop_server_config.py'}".encode() in cmdline
 
     # Kernels from the gpulab kernelspec, started through the Hub's proxy in two users' servers, reservation disjoint
     # GPUs
@@ -373,6 +377,49 @@ def _user_api(hub: Hub, user: str, method: str, path: str, body: dict | None = N
             return r.status, _json(r.read())
     except urllib.error.HTTPError as e:
         return e.code, _json(e.read())
+
+
+@pytest.mark.parametrize("session", ["server"], indirect=True)
+@pytest.mark.parametrize("ending", ["kill -9", "cleanup_servers=False"])
+def test_a_hub_ended_without_its_servers_and_started_again_keeps_their_gpus_reserved(session, ending):
+    """A Hub that crashes (``kill -9``: no clean-up) or that stops without stopping the servers
+    (``cleanup_servers = False``) leaves alice's server running on GPUs that no lock holds. The new Hub reserves them
+    again as it reads its config, so bob's spawn gets other GPUs, carol's finds too few free, and stopping alice's
+    server frees them."""
+    hub, reservations_dir = session.hub, session.reservations_dir
+    config = session.config.read_text()
+    if ending == "cleanup_servers=False":
+        session.config.write_text(config + "\nc.JupyterHub.cleanup_servers = False\n")
+    first = session.launch()
+    status, body = hub.start("alice")
+    assert status in (201, 202), (status, body, session.log_tail())
+    alice = sorted(k for k, v in _reservations(reservations_dir).items() if v == "alice")
+    alice_pid = hub.server("alice")["state"]["pid"]
+
+    # the Hub alone: its proxy and alice's server run in sessions of their own
+    os.kill(first.pid, signal.SIGKILL if ending == "kill -9" else signal.SIGTERM)
+    first.wait(timeout=60)
+    session.config.write_text(config)  # the new Hub stops its servers when it stops (the test's end)
+    assert _reservations(reservations_dir) == {}  # its locks died with it; alice's server did not
+    assert (
+        Path(f"/proc/{alice_pid}").exists() and sorted(_environ(alice_pid)["CUDA_VISIBLE_DEVICES"].split(",")) == alice
+    )
+
+    second = session.launch()
+    assert hub.server("alice") is not None and hub.server("alice")["state"]["pid"] == alice_pid  # it survived
+    assert sorted(k for k, v in _reservations(reservations_dir).items() if v == "alice") == alice  # held again
+    status, body = hub.start("bob")
+    assert status in (201, 202), (status, body, session.log_tail())
+    bob = sorted(k for k, v in _reservations(reservations_dir).items() if v == "bob")
+    assert len(bob) == 3 and not set(bob) & set(alice) and sorted(_visible(hub, "bob")) == bob
+    status, body = hub.call("POST", "/users/carol/server")
+    assert status == 503 and "2 of this machine's 8 are free" in body["message"], (status, body)
+
+    status, _ = hub.call("DELETE", "/users/alice/server")
+    assert status in (202, 204)
+    hub.wait("alice's server to stop", lambda: hub.server("alice") is None)
+    assert "alice" not in _reservations(reservations_dir).values()
+    session.stop(second)
 
 
 _IN_THE_SERVER = """

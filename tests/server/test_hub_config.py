@@ -91,7 +91,7 @@ def test_the_documented_config_sets_the_hooks_only_in_the_server_model(monkeypat
     kernel = _load(monkeypatch, None)  # the default: every kernel reserves
     assert "pre_spawn_hook" not in kernel.Spawner and kernel.Spawner.poll_interval == 10
     assert kernel.JupyterHub.cleanup_servers is True
-    assert kernel.Spawner.args == [f"--config={ROOT / 'tools' / 'jupyter_server_config.py'}"]
+    assert kernel.Spawner.args == [f"--config={ROOT / 'tools' / 'workshop_server_config.py'}"]
     server = _load(monkeypatch, "server")
     assert server.Spawner.pre_spawn_hook.__name__ == "pre_spawn_hook"
     assert server.Spawner.post_stop_hook.__name__ == "post_stop_hook"
@@ -134,3 +134,17 @@ def test_watch_names_the_user_a_hub_reservation_is_for_and_the_process_that_hold
     with reserve_gpus(1, w8, reservations=tmp_path, details={"for_user": "alice", "server": "(default)"}):
         (row,) = reservation_rows(gpus, tmp_path)
     assert row.user == f"alice via {me}" and row.kernel == "(default)"
+
+
+def test_no_gpu_message_keeps_other_students_server_names_and_notebooks_to_themselves(tmp_path):
+    """The Hub reads every private detail; what it tells carol names alice's server and bob's kernel, not the server's
+    name or the notebook's path (alice reads her own server's name)."""
+    with (
+        reserve_gpus(4, "idle-8", reservations=tmp_path, details={"for_user": "alice", "server": "thesis-runs"}),
+        reserve_gpus(3, "idle-8", reservations=tmp_path, details={"kernel": "k1", "notebook": "bob/exam.ipynb"}),
+    ):
+        to_carol = no_gpu_message("carol", 2, "idle-8", None, tmp_path)
+        to_alice = no_gpu_message("alice", 2, "idle-8", None, tmp_path)
+    assert "reserved by alice's server" in to_carol and "a kernel of" in to_carol
+    assert "thesis-runs" not in to_carol and "exam.ipynb" not in to_carol
+    assert "reserved by alice's server 'thesis-runs'" in to_alice

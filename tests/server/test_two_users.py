@@ -99,7 +99,7 @@ def server():
     shutil.rmtree(tmp)
 
 
-def test_watch_shows_another_users_notebook_only_to_root_and_the_instructor_group(server):
+def test_watch_shows_another_users_notebook_only_to_root(server):
     tmp, as_root, as_nobody, hold, call = server
     _, mine = hold(as_root, "k-root-1", "instructor/solutions.ipynb")
     _, theirs = hold(as_nobody, "k-nobody-1", "student/lesson.ipynb")
@@ -107,8 +107,7 @@ def test_watch_shows_another_users_notebook_only_to_root_and_the_instructor_grou
         i: (user, nb) for i, user, nb in json.loads(call(as_nobody, "-c", VIEW, str(tmp / "locks")).stdout)
     }
     assert seen_by_nobody == {mine: ("root", HIDDEN), theirs: ("nobody", "student/lesson.ipynb")}
-    instructor = call(as_nobody, "-c", VIEW, str(tmp / "locks"), extra_env={"GPULAB_INSTRUCTOR_GROUP": "nogroup"})
-    assert [mine, "root", "instructor/solutions.ipynb"] in json.loads(instructor.stdout)  # nobody is in nogroup
+    # (the instructor group, which reads every path where the folder hands it the files: tests/server/test_private.py)
     # root sees every path, in watch's own view
     rows = {r.physical_index: r for r in reservation_rows(W8_GPUS, tmp / "locks")}
     assert rows[theirs].notebook == "student/lesson.ipynb" and rows[theirs].user == "nobody"
@@ -131,7 +130,10 @@ def test_a_student_can_release_their_own_reservation_and_no_one_elses(server):
     assert {r.physical_index for r in reservation_rows(W8_GPUS, tmp / "locks")} == {mine, theirs}
     done = call(as_nobody, "-m", "gpulab", "release", str(theirs))
     assert done.returncode == 0, done.stderr
-    assert f"GPU {theirs} is free: the kernel k-nobody (nobody) that held it was stopped" in done.stdout
+    assert (
+        f"GPU {theirs} is free for now: the kernel k-nobody (nobody) that held it was stopped, but its Jupyter "
+        "server could not be asked to shut it down" in done.stdout
+    )
     assert nobody_holder.wait(10) != 0
     assert {r.physical_index for r in reservation_rows(W8_GPUS, tmp / "locks")} == {mine}
     nothing = call(as_nobody, "-m", "gpulab", "release", str(theirs))

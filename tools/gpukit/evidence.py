@@ -10,6 +10,10 @@ is private: ``redact`` rewrites paths as the run's log shows them (the checkout 
 as ``.../site-packages``, a home folder as ``~``) everywhere in the record, tracebacks in figures' notes included, and
 ``write`` refuses a file that still names a home folder, the user or the machine (``privacy_problems``). Schema 1 files
 (the H100 run of 2026-11-26, committed as it was written) still pass ``check``; nothing writes them any more.
+Schema 3 adds how long each part of the run took (``timings_s``: install, tests, figures, recording) and the name of
+the GPU edition's bundle recorded beside the file (``bundle``: ``evidence/<date>-<gpu>/``, or null where none was;
+``tools/gpukit/bundle.py``, whose manifest carries the same schema number). ``privacy_problems`` also finds tokens
+(a Jupyter ``token=``, Hugging Face, GitHub, AWS and Slack keys).
 """
 
 from __future__ import annotations
@@ -21,8 +25,8 @@ import socket
 from pathlib import Path
 from typing import Any
 
-SCHEMA_VERSION = 2
-SCHEMAS = (1, SCHEMA_VERSION)  # what check accepts: files already committed keep the schema they were written with
+SCHEMA_VERSION = 3
+SCHEMAS = (1, 2, SCHEMA_VERSION)  # what check accepts: files already committed keep the schema they were written with
 MODES = ("fast", "full")
 MACHINE_KEYS = {"gpus": list, "driver": str, "cuda": str, "torch": str, "python": str}
 GPU_KEYS = {"name": str, "memory_bytes": int}
@@ -75,6 +79,12 @@ def validate(record: dict[str, Any]) -> None:
         raise EvidenceError(f"mode must be one of {MODES} (the chapters' GPULAB_FAST), got {record.get('mode')!r}")
     if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", str(record.get("date"))):
         raise EvidenceError(f"date must be YYYY-MM-DD, got {record.get('date')!r}")
+    if record["schema"] >= 3:
+        timings = record.get("timings_s")
+        if not isinstance(timings, dict) or not all(isinstance(v, (int, float)) for v in timings.values()):
+            raise EvidenceError(f"timings_s must map each part of the run to its seconds, got {timings!r}")
+        if record.get("bundle") is not None and not isinstance(record.get("bundle"), str):
+            raise EvidenceError(f"bundle must name the recorded bundle's folder, or be null; got {record['bundle']!r}")
     _typed("machine", record.get("machine") or {}, MACHINE_KEYS)
     if not record["machine"]["gpus"]:
         raise EvidenceError("machine.gpus is empty: evidence is recorded only where a GPU ran the tests")
@@ -123,6 +133,8 @@ def markdown(record: dict[str, Any]) -> str:
             else []
         ),
         f"- GPU tests: {', '.join(f'{n} {k}' for k, n in sorted(counts.items()))}",
+        *([f"- time taken: {_timings(record['timings_s'])}"] if record.get("timings_s") else []),
+        *([f"- the chapters as the GPU ran them: `evidence/{record['bundle']}/`"] if record.get("bundle") else []),
         _explain_line(record["explain_corpus"]),
         "",
         "| figure | measured | peak | note |",
@@ -139,6 +151,10 @@ def markdown(record: dict[str, Any]) -> str:
     if failed:
         lines += ["", "Failed:", *(f"- `{t}`" for t in failed)]
     return "\n".join(lines) + "\n"
+
+
+def _timings(timings: dict[str, float]) -> str:
+    return ", ".join(f"{part} {seconds:.0f} s" for part, seconds in timings.items())
 
 
 def _explain_line(corpus: dict[str, Any]) -> str:
@@ -160,7 +176,7 @@ def write(record: dict[str, Any], folder: Path) -> tuple[Path, Path]:
     if record["schema"] != SCHEMA_VERSION:
         raise EvidenceError(
             f"schema {record['schema']} files are kept as they were written; the kit writes schema "
-            f"{SCHEMA_VERSION} (with the mode, and paths rewritten)"
+            f"{SCHEMA_VERSION} (with the mode, the time each part took, the bundle, and paths rewritten)"
         )
     texts = {".json": json.dumps(record, indent=2, sort_keys=True) + "\n", ".md": markdown(record)}
     found = [f"the {suffix} file: {p}" for suffix, text in texts.items() for p in privacy_problems(text)]
@@ -185,12 +201,25 @@ _HOME = re.compile(r"(?<![\w.])/(?:home|Users)/[^/\s\"'<>()\[\],;:]+|(?<![\w.~])
 _ACCOUNTS = {"root", "runner", "user", "admin", "ubuntu", "jovyan", "nobody", "ec2-user", "colab", "kaggle"}
 
 
+# Secrets a run's output may carry: a Jupyter server's token in a URL, and the usual key shapes.
+_TOKEN = re.compile(
+    r"[?&]token=[0-9a-f]{16,}|\bhf_[A-Za-z0-9]{30,}|\bgh[pousr]_[A-Za-z0-9]{30,}|\bAKIA[0-9A-Z]{16}\b"
+    r"|\bxox[abpr]-[A-Za-z0-9-]{10,}"
+)
+
+
 def _machine_facts() -> dict[str, str]:
     try:
         user = getpass.getuser()
     except (KeyError, OSError):  # no name for this uid (a container): nothing of it to find
         user = ""
     return {"home": str(Path.home()), "user": user, "host": socket.gethostname()}
+
+
+def person_name(facts: dict[str, str] | None = None) -> str | None:
+    """This user's account name where it names a person (not ``root``, ``runner``, ``jovyan``…), else None."""
+    user = (facts or _machine_facts())["user"]
+    return user if _names_someone(user) else None
 
 
 def _names_someone(word: str, accounts: set[str] = _ACCOUNTS) -> bool:
@@ -225,13 +254,14 @@ def redact(obj: Any, repo: Path, facts: dict[str, str] | None = None) -> Any:
 
 
 def privacy_problems(text: str, facts: dict[str, str] | None = None) -> list[str]:
-    """What in ``text`` names a person or a machine: a home folder, the user's name, the host's name, or a
-    site-packages path not rewritten (it holds the Python's folder, often under a home). One line each."""
+    """What in ``text`` names a person or a machine: a home folder, the user's name, the host's name, a
+    site-packages path not rewritten (it holds the Python's folder, often under a home), or a token. One line each."""
     facts = facts or _machine_facts()
     out = [f"a home folder ({m.group(0)})" for m in _HOME.finditer(text)]
     if facts["home"] not in ("", "/") and facts["home"] in text:
         out.append(f"this user's home folder ({facts['home']})")
     out += [f"a site-packages path not rewritten ({m.group(0)})" for m in _SITE.finditer(text)]
+    out += [f"a token or key ({m.group(0)[:12]}…)" for m in _TOKEN.finditer(text)]
     if _names_someone(facts["user"]) and re.search(rf"\b{re.escape(facts['user'])}\b", text):
         out.append(f"the user's name ({facts['user']})")
     if _names_a_machine(facts["host"]) and re.search(rf"\b{re.escape(facts['host'])}\b", text):

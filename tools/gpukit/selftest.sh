@@ -5,7 +5,8 @@
 # nothing of the Jupyter stack. Builds wheelhouse/ for its X.Y (an index is needed for that step only), then runs
 # make test-gpu with every index and find-links switched off, and fails if that Python's `pip freeze` changed.
 # Then checks what a GPU run relies on in the run's environment (.gpu-deps/ then the checkout on PYTHONPATH): gpulab's
-# kernel provisioner registered, gpulab, evidence/ and the chapters the checkout's (tools/gpukit/preflight.py).
+# kernel provisioner registered, gpulab, evidence/ and the chapters the checkout's (tools/gpukit/preflight.py), and
+# that the bundle of the GPU edition is written from the chapters it executed (gpu_run.py --simulated-bundle).
 # --clone: all of that in a copy of this checkout that was never installed into (git clone, plus the uncommitted
 # changes), in a temporary folder removed afterwards. A checkout where `pip install -e .` ran holds gpulab.egg-info,
 # which registers gpulab's entry points for any Python with the checkout on its path; a GPU machine's clone has none.
@@ -47,5 +48,10 @@ PYTHONPATH=".gpu-deps:$PWD" "$py" -c "import importlib.metadata as m
 print('$group seen in the run\'s environment:', sorted(e.name for e in m.entry_points(group='$group')))"
 if ! PYTHONPATH=".gpu-deps:$PWD" "$py" tools/gpukit/preflight.py "$PWD"; then
   echo "the run's environment is not what a GPU run relies on (above)"; rc=1
+fi
+# the GPU edition's bundle from the chapters that run executed, with a described 2-GPU machine's facts (SIMULATED,
+# into .gpu-deps/simulated-evidence/): the step a GPU run takes after its tests, here in the kit's own environment
+if ! "$py" tools/gpu_run.py --simulated-bundle kaggle-2xT4; then
+  echo "the kit could not write the GPU edition's bundle from the chapters it ran (above)"; rc=1
 fi
 exit $rc

@@ -2,16 +2,22 @@
 
 A cell tagged ``solution`` (code or text) is a worked answer. The student edition leaves those cells out, inputs and
 outputs; the instructor edition keeps them and labels them (the tag becomes the CSS class ``celltag_solution``).
+
+The GPU edition (``recorded_edition``; ``make handouts GPU_EDITION=1``) is for a room with no GPUs: each ``%%gpu``
+cell that skipped in this run shows instead what the same code printed in the newest recorded GPU run
+(``gpulab.core.recorded_cells``), after the label "recorded on <GPU>, torch <version>, <date>; not run here"; a cell
+with no recording of its code on enough GPUs keeps its skip and says why.
 """
 
 from __future__ import annotations
 
 import copy
 from enum import Enum
+from typing import Any
 
 import nbformat
 
-__all__ = ["Edition", "SOLUTION_TAG", "edition_of", "solution_cells"]
+__all__ = ["Edition", "SOLUTION_TAG", "edition_of", "solution_cells", "recorded_edition"]
 
 SOLUTION_TAG = "solution"
 
@@ -39,3 +45,35 @@ def edition_of(nb: nbformat.NotebookNode, edition: Edition | str) -> nbformat.No
         out.cells = [c for i, c in enumerate(out.cells) if i not in drop]
     out.metadata.setdefault("gpulab_handout", {})["edition"] = edition.value
     return out
+
+
+SKIP_LINE = "Skipped on this machine:"  # how %%gpu starts its output where it does not run the cell
+
+
+def _skipped(cell: nbformat.NotebookNode) -> bool:
+    text = "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream")
+    return text.lstrip().startswith(SKIP_LINE)
+
+
+def recorded_edition(nb: nbformat.NotebookNode, chapter: str, cells: list | None = None) -> tuple[Any, int]:
+    """A copy of the executed chapter ``nb`` (``chapter``: its file name) whose skipped ``%%gpu`` cells show their
+    recorded outputs (``cells``: ``read_bundles()`` by default), labelled; and how many cells took a recording."""
+    from gpulab.core.recorded_cells import cell_body, find, magic_line, read_bundles
+
+    cells = read_bundles() if cells is None else cells
+    out = copy.deepcopy(nb)
+    shown = 0
+    for cell in out.cells:
+        needs = magic_line(cell.source) if cell.cell_type == "code" else None
+        if needs is None or not _skipped(cell):
+            continue
+        found = find(cells, source=cell_body(cell.source), needs=needs, chapter=chapter, cell_id=cell.get("id"))
+        if found.cell is None:
+            cell.outputs = [*cell.outputs, nbformat.v4.new_output("stream", name="stdout", text=found.note + "\n")]
+            continue
+        label = nbformat.v4.new_output("stream", name="stdout", text=f"── {found.note} ──\n")
+        cell.outputs = [label, *(nbformat.from_dict(copy.deepcopy(o)) for o in found.cell.outputs())]
+        cell.metadata.setdefault("tags", []).append("recorded")
+        shown += 1
+    out.metadata.setdefault("gpulab_handout", {})["recorded_cells"] = shown
+    return out, shown

@@ -1,0 +1,70 @@
+"""The devices a kernel can be given on a machine: each whole GPU, and each MIG slice of a GPU in MIG mode (pure).
+
+A GPU in MIG mode runs no work of its own: CUDA runs it on the GPU's MIG slices, each a device with its own memory and
+compute, named by its ``MIG-…`` UUID (``nvidia-smi -L``). ``CUDA_VISIBLE_DEVICES=MIG-…`` gives a process that slice
+alone, and that is how a slice is handed to a kernel, as a whole GPU is by its ``GPU-…`` UUID. So a machine's
+devices to hand out are its GPUs outside MIG mode and the slices of those inside it, each listed under its card; a GPU
+in MIG mode with no slice yet gives none (an administrator creates them: ``checkup.diagnosis`` says how).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .readings import GpuInfo, Unavailable, is_known
+from .units import format_bytes
+
+__all__ = ["ReservableDevice", "reservable_devices"]
+
+
+@dataclass(frozen=True)
+class ReservableDevice:
+    """A whole GPU (``mig_index`` None) or one MIG slice of GPU ``physical_index``; ``uuid`` is what
+    ``CUDA_VISIBLE_DEVICES`` names it by (``GPU-…`` or ``MIG-…``)."""
+
+    physical_index: int
+    uuid: str
+    name: str  # the GPU's model; for a slice, "NVIDIA A100 80GB PCIe MIG 3g.40gb" (as CUDA names the device)
+    memory_total_bytes: int | Unavailable
+    memory_used_bytes: int | Unavailable
+    mig_index: int | None = None
+    mig_profile: str = ""  # "3g.40gb" for a slice whose profile was read
+
+    @property
+    def is_mig_slice(self) -> bool:
+        """True for a MIG slice, False for a whole GPU."""
+        return self.mig_index is not None
+
+    @property
+    def visible_devices(self) -> str:
+        """The ``CUDA_VISIBLE_DEVICES`` value that gives a process this device alone."""
+        return self.uuid
+
+    def __str__(self) -> str:
+        memory = format_bytes(self.memory_total_bytes) if is_known(self.memory_total_bytes) else "memory N/A"
+        if self.mig_index is None:
+            return f"GPU {self.physical_index} ({self.name}, {memory})"
+        profile = f"{self.mig_profile}, " if self.mig_profile else ""
+        return f"MIG slice {self.mig_index} of GPU {self.physical_index} ({profile}{memory})"
+
+
+def reservable_devices(gpus: tuple[GpuInfo, ...] | list[GpuInfo]) -> tuple[ReservableDevice, ...]:
+    """Each GPU outside MIG mode, and each slice of a GPU in MIG mode, in the cards' order with slices under theirs."""
+    out: list[ReservableDevice] = []
+    for g in gpus:
+        if g.mig_enabled is not True:
+            out.append(ReservableDevice(g.physical_index, g.uuid, g.name, g.memory_total_bytes, g.memory_used_bytes))
+            continue
+        for m in g.mig_devices:
+            out.append(
+                ReservableDevice(
+                    g.physical_index,
+                    m.uuid,
+                    f"{g.name} {m.name}",
+                    m.memory_total_bytes,
+                    m.memory_used_bytes,
+                    mig_index=m.mig_index,
+                    mig_profile=m.profile,
+                )
+            )
+    return tuple(out)
