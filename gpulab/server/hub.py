@@ -235,6 +235,9 @@ def reclaim_surviving_servers(
     if not left:
         return []
     wanted: dict[tuple[str, str], list[str]] = {}
+    digests: dict[
+        tuple[str, str], str | None
+    ] = {}  # the server's token digest: its processes keep their GPUs as theirs
     running = servers()
     for uuid, holder in left.items():
         user, server = holder.details.get("for_user"), holder.details.get("server")
@@ -243,12 +246,13 @@ def reclaim_surviving_servers(
         name = "" if server == "(default)" else server
         if any(p.user == user and p.name == name and uuid in p.uuids for p in running):
             wanted.setdefault((user, name), []).append(uuid)
+            digests[(user, name)] = digests.get((user, name)) or holder.server_digest
     reclaimed = []
     for key, uuids in sorted(wanted.items()):
         fds: dict[str, int] = {}
         with selection_lock(reservations_dir(folder)):
             for uuid in uuids:
-                fd = hold(folder, uuid, {"for_user": key[0], "server": key[1] or "(default)"})
+                fd = hold(folder, uuid, {"for_user": key[0], "server": key[1] or "(default)"}, digests.get(key))
                 if fd is None:
                     log.warning("gpulab: GPU %s of %s's surviving server is held by another process now", uuid, key[0])
                 else:

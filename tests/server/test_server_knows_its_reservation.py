@@ -116,3 +116,43 @@ def test_without_the_servers_token_its_gpus_are_someone_elses(tmp_path, monkeypa
         with pytest.raises(NoFreeGpu, match=r"GPU 1: reserved by pid \d+"):
             reserve_gpus(1)
         assert GpuPicker().state(1) == "busy"
+
+
+_IN_ALICES_SERVER = """
+import gpulab
+held = gpulab.reserve_gpus(1)
+print(held.physical_indices, held.held_for)
+"""
+
+
+def test_a_hub_started_again_keeps_a_surviving_servers_gpus_its_own(tmp_path):
+    """The Hub crashes (kill -9) while alice's server runs; the next Hub reserves her GPU again
+    (``reclaim_surviving_servers``, here in this test's process) with her server's token digest, so a process of her
+    server still gets the GPU as its own instead of finding it held by the new Hub."""
+    from gpulab.server.hub import reclaim_surviving_servers
+    from gpulab.server.owners import HubServer
+    from tests import process_group
+
+    with hub_holding(tmp_path) as (hub_pid, envs):
+        alice = envs["alice"]
+        os.killpg(hub_pid, signal.SIGKILL)  # the Hub crashes; alice's server (not started here) would live on
+    reclaimed = reclaim_surviving_servers(
+        machine="workshop-8",
+        reservations=tmp_path,
+        servers=lambda: [HubServer(4242, "alice", "", tuple(alice["CUDA_VISIBLE_DEVICES"].split(",")))],
+    )
+    try:
+        assert reclaimed == [("alice", "")]
+        env = {**os.environ, **alice, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+        done = process_group.run(
+            [sys.executable, "-c", _IN_ALICES_SERVER], env=env, capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip() == "(1,) reserved for alice's server, which this kernel runs in"
+    finally:  # what JupyterHub runs when alice's server stops: the new Hub lets go of her GPU
+        from types import SimpleNamespace
+
+        from gpulab.server.hub import gpu_hooks
+
+        _, post_stop_hook = gpu_hooks(n_gpus=1, machine="workshop-8", reservations=tmp_path)
+        post_stop_hook(SimpleNamespace(user=SimpleNamespace(name="alice"), name=""))
