@@ -94,18 +94,23 @@ def _visibility_findings(f: Facts) -> list[Finding]:
     allowed = {d.physical_index for d in visible.devices} if raw is not None else None
     pool = [g for g in f.gpus if allowed is None or g.physical_index in allowed]
     if pool:
-        # a reservation of this very process is this notebook's GPU, not a stranger's: free to it, and said so
-        mine = [g.physical_index for g in pool if f.holders.get(g.uuid) == THIS_NOTEBOOK]
-        ranking = rank_gpus(pool, taken={u: h for u, h in f.holders.items() if h != THIS_NOTEBOOK})
+        # a reservation of this very process, or of the server it runs in, is this user's GPU, not a
+        # stranger's: "yours", by the rule every view applies (placement.selection.judge), and said so
+        yours = dict(f.yours) | {u: f"reserved by {h}" for u, h in f.holders.items() if h == THIS_NOTEBOOK}
+        ranking = rank_gpus(pool, taken={u: h for u, h in f.holders.items() if u not in yours}, yours=yours)
         free = [v.gpu.physical_index for v in ranking if v.free]
-        if free:
-            yours = f"GPU {', '.join(map(str, mine))} reserved by {THIS_NOTEBOOK}; " if mine else ""
+        mine = sorted(v.gpu.physical_index for v in ranking if v.yours)
+        if free or mine:
+            whose = "; ".join(sorted({yours[g.uuid] for g in pool if g.uuid in yours}))
+            said = f"GPU {', '.join(map(str, mine))} yours ({whose})" if mine else ""
+            now = f"{len(free)} free now (GPU {', '.join(map(str, free))}); " if free else ""
             out.append(
                 Finding(
                     True,
                     "a free GPU to work on",
-                    f"{len(free)} free now (GPU {', '.join(map(str, free))}); "
-                    f"{yours}hold one with gpulab.reserve_gpus(1)",
+                    now
+                    + (f"{said}; " if said and free else said)
+                    + ("hold one with gpulab.reserve_gpus(1)" if free else ""),
                 )
             )
         else:

@@ -162,22 +162,25 @@ def _visible(s: KernelState) -> Finding:
 
 
 def _reservation(s: KernelState) -> Finding:
-    if not s.reservation:
+    pairs = s.reservation or s.server_held
+    if not pairs:
         return Finding(
             True,
             "no GPU reserved by this notebook",
             "nothing held (gpulab.reserve_gpus(n) holds GPUs against the other notebooks on this machine)",
         )
-    held = ", ".join(f"GPU {i}" for i, _ in s.reservation)
+    # the reservation of the server this kernel runs in (JupyterHub's server model) is this user's: yours too
+    whose = "reserved by this notebook" if s.reservation else "yours: reserved for the server this kernel runs in"
+    held = ", ".join(f"GPU {i}" for i, _ in pairs)
     tokens = [t.strip() for t in (s.visible_now or "").split(",") if t.strip()]
     points = bool(tokens) and all(
-        any(t == str(i) or (t.startswith("GPU-") and u.startswith(t)) for i, u in s.reservation) for t in tokens
+        any(t == str(i) or (t.startswith("GPU-") and u.startswith(t)) for i, u in pairs) for t in tokens
     )
     if points:
-        return Finding(True, f"{held} reserved by this notebook", f"CUDA_VISIBLE_DEVICES={s.visible_now!r} uses them")
+        return Finding(True, f"{held} {whose}", f"CUDA_VISIBLE_DEVICES={s.visible_now!r} uses them")
     return Finding(
         False,
-        f"{held} reserved by this notebook, but not used",
+        f"{held} {whose}, but not used",
         f"CUDA_VISIBLE_DEVICES={_shown(s.visible_now)} does not point at them, so work here may land on "
         "another user's GPU",
         "call reservation.apply() before CUDA starts (or pass reservation.env() to the processes you "

@@ -64,3 +64,4 @@ class Facts:
     cuda_said: str = ""  # why: the whole state when read or unknown, the evidence when not
     packages: Mapping[str, str | None] = field(default_factory=dict)
     chapters: tuple[Chapter, ...] = ()
+    yours: Mapping[str, str] = field(default_factory=dict)  # uuid -> whose, for GPUs held for this process already

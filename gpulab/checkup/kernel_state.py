@@ -43,6 +43,7 @@ class KernelState:
     accelerator_made: bool = False  # accelerate's AcceleratorState already holds state in this process
     bitsandbytes: bool = False  # imported here: accelerate's notebook_launcher refuses then
     usable_cores: int = 1  # cores this process may run on, as Lightning counts them (os.sched_getaffinity)
+    server_held: tuple[tuple[int, str], ...] = ()  # (physical index, UUID) of each GPU held for this server
 
     @property
     def cuda_started_by(self) -> CudaStart | None:
@@ -103,13 +104,16 @@ def listening_ports() -> tuple[int, ...]:
 
 def _reservation(
     machine: GpuReader | str | None, reservations: str | os.PathLike[str] | None
-) -> tuple[tuple[int, str], ...]:
+) -> tuple[tuple[tuple[int, str], ...], tuple[tuple[int, str], ...]]:
+    """The GPUs held for this process: by itself, and for the server it runs in (JupyterHub's model)."""
     from ..machine.inventory import devices
     from ..reservations import reservation_holders
 
     gpus = devices(machine, processes=False).gpus
     holders = reservation_holders([g.uuid for g in gpus], reservations)
-    return tuple((g.physical_index, g.uuid) for g in gpus if g.uuid in holders and holders[g.uuid].mine)
+    mine = tuple((g.physical_index, g.uuid) for g in gpus if g.uuid in holders and holders[g.uuid].mine)
+    server_held = tuple((g.physical_index, g.uuid) for g in gpus if g.uuid in holders and holders[g.uuid].this_server)
+    return mine, server_held
 
 
 def kernel_state(
@@ -127,6 +131,7 @@ def kernel_state(
     last = launcher.last_launch() if launcher is not None else None
     state = sys.modules.get("accelerate.state")
     made = bool(getattr(getattr(state, "AcceleratorState", None), "_shared_state", None))
+    mine, server_held = _reservation(machine, reservations)
     return KernelState(
         cuda_state(),
         visible_at_start(),
@@ -138,8 +143,9 @@ def kernel_state(
         group,
         listening_ports(),
         last.master_port if last is not None else None,
-        _reservation(machine, reservations),
+        mine,
         made,
         "bitsandbytes" in sys.modules,
         len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1,
+        server_held,
     )

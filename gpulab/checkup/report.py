@@ -25,7 +25,7 @@ from ..machine.inventory import Inventory, devices
 from ..machine.nvml import GpuReader
 from ..machine.resolve import as_reader
 from ..machine.software import PACKAGES, TorchFacts, detect_platform, package_version, torch_facts
-from ..reservations import current_holders
+from ..reservations import reservation_holders, yours_and_others
 from .chapters import Chapter, chapters
 from .diagnosis import diagnose, headline
 from .facts import Facts, Finding
@@ -181,6 +181,7 @@ def environment_report(machine: GpuReader | str | None = None, *, torch: TorchFa
     simulated = bool(getattr(reader, "simulated", False))
     started = cuda_state()  # torch's flag, gpulab's record of the first CUDA call, the loaded driver's own answer
     read = started.variable_read
+    held = reservation_holders([g.uuid for g in inv.gpus])
     facts = Facts(
         t,
         inv.gpus,
@@ -189,13 +190,14 @@ def environment_report(machine: GpuReader | str | None = None, *, torch: TorchFa
         inv.nvml_error,
         simulated,
         dict(os.environ),
-        current_holders([g.uuid for g in inv.gpus]),
+        {uuid: str(h) for uuid, h in held.items()},
         shared_memory_bytes(),
         "fork" in multiprocessing.get_all_start_methods(),
         read,
         started.evidence if read is False else str(started),
         pk,
         chapters(),
+        yours_and_others(held)[0],
     )
     findings, usable = diagnose(facts)
     return EnvReport(

@@ -242,15 +242,16 @@ def environment(env: Any, name: str = "env") -> Mapping[str, str] | None:
     return env
 
 
-def gpu_list(gpus: Any, name: str = "gpus") -> tuple[GpuInfo, ...]:
+def gpu_list(gpus: Any, name: str = "gpus", *, processes: bool = False) -> tuple[GpuInfo, ...]:
     """GPUs as read: ``GpuInfo``s, an ``Inventory`` (``gpulab.devices()``) or a reader (anything with ``count`` and
-    ``info``, e.g. ``SimulatedGpuReader("workshop-8")``), read here without creating a CUDA context."""
+    ``info``, e.g. ``SimulatedGpuReader("workshop-8")``), read here without creating a CUDA context; ``processes``:
+    a reader is asked for each GPU's processes too (whoever judges a GPU free needs them)."""
     if hasattr(gpus, "gpus") and not isinstance(gpus, (str, bytes)):  # an Inventory
         gpus = gpus.gpus
     elif (
         callable(getattr(gpus, "info", None)) and callable(getattr(gpus, "count", None)) and not isinstance(gpus, tuple)
     ):
-        return tuple(gpus.info(i, processes=False) for i in range(gpus.count()))
+        return tuple(gpus.info(i, processes=processes) for i in range(gpus.count()))
     if isinstance(gpus, str):
         raise TypeError(
             f"{name}={gpus!r}: {name} takes the GPUs themselves, not a name. For the described machine "

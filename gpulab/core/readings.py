@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["Unavailable", "GpuProcess", "MigInstance", "GpuInfo", "GpuSample", "is_known", "mig_profile"]
+__all__ = ["Unavailable", "GpuProcess", "MigInstance", "GpuInfo", "GpuSample", "is_known", "mig_profile", "NOT_READ"]
 
 
 @dataclass(frozen=True)
@@ -24,6 +24,11 @@ class Unavailable:
 
     def __bool__(self) -> bool:
         return False
+
+
+NOT_READ = "not asked for"
+"""The reason an ``Unavailable`` process list gives when the reader was told not to read it (``processes=False``):
+nothing is known about who uses the GPU, unlike a driver that refuses to say."""
 
 
 def is_known(value: object) -> bool:

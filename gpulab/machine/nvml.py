@@ -16,7 +16,7 @@ import threading
 from types import ModuleType
 from typing import Any, Protocol, runtime_checkable
 
-from ..core.readings import GpuInfo, GpuProcess, GpuSample, MigInstance, Unavailable, mig_profile
+from ..core.readings import NOT_READ, GpuInfo, GpuProcess, GpuSample, MigInstance, Unavailable, mig_profile
 
 __all__ = ["GpuReader", "NvmlReader", "default_reader", "explain_nvml_error"]
 
@@ -215,7 +215,7 @@ class NvmlReader:
                 h,
                 h,
                 mig_enabled=h,
-                processes=h if processes else Unavailable("not asked for"),
+                processes=h if processes else Unavailable(NOT_READ),
             )
         mem = self._query("nvmlDeviceGetMemoryInfo", h)
         util = self._query("nvmlDeviceGetUtilizationRates", h)
@@ -239,7 +239,7 @@ class NvmlReader:
             power_w=power_mw if isinstance(power_mw, Unavailable) else power_mw / 1000.0,
             mig_enabled=mig_enabled,
             mig_devices=self._mig_devices(h) if mig_enabled is True else (),
-            processes=self._processes(h) if processes else Unavailable("not asked for"),
+            processes=self._processes(h) if processes else Unavailable(NOT_READ),
         )
 
     def _mig_devices(self, h: Any) -> tuple[MigInstance, ...]:

@@ -18,7 +18,7 @@ import uuid as _uuid
 from pathlib import Path
 from typing import Any
 
-from ..core.readings import GpuInfo, GpuProcess, GpuSample, MigInstance, Unavailable
+from ..core.readings import NOT_READ, GpuInfo, GpuProcess, GpuSample, MigInstance, Unavailable
 from .described import validated_description
 
 __all__ = ["SimulatedGpuReader", "PRESETS", "simulated_gpu"]
@@ -209,7 +209,7 @@ class SimulatedGpuReader:
             procs: tuple[GpuProcess, ...] | Unavailable = (
                 tuple(GpuProcess(p["pid"], p["used_memory_bytes"], p["name"]) for p in g.get("processes", ()))
                 if processes
-                else Unavailable("not asked for")
+                else Unavailable(NOT_READ)
             )
             used = g["memory_used_bytes"]
             return GpuInfo(

@@ -25,7 +25,7 @@ from ..core.visible_text import VisibleSpec, parse_visible_devices
 from ..core.widget_view import widget_bundle
 from ..machine.nvml import GpuReader
 from ..machine.resolve import as_reader
-from ..reservations import others_only, reservation_holders
+from ..reservations import reservation_holders, yours_and_others
 from .picker_text import (
     HEADER,
     PICK_ENV,
@@ -45,7 +45,9 @@ from .setter import CudaAlreadyStarted, write_visible_devices
 __all__ = ["GpuPicker", "parse_pick"]
 
 _WIDTHS = (130, 190, 250, 90, 330)  # px, one per HEADER column: the rows and the header line up
-_BADGE = {"free": "#2a7d2a", "busy": "#b36200", "hidden": "#777"}
+# one colour per state, for the badge and the bar's fill alike; the legend under the table names them (picker_text)
+_BADGE = {"free": "#2a7d2a", "yours": "#1f5fa8", "busy": "#b36200", "hidden": "#777"}
+_BAR_STYLE = {"free": "success", "yours": "info", "busy": "warning", "hidden": ""}
 
 
 class GpuPicker:
@@ -135,9 +137,11 @@ class GpuPicker:
         self.gpus = tuple(self.reader.info(i) for i in range(self.reader.count()))
         self._allowed = {d.physical_index for d in visible_map(self.gpus, self.env).devices}
         holders = reservation_holders([g.uuid for g in self.gpus], self.reservations)
-        self._holders = {uuid: str(h) for uuid, h in holders.items()}  # who holds each, this kernel's own included
-        self._taken = others_only(holders)  # what this kernel's choices keep away from: not its own reservations
-        self._verdicts = {v.gpu.physical_index: v for v in rank_gpus(self.gpus, self.policy, taken=self._taken)}
+        # yours: this kernel's own reservations and its server's; taken: what its choices keep away from
+        self._yours, self._taken = yours_and_others(holders)
+        self._holders = {**{u: f"reserved by {t}" for u, t in self._taken.items()}, **self._yours}  # the who column
+        verdicts = rank_gpus(self.gpus, self.policy, taken=self._taken, yours=self._yours)
+        self._verdicts = {v.gpu.physical_index: v for v in verdicts}
         self._boxes = {}
         self.rows_box.children = [self._row(g) for g in self.gpus] or [self._cpu_row()]
         self.header.layout.display = None if self.gpus else "none"
@@ -159,14 +163,9 @@ class GpuPicker:
         used, total = g.memory_used_bytes, g.memory_total_bytes
         frac = used / total if is_known(used) and is_known(total) and total else 0.0
         state = self.state(g.physical_index)
-        # the bar's colour is the free rule (choose_gpus's), not a memory threshold of its own: green = free
-        bar = w.FloatProgress(
-            value=frac,
-            min=0.0,
-            max=1.0,
-            layout=w.Layout(width="100px"),
-            bar_style="success" if state == "free" else "warning",
-        )
+        # the bar's length is the memory used; its colour, like the badge's, is the free rule's verdict (judge). A free
+        # GPU's bar is nearly empty, so the legend names the badge, which always shows its colour.
+        bar = w.FloatProgress(value=frac, min=0.0, max=1.0, layout=w.Layout(width="100px"), bar_style=_BAR_STYLE[state])
         badge = w.HTML(
             f"<span style='color:#fff;background:{_BADGE[state]};padding:0 6px;border-radius:3px'>{state}</span>",
             layout=w.Layout(width=f"{_WIDTHS[0] - 70}px"),
@@ -185,10 +184,11 @@ class GpuPicker:
         )
 
     def state(self, physical_index: int) -> str:
-        """``"free"`` (``choose_gpus``'s rule, see ``rule()``), ``"busy"``, or ``"hidden"`` from this kernel."""
+        """``"free"``, ``"yours"`` or ``"busy"`` (the rule ``choose_gpus`` applies, ``selection.judge``; see
+        ``rule()``), or ``"hidden"`` from this kernel."""
         if physical_index not in self._allowed:
             return "hidden"
-        return "free" if self._verdicts[physical_index].free else "busy"
+        return self._verdicts[physical_index].state
 
     def rule(self) -> str:
         """The free rule in one sentence, as the widget states it under the table."""
@@ -245,13 +245,16 @@ class GpuPicker:
             self._boxes[i].value = True  # observer appends in this order
 
     def pick_free(self, n: int = 1) -> tuple[int, ...]:
-        """Tick the ``n`` freest GPUs (``gpulab.placement.selection`` policy), reserved ones excluded.
+        """Tick ``n`` GPUs: yours first (this kernel's reservations, its server's), then the freest
+        (``gpulab.placement.selection``'s rule), others' reservations excluded.
 
-        With fewer than ``n`` free it ticks those it found and says so in the status line; ``NoFreeGpu`` (why each GPU
-        was passed over) only when none is free. Returns the GPUs ticked.
+        With fewer than ``n`` yours or free it ticks those it found and says so in the status line; ``NoFreeGpu`` (why
+        each GPU was passed over) only when none is. Returns the GPUs ticked.
         """
         n = whole_number(n, "n", minimum=1, example="pick_free(2)")
-        chosen, fewer = choose_up_to(n, self.gpus, self.policy, taken=self._taken, allowed=self._allowed)
+        chosen, fewer = choose_up_to(
+            n, self.gpus, self.policy, taken=self._taken, yours=self._yours, allowed=self._allowed
+        )
         self.select(chosen)
         if fewer:
             self._say(fewer, ok=None)
@@ -294,7 +297,8 @@ class GpuPicker:
     def warnings(self) -> list[str]:
         """One sentence per ticked GPU that is not free: who holds it, how full and how busy it is."""
         by_index = {g.physical_index: g for g in self.gpus}
-        return [w for w in (not_free_warning(by_index[i], self.policy, self._taken) for i in self._order) if w]
+        ticked = [by_index[i] for i in self._order if by_index[i].uuid not in self._yours]  # yours: no warning
+        return [w for w in (not_free_warning(g, self.policy, self._taken) for g in ticked) if w]
 
     def _update(self) -> None:
         if not self.gpus:

@@ -40,24 +40,31 @@ def parse_pick(text: str) -> tuple[int, ...] | int:
         ) from None
 
 
+BADGE_COLOURS = {"free": "green", "yours": "blue", "busy": "orange", "hidden": "grey"}
+"""The colour word the legend gives each state; the widget paints the badge (and the bar's fill) in it."""
+
+
 def free_rule(policy: Policy | None) -> str:
-    """The free rule in one sentence, as the widget states it under the table."""
+    """The free rule in one sentence, as the widget states it under the table (``selection.judge`` applies it)."""
     p = policy or Policy()
     procs = "" if p.allow_processes else ", no process on it"
+    c = BADGE_COLOURS
     return (
-        f"free (green bar) = at most {p.max_memory_used_fraction * 100:.0f} % of memory used, at most "
-        f"{p.max_utilization_percent} % utilisation{procs}, not reserved by another notebook — the rule "
-        "Pick free and gpulab.choose_gpus apply. busy (orange bar) = anything else."
+        f"free ({c['free']} badge) = at most {p.max_memory_used_fraction * 100:.0f} % of memory used, at most "
+        f"{p.max_utilization_percent} % utilisation{procs}, not reserved by anyone — the rule Pick and "
+        f"gpulab.choose_gpus apply. yours ({c['yours']} badge) = reserved by this notebook or for the server it "
+        f"runs in: Pick ticks these first. busy ({c['busy']} badge) = anything else. The bar shows the memory used."
     )
 
 
 def who_uses(g: GpuInfo, allowed: set[int], holders: dict[str, str]) -> str:
-    """The "in use by" column: hidden from this kernel, reserved by whom, which processes (or why unknown)."""
+    """The "in use by" column: hidden from this kernel, whose reservation (``holders``: the words, "reserved by …" or
+    "reserved for …"), which processes (or why unknown)."""
     who = []
     if g.physical_index not in allowed:
         who.append("hidden from this kernel by CUDA_VISIBLE_DEVICES")
     if g.uuid in holders:
-        who.append(f"reserved by {holders[g.uuid]}")
+        who.append(holders[g.uuid])
     if isinstance(g.processes, Unavailable):
         who.append(f"processes {g.processes}")
     elif g.processes:

@@ -6,7 +6,9 @@ file per GPU in ``$GPULAB_RESERVATIONS_DIR``, default ``/tmp/gpulab-reservations
 lock goes with the process that holds it, however it ends, so a reservation can never outlive its owner. The holder
 writes its pid, user, host and details into files of its own beside it, so the picker can say who is using a GPU; the
 details other than the kernel id, the user a server is for and the ports (a notebook's path, a server's name) are
-private to the holder's user, root and the instructor group.
+private to the holder's user, root and the instructor group. Inside a server whose GPUs JupyterHub reserved for its
+user (``gpulab.server.hub``), those GPUs are this user's already: ``reserve_gpus`` hands them over as they are, held by
+the Hub, without a second reservation.
 Never creates a CUDA context: the GPUs are read through NVML (or a described machine). Taught in
 ``notebooks/02_choosing_gpus.ipynb``.
 """
@@ -27,8 +29,16 @@ from ..core.renamed import renamed_keywords
 from ..core.visible import visible_map
 from ..machine.nvml import GpuReader
 from ..machine.resolve import as_reader
-from ..reservations import current_holders, hold, let_go, require_flock, reservations_dir, selection_lock
-from .selection import Choice, NoFreeGpu, Policy, choose_gpus, validated_policy
+from ..reservations import (
+    hold,
+    let_go,
+    require_flock,
+    reservation_holders,
+    reservations_dir,
+    selection_lock,
+    yours_and_others,
+)
+from .selection import Choice, NoFreeGpu, Policy, choose_gpus, rank_gpus, validated_policy
 from .setter import set_visible_devices
 
 __all__ = ["Reservation", "reserve_gpus", "validated_details"]
@@ -37,12 +47,15 @@ __all__ = ["Reservation", "reserve_gpus", "validated_details"]
 @dataclass
 class Reservation:
     """GPUs held by this process until ``release()``, the end of a ``with`` block, the object being dropped, or the
-    end of the process (however it ends: the kernel releases the locks)."""
+    end of the process (however it ends: the kernel releases the locks); or, inside a server JupyterHub reserved GPUs
+    for, the server's GPUs, which the Hub holds for the server's whole life (``held_for`` says whose)."""
 
     choice: Choice
     reservations: Path
     """The reservations folder the locks are in (``reserve_gpus(reservations=...)``)."""
     _fds: dict[str, int]
+    held_for: str = ""
+    """For whom the Hub holds these GPUs (``"reserved for alice's server, …"``); empty when this process holds them."""
 
     @property
     def directory(self) -> Path:
@@ -72,8 +85,8 @@ class Reservation:
 
     @property
     def held(self) -> bool:
-        """Whether the locks are still held (False after ``release()``)."""
-        return bool(self._fds)
+        """Whether the locks are still held, by this process or for its server (False after ``release()``)."""
+        return bool(self._fds) or bool(self.held_for)
 
     @property
     def lock_fds(self) -> tuple[int, ...]:
@@ -90,10 +103,12 @@ class Reservation:
         set_visible_devices(self.visible_devices, order=None)
 
     def release(self) -> None:
-        """Let go of every GPU held, so other notebooks may take them; doing it twice is harmless."""
+        """Let go of every GPU held, so other notebooks may take them; doing it twice is harmless. A server's GPUs stay
+        the server's (the Hub lets go when the server stops): this object only stops naming them."""
         for fd in self._fds.values():
             let_go(fd)
         self._fds = {}
+        self.held_for = ""
 
     def __del__(self) -> None:  # a reservation nobody refers to any more is let go, like a file object
         self.release()
@@ -105,7 +120,7 @@ class Reservation:
         self.release()
 
     def _head(self) -> str:
-        state = "held" if self.held else "released"
+        state = f"held: {self.held_for}" if self.held_for else "held" if self.held else "released"
         what = " of SIMULATED GPUs (described, not this computer's)" if self.choice.simulated else ""
         return f"Reservation{what} ({state}, in {self.reservations})"
 
@@ -166,9 +181,11 @@ def reserve_gpus(
     what free means. GPUs reserved by others are passed over. With ``wait_s`` it retries every ``poll_s`` seconds until
     then; otherwise, or after that, ``NoFreeGpu`` says why each GPU was passed over. ``details`` (short strings: kernel
     id, notebook, the user a server was started for) are written into the reservation for ``watch`` and the picker to
-    show. Free GPUs whose UUID is in ``prefer`` are picked first (a restarted kernel gets its GPUs back). Nothing here
-    creates a CUDA context. Details other than ``gpulab.reservations.PUBLIC_DETAILS`` (the notebook, a server's name)
-    are shown only to this user, root and the instructor group.
+    show. Free GPUs whose UUID is in ``prefer`` are picked first (a restarted kernel gets its GPUs back). Inside a
+    server whose GPUs JupyterHub reserved for its user, those GPUs are returned as they are (``Reservation.held_for``
+    says whose), in ``CUDA_VISIBLE_DEVICES``'s order. Nothing here creates a CUDA context. Details other than
+    ``gpulab.reservations.PUBLIC_DETAILS`` (the notebook, a server's name) are shown only to this user, root and the
+    instructor group.
     """
     require_flock()  # on Windows, refuse before touching any directory
     n = whole_number(n, "n", minimum=1, example="reserve_gpus(2) for two GPUs")
@@ -192,9 +209,14 @@ def reserve_gpus(
         if "CUDA_VISIBLE_DEVICES" in os.environ:
             allowed = {dev.physical_index for dev in visible_map(gpus).devices}
         with selection_lock(d):
-            taken = current_holders([g.uuid for g in gpus], d)
+            holders = reservation_holders([g.uuid for g in gpus], d)
+            yours, taken = yours_and_others(holders)
+            server_held = _server_held(gpus, holders, allowed)
+            if len(server_held) >= n:  # the server's own GPUs: this user's already, no second reservation
+                ranking = rank_gpus(gpus, policy, taken=taken, yours=yours)
+                return Reservation(Choice(tuple(server_held[:n]), ranking), d, {}, yours[server_held[0].uuid])
             try:
-                choice = choose_gpus(n, gpus, policy, taken=taken, allowed=allowed, prefer=prefer)
+                choice = choose_gpus(n, gpus, policy, taken=taken, yours=yours, allowed=allowed, prefer=prefer)
             except NoFreeGpu:
                 if clock() >= deadline:
                     raise
@@ -212,3 +234,12 @@ def reserve_gpus(
                     fds[g.uuid] = fd
                 return Reservation(choice, d, fds)
         sleep(min(poll_s, max(0.0, deadline - clock())))
+
+
+def _server_held(gpus: list[GpuInfo], holders: Mapping, allowed: set[int] | None) -> list[GpuInfo]:
+    """The GPUs held for this process's server that it may use, in ``CUDA_VISIBLE_DEVICES``'s order."""
+    mine = [g for g in gpus if g.uuid in holders and holders[g.uuid].this_server]
+    if allowed is None or not mine:
+        return mine
+    order = [d.physical_index for d in visible_map(gpus).devices]
+    return sorted((g for g in mine if g.physical_index in allowed), key=lambda g: order.index(g.physical_index))

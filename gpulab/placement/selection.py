@@ -1,9 +1,13 @@
 """Which GPUs are free: a pure policy over ``GpuInfo`` readings (the replacement for Lightning's ``auto_select_gpus``).
 
-A GPU counts as free when no process has a CUDA context on it, little of its memory is used and it is nearly idle;
-free GPUs are ranked by free memory, then utilisation. The policy takes the candidates as an argument (NVML readings,
-or described GPUs), so it never creates a CUDA context and is testable anywhere. Holding the chosen GPUs against other
-kernels is ``gpulab.placement.reservation``'s job. Taught in ``notebooks/02_choosing_gpus.ipynb``.
+``judge`` is the one rule every view applies (``choose_gpus``, ``reserve_gpus``, the picker, ``watch``, the doctor):
+a GPU is **yours** when its reservation is held for this process already (this notebook's own reservation, or the one
+of the server this kernel runs in); else **busy** when someone else holds it, or a process has a CUDA context on it,
+or more than a little of its memory is used, or it is not nearly idle (a GPU whose processes were not read cannot be
+judged free); else **free**. Free GPUs are ranked by free memory, then utilisation. The policy takes the candidates
+as an argument (NVML readings, or described GPUs), so it never creates a CUDA context and is testable anywhere.
+Holding the chosen GPUs against other kernels is ``gpulab.placement.reservation``'s job. Taught in
+``notebooks/02_choosing_gpus.ipynb``.
 """
 
 from __future__ import annotations
@@ -12,12 +16,25 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..core.arguments import flag, gpu_list, index_list, is_real_number, shown, whole_number
-from ..core.readings import GpuInfo, Unavailable, is_known
+from ..core.readings import NOT_READ, GpuInfo, Unavailable, is_known
 from ..core.renamed import renamed_keywords
 from ..core.tables import Table, TableView
 from ..core.units import format_bytes
 
-__all__ = ["Policy", "Verdict", "Choice", "NoFreeGpu", "rank_gpus", "choose_gpus", "choose_up_to", "validated_policy"]
+__all__ = [
+    "Policy",
+    "Verdict",
+    "Choice",
+    "NoFreeGpu",
+    "judge",
+    "rank_gpus",
+    "choose_gpus",
+    "choose_up_to",
+    "validated_policy",
+    "STATES",
+]
+
+STATES = ("free", "yours", "busy")  # a verdict's state, in the order the views sort them
 
 
 @dataclass(frozen=True)
@@ -48,22 +65,46 @@ class Policy:
 
 @dataclass(frozen=True)
 class Verdict:
-    """One GPU judged by the policy: ``free`` or not, and the reason in words."""
+    """One GPU judged by the rule (``judge``): ``free`` or not, ``yours`` (held for this process already), and the
+    reason in words."""
 
     gpu: GpuInfo
     free: bool
     reason: str
+    yours: bool = False
+
+    @property
+    def state(self) -> str:
+        """``"free"``, ``"yours"`` or ``"busy"``: the word every view shows for this GPU."""
+        return "yours" if self.yours else "free" if self.free else "busy"
 
     @property
     def sort_key(self) -> tuple[int, float, float, int]:
-        """Free GPUs first, then the most free memory, the least busy, the lowest index: the order GPUs are chosen
-        in."""
+        """Free GPUs first, then yours, then the most free memory, the least busy, the lowest index: the order GPUs
+        are chosen in."""
         free_b = self.gpu.memory_free_bytes if is_known(self.gpu.memory_free_bytes) else 0
         util = self.gpu.utilization_gpu_percent if is_known(self.gpu.utilization_gpu_percent) else 100
-        return (0 if self.free else 1, -float(free_b), float(util), self.gpu.physical_index)
+        return (STATES.index(self.state), -float(free_b), float(util), self.gpu.physical_index)
 
 
-def _judge(g: GpuInfo, policy: Policy, taken: Mapping[str, str]) -> Verdict:
+def judge(
+    gpu: GpuInfo,
+    policy: Policy | None = None,
+    *,
+    taken: Mapping[str, str] | None = None,
+    yours: Mapping[str, str] | None = None,
+) -> Verdict:
+    """The one rule for "free", a pure function of one GPU's reading (its processes included) and its reservation.
+
+    ``yours`` maps the UUIDs held for this process already to whose they are (``"reserved by this notebook"``,
+    ``"reserved for alice's server"``); ``taken`` the UUIDs someone else holds to who (``"pid 4242 (bob@box)"``).
+    """
+    return _judge(gpu, validated_policy(policy) or Policy(), _taken(taken), _taken(yours, "yours"))
+
+
+def _judge(g: GpuInfo, policy: Policy, taken: Mapping[str, str], yours: Mapping[str, str]) -> Verdict:
+    if g.uuid in yours:  # before the readings: this process's own work on it does not make it busy for it
+        return Verdict(g, False, f"yours: {yours[g.uuid]}", yours=True)
     if g.uuid in taken:
         return Verdict(g, False, f"reserved by {taken[g.uuid]}")
     if g.mig_enabled is True:
@@ -80,6 +121,13 @@ def _judge(g: GpuInfo, policy: Policy, taken: Mapping[str, str]) -> Verdict:
         )
     if is_known(g.utilization_gpu_percent) and g.utilization_gpu_percent > policy.max_utilization_percent:
         return Verdict(g, False, f"{g.utilization_gpu_percent} % busy (> {policy.max_utilization_percent} %)")
+    if not policy.allow_processes and isinstance(g.processes, Unavailable) and g.processes.reason == NOT_READ:
+        return Verdict(
+            g,
+            False,
+            "its processes were not read (processes=False), so it cannot be judged free: read the GPUs with "
+            "gpulab.devices(), which reads them",
+        )
     if not policy.allow_processes and not isinstance(g.processes, Unavailable) and g.processes:
         pids = ", ".join(str(p.pid) for p in g.processes)
         return Verdict(g, False, f"{len(g.processes)} process(es) already have a CUDA context on it (pid {pids})")
@@ -92,15 +140,23 @@ def _judge(g: GpuInfo, policy: Policy, taken: Mapping[str, str]) -> Verdict:
 
 
 def rank_gpus(
-    gpus: Sequence[GpuInfo], policy: Policy | None = None, *, taken: Mapping[str, str] | None = None
+    gpus: Sequence[GpuInfo],
+    policy: Policy | None = None,
+    *,
+    taken: Mapping[str, str] | None = None,
+    yours: Mapping[str, str] | None = None,
 ) -> tuple[Verdict, ...]:
-    """Every GPU with its verdict, free ones first (most free memory, then least busy, then lowest index).
+    """Every GPU with its verdict (``judge``), free ones first (most free memory, then least busy, then lowest index),
+    then yours, then busy ones. A reader given as ``gpus`` is read with its processes.
 
-    ``taken`` maps UUIDs already reserved by someone to a description of who (``"pid 4242 (alice)"``).
+    ``taken`` maps UUIDs already reserved by someone to a description of who (``"pid 4242 (alice)"``); ``yours`` those
+    held for this process already to whose they are.
     """
     policy = validated_policy(policy) or Policy()
-    taken = _taken(taken)
-    return tuple(sorted((_judge(g, policy, taken) for g in gpu_list(gpus)), key=lambda v: v.sort_key))
+    taken, yours = _taken(taken), _taken(yours, "yours")
+    return tuple(
+        sorted((_judge(g, policy, taken, yours) for g in gpu_list(gpus, processes=True)), key=lambda v: v.sort_key)
+    )
 
 
 def validated_policy(policy: object) -> Policy | None:
@@ -113,13 +169,17 @@ def validated_policy(policy: object) -> Policy | None:
     return policy
 
 
-def _taken(taken: object) -> Mapping[str, str]:
+def _taken(taken: object, name: str = "taken") -> Mapping[str, str]:
     if taken is None:
         return {}
     if not isinstance(taken, Mapping):
+        whom = (
+            "who holds it, e.g. {'GPU-5a16…': 'pid 4242 (alice)'}"
+            if name == "taken"
+            else ("whose it is, e.g. {'GPU-5a16…': 'reserved by this notebook'}")
+        )
         raise TypeError(
-            f"taken={shown(taken)} is a {type(taken).__name__}; taken maps each reserved GPU's UUID to "
-            "who holds it, e.g. {'GPU-5a16…': 'pid 4242 (alice)'}."
+            f"{name}={shown(taken)} is a {type(taken).__name__}; {name} maps each reserved GPU's UUID to {whom}."
         )
     return taken
 
@@ -153,13 +213,13 @@ class Choice(TableView):
         return ",".join(g.uuid for g in self.chosen)
 
     def rows(self) -> list[list[str]]:
-        """One row per GPU judged: index, name, the ``cuda:k`` it becomes (or free / busy), and why."""
+        """One row per GPU judged: index, name, the ``cuda:k`` it becomes (or free / yours / busy), and why."""
         chosen = {g.uuid: k for k, g in enumerate(self.chosen)}
         return [
             [
                 str(v.gpu.physical_index),
                 v.gpu.name,
-                f"→ cuda:{chosen[v.gpu.uuid]}" if v.gpu.uuid in chosen else ("free" if v.free else "busy"),
+                f"→ cuda:{chosen[v.gpu.uuid]}" if v.gpu.uuid in chosen else v.state,
                 v.reason,
             ]
             for v in self.ranking
@@ -186,19 +246,21 @@ def choose_gpus(
     policy: Policy | None = None,
     *,
     taken: Mapping[str, str] | None = None,
+    yours: Mapping[str, str] | None = None,
     allowed: Collection[int] | None = None,
     prefer: Collection[str] = (),
 ) -> Choice:
-    """Pick the ``n`` best free GPUs of ``gpus`` (GPUs already read: ``gpulab.devices(...)``; pure). ``allowed``
-    limits the candidates to these physical indices; free GPUs whose UUID is in ``prefer`` come first (a restarted
-    kernel gets its GPUs back when they are still free).
+    """Pick the ``n`` best free GPUs of ``gpus`` (GPUs already read: ``gpulab.devices(...)``, or a reader, read here
+    with its processes; pure otherwise), free by ``judge``'s rule. ``allowed`` limits the candidates to these physical
+    indices; free GPUs whose UUID is in ``prefer`` come first (a restarted kernel gets its GPUs back when they are still
+    free). GPUs in ``yours`` are held for this process already: the table says so, and they are not chosen again.
 
     Raises ``NoFreeGpu`` (saying why each GPU was passed over) when fewer than ``n`` are free.
     """
     n = whole_number(n, "n", minimum=1, what="how many GPUs you want", example="choose_gpus(2, gpulab.devices())")
-    gpus = gpu_list(gpus, "gpus")
+    gpus = gpu_list(gpus, "gpus", processes=True)
     policy = validated_policy(policy)
-    taken = _taken(taken)
+    taken, yours = _taken(taken), _taken(yours, "yours")
     if allowed is not None:
         if isinstance(allowed, (str, bytes)) or not isinstance(allowed, Collection):
             raise TypeError(
@@ -207,7 +269,7 @@ def choose_gpus(
             )
         allowed = set(index_list(list(allowed), "allowed", example="{2, 3}"))
     pool = [g for g in gpus if allowed is None or g.physical_index in allowed]
-    ranking = rank_gpus(pool, policy, taken=taken)
+    ranking = rank_gpus(pool, policy, taken=taken, yours=yours)
     if isinstance(prefer, (str, bytes)) or not isinstance(prefer, Collection):
         raise TypeError(
             f"prefer={shown(prefer)}: prefer takes the UUIDs of GPUs to pick first when they are free, "
@@ -248,19 +310,31 @@ def choose_up_to(
     policy: Policy | None = None,
     *,
     taken: Mapping[str, str] | None = None,
+    yours: Mapping[str, str] | None = None,
     allowed: Collection[int] | None = None,
 ) -> tuple[tuple[int, ...], str]:
-    """The picker's "Pick N free": the ``n`` best free GPUs, or, where fewer are free, all that are, with a sentence
-    saying so and why each other GPU was passed over ("" when ``n`` were found). ``NoFreeGpu`` when none is free."""
+    """The picker's "Pick N": the GPUs that are yours already (``judge``), then the best free ones, ``n`` in all; or,
+    where fewer are yours or free, all that are, with a sentence saying so and why each other GPU was passed over (""
+    when ``n`` were found). ``NoFreeGpu`` when none is yours or free."""
+    gpus = gpu_list(gpus, "gpus", processes=True)
+    pool = [g for g in gpus if allowed is None or g.physical_index in allowed]
+    mine = [v.gpu for v in rank_gpus(pool, policy, taken=taken, yours=yours) if v.yours][:n]
+    picked: tuple[int, ...] = tuple(g.physical_index for g in mine)
+    if len(mine) == n:
+        return picked, ""
     try:
-        return choose_gpus(n, gpus, policy, taken=taken, allowed=allowed).physical_indices, ""
+        others = [g for g in gpus if g.uuid not in {m.uuid for m in mine}]
+        rest = choose_gpus(n - len(mine), others, policy, taken=taken, yours=yours, allowed=allowed)
+        return picked + rest.physical_indices, ""
     except NoFreeGpu as exc:
         free = [v.gpu.physical_index for v in exc.ranking if v.free]
-        if not free:
+        if not free and not picked:
             raise
-        reasons = "\n".join([_passed_over(v) for v in exc.ranking if not v.free] + list(exc.notes))
-        verb = "is" if len(free) == 1 else "are"
-        return tuple(free), (
-            f"Asked for {n} free GPU(s) but only {len(free)} {verb} free, so GPU {', '.join(map(str, free))} {verb} "
-            f"ticked. Passed over:\n{reasons}"
+        chosen = picked + tuple(free)
+        reasons = "\n".join([_passed_over(v) for v in exc.ranking if not v.free and not v.yours] + list(exc.notes))
+        verb = "is" if len(chosen) == 1 else "are"
+        what = "yours or free" if picked else "free"
+        return chosen, (
+            f"Asked for {n} free GPU(s) but only {len(chosen)} {verb} {what}, so GPU {', '.join(map(str, chosen))} "
+            f"{verb} ticked. Passed over:\n{reasons}"
         )

@@ -22,6 +22,7 @@ from .folder import (
     write_holder,
 )
 from .holders import THIS_NOTEBOOK, Holder, current_holders, left_behind, others_only, reservation_holders
+from .server_token import SERVER_TOKEN_ENV, new_server_token, this_server_digest, token_digest, yours_and_others
 
 __all__ = [
     "reservations_dir",
@@ -40,4 +41,9 @@ __all__ = [
     "current_holders",
     "others_only",
     "left_behind",
+    "SERVER_TOKEN_ENV",
+    "new_server_token",
+    "token_digest",
+    "this_server_digest",
+    "yours_and_others",
 ]

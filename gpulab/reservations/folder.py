@@ -202,9 +202,12 @@ def selection_lock(reservations: Path) -> Iterator[None]:
         os.close(fd)  # closing drops the lock
 
 
-def hold(reservations: Path, uuid: str, details: Mapping[str, str] | None = None) -> int | None:
+def hold(
+    reservations: Path, uuid: str, details: Mapping[str, str] | None = None, server_digest: str | None = None
+) -> int | None:
     """Reserve the GPU ``uuid``: its locked file's descriptor, with the holder's name and ``details`` written into the
-    holder's own files (``write_holder``); None when another process holds it."""
+    holder's own files (``write_holder``; and ``server_digest``, for a server's reservation: ``server_token``); None
+    when another process holds it."""
     fd = open_lock_file(lock_path(reservations, uuid))
     if not try_lock(fd):
         os.close(fd)
@@ -212,7 +215,7 @@ def hold(reservations: Path, uuid: str, details: Mapping[str, str] | None = None
     if _writable(fd):
         os.ftruncate(fd, 0)  # what an older gpulab wrote into the lock file (a notebook's path) goes
     _HELD[fd] = (reservations, uuid)
-    write_holder(fd, details)
+    write_holder(fd, details, server_digest)
     return fd
 
 
@@ -247,10 +250,12 @@ def instructor_gid() -> int | None:
         return None
 
 
-def write_holder(fd: int, details: Mapping[str, str] | None = None) -> bool:
+def write_holder(fd: int, details: Mapping[str, str] | None = None, server_digest: str | None = None) -> bool:
     """Write who holds the lock on ``fd`` (taken with ``hold``), with the reservation's ``details``, into this user's
-    own files beside it: the public details into the one everybody reads, the others into the private one. False
-    when a file could not be written (another user squatted its name: the lock holds, the name is missing)."""
+    own files beside it: the public details into the one everybody reads, the others into the private one; for a
+    server's reservation also its token's digest, in the public one (``server_token.token_digest``: the processes of
+    that server know the GPU as theirs). False when a file could not be written (another user squatted its name: the
+    lock holds, the name is missing)."""
     import pwd  # POSIX only, like the lock itself
 
     where = _HELD.get(fd)
@@ -270,6 +275,8 @@ def write_holder(fd: int, details: Mapping[str, str] | None = None) -> bool:
         "details": public,
         "private": sorted(private),
     }
+    if server_digest:
+        info["server_digest"] = server_digest
     ok = _write_record(record_path(reservations, uuid, uid), info, private=False)
     return _write_record(record_path(reservations, uuid, uid, private=True), {"details": private}, private=True) and ok
 

@@ -49,6 +49,10 @@ class Holder:
     range. Only what this process may read: the private ones of another user's reservation are left out."""
     hidden: tuple[str, ...] = ()
     """The names of the holder's private details that this process may not read (``"notebook"``, ``"server"``)."""
+    this_server: bool = False
+    """Held for the server this process runs in (the Hub's server model, ``server_token``): this user's GPU."""
+    server_digest: str | None = None
+    """The digest of the token of the server it is held for (``server_token``), as its holder wrote it."""
 
     def __str__(self) -> str:
         return self.text
@@ -75,6 +79,14 @@ def _read_holder(fd: int, reservations: Path, uuid: str) -> Holder:
     return _named(*newest, reservations, uuid)
 
 
+def _this_server(record: dict) -> bool:
+    """Whether the holder's file names the server this process runs in (its digest, ``server_token``)."""
+    from .server_token import this_server_digest  # server_token imports this module
+
+    ours = this_server_digest()
+    return ours is not None and record.get("server_digest") == ours
+
+
 def _named(record: dict, reservations: Path, uuid: str, uid: int) -> Holder:
     try:
         pid, user, host = int(record["pid"]), str(record["user"]), str(record["host"])
@@ -83,7 +95,17 @@ def _named(record: dict, reservations: Path, uuid: str, uid: int) -> Holder:
     details, hidden = _details_of(reservations, uuid, uid, pid, record)
     if pid == os.getpid() and host == socket.gethostname() and uid == os.geteuid():
         return Holder(pid, user, host, THIS_NOTEBOOK, mine=True, details=details, hidden=hidden)
-    return Holder(pid, user, host, f"pid {pid} ({user}@{host})", details=details, hidden=hidden)
+    digest = record.get("server_digest")
+    return Holder(
+        pid,
+        user,
+        host,
+        f"pid {pid} ({user}@{host})",
+        details=details,
+        hidden=hidden,
+        this_server=_this_server(record),
+        server_digest=digest if isinstance(digest, str) else None,
+    )
 
 
 def _details_of(
@@ -227,5 +249,12 @@ def left_behind(uuids: list[str], reservations: str | os.PathLike[str] | None = 
         if record is not None and isinstance(record.get("pid"), int):
             holder = _named(record, d, uuid, uid)
             if holder.pid is not None:
-                out[uuid] = Holder(holder.pid, holder.user, holder.host, str(holder), details=holder.details)
+                out[uuid] = Holder(
+                    holder.pid,
+                    holder.user,
+                    holder.host,
+                    str(holder),
+                    details=holder.details,
+                    server_digest=holder.server_digest,
+                )
     return out

@@ -5,7 +5,8 @@ and the workshop server's kernels, each started holding its own free GPUs.
 draws one reading as text and HTML, ``owners`` says whose process is which (Unix user, kernel), ``reservation_list``
 lists each reservation's holder (user, kernel, notebook, idle time) and releases one's own. ``provisioner`` is the
 jupyter_client kernel provisioner that gives each kernel free GPUs, through ``reservation_start``; ``kernelspec``
-installs the kernelspecs that use it (``python -m gpulab kernelspec install``). Taught in
+installs the kernelspecs that use it (``python -m gpulab kernelspec install``); ``hub`` holds JupyterHub's hooks for
+its "every server reserves" model (``gpu_hooks``). Taught in
 ``notebooks/02_choosing_gpus.ipynb``.
 """
 
@@ -17,5 +18,6 @@ export_lazily(
         "watch_gpus": "watch",
         "install_kernelspec": "kernelspec",
         "reservation_rows": "reservation_list",
+        "gpu_hooks": "hub",
     },
 )

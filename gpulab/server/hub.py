@@ -4,8 +4,12 @@
 LocalProcessSpawner, SystemdSpawner, DockerSpawner). Before the server starts, the Hub reserves free GPUs for it with
 ``reserve_gpus(details={"for_user": ..., "server": ...})`` and puts them into the server's ``CUDA_VISIBLE_DEVICES``
 (UUIDs, so they name the same GPUs inside a container; for DockerSpawner also a ``device_requests`` entry). When the
-server stops, the reservation is released. JupyterHub has no GPU allocator of its own (dockerspawner #331, TLJH #318,
-zero-to-jupyterhub #3000): these two hooks are the smallest thing its documented extension points need.
+server stops, the reservation is released. The server knows its own reservation: the Hub puts a fresh token into its
+environment (``GPULAB_SERVER_TOKEN``) and the token's digest into the lock files
+(``gpulab.reservations.server_token``), so inside that server ``reserve_gpus``, the picker, ``watch`` and the doctor
+call those GPUs the student's own ("yours"), and ``reserve_gpus`` hands them over without a second reservation.
+JupyterHub has no GPU allocator of its own (dockerspawner #331, TLJH #318, zero-to-jupyterhub #3000): these two hooks
+are the smallest thing its documented extension points need.
 
 Who holds the lock, and when it ends:
 
@@ -53,7 +57,17 @@ from ..core.renamed import renamed_keywords
 from ..machine.resolve import as_reader
 from ..placement.reservation import Reservation, reserve_gpus
 from ..placement.selection import Choice, NoFreeGpu, Policy, rank_gpus
-from ..reservations import hold, left_behind, reservation_holders, reservations_dir, selection_lock
+from ..reservations import (
+    SERVER_TOKEN_ENV,
+    hold,
+    left_behind,
+    new_server_token,
+    reservation_holders,
+    reservations_dir,
+    selection_lock,
+    token_digest,
+    write_holder,
+)
 from .owners import HubServer, hub_servers
 
 __all__ = ["gpu_hooks", "NoGpuForServer", "hub_policy", "hub_reservations", "reclaim_surviving_servers"]
@@ -161,8 +175,14 @@ def gpu_hooks(
             )
         except NoFreeGpu:
             raise NoGpuForServer(no_gpu_message(spawner.user.name, n_gpus, machine, policy, folder)) from None
+        token = (
+            new_server_token()
+        )  # the server's processes know their reservation by it; the files hold only its digest
+        for fd in reservation.lock_fds:
+            write_holder(fd, details, token_digest(token))
         with _RESERVATIONS_LOCK:
             _RESERVATIONS[key] = reservation
+        env[SERVER_TOKEN_ENV] = token
         env["CUDA_VISIBLE_DEVICES"] = reservation.visible_devices
         spawner.environment = env
         if hasattr(spawner, "extra_host_config"):  # DockerSpawner: pass exactly these GPUs into the container
@@ -215,6 +235,9 @@ def reclaim_surviving_servers(
     if not left:
         return []
     wanted: dict[tuple[str, str], list[str]] = {}
+    digests: dict[
+        tuple[str, str], str | None
+    ] = {}  # the server's token digest: its processes keep their GPUs as theirs
     running = servers()
     for uuid, holder in left.items():
         user, server = holder.details.get("for_user"), holder.details.get("server")
@@ -223,12 +246,13 @@ def reclaim_surviving_servers(
         name = "" if server == "(default)" else server
         if any(p.user == user and p.name == name and uuid in p.uuids for p in running):
             wanted.setdefault((user, name), []).append(uuid)
+            digests[(user, name)] = digests.get((user, name)) or holder.server_digest
     reclaimed = []
     for key, uuids in sorted(wanted.items()):
         fds: dict[str, int] = {}
         with selection_lock(reservations_dir(folder)):
             for uuid in uuids:
-                fd = hold(folder, uuid, {"for_user": key[0], "server": key[1] or "(default)"})
+                fd = hold(folder, uuid, {"for_user": key[0], "server": key[1] or "(default)"}, digests.get(key))
                 if fd is None:
                     log.warning("gpulab: GPU %s of %s's surviving server is held by another process now", uuid, key[0])
                 else:

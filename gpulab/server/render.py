@@ -45,6 +45,7 @@ class ServerView:
     error: str | None = None
     reservations: tuple = ()  # ``reservation_rows.ReservationRow``s: who holds each GPU (user, kernel, notebook, ...)
     unheld: tuple[str, ...] = ()  # JupyterHub servers that run on GPUs no reservation holds, in words
+    yours: Mapping[str, str] = field(default_factory=dict)  # UUIDs held for the watching process, or its server
 
     def __str__(self) -> str:
         return render_text(self)
@@ -75,7 +76,7 @@ def bar(share: float | None, width: int = BAR_CHARS, color: bool = False) -> str
 def _who(view: ServerView, g: GpuInfo) -> list[str]:
     lines = []
     if g.uuid in view.holders:
-        lines.append(f"reserved by {view.holders[g.uuid]}")
+        lines.append(view.yours.get(g.uuid) or f"reserved by {view.holders[g.uuid]}")
     if isinstance(g.processes, Unavailable):
         lines.append(f"processes: {g.processes}")
     else:
@@ -92,11 +93,17 @@ def _title(view: ServerView) -> str:
 
 
 def _free_line(view: ServerView) -> str:
-    free = [v.gpu.physical_index for v in rank_gpus(view.gpus, taken=view.holders) if v.free]
+    """Which GPUs are free now, by the rule every view applies (``placement.selection.judge``), and which are yours."""
+    taken = {u: t for u, t in view.holders.items() if u not in view.yours}
+    verdicts = rank_gpus(view.gpus, taken=taken, yours=view.yours)
+    free = sorted(v.gpu.physical_index for v in verdicts if v.free)
+    yours = sorted(v.gpu.physical_index for v in verdicts if v.yours)
+    mine = f"; yours: GPU {', '.join(map(str, yours))}" if yours else ""
     return (
-        f"free now: GPU {', '.join(map(str, sorted(free)))} — hold one with gpulab.reserve_gpus(1)"
+        f"free now: GPU {', '.join(map(str, free))} — hold one with gpulab.reserve_gpus(1){mine}"
         if free
         else "no GPU is free now: every one is busy or reserved (gpulab.reserve_gpus(1, wait_s=600) waits for one)"
+        + mine
     )
 
 

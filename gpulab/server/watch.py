@@ -26,7 +26,7 @@ from ..core.renamed import renamed_keywords
 from ..core.widget_view import widget_bundle
 from ..machine.nvml import GpuReader
 from ..machine.resolve import as_reader
-from ..reservations import reservation_holders
+from ..reservations import reservation_holders, yours_and_others
 from .owners import hub_servers, process_owner
 from .render import ServerView, render_html, render_text
 from .reservation_list import reservation_rows
@@ -87,6 +87,7 @@ def read_server(
                     "reserves again what it held for the servers that outlived it)"
                 )
             )
+    yours, _ = yours_and_others(holders)  # the watching process's own and its server's: "yours", as the picker
     return ServerView(
         gpus,
         holder_text,
@@ -98,6 +99,7 @@ def read_server(
         reader.error,
         tuple(reservation_rows(gpus, reservations)),
         tuple(unheld),
+        yours,
     )
 
 

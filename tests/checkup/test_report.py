@@ -139,5 +139,8 @@ def test_the_report_names_a_reservation_of_this_process_reserved_by_this_noteboo
     finally:
         mine.release()
     finding = next(c for c in report.findings if c.what == "a free GPU to work on")
-    assert finding.ok and "3 free now (GPU 1, 3, 5)" in finding.meaning, finding
-    assert "GPU 1, 3, 5 reserved by this notebook" in finding.meaning and f"pid {os.getpid()}" not in str(report)
+    # yours, by the rule every view applies: held by this notebook, so neither free for others nor busy for it
+    assert finding.ok and "free now" not in finding.meaning, finding
+    assert "GPU 1, 3, 5 yours (reserved by this notebook)" in finding.meaning and f"pid {os.getpid()}" not in str(
+        report
+    )

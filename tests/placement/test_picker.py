@@ -70,7 +70,7 @@ def test_the_text_form_lists_every_gpu_under_the_same_header_with_badges():
     rows = [line for line in lines if line.lstrip()[:1].isdigit() and "[" in line]
     assert len(rows) == 8
     assert rows[1].split()[:2] == ["1", "[free]"] and rows[6].split()[:2] == ["6", "[busy]"]
-    assert "free (green bar) = at most 10 % of memory used" in str(picker)
+    assert "free (green badge) = at most 10 % of memory used" in str(picker)
     assert "cuda:0" in str(picker) and "5" in str(picker)
 
 
@@ -82,7 +82,7 @@ def test_a_reservation_of_this_kernel_reads_this_notebook_and_stays_choosable(tm
         text = _texts(picker)
         assert "reserved by this notebook" in text and f"reserved by pid {pid}" in text
         assert f"pid {os.getpid()}" not in text
-        assert picker.state(1) == "free" and picker.state(3) == "busy"
+        assert picker.state(1) == "yours" and picker.state(3) == "busy"
         assert [w.split(":")[0] for w in picker.warnings()] == ["GPU 3 is not free"]
         assert picker.pick_free(2) == (1, 5)
         assert "reserved by this notebook" in str(picker) and f"reserved by pid {pid}" in str(picker)

@@ -90,7 +90,7 @@ def test_reservations_exclude_each_other_and_release(tmp_path):
         assert b.physical_indices == (5,)
         holders = current_holders([g.uuid for g in W8_GPUS], tmp_path)
         assert set(holders) == {W8_GPUS[i].uuid for i in (1, 3, 5)} and holders[W8_GPUS[1].uuid] == "this notebook"
-        with pytest.raises(NoFreeGpu, match=r"GPU 1: reserved by this notebook"):  # cannot be taken twice
+        with pytest.raises(NoFreeGpu, match=r"GPU 1: yours: reserved by this notebook"):  # not taken twice
             reserve_gpus(1, W8, reservations=tmp_path)
         b.release()
         assert "released" in str(b) and a.env() == {"CUDA_VISIBLE_DEVICES": a.visible_devices}

@@ -31,6 +31,7 @@ import pytest
 from gpulab.machine.simulated import SimulatedGpuReader
 from gpulab.reservations import reservation_holders
 from gpulab.server.kernelspec import install_kernelspec
+from tests import process_group
 from tests.process_group import kill_group
 
 pytestmark = pytest.mark.slow
@@ -419,3 +420,46 @@ def test_a_hub_ended_without_its_servers_and_started_again_keeps_their_gpus_rese
     hub.wait("alice's server to stop", lambda: hub.server("alice") is None)
     assert "alice" not in _reservations(reservations_dir).values()
     session.stop(second)
+
+
+_IN_THE_SERVER = """
+import gpulab
+from gpulab.checkup.report import environment_report
+
+held = gpulab.reserve_gpus(3)  # the server's own GPUs: handed over, no second reservation
+print(",".join(sorted(g.uuid for g in held.gpus)))
+print(held.held_for, "|", len(held.lock_fds))
+picker = gpulab.GpuPicker(this_kernel=True)
+print(sorted(i for i in range(8) if picker.state(i) == "yours"), picker.pick_free(3))
+print(next(f.meaning for f in environment_report().findings if f.what == "a free GPU to work on"))
+"""
+
+
+@pytest.mark.parametrize("session", ["server"], indirect=True)
+def test_in_the_server_model_a_servers_processes_find_its_gpus_their_own(session):
+    """A process started with alice's server's environment (as her kernels and terminals are) reserves, picks and
+    asks the doctor: her three GPUs are hers ("yours"), handed over without a second reservation; bob's are not."""
+    hub = session.hub
+    proc = session.launch()
+    for user in ("alice", "bob"):
+        status, body = hub.start(user)
+        assert status in (201, 202), (status, body, session.log_tail())
+    held = {
+        u: sorted(k for k, v in _reservations(session.reservations_dir).items() if v == u) for u in ("alice", "bob")
+    }
+    env = _environ(hub.server("alice")["state"]["pid"])
+    assert "GPULAB_SERVER_TOKEN" in env and env["GPULAB_SERVER_TOKEN"] != _environ(
+        hub.server("bob")["state"]["pid"]
+    ).get("GPULAB_SERVER_TOKEN")
+    env["PYTHONPATH"] = str(ROOT)
+    done = process_group.run(
+        [sys.executable, "-c", _IN_THE_SERVER], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    uuids, whose, yours, finding = done.stdout.splitlines()
+    assert uuids.split(",") == held["alice"]
+    assert whose == "reserved for alice's server, which this kernel runs in | 0"
+    positions = sorted(UUIDS.index(u) for u in held["alice"])
+    assert yours == f"{positions} {tuple(positions)}"  # the picker: hers, and "Pick 3" ticks them
+    assert f"GPU {', '.join(map(str, positions))} yours (reserved for alice's server" in finding
+    session.stop(proc)
