@@ -336,11 +336,12 @@ def _check_picker(page, name: str) -> None:
     header = page.evaluate(PICKER_HEADER_JS, picker.element_handle())
     assert header == ["GPU", "model", "memory", "utilisation", "in use by"], header
     rows = page.evaluate(PICKER_ROWS_JS, picker.element_handle())
-    assert len(rows) == 8 and all(r["badge"] in ("free", "busy") for r in rows), rows
-    # the bar is green exactly where the badge says free, and free is choose_gpus's rule: GPUs 1, 3 and 5 here,
-    # GPU 1 included although this notebook reserved it (its own reservation is not busy for it)
+    assert len(rows) == 8 and all(r["badge"] in ("free", "yours", "busy") for r in rows), rows
+    # the bar is green exactly where the badge says free, and free is the one rule of choose_gpus (selection.judge):
+    # GPUs 3 and 5 here; GPU 1, which this notebook reserved, is "yours" (blue), never free nor busy
     assert [r["green"] for r in rows] == [r["badge"] == "free" for r in rows], rows
-    assert [i for i, r in enumerate(rows) if r["badge"] == "free"] == [1, 3, 5], rows
+    assert [i for i, r in enumerate(rows) if r["badge"] == "free"] == [3, 5], rows
+    assert [i for i, r in enumerate(rows) if r["badge"] == "yours"] == [1], rows
     assert "reserved by this notebook" in rows[1]["text"] and "reserved by pid" not in before, rows[1]
     assert "Pick 2 free" in before
     box = picker.locator(".widget-checkbox", has_text="GPU 6").locator("input")
