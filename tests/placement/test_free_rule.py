@@ -75,7 +75,7 @@ def test_an_nvml_reader_is_read_with_its_processes_too():
     stub = Stub()  # GPU 1: an RTX 3090, 5 % of its memory used, with two processes on it
     stub.gpus[1]["util"] = (3, 1)  # nearly idle: only its processes make it busy
     with pytest.raises(NoFreeGpu, match=r"GPU 1: 2 process\(es\) already have a CUDA context on it"):
-        choose_gpus(1, NvmlReader(stub))
+        choose_gpus(1, NvmlReader(stub), allowed={1})  # GPU 0 is in MIG mode: its slices are free
 
 
 def test_gpus_whose_processes_were_not_read_are_not_judged_free():
