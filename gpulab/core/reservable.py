@@ -19,6 +19,7 @@ __all__ = [
     "ONE_MIG_SLICE",
     "ReservableDevice",
     "reservable_devices",
+    "device_key",
     "device_readings",
     "one_slice_note",
 ]
@@ -128,3 +129,8 @@ def one_slice_note(chosen: tuple[GpuInfo, ...] | list[GpuInfo]) -> str:
         return ""
     rest = ", ".join(g.label for g in chosen)
     return f"{ONE_MIG_SLICE}: of {rest}, not all can be used together. Choose one MIG slice alone, or whole GPUs."
+
+
+def device_key(g: GpuInfo) -> int | str:
+    """How the picker names a device it offers: a GPU by its physical index, a MIG slice by ``"0/mig1"``."""
+    return g.physical_index if g.mig_index is None else g.label

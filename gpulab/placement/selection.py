@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from ..core.arguments import flag, gpu_list, index_list, is_real_number, shown, whole_number
 from ..core.readings import NOT_READ, GpuInfo, Unavailable, is_known
 from ..core.renamed import renamed_keywords
-from ..core.reservable import NO_MIG_SLICE, ONE_MIG_SLICE, device_readings
+from ..core.reservable import NO_MIG_SLICE, ONE_MIG_SLICE, device_key, device_readings
 from ..core.tables import Table, TableView
 from ..core.units import format_bytes
 
@@ -174,10 +174,8 @@ def _taken(taken: object, name: str = "taken") -> Mapping[str, str]:
     if taken is None:
         return {}
     if not isinstance(taken, Mapping):
-        whom = (
-            "who holds it, e.g. {'GPU-5a16…': 'pid 4242 (alice)'}"
-            if name == "taken"
-            else ("whose it is, e.g. {'GPU-5a16…': 'reserved by this notebook'}")
+        whom = {"taken": "who holds it, e.g. {'GPU-5a16…': 'pid 4242 (alice)'}"}.get(
+            name, "whose it is, e.g. {'GPU-5a16…': 'reserved by this notebook'}"
         )
         raise TypeError(
             f"{name}={shown(taken)} is a {type(taken).__name__}; {name} maps each reserved GPU's UUID to {whom}."
@@ -321,22 +319,24 @@ def choose_up_to(
     taken: Mapping[str, str] | None = None,
     yours: Mapping[str, str] | None = None,
     allowed: Collection[int] | None = None,
-) -> tuple[tuple[int, ...], str]:
+) -> tuple[tuple[int | str, ...], str]:
     """The picker's "Pick N": the GPUs that are yours already (``judge``), then the best free ones, ``n`` in all; or,
-    where fewer are yours or free, all that are, with a sentence saying so and why each other GPU was passed over (""
-    when ``n`` were found). ``NoFreeGpu`` when none is yours or free."""
+    where fewer are yours or free, all that are (a MIG slice only alone), with a sentence saying so and why each other
+    GPU was passed over ("" when ``n`` were found). ``NoFreeGpu`` when none is yours or free. Each is named by its
+    ``core.reservable.device_key``: its physical index, or ``"0/mig1"`` for a slice."""
     gpus = gpu_list(gpus, "gpus", processes=True)
     pool = [g for g in gpus if allowed is None or g.physical_index in allowed]
     mine = [v.gpu for v in rank_gpus(pool, policy, taken=taken, yours=yours) if v.yours][:n]
-    picked: tuple[int, ...] = tuple(g.physical_index for g in mine)
+    picked: tuple[int | str, ...] = tuple(device_key(g) for g in mine)
     if len(mine) == n:
         return picked, ""
     try:
         others = [g for g in gpus if g.uuid not in {m.uuid for m in mine}]
         rest = choose_gpus(n - len(mine), others, policy, taken=taken, yours=yours, allowed=allowed)
-        return picked + rest.physical_indices, ""
+        return picked + tuple(device_key(g) for g in rest.chosen), ""
     except NoFreeGpu as exc:
-        free = [v.gpu.physical_index for v in exc.ranking if v.free]
+        free = [v.gpu for v in exc.ranking if v.free]
+        free = [device_key(g) for g in [g for g in free if g.mig_index is None] or free[: 0 if picked else 1]]
         if not free and not picked:
             raise
         chosen = picked + tuple(free)
