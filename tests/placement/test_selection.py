@@ -370,3 +370,15 @@ def test_choose_up_to_ticks_the_free_ones_and_says_why_the_others_were_passed_ov
     assert choose_up_to(2, gpus, allowed={1, 3}) == ((1, 3), "")
     with pytest.raises(NoFreeGpu, match="asked for 1 free GPU"):
         choose_up_to(1, gpus, allowed={0, 2})
+
+
+def test_each_mig_slice_is_reserved_once_and_a_third_kernel_is_told_none_is_free(tmp_path):
+    first = reserve_gpus(1, "two-gpus-mig", reservations=tmp_path)
+    second = reserve_gpus(1, "two-gpus-mig", reservations=tmp_path)  # the card's other slice, not the same one
+    assert {first.visible_devices, second.visible_devices} == {
+        m.uuid for m in SimulatedGpuReader("two-gpus-mig").info(0).mig_devices
+    }
+    with pytest.raises(NoFreeGpu, match=r"GPU 0/mig0: yours: reserved by this notebook\n  GPU 0/mig1: yours"):
+        reserve_gpus(1, "two-gpus-mig", reservations=tmp_path)
+    first.release()
+    second.release()
