@@ -139,7 +139,7 @@ class GpuPicker:
         # yours: this kernel's own reservations and its server's; taken: what its choices keep away from
         self._yours, self._taken = yours_and_others(holders)
         self._holders = {**{u: f"reserved by {t}" for u, t in self._taken.items()}, **self._yours}  # the who column
-        verdicts = rank_gpus(self.gpus, self.policy, taken=self._taken, yours=self._yours)
+        verdicts = rank_gpus(self.devices, self.policy, taken=self._taken, yours=self._yours)
         self._verdicts = {device_key(v.gpu): v for v in verdicts}
         self._boxes = {}
         self.rows_box.children = [self._row(d) for d in self.devices] or [self._cpu_row()]

@@ -148,15 +148,15 @@ def rank_gpus(
     yours: Mapping[str, str] | None = None,
 ) -> tuple[Verdict, ...]:
     """Every GPU with its verdict (``judge``), free ones first (most free memory, then least busy, then lowest index),
-    then yours, then busy ones. A reader given as ``gpus`` is read with its processes. A GPU in MIG mode is judged
-    as its slices, each a device of its own (``core.reservable.device_readings``).
+    then yours, then busy ones. A reader given as ``gpus`` is read with its processes. A GPU in MIG mode is judged as
+    a whole GPU (CUDA cannot use it); give ``core.reservable.device_readings(gpus)`` to judge its slices instead.
 
     ``taken`` maps UUIDs already reserved by someone to a description of who (``"pid 4242 (alice)"``); ``yours`` those
     held for this process already to whose they are.
     """
     policy = validated_policy(policy) or Policy()
     taken, yours = _taken(taken), _taken(yours, "yours")
-    candidates = device_readings(gpu_list(gpus, processes=True))
+    candidates = gpu_list(gpus, processes=True)
     return tuple(sorted((_judge(g, policy, taken, yours) for g in candidates), key=lambda v: v.sort_key))
 
 
@@ -326,7 +326,7 @@ def choose_up_to(
     ``core.reservable.device_key``: its physical index, or ``"0/mig1"`` for a slice."""
     gpus = gpu_list(gpus, "gpus", processes=True)
     pool = [g for g in gpus if allowed is None or g.physical_index in allowed]
-    mine = [v.gpu for v in rank_gpus(pool, policy, taken=taken, yours=yours) if v.yours][:n]
+    mine = [v.gpu for v in rank_gpus(device_readings(pool), policy, taken=taken, yours=yours) if v.yours][:n]
     picked: tuple[int | str, ...] = tuple(device_key(g) for g in mine)
     if len(mine) == n:
         return picked, ""

@@ -15,6 +15,7 @@ import pytest
 
 import gpulab
 from gpulab.core.readings import GpuProcess, Unavailable
+from gpulab.core.reservable import device_readings
 from gpulab.machine.simulated import SimulatedGpuReader, simulated_gpu
 from gpulab.placement.reservation import reserve_gpus
 from gpulab.placement.selection import NoFreeGpu, Policy, choose_gpus, choose_up_to, rank_gpus
@@ -52,8 +53,10 @@ def test_choose_respects_policy_taken_and_allowed():
 def test_mig_and_unknown_fields():
     r = SimulatedGpuReader("two-gpus-mig")
     gpus = [r.info(i) for i in range(r.count())]
-    v = {x.gpu.label: x for x in rank_gpus(gpus, Policy(allow_processes=True, max_utilization_percent=50))}
-    assert sorted(v) == ["0/mig0", "0/mig1", "1"]  # the card in MIG mode is judged as its two slices
+    loose = Policy(allow_processes=True, max_utilization_percent=50)
+    assert not rank_gpus(gpus, loose)[-1].free and "MIG mode" in rank_gpus(gpus, loose)[-1].reason  # judged whole
+    v = {x.gpu.label: x for x in rank_gpus(device_readings(gpus), loose)}
+    assert sorted(v) == ["0/mig0", "0/mig1", "1"]  # as devices to choose: the card in MIG mode is its two slices
     assert v["0/mig0"].free and "utilisation N/A (no utilisation per MIG slice)" in v["0/mig0"].reason
     g = simulated_gpu(0, "Odd GPU", 8192, unsupported=("utilization_gpu_percent",))
     odd = SimulatedGpuReader({"driver_version": "x", "cuda_driver_version": "y", "gpus": [g]}).info(0)
