@@ -109,7 +109,7 @@ class GpuPicker:
         self._boxes: dict[int | str, w.Checkbox] = {}
         banner = SIMULATED_BANNER if self.simulated else ""
         self.rule_view = w.HTML()
-        self.header = header()
+        self.header = _header()
         self.widget = w.VBox(
             [
                 w.HTML(banner),
@@ -172,11 +172,11 @@ class GpuPicker:
             [
                 box,
                 badge,
-                cell(g.name, model),
+                _cell(g.name, model),
                 bar,
-                cell(memory_text(g), mem_w - 100),
-                cell(utilisation_text(g), util_w),
-                cell(self._who(g), who_w),
+                _cell(memory_text(g), mem_w - 100),
+                _cell(utilisation_text(g), util_w),
+                _cell(self._who(g), who_w),
             ]
         )
 
@@ -339,10 +339,10 @@ class GpuPicker:
         return widget_bundle(self.widget.model_id, str(self))  # not the widget's own: ipywidgets 7 has none
 
 
-def header() -> w.HBox:
+def _header() -> w.HBox:
     return w.HBox([w.HTML(f"<b>{h}</b>", layout=w.Layout(width=f"{px}px")) for h, px in zip(HEADER, WIDTHS)])
 
 
-def cell(text: str, width: int) -> w.HTML:
+def _cell(text: str, width: int) -> w.HTML:
     t = html.escape(text)
     return w.HTML(f"<span title='{t}'>{t}</span>", layout=w.Layout(width=f"{width}px", overflow="hidden"))
