@@ -101,12 +101,18 @@ class GpuInfo:
     mig_devices: tuple[MigInstance, ...] = ()
     processes: tuple[GpuProcess, ...] | Unavailable = field(default=())
     simulated: bool = False  # described by gpulab.machine.simulated, not read from a driver: outputs say SIMULATED
+    mig_index: int | None = None  # a MIG slice of GPU physical_index offered as a device of its own (core.reservable)
 
     def sample(self) -> GpuSample:
         """This reading's memory and utilisation, as the monitor samples them."""
         return GpuSample(
             self.physical_index, self.memory_used_bytes, self.memory_total_bytes, self.utilization_gpu_percent
         )
+
+    @property
+    def label(self) -> str:
+        """``"4"`` for a whole GPU; ``"0/mig1"`` for MIG slice 1 of GPU 0, as ``gpulab.devices()`` lists it."""
+        return str(self.physical_index) if self.mig_index is None else f"{self.physical_index}/mig{self.mig_index}"
 
     @property
     def short_uuid(self) -> str:

@@ -9,12 +9,20 @@ in MIG mode with no slice yet gives none (an administrator creates them: ``check
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .readings import GpuInfo, Unavailable, is_known
 from .units import format_bytes
 
-__all__ = ["ReservableDevice", "reservable_devices"]
+__all__ = [
+    "NO_MIG_SLICE",
+    "ONE_MIG_SLICE",
+    "ReservableDevice",
+    "reservable_devices",
+    "device_key",
+    "device_readings",
+    "one_slice_note",
+]
 
 
 @dataclass(frozen=True)
@@ -68,3 +76,61 @@ def reservable_devices(gpus: tuple[GpuInfo, ...] | list[GpuInfo]) -> tuple[Reser
                 )
             )
     return tuple(out)
+
+
+# NVIDIA's MIG user guide (Getting Started, CUDA on bare metal): "a single CUDA process can only enumerate a single MIG
+# device", however many CUDA_VISIBLE_DEVICES names.
+NO_MIG_SLICE = (
+    "in MIG mode: CUDA cannot use the whole GPU, and it has no MIG slice to use (an administrator creates them: "
+    "gpulab.environment_report() says how)"
+)
+ONE_MIG_SLICE = "CUDA lets a process use one MIG slice only, however many CUDA_VISIBLE_DEVICES names"
+
+
+def device_readings(gpus: tuple[GpuInfo, ...] | list[GpuInfo]) -> tuple[GpuInfo, ...]:
+    """``gpus`` as the devices to choose from: each GPU outside MIG mode as it was read, and in place of a GPU in MIG
+    mode, each of its slices as a reading of its own (``mig_index`` set, its ``MIG-…`` UUID, its memory), so that
+    ``selection.judge`` judges a slice by the same rule as a GPU. A GPU in MIG mode without a slice stays, to be
+    judged (and refused) as such.
+
+    NVML reads no utilisation per slice, and gpulab reads processes per card: a slice carries its card's processes,
+    so a process anywhere on a card keeps each of its slices from being judged free (never two kernels on one
+    slice; at worst a free slice passed over)."""
+    out: list[GpuInfo] = []
+    for g in gpus:
+        if g.mig_enabled is not True or not g.mig_devices:
+            out.append(g)
+            continue
+        for m in g.mig_devices:
+            total, used = m.memory_total_bytes, m.memory_used_bytes
+            free = total - used if is_known(total) and is_known(used) else used if not is_known(used) else total
+            out.append(
+                replace(
+                    g,
+                    uuid=m.uuid,
+                    name=f"{g.name} {m.name}",
+                    memory_total_bytes=total,
+                    memory_used_bytes=used,
+                    memory_free_bytes=free,
+                    utilization_gpu_percent=Unavailable("no utilisation per MIG slice"),
+                    utilization_memory_percent=Unavailable("no utilisation per MIG slice"),
+                    mig_enabled=False,
+                    mig_devices=(),
+                    mig_index=m.mig_index,
+                )
+            )
+    return tuple(out)
+
+
+def one_slice_note(chosen: tuple[GpuInfo, ...] | list[GpuInfo]) -> str:
+    """A sentence when ``chosen`` (in ``CUDA_VISIBLE_DEVICES`` order) holds a MIG slice beside other devices: which
+    one CUDA will use; ``""`` otherwise."""
+    if len(chosen) < 2 or not any(g.mig_index is not None for g in chosen):
+        return ""
+    rest = ", ".join(g.label for g in chosen)
+    return f"{ONE_MIG_SLICE}: of {rest}, not all can be used together. Choose one MIG slice alone, or whole GPUs."
+
+
+def device_key(g: GpuInfo) -> int | str:
+    """How the picker names a device it offers: a GPU by its physical index, a MIG slice by ``"0/mig1"``."""
+    return g.physical_index if g.mig_index is None else g.label

@@ -19,6 +19,7 @@ import ipywidgets as w
 from ..core.arguments import environment, index_list, path_or_none, shown, whole_number
 from ..core.readings import GpuInfo, is_known
 from ..core.renamed import renamed_keywords
+from ..core.reservable import device_key, device_readings, one_slice_note
 from ..core.tables import html_with_code
 from ..core.visible import VisibleMap, visible_map
 from ..core.visible_text import VisibleSpec, parse_visible_devices
@@ -27,14 +28,19 @@ from ..machine.nvml import GpuReader
 from ..machine.resolve import as_reader
 from ..reservations import reservation_holders, yours_and_others
 from .picker_text import (
+    BADGE,
+    BAR_STYLE,
     HEADER,
     PICK_ENV,
+    SIMULATED_BANNER,
+    WIDTHS,
     cpu_lines,
     free_rule,
     memory_text,
     not_free_warning,
     parse_pick,
     starting_pick,
+    status_html,
     text_form,
     utilisation_text,
     who_uses,
@@ -43,11 +49,6 @@ from .selection import NoFreeGpu, Policy, choose_up_to, rank_gpus, validated_pol
 from .setter import CudaAlreadyStarted, write_visible_devices
 
 __all__ = ["GpuPicker", "parse_pick"]
-
-_WIDTHS = (130, 190, 250, 90, 330)  # px, one per HEADER column: the rows and the header line up
-# one colour per state, for the badge and the bar's fill alike; the legend under the table names them (picker_text)
-_BADGE = {"free": "#2a7d2a", "yours": "#1f5fa8", "busy": "#b36200", "hidden": "#777"}
-_BAR_STYLE = {"free": "success", "yours": "info", "busy": "warning", "hidden": ""}
 
 
 class GpuPicker:
@@ -79,7 +80,7 @@ class GpuPicker:
         # The environment the kernel started with decides which GPUs it may use; a described machine is not this one.
         self.env = dict(env) if env is not None else (dict(os.environ) if self.this_kernel else {})
         self.reservations = path_or_none(reservations, "reservations")
-        self._order: list[int] = []
+        self._order: list[int | str] = []  # physical indices, and "0/mig1" for a MIG slice
         self.gpus: tuple[GpuInfo, ...] = ()
         self.status = w.HTML()
         self.mapping_view = w.HTML()
@@ -105,13 +106,8 @@ class GpuPicker:
         self.apply_button.on_click(lambda _: self._clicked(self.apply))
         self.free_button.on_click(lambda _: self._clicked(lambda: self.pick_free(self.count.value)))
         self.refresh_button.on_click(lambda _: self.refresh())
-        self._boxes: dict[int, w.Checkbox] = {}
-        banner = (
-            "<b style='color:#a60'>SIMULATED machine</b> (described GPUs, not this computer's): nothing you "
-            "apply here changes this kernel."
-            if self.simulated
-            else ""
-        )
+        self._boxes: dict[int | str, w.Checkbox] = {}
+        banner = SIMULATED_BANNER if self.simulated else ""
         self.rule_view = w.HTML()
         self.header = _header()
         self.widget = w.VBox(
@@ -135,15 +131,18 @@ class GpuPicker:
     def refresh(self) -> None:
         """Read the GPUs again (memory, utilisation, processes, reservations) and redraw the rows."""
         self.gpus = tuple(self.reader.info(i) for i in range(self.reader.count()))
-        self._allowed = {d.physical_index for d in visible_map(self.gpus, self.env).devices}
-        holders = reservation_holders([g.uuid for g in self.gpus], self.reservations)
+        self.devices = device_readings(self.gpus)  # the rows: each GPU, and in place of one in MIG mode its slices
+        self._cards = {d.physical_index for d in visible_map(self.gpus, self.env).devices}
+        self._by_key = {device_key(d): d for d in self.devices}
+        self._allowed = {k for k, d in self._by_key.items() if d.physical_index in self._cards}
+        holders = reservation_holders([d.uuid for d in self.devices], self.reservations)
         # yours: this kernel's own reservations and its server's; taken: what its choices keep away from
         self._yours, self._taken = yours_and_others(holders)
         self._holders = {**{u: f"reserved by {t}" for u, t in self._taken.items()}, **self._yours}  # the who column
-        verdicts = rank_gpus(self.gpus, self.policy, taken=self._taken, yours=self._yours)
-        self._verdicts = {v.gpu.physical_index: v for v in verdicts}
+        verdicts = rank_gpus(self.devices, self.policy, taken=self._taken, yours=self._yours)
+        self._verdicts = {device_key(v.gpu): v for v in verdicts}
         self._boxes = {}
-        self.rows_box.children = [self._row(g) for g in self.gpus] or [self._cpu_row()]
+        self.rows_box.children = [self._row(d) for d in self.devices] or [self._cpu_row()]
         self.header.layout.display = None if self.gpus else "none"
         self.rule_view.value = f"<p style='color:#555'>{html.escape(self.rule())}</p>" if self.gpus else ""
         for i in self._order:
@@ -153,24 +152,22 @@ class GpuPicker:
         self._update()
 
     def _row(self, g: GpuInfo) -> w.HBox:
-        box = w.Checkbox(
-            value=False, description=f"GPU {g.physical_index}", indent=False, layout=w.Layout(width="70px")
-        )
-        box.observe(lambda ch, i=g.physical_index: self._ticked(i, ch["new"]), names="value")
-        if g.physical_index not in self._allowed:
-            box.disabled = True
-        self._boxes[g.physical_index] = box
+        key = device_key(g)
+        box = w.Checkbox(value=False, description=f"GPU {g.label}", indent=False, layout=w.Layout(width="70px"))
+        box.observe(lambda ch, i=key: self._ticked(i, ch["new"]), names="value")
+        box.disabled = key not in self._allowed
+        self._boxes[key] = box
         used, total = g.memory_used_bytes, g.memory_total_bytes
         frac = used / total if is_known(used) and is_known(total) and total else 0.0
-        state = self.state(g.physical_index)
+        state = self.state(key)
         # the bar's length is the memory used; its colour, like the badge's, is the free rule's verdict (judge). A free
         # GPU's bar is nearly empty, so the legend names the badge, which always shows its colour.
-        bar = w.FloatProgress(value=frac, min=0.0, max=1.0, layout=w.Layout(width="100px"), bar_style=_BAR_STYLE[state])
+        bar = w.FloatProgress(value=frac, min=0.0, max=1.0, layout=w.Layout(width="100px"), bar_style=BAR_STYLE[state])
         badge = w.HTML(
-            f"<span style='color:#fff;background:{_BADGE[state]};padding:0 6px;border-radius:3px'>{state}</span>",
-            layout=w.Layout(width=f"{_WIDTHS[0] - 70}px"),
+            f"<span style='color:#fff;background:{BADGE[state]};padding:0 6px;border-radius:3px'>{state}</span>",
+            layout=w.Layout(width=f"{WIDTHS[0] - 70}px"),
         )
-        _, model, mem_w, util_w, who_w = _WIDTHS
+        _, model, mem_w, util_w, who_w = WIDTHS
         return w.HBox(
             [
                 box,
@@ -183,19 +180,19 @@ class GpuPicker:
             ]
         )
 
-    def state(self, physical_index: int) -> str:
+    def state(self, physical_index: int | str) -> str:
         """``"free"``, ``"yours"`` or ``"busy"`` (the rule ``choose_gpus`` applies, ``selection.judge``; see
-        ``rule()``), or ``"hidden"`` from this kernel."""
-        if physical_index not in self._allowed:
-            return "hidden"
-        return self._verdicts[physical_index].state
+        ``rule()``), or ``"hidden"`` from this kernel, for a row: a GPU's physical index, or ``"0/mig1"``."""
+        if physical_index not in self._verdicts:
+            raise ValueError(f"{physical_index!r} is not a row of this picker; its rows are {list(self._verdicts)}.")
+        return self._verdicts[physical_index].state if physical_index in self._allowed else "hidden"
 
     def rule(self) -> str:
         """The free rule in one sentence, as the widget states it under the table."""
         return free_rule(self.policy)
 
     def _who(self, g: GpuInfo) -> str:
-        return who_uses(g, self._allowed, self._holders)
+        return who_uses(g, self._cards, self._holders)
 
     def _cpu_lines(self) -> list[str]:
         return cpu_lines(getattr(self.reader, "error", None))
@@ -208,29 +205,34 @@ class GpuPicker:
 
     # -- the selection -----------------------------------------------------------------------------------------------
     @property
-    def selected(self) -> tuple[int, ...]:
-        """Physical GPUs in the order they were ticked: the first is cuda:0."""
+    def selected(self) -> tuple[int | str, ...]:
+        """Physical GPUs (``"0/mig1"`` for a MIG slice) in the order they were ticked: the first is cuda:0."""
         return tuple(self._order)
 
     @property
     def value(self) -> str:
         """The ``CUDA_VISIBLE_DEVICES`` value for the selection: physical indices, as read with
-        ``CUDA_DEVICE_ORDER=PCI_BUS_ID``."""
-        return ",".join(map(str, self._order))
+        ``CUDA_DEVICE_ORDER=PCI_BUS_ID``; UUIDs where a MIG slice is ticked (a slice has no index)."""
+        if all(isinstance(k, int) for k in self._order):
+            return ",".join(map(str, self._order))
+        return ",".join(self._by_key[k].uuid for k in self._order)
 
     @property
     def mapping(self) -> VisibleMap:
         """What a process started with this selection would see."""
         return visible_map(self.gpus, {"CUDA_VISIBLE_DEVICES": self.value, "CUDA_DEVICE_ORDER": "PCI_BUS_ID"})
 
-    def select(self, physical_indices: Sequence[int]) -> None:
-        """Tick exactly these GPUs, in this order (the first becomes cuda:0)."""
-        physical_indices = index_list(physical_indices, "physical_indices", example="select([2, 3])")
-        known = {g.physical_index for g in self.gpus}
-        bad = [i for i in physical_indices if i not in known or i not in self._allowed]
+    def select(self, physical_indices: Sequence[int | str]) -> None:
+        """Tick exactly these GPUs, in this order (the first becomes cuda:0); a MIG slice as ``"0/mig1"``."""
+        if isinstance(physical_indices, (list, tuple)) and any(isinstance(k, str) for k in physical_indices):
+            index_list([k for k in physical_indices if not isinstance(k, str)], "physical_indices")
+        else:
+            physical_indices = index_list(physical_indices, "physical_indices", example="select([2, 3])")
+        bad = [i for i in physical_indices if i not in self._allowed]
+        usable = [k for k in self._by_key if k in self._allowed]
         if bad or len(set(physical_indices)) != len(physical_indices):
             why = (
-                f"GPU {bad[0]} is not one this kernel may use (it can use {sorted(self._allowed) or 'none'})"
+                f"GPU {bad[0]} is not one this kernel may use (it can use {usable or 'none'})"
                 if bad
                 else "a GPU is listed twice"
             )
@@ -244,7 +246,7 @@ class GpuPicker:
         for i in physical_indices:
             self._boxes[i].value = True  # observer appends in this order
 
-    def pick_free(self, n: int = 1) -> tuple[int, ...]:
+    def pick_free(self, n: int = 1) -> tuple[int | str, ...]:
         """Tick ``n`` GPUs: yours first (this kernel's reservations, its server's), then the freest
         (``gpulab.placement.selection``'s rule), others' reservations excluded.
 
@@ -253,7 +255,7 @@ class GpuPicker:
         """
         n = whole_number(n, "n", minimum=1, example="pick_free(2)")
         chosen, fewer = choose_up_to(
-            n, self.gpus, self.policy, taken=self._taken, yours=self._yours, allowed=self._allowed
+            n, self.gpus, self.policy, taken=self._taken, yours=self._yours, allowed=self._cards
         )
         self.select(chosen)
         if fewer:
@@ -286,7 +288,7 @@ class GpuPicker:
         return spec
 
     # -- plumbing ----------------------------------------------------------------------------------------------------
-    def _ticked(self, i: int, on: bool) -> None:
+    def _ticked(self, i: int | str, on: bool) -> None:
         if on and i not in self._order:
             self._order.append(i)
         elif not on and i in self._order:
@@ -295,10 +297,12 @@ class GpuPicker:
         self._update()
 
     def warnings(self) -> list[str]:
-        """One sentence per ticked GPU that is not free: who holds it, how full and how busy it is."""
-        by_index = {g.physical_index: g for g in self.gpus}
-        ticked = [by_index[i] for i in self._order if by_index[i].uuid not in self._yours]  # yours: no warning
-        return [w for w in (not_free_warning(g, self.policy, self._taken) for g in ticked) if w]
+        """One sentence per ticked GPU that is not free: who holds it, how full and how busy it is; and one where a MIG
+        slice is ticked beside another device (CUDA lets a process use one MIG slice only)."""
+        ticked = [self._by_key[i] for i in self._order]
+        mine = [g for g in ticked if g.uuid not in self._yours]  # yours: no warning
+        said = [w for w in (not_free_warning(g, self.policy, self._taken) for g in mine) if w]
+        return said + [s for s in [one_slice_note(ticked)] if s]
 
     def _update(self) -> None:
         if not self.gpus:
@@ -317,11 +321,7 @@ class GpuPicker:
             self._say(str(exc), ok=False)
 
     def _say(self, text: str, *, ok: bool | None) -> None:
-        color = {True: "#060", False: "#b00", None: "#a60"}[ok]
-        self.status.value = (
-            f"<pre style='color:{color};white-space:pre-wrap;word-break:normal;overflow-wrap:anywhere'>"
-            f"{html.escape(text)}</pre>"
-        )  # at spaces: JupyterLab's own pre style breaks mid-word
+        self.status.value = status_html(text, ok)
 
     def __str__(self) -> str:
         """The text form: every GPU under the widget's header, with the same badges, then the selection."""
@@ -329,7 +329,7 @@ class GpuPicker:
         head = f"{label}{len(self.gpus)} GPU(s); selected: {', '.join(map(str, self._order)) or 'none'}"
         if not self.gpus:
             return "\n".join([head] + [f"  {line}".replace("`", "") for line in self._cpu_lines()])
-        rows = [[g, self.state(g.physical_index), self._who(g)] for g in self.gpus]
+        rows = [[g, self.state(device_key(g)), self._who(g)] for g in self.devices]
         mapping = (
             dataclasses.replace(self.mapping.table(), title=self.mapping.environment_line()) if self._order else ""
         )
@@ -340,11 +340,9 @@ class GpuPicker:
 
 
 def _header() -> w.HBox:
-    return w.HBox([w.HTML(f"<b>{h}</b>", layout=w.Layout(width=f"{px}px")) for h, px in zip(HEADER, _WIDTHS)])
+    return w.HBox([w.HTML(f"<b>{h}</b>", layout=w.Layout(width=f"{px}px")) for h, px in zip(HEADER, WIDTHS)])
 
 
 def _cell(text: str, width: int) -> w.HTML:
-    return w.HTML(
-        f"<span title='{html.escape(text)}'>{html.escape(text)}</span>",
-        layout=w.Layout(width=f"{width}px", overflow="hidden"),
-    )
+    t = html.escape(text)
+    return w.HTML(f"<span title='{t}'>{t}</span>", layout=w.Layout(width=f"{width}px", overflow="hidden"))

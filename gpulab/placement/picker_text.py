@@ -7,6 +7,7 @@ here too: it is text a person writes.
 
 from __future__ import annotations
 
+import html
 import textwrap
 from collections.abc import Sequence
 
@@ -19,6 +20,14 @@ from .selection import Policy
 
 PICK_ENV = "GPULAB_PICK_GPUS"
 HEADER = ("GPU", "model", "memory", "utilisation", "in use by")
+WIDTHS = (130, 190, 250, 90, 330)  # px, one per HEADER column: the widget's rows and header line up
+# one colour per state, for the badge and the bar's fill alike; the legend under the table names them
+BADGE = {"free": "#2a7d2a", "yours": "#1f5fa8", "busy": "#b36200", "hidden": "#777"}
+BAR_STYLE = {"free": "success", "yours": "info", "busy": "warning", "hidden": ""}
+SIMULATED_BANNER = (
+    "<b style='color:#a60'>SIMULATED machine</b> (described GPUs, not this computer's): nothing you apply here "
+    "changes this kernel."
+)
 
 
 def parse_pick(text: str) -> tuple[int, ...] | int:
@@ -92,9 +101,18 @@ def not_free_warning(g: GpuInfo, policy: Policy | None, taken: dict[str, str]) -
     if not why:
         return None
     return (
-        f"GPU {g.physical_index} is not free: {', '.join(why)}. Work sent there shares it with others and may run "
+        f"GPU {g.label} is not free: {', '.join(why)}. Work sent there shares it with others and may run "
         "slowly or out of memory; untick it, or press the 'Pick N free' button."
     )
+
+
+def status_html(text: str, ok: bool | None) -> str:
+    """The picker's status line: green when done, red when refused, amber when done with a caveat (``ok`` None)."""
+    color = {True: "#060", False: "#b00", None: "#a60"}[ok]
+    return (
+        f"<pre style='color:{color};white-space:pre-wrap;word-break:normal;overflow-wrap:anywhere'>"
+        f"{html.escape(text)}</pre>"
+    )  # at spaces: JupyterLab's own pre style breaks mid-word
 
 
 def cpu_lines(reader_error: str | None) -> list[str]:
@@ -139,9 +157,7 @@ def starting_pick(start: object) -> tuple[int, ...] | int | None:
 def text_form(head: str, rows: Sequence[tuple[GpuInfo, str, str]], rule: str, mapping: str, warnings: list[str]) -> str:
     """The picker as text: ``head``, one row per GPU (the GPU, its badge, who uses it) under the widget's header, the
     free rule, then the selection's ``mapping`` and its ``warnings`` (when something is selected)."""
-    table = [
-        [f"{g.physical_index} [{state}]", g.name, memory_text(g), utilisation_text(g), who] for g, state, who in rows
-    ]
+    table = [[f"{g.label} [{state}]", g.name, memory_text(g), utilisation_text(g), who] for g, state, who in rows]
     lines = [
         head,
         text_table(HEADER, table, indent="  "),

@@ -26,6 +26,7 @@ from pathlib import Path
 from ..core.arguments import function, seconds, whole_number
 from ..core.readings import GpuInfo
 from ..core.renamed import renamed_keywords
+from ..core.reservable import device_readings
 from ..core.visible import visible_map
 from ..machine.nvml import GpuReader
 from ..machine.resolve import as_reader
@@ -209,7 +210,7 @@ def reserve_gpus(
         if "CUDA_VISIBLE_DEVICES" in os.environ:
             allowed = {dev.physical_index for dev in visible_map(gpus).devices}
         with selection_lock(d):
-            holders = reservation_holders([g.uuid for g in gpus], d)
+            holders = reservation_holders([g.uuid for g in device_readings(gpus)], d)  # MIG slices too
             yours, taken = yours_and_others(holders)
             server_held = _server_held(gpus, holders, allowed)
             if len(server_held) >= n:  # the server's own GPUs: this user's already, no second reservation

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from ..core.arguments import flag, gpu_list, index_list, is_real_number, shown, whole_number
 from ..core.readings import NOT_READ, GpuInfo, Unavailable, is_known
 from ..core.renamed import renamed_keywords
+from ..core.reservable import NO_MIG_SLICE, ONE_MIG_SLICE, device_key, device_readings
 from ..core.tables import Table, TableView
 from ..core.units import format_bytes
 
@@ -108,7 +109,7 @@ def _judge(g: GpuInfo, policy: Policy, taken: Mapping[str, str], yours: Mapping[
     if g.uuid in taken:
         return Verdict(g, False, f"reserved by {taken[g.uuid]}")
     if g.mig_enabled is True:
-        return Verdict(g, False, "in MIG mode: CUDA cannot use the whole GPU; pick one of its MIG slices by UUID")
+        return Verdict(g, False, NO_MIG_SLICE)
     if not (is_known(g.memory_used_bytes) and is_known(g.memory_total_bytes)) or not g.memory_total_bytes:
         return Verdict(g, False, f"memory use unknown ({g.memory_used_bytes}), so it cannot be judged free")
     share = g.memory_used_bytes / g.memory_total_bytes
@@ -147,16 +148,16 @@ def rank_gpus(
     yours: Mapping[str, str] | None = None,
 ) -> tuple[Verdict, ...]:
     """Every GPU with its verdict (``judge``), free ones first (most free memory, then least busy, then lowest index),
-    then yours, then busy ones. A reader given as ``gpus`` is read with its processes.
+    then yours, then busy ones. A reader given as ``gpus`` is read with its processes. A GPU in MIG mode is judged as
+    a whole GPU (CUDA cannot use it); give ``core.reservable.device_readings(gpus)`` to judge its slices instead.
 
     ``taken`` maps UUIDs already reserved by someone to a description of who (``"pid 4242 (alice)"``); ``yours`` those
     held for this process already to whose they are.
     """
     policy = validated_policy(policy) or Policy()
     taken, yours = _taken(taken), _taken(yours, "yours")
-    return tuple(
-        sorted((_judge(g, policy, taken, yours) for g in gpu_list(gpus, processes=True)), key=lambda v: v.sort_key)
-    )
+    candidates = gpu_list(gpus, processes=True)
+    return tuple(sorted((_judge(g, policy, taken, yours) for g in candidates), key=lambda v: v.sort_key))
 
 
 def validated_policy(policy: object) -> Policy | None:
@@ -173,10 +174,8 @@ def _taken(taken: object, name: str = "taken") -> Mapping[str, str]:
     if taken is None:
         return {}
     if not isinstance(taken, Mapping):
-        whom = (
-            "who holds it, e.g. {'GPU-5a16…': 'pid 4242 (alice)'}"
-            if name == "taken"
-            else ("whose it is, e.g. {'GPU-5a16…': 'reserved by this notebook'}")
+        whom = {"taken": "who holds it, e.g. {'GPU-5a16…': 'pid 4242 (alice)'}"}.get(
+            name, "whose it is, e.g. {'GPU-5a16…': 'reserved by this notebook'}"
         )
         raise TypeError(
             f"{name}={shown(taken)} is a {type(taken).__name__}; {name} maps each reserved GPU's UUID to {whom}."
@@ -209,7 +208,8 @@ class Choice(TableView):
 
     @property
     def visible_devices(self) -> str:
-        """The ``CUDA_VISIBLE_DEVICES`` value for the chosen GPUs: UUIDs, right whatever ``CUDA_DEVICE_ORDER`` is."""
+        """The ``CUDA_VISIBLE_DEVICES`` value for the chosen GPUs: UUIDs (``MIG-…`` for a slice), right whatever
+        ``CUDA_DEVICE_ORDER`` is."""
         return ",".join(g.uuid for g in self.chosen)
 
     def rows(self) -> list[list[str]]:
@@ -217,7 +217,7 @@ class Choice(TableView):
         chosen = {g.uuid: k for k, g in enumerate(self.chosen)}
         return [
             [
-                str(v.gpu.physical_index),
+                v.gpu.label,
                 v.gpu.name,
                 f"→ cuda:{chosen[v.gpu.uuid]}" if v.gpu.uuid in chosen else v.state,
                 v.reason,
@@ -234,7 +234,7 @@ class Choice(TableView):
 
     def table(self) -> Table:
         """Every GPU judged, titled with the ones picked (and SIMULATED for described GPUs)."""
-        picked = ", ".join(map(str, self.physical_indices)) or "none"
+        picked = ", ".join(g.label for g in self.chosen) or "none"
         label = "SIMULATED machine (described GPUs, not this computer's): " if self.simulated else ""
         return Table(self._HEAD, self.rows(), title=f"{label}Picked physical GPU(s) {picked}")
 
@@ -255,6 +255,9 @@ def choose_gpus(
     indices; free GPUs whose UUID is in ``prefer`` come first (a restarted kernel gets its GPUs back when they are still
     free). GPUs in ``yours`` are held for this process already: the table says so, and they are not chosen again.
 
+    A GPU in MIG mode offers its slices instead, each judged as a GPU and chosen by its ``MIG-…`` UUID; a slice is
+    chosen only alone (``n=1``): CUDA lets a process use one MIG slice only.
+
     Raises ``NoFreeGpu`` (saying why each GPU was passed over) when fewer than ``n`` are free.
     """
     n = whole_number(n, "n", minimum=1, what="how many GPUs you want", example="choose_gpus(2, gpulab.devices())")
@@ -268,7 +271,7 @@ def choose_gpus(
                 "e.g. allowed={2, 3}, or None for all."
             )
         allowed = set(index_list(list(allowed), "allowed", example="{2, 3}"))
-    pool = [g for g in gpus if allowed is None or g.physical_index in allowed]
+    pool = [g for g in device_readings(gpus) if allowed is None or g.physical_index in allowed]
     ranking = rank_gpus(pool, policy, taken=taken, yours=yours)
     if isinstance(prefer, (str, bytes)) or not isinstance(prefer, Collection):
         raise TypeError(
@@ -276,6 +279,8 @@ def choose_gpus(
             "e.g. prefer={'GPU-5a16…'}, or () for none."
         )
     free = sorted((v.gpu for v in ranking if v.free), key=lambda g: g.uuid not in prefer)  # stable: ranking kept
+    slices = [g.label for g in free if g.mig_index is not None] if n > 1 else []
+    free = [g for g in free if n == 1 or g.mig_index is None]
     if len(free) < n:
         if not gpus:
             raise NoFreeGpu(
@@ -283,7 +288,9 @@ def choose_gpus(
                 "Run on the CPU (device='cpu'), or move to a machine with GPUs."
             )
         notes = []
-        if len(pool) < len(gpus):
+        if slices:
+            notes.append(f"  (MIG slice(s) {', '.join(slices)} are free, but {ONE_MIG_SLICE}: ask for 1)")
+        if len({g.physical_index for g in pool}) < len(gpus):
             notes.append(
                 f"  (only GPU(s) {sorted(allowed or ())} may be used by this process: CUDA_VISIBLE_DEVICES "
                 "hides the others)"
@@ -301,7 +308,7 @@ def choose_gpus(
 
 
 def _passed_over(v: Verdict) -> str:
-    return f"  GPU {v.gpu.physical_index}: {v.reason}"
+    return f"  GPU {v.gpu.label}: {v.reason}"
 
 
 def choose_up_to(
@@ -312,22 +319,24 @@ def choose_up_to(
     taken: Mapping[str, str] | None = None,
     yours: Mapping[str, str] | None = None,
     allowed: Collection[int] | None = None,
-) -> tuple[tuple[int, ...], str]:
+) -> tuple[tuple[int | str, ...], str]:
     """The picker's "Pick N": the GPUs that are yours already (``judge``), then the best free ones, ``n`` in all; or,
-    where fewer are yours or free, all that are, with a sentence saying so and why each other GPU was passed over (""
-    when ``n`` were found). ``NoFreeGpu`` when none is yours or free."""
+    where fewer are yours or free, all that are (a MIG slice only alone), with a sentence saying so and why each other
+    GPU was passed over ("" when ``n`` were found). ``NoFreeGpu`` when none is yours or free. Each is named by its
+    ``core.reservable.device_key``: its physical index, or ``"0/mig1"`` for a slice."""
     gpus = gpu_list(gpus, "gpus", processes=True)
     pool = [g for g in gpus if allowed is None or g.physical_index in allowed]
-    mine = [v.gpu for v in rank_gpus(pool, policy, taken=taken, yours=yours) if v.yours][:n]
-    picked: tuple[int, ...] = tuple(g.physical_index for g in mine)
+    mine = [v.gpu for v in rank_gpus(device_readings(pool), policy, taken=taken, yours=yours) if v.yours][:n]
+    picked: tuple[int | str, ...] = tuple(device_key(g) for g in mine)
     if len(mine) == n:
         return picked, ""
     try:
         others = [g for g in gpus if g.uuid not in {m.uuid for m in mine}]
         rest = choose_gpus(n - len(mine), others, policy, taken=taken, yours=yours, allowed=allowed)
-        return picked + rest.physical_indices, ""
+        return picked + tuple(device_key(g) for g in rest.chosen), ""
     except NoFreeGpu as exc:
-        free = [v.gpu.physical_index for v in exc.ranking if v.free]
+        free = [v.gpu for v in exc.ranking if v.free]
+        free = [device_key(g) for g in [g for g in free if g.mig_index is None] or free[: 0 if picked else 1]]
         if not free and not picked:
             raise
         chosen = picked + tuple(free)

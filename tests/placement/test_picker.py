@@ -261,3 +261,24 @@ def test_pick_free_with_none_free_says_why_each_was_passed_over(tmp_path):
         assert picker.selected == () and "asked for 1 free GPU(s) but only 0 of 8 qualify" in picker.status.value
         with pytest.raises(NoFreeGpu, match="GPU 4: 38.9 GiB of 40.0 GiB used"):
             picker.pick_free(2)
+
+
+def test_a_card_in_mig_mode_shows_its_slices_as_rows_and_ticking_one_names_it_by_its_mig_uuid():
+    picker = GpuPicker(SimulatedGpuReader("two-gpus-mig"))
+    slices = picker.gpus[0].mig_devices
+    text = str(picker)
+    assert "0/mig0 [free]  NVIDIA A100 80GB PCIe MIG 3g.40gb" in text and "0/mig1 [free]" in text
+    assert "1 [busy]" in text and "in MIG mode" not in text
+    assert picker.state("0/mig1") == "free" and picker.state(1) == "busy"
+    with pytest.raises(ValueError, match=r"0 is not a row of this picker; its rows are \['0/mig0', '0/mig1', 1\]"):
+        picker.state(0)  # the card itself is not offered: CUDA cannot use it whole
+    assert picker.pick_free(1) == ("0/mig0",) and picker.value == slices[0].uuid
+    assert picker.mapping.devices[0].mig_uuid == slices[0].uuid and picker.warnings() == []
+    # NVIDIA's MIG guide: a CUDA process enumerates one MIG device only, whatever CUDA_VISIBLE_DEVICES lists
+    picker.select(["0/mig1", "0/mig0"])
+    assert picker.value == f"{slices[1].uuid},{slices[0].uuid}"
+    assert any("CUDA lets a process use one MIG slice only" in w for w in picker.warnings())
+    assert picker.pick_free(2) == ("0/mig0",)  # one slice alone, and the status says why not two
+    assert "MIG slice(s) 0/mig0, 0/mig1 are free, but CUDA lets a process use one MIG" in picker.status.value
+    with pytest.raises(ValueError, match=r"GPU 0/mig7 is not one this kernel may use"):
+        picker.select(["0/mig7"])

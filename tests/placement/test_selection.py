@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -12,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from gpulab.core.readings import Unavailable
+import gpulab
+from gpulab.core.readings import GpuProcess, Unavailable
+from gpulab.core.reservable import device_readings
 from gpulab.machine.simulated import SimulatedGpuReader, simulated_gpu
 from gpulab.placement.reservation import reserve_gpus
 from gpulab.placement.selection import NoFreeGpu, Policy, choose_gpus, choose_up_to, rank_gpus
@@ -50,13 +53,43 @@ def test_choose_respects_policy_taken_and_allowed():
 def test_mig_and_unknown_fields():
     r = SimulatedGpuReader("two-gpus-mig")
     gpus = [r.info(i) for i in range(r.count())]
-    v = {x.gpu.physical_index: x for x in rank_gpus(gpus, Policy(allow_processes=True, max_utilization_percent=50))}
-    assert not v[0].free and "MIG mode" in v[0].reason
+    loose = Policy(allow_processes=True, max_utilization_percent=50)
+    assert not rank_gpus(gpus, loose)[-1].free and "MIG mode" in rank_gpus(gpus, loose)[-1].reason  # judged whole
+    v = {x.gpu.label: x for x in rank_gpus(device_readings(gpus), loose)}
+    assert sorted(v) == ["0/mig0", "0/mig1", "1"]  # as devices to choose: the card in MIG mode is its two slices
+    assert v["0/mig0"].free and "utilisation N/A (no utilisation per MIG slice)" in v["0/mig0"].reason
     g = simulated_gpu(0, "Odd GPU", 8192, unsupported=("utilization_gpu_percent",))
     odd = SimulatedGpuReader({"driver_version": "x", "cuda_driver_version": "y", "gpus": [g]}).info(0)
     assert rank_gpus([odd])[0].free and "utilisation N/A (not supported on this GPU)" in rank_gpus([odd])[0].reason
     unknown = odd.__class__(**{**odd.__dict__, "memory_used_bytes": Unavailable("no permission to read it")})
     assert "memory use unknown" in rank_gpus([unknown])[0].reason
+
+
+def test_a_card_in_mig_mode_offers_its_slices_each_chosen_alone_by_its_mig_uuid(monkeypatch):
+    monkeypatch.setenv("GPULAB_SIMULATE_GPUS", "two-gpus-mig")
+    gpus = gpulab.devices().gpus  # the described machine, read as a learner's would be
+    slices = gpus[0].mig_devices
+    one = choose_gpus(1, gpus)
+    assert (
+        [g.label for g in one.chosen] == ["0/mig0"]
+        and one.visible_devices == slices[0].uuid
+        and one.physical_indices == (0,)
+    )
+    assert "0/mig0    NVIDIA A100 80GB PCIe MIG 3g.40gb  → cuda:0" in str(one)
+    assert "0/mig1    NVIDIA A100 80GB PCIe MIG 3g.40gb  free" in str(one)
+    assert choose_gpus(1, gpus, taken={slices[0].uuid: "pid 7 (bob@box)"}).visible_devices == slices[1].uuid
+    # NVIDIA's MIG guide: a CUDA process enumerates one MIG device only, so two slices are not two GPUs
+    with pytest.raises(NoFreeGpu, match=r"MIG slice\(s\) 0/mig0, 0/mig1 are free, but CUDA lets a process use one MIG"):
+        choose_gpus(2, gpus)
+    busy = dataclasses.replace(gpus[0], processes=(GpuProcess(77, 600 * 2**20, "python"),))
+    assert not free_labels(busy)  # a process on the card: which slice it uses is not read, so none is free
+    bare = dataclasses.replace(gpus[0], mig_devices=())
+    with pytest.raises(NoFreeGpu, match=r"GPU 0: in MIG mode: CUDA cannot use the whole GPU, and it has no MIG slice"):
+        choose_gpus(1, [bare])
+
+
+def free_labels(gpu):
+    return [v.gpu.label for v in rank_gpus([gpu]) if v.free]
 
 
 def test_not_enough_free_gpus_says_why_each_was_passed_over():
@@ -340,3 +373,15 @@ def test_choose_up_to_ticks_the_free_ones_and_says_why_the_others_were_passed_ov
     assert choose_up_to(2, gpus, allowed={1, 3}) == ((1, 3), "")
     with pytest.raises(NoFreeGpu, match="asked for 1 free GPU"):
         choose_up_to(1, gpus, allowed={0, 2})
+
+
+def test_each_mig_slice_is_reserved_once_and_a_third_kernel_is_told_none_is_free(tmp_path):
+    first = reserve_gpus(1, "two-gpus-mig", reservations=tmp_path)
+    second = reserve_gpus(1, "two-gpus-mig", reservations=tmp_path)  # the card's other slice, not the same one
+    assert {first.visible_devices, second.visible_devices} == {
+        m.uuid for m in SimulatedGpuReader("two-gpus-mig").info(0).mig_devices
+    }
+    with pytest.raises(NoFreeGpu, match=r"GPU 0/mig0: yours: reserved by this notebook\n  GPU 0/mig1: yours"):
+        reserve_gpus(1, "two-gpus-mig", reservations=tmp_path)
+    first.release()
+    second.release()
