@@ -26,6 +26,7 @@ from pathlib import Path
 from ..core.arguments import function, seconds, whole_number
 from ..core.readings import GpuInfo
 from ..core.renamed import renamed_keywords
+from ..core.shares import GpuShare
 from ..core.visible import visible_map
 from ..machine.nvml import GpuReader
 from ..machine.resolve import as_reader
@@ -56,6 +57,8 @@ class Reservation:
     _fds: dict[str, int]
     held_for: str = ""
     """For whom the Hub holds these GPUs (``"reserved for alice's server, …"``); empty when this process holds them."""
+    share: GpuShare | None = None
+    """The share of the one GPU held, when an instructor lets kernels share GPUs (``reserve_share``); None: whole."""
 
     @property
     def directory(self) -> Path:
@@ -95,8 +98,9 @@ class Reservation:
         return tuple(self._fds.values())
 
     def env(self) -> dict[str, str]:
-        """Environment for a process that should use exactly these GPUs (``cuda:0`` = the first one)."""
-        return {"CUDA_VISIBLE_DEVICES": self.visible_devices}
+        """Environment for a process that should use exactly these GPUs (``cuda:0`` = the first one), and for a share
+        its memory cap (``GPULAB_MEMORY_CAP``, enforced when CUDA starts in that process)."""
+        return {"CUDA_VISIBLE_DEVICES": self.visible_devices, **(self.share.environment() if self.share else {})}
 
     def apply(self) -> None:
         """Make this process use these GPUs (``set_visible_devices``: refused once CUDA has read the variable here)."""
@@ -121,6 +125,8 @@ class Reservation:
 
     def _head(self) -> str:
         state = f"held: {self.held_for}" if self.held_for else "held" if self.held else "released"
+        if self.share is not None:
+            state += f", {self.share}"
         what = " of SIMULATED GPUs (described, not this computer's)" if self.choice.simulated else ""
         return f"Reservation{what} ({state}, in {self.reservations})"
 
