@@ -31,6 +31,7 @@ from .picker_text import (
     PICK_ENV,
     cpu_lines,
     free_rule,
+    held_shares_words,
     memory_text,
     not_free_warning,
     parse_pick,
@@ -140,6 +141,7 @@ class GpuPicker:
         # yours: this kernel's own reservations and its server's; taken: what its choices keep away from
         self._yours, self._taken = yours_and_others(holders)
         self._holders = {**{u: f"reserved by {t}" for u, t in self._taken.items()}, **self._yours}  # the who column
+        self._holders.update(held_shares_words(self.gpus, holders))  # "share 2 of 3 of GPU 4 (25.8 GiB cap)"
         verdicts = rank_gpus(self.gpus, self.policy, taken=self._taken, yours=self._yours)
         self._verdicts = {v.gpu.physical_index: v for v in verdicts}
         self._boxes = {}
