@@ -31,7 +31,6 @@ from .picker_text import (
     PICK_ENV,
     cpu_lines,
     free_rule,
-    held_shares_words,
     memory_text,
     not_free_warning,
     parse_pick,
@@ -39,6 +38,7 @@ from .picker_text import (
     text_form,
     utilisation_text,
     who_uses,
+    who_words,
 )
 from .selection import NoFreeGpu, Policy, choose_up_to, rank_gpus, validated_policy
 from .setter import CudaAlreadyStarted, write_visible_devices
@@ -138,10 +138,8 @@ class GpuPicker:
         self.gpus = tuple(self.reader.info(i) for i in range(self.reader.count()))
         self._allowed = {d.physical_index for d in visible_map(self.gpus, self.env).devices}
         holders = reservation_holders([g.uuid for g in self.gpus], self.reservations)
-        # yours: this kernel's own reservations and its server's; taken: what its choices keep away from
-        self._yours, self._taken = yours_and_others(holders)
-        self._holders = {**{u: f"reserved by {t}" for u, t in self._taken.items()}, **self._yours}  # the who column
-        self._holders.update(held_shares_words(self.gpus, holders))  # "share 2 of 3 of GPU 4 (25.8 GiB cap)"
+        self._yours, self._taken = yours_and_others(holders)  # this kernel's or its server's; what it keeps away from
+        self._holders = who_words(self.gpus, holders, self._taken, self._yours)  # the who column
         verdicts = rank_gpus(self.gpus, self.policy, taken=self._taken, yours=self._yours)
         self._verdicts = {v.gpu.physical_index: v for v in verdicts}
         self._boxes = {}

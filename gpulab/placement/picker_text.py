@@ -73,12 +73,15 @@ def who_uses(g: GpuInfo, allowed: set[int], holders: dict[str, str]) -> str:
     return "; ".join(who) or "no process"
 
 
-def held_shares_words(gpus: Sequence[GpuInfo], holders: Mapping[str, Any]) -> dict[str, str]:
-    """The "in use by" words of each card held in shares: this kernel's share as ``"reserved by this notebook: share 2
-    of 3 of GPU 4 (25.8 GiB cap)"``, else how many shares are held and by whom."""
+def who_words(
+    gpus: Sequence[GpuInfo], holders: Mapping[str, Any], taken: Mapping[str, str], yours: Mapping[str, str]
+) -> dict[str, str]:
+    """The "in use by" words of each held GPU (``taken``: others', ``yours``: this kernel's or its server's); a card
+    held in shares reads this kernel's share as ``"reserved by this notebook: share 2 of 3 of GPU 4 (25.8 GiB cap)"``,
+    else how many of its shares are held and by whom."""
     from ..core.shares import GpuShare, share_cap_bytes
 
-    out = {}
+    out = {**{u: f"reserved by {t}" for u, t in taken.items()}, **yours}
     for g in gpus:
         h = holders.get(g.uuid)
         if h is None or not h.shares:

@@ -23,6 +23,7 @@ from .folder import (
 )
 from .holders import THIS_NOTEBOOK, Holder, current_holders, left_behind, others_only, reservation_holders
 from .server_token import SERVER_TOKEN_ENV, new_server_token, this_server_digest, token_digest, yours_and_others
+from .share_slots import card_in_shares, held_shares, hold_share, parse_share_key, share_key, share_lock_path
 
 __all__ = [
     "reservations_dir",
@@ -41,6 +42,12 @@ __all__ = [
     "current_holders",
     "others_only",
     "left_behind",
+    "hold_share",
+    "held_shares",
+    "card_in_shares",
+    "share_key",
+    "parse_share_key",
+    "share_lock_path",
     "SERVER_TOKEN_ENV",
     "new_server_token",
     "token_digest",

@@ -25,7 +25,15 @@ from pathlib import Path
 
 from .folder import _HELD, lock_path, open_lock_file, require_flock, try_lock, write_holder
 
-__all__ = ["SharesHeld", "share_key", "share_lock_path", "hold_share", "held_shares", "card_in_shares"]
+__all__ = [
+    "SharesHeld",
+    "share_key",
+    "parse_share_key",
+    "share_lock_path",
+    "hold_share",
+    "held_shares",
+    "card_in_shares",
+]
 
 _SHARE = re.compile(r"^(?P<uuid>.+)\.share-(?P<k>[0-9]+)-of-(?P<n>[0-9]+)$")
 
@@ -54,6 +62,7 @@ class SharesHeld:
 
     @property
     def counts(self) -> set[int]:
+        """The share counts the card is held in now (one, unless kernels that asked for different counts met)."""
         return {n for _, n in self.held}
 
 

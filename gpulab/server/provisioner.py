@@ -58,6 +58,13 @@ def _what_to_do(n_gpus: int, wait_s: float) -> str:
     )
 
 
+def _touch(path: Any) -> None:
+    try:
+        os.utime(path, None)
+    except OSError:
+        pass  # the reservation is gone (the kernel ended): nothing to show
+
+
 class GpuKernelProvisioner(LocalProvisioner):  # type: ignore[misc]
     """``LocalProvisioner`` that starts the kernel holding ``n_gpus`` free GPUs (see the module's docstring).
 
@@ -196,7 +203,7 @@ class GpuKernelProvisioner(LocalProvisioner):  # type: ignore[misc]
 
         Only "now" can be written (``utime(path, None)``): the lock files may belong to another user, who alone
         could set an arbitrary time. So the idle time shown is accurate to ``activity_every_s``."""
-        from ..reservations import lock_path, reservation_holders, reservations_dir
+        from ..reservations import lock_path, reservation_holders, reservations_dir, share_key
 
         folder = reservations_dir(self.reservations or None, create=False)
         seen = self._last_activity()
@@ -207,11 +214,13 @@ class GpuKernelProvisioner(LocalProvisioner):  # type: ignore[misc]
                 seen = now
                 held = reservation_holders(reservation["uuids"], folder)
                 for uuid in reservation["uuids"]:
-                    if held.get(uuid) is not None and held[uuid].pid == reservation["pid"]:
-                        try:
-                            os.utime(lock_path(folder, uuid), None)
-                        except OSError:
-                            pass  # the reservation is gone (the kernel ended): nothing to show
+                    h = held.get(uuid)
+                    if h is not None and reservation.get("share"):  # a share: its own lock file shows the idle time
+                        k, n = reservation["share"]
+                        if any(s == k and sh.pid == reservation["pid"] for s, _, sh in h.shares):
+                            _touch(lock_path(folder, share_key(uuid, k, n)))
+                    elif h is not None and h.pid == reservation["pid"]:
+                        _touch(lock_path(folder, uuid))
 
     def _last_activity(self) -> object:
         try:

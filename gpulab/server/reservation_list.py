@@ -36,12 +36,12 @@ from ..core.units import format_bytes
 from ..reservations import (
     DEFAULT_INSTRUCTOR_GROUP,
     INSTRUCTOR_GROUP_VAR,
+    Holder,
     lock_path,
     reservation_holders,
     reservations_dir,
+    share_key,
 )
-from ..reservations.holders import Holder
-from ..reservations.share_slots import share_key
 from .kernel_server import NoServer, find_kernel_server, shut_down_kernel
 
 __all__ = [
