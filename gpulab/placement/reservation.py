@@ -242,9 +242,15 @@ def reserve_gpus(
         sleep(min(poll_s, max(0.0, deadline - clock())))
 
 
+def _share_of_mine(holder) -> bool:
+    """A card this process (a kernel started on a share) holds a share of: its GPU, handed over as it is."""
+    return any(h.mine for _, _, h in holder.shares)
+
+
 def _server_held(gpus: list[GpuInfo], holders: Mapping, allowed: set[int] | None) -> list[GpuInfo]:
-    """The GPUs held for this process's server that it may use, in ``CUDA_VISIBLE_DEVICES``'s order."""
-    mine = [g for g in gpus if g.uuid in holders and holders[g.uuid].this_server]
+    """The GPUs held for this process's server (or a share of which this process holds) that it may use, in
+    ``CUDA_VISIBLE_DEVICES``'s order."""
+    mine = [g for g in gpus if g.uuid in holders and (holders[g.uuid].this_server or _share_of_mine(holders[g.uuid]))]
     if allowed is None or not mine:
         return mine
     order = [d.physical_index for d in visible_map(gpus).devices]

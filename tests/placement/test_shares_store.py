@@ -23,6 +23,7 @@ from gpulab.placement.selection import NoFreeGpu
 from gpulab.placement.share_reservation import reserve_share
 from gpulab.reservations import hold_share, reservation_holders
 
+from .. import process_group
 from ..process_group import kill_group
 
 UUID = "GPU-race-0000"
@@ -85,8 +86,13 @@ def test_a_card_held_in_shares_is_busy_for_whole_gpu_kernels_and_one_held_whole_
     card = share.gpus[0]
     whole = reserve_gpus(7, machine, reservations=tmp_path)  # every other card, whole
     assert card.uuid not in {g.uuid for g in whole.gpus}
-    with pytest.raises(NoFreeGpu, match="free GPU"):
-        reserve_gpus(1, machine, reservations=tmp_path)  # the shared card is busy for a whole-GPU kernel
+    other_kernel = (  # another process's whole-GPU reservation: the shared card is busy for it
+        "from gpulab.placement.reservation import reserve_gpus\n"
+        f"reserve_gpus(1, 'idle-8', reservations={str(tmp_path)!r})"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    done = process_group.run([sys.executable, "-c", other_kernel], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0 and f"GPU {card.physical_index}: reserved by 1 of 3 shares held" in done.stderr
     others = [reserve_share(3, machine, reservations=tmp_path) for _ in range(2)]
     assert {o.gpus[0].uuid for o in others} == {card.uuid}  # the only card not held whole
     assert sorted([share.share.share, *(o.share.share for o in others)]) == [1, 2, 3]
@@ -148,3 +154,10 @@ def test_a_share_holder_killed_with_kill_9_frees_its_share_and_the_card(tmp_path
     assert reservation_holders([uuid], tmp_path) == {}
     whole = reserve_gpus(8, "idle-8", reservations=tmp_path)  # every card whole again, that one included
     assert uuid in {g.uuid for g in whole.gpus}
+
+
+def test_reserve_gpus_in_a_kernel_holding_a_share_hands_over_its_card_without_a_second_reservation(tmp_path):
+    share = reserve_share(3, "idle-8", reservations=tmp_path)
+    again = reserve_gpus(1, "idle-8", reservations=tmp_path)  # a notebook cell in a kernel started on a share
+    assert again.gpus == share.gpus and again.lock_fds == () and again.held_for == "reserved by this notebook"
+    share.release()
