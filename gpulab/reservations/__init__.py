@@ -1,6 +1,8 @@
 """The reservations: which GPUs are held, by whom, on this machine (a store that placement, checkup and server share).
 
-A reservation is an exclusive ``flock`` on one file per GPU in a folder every user can write (``folder``); whoever
+A reservation is an exclusive ``flock`` on one file per GPU in a folder every user can write (``folder``), or on one
+file per share of a GPU, beside the card's own file held shared (``share_slots``: an instructor lets kernels share
+cards; whole GPUs and shares never meet on one card); whoever
 holds it writes their name and public details into a file of its own that everyone reads, and its private details
 (a notebook's path, a server's name) into one that only its user, root and the instructor group read; anyone can ask
 who holds what (``holders``). Only the names

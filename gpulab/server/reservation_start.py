@@ -4,7 +4,9 @@
 (``server.provisioner``) starts instead of the kernelspec's command. This process calls ``reserve_gpus`` (the same
 policy, lock files and details as a notebook cell), puts ``CUDA_VISIBLE_DEVICES``, ``MASTER_PORT`` and
 ``GPULAB_MASTER_PORTS`` into its environment, tells the provisioner what it got on the report pipe, and then
-``exec``s the kernel command. ``exec`` keeps the process id and the open lock files, so:
+``exec``s the kernel command. With ``--shares N`` (a kernelspec installed with ``--shares``) it holds one share of one
+GPU instead (``reserve_share``) and adds the share's memory cap, ``GPULAB_MEMORY_CAP``. ``exec`` keeps the process id
+and the open lock files, so:
 
 - the kernel process itself holds the ``flock``: the reservation ends exactly when the kernel ends (shutdown, restart,
   crash, ``kill -9``), with no poller, and ``/proc/locks`` names the kernel's pid;
