@@ -46,6 +46,13 @@ def main(argv: list[str] | None = None) -> int:
         metavar="K=V,...",
         help="what counts as free, e.g. max_memory_used_fraction=0.5,max_utilization_percent=50",
     )
+    p_in.add_argument(
+        "--shares",
+        type=int,
+        default=1,
+        metavar="N",
+        help="how many kernels share each GPU, each with its memory cap (1: a whole GPU per kernel)",
+    )
     p_in.add_argument("--wait", type=float, default=0.0, metavar="S", help="seconds a start waits for a GPU (0)")
     p_in.add_argument("--name", default=None, help="the kernelspec's name (default gpulab-N-gpu)")
     where = p_in.add_mutually_exclusive_group()
@@ -106,12 +113,18 @@ def _kernelspec(args: argparse.Namespace) -> int:
     if args.action == "install":
         prefix = sys.prefix if args.sys_prefix else args.prefix
         where, spec = kernelspec.install_kernelspec(
-            args.n_gpus, policy=args.policy, name=args.name, wait_s=args.wait, user=args.user, prefix=prefix
+            args.n_gpus,
+            policy=args.policy,
+            name=args.name,
+            wait_s=args.wait,
+            user=args.user,
+            prefix=prefix,
+            shares=args.shares,
         )
+        what = f"one of {args.shares} shares of a GPU" if args.shares > 1 else f"{args.n_gpus or 'no'} GPU(s)"
         print(
             f"installed kernelspec {os.path.basename(where)!r} in {where}: JupyterLab's launcher shows "
-            f'"{spec["display_name"]}". Each kernel started from it holds '
-            f"{args.n_gpus or 'no'} GPU(s) until it shuts down, restarts or dies."
+            f'"{spec["display_name"]}". Each kernel started from it holds {what} until it shuts down, restarts or dies.'
         )
     elif args.action == "list":
         found = kernelspec.gpulab_kernelspecs()

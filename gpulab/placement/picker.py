@@ -44,6 +44,7 @@ from .picker_text import (
     text_form,
     utilisation_text,
     who_uses,
+    who_words,
 )
 from .selection import NoFreeGpu, Policy, choose_up_to, rank_gpus, validated_policy
 from .setter import CudaAlreadyStarted, write_visible_devices
@@ -138,7 +139,7 @@ class GpuPicker:
         holders = reservation_holders([d.uuid for d in self.devices], self.reservations)
         # yours: this kernel's own reservations and its server's; taken: what its choices keep away from
         self._yours, self._taken = yours_and_others(holders)
-        self._holders = {**{u: f"reserved by {t}" for u, t in self._taken.items()}, **self._yours}  # the who column
+        self._holders = who_words(self.devices, holders, self._taken, self._yours)  # the who column
         verdicts = rank_gpus(self.devices, self.policy, taken=self._taken, yours=self._yours)
         self._verdicts = {device_key(v.gpu): v for v in verdicts}
         self._boxes = {}

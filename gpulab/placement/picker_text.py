@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import html
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from ..core.arguments import index_list, is_whole_number
 from ..core.readings import GpuInfo, Unavailable, is_known
@@ -79,6 +80,30 @@ def who_uses(g: GpuInfo, allowed: set[int], holders: dict[str, str]) -> str:
     elif g.processes:
         who.append(", ".join(f"pid {p.pid} {p.name}" for p in g.processes))
     return "; ".join(who) or "no process"
+
+
+def who_words(
+    gpus: Sequence[GpuInfo], holders: Mapping[str, Any], taken: Mapping[str, str], yours: Mapping[str, str]
+) -> dict[str, str]:
+    """The "in use by" words of each held GPU (``taken``: others', ``yours``: this kernel's or its server's); a card
+    held in shares reads this kernel's share as ``"reserved by this notebook: share 2 of 3 of GPU 4 (25.8 GiB cap)"``,
+    else how many of its shares are held and by whom."""
+    from ..core.shares import GpuShare, share_cap_bytes
+
+    out = {**{u: f"reserved by {t}" for u, t in taken.items()}, **yours}
+    for g in gpus:
+        h = holders.get(g.uuid)
+        if h is None or not h.shares:
+            continue
+        mine = [(k, n) for k, n, holder in h.shares if holder.mine or holder.this_server]
+        if mine and is_known(g.memory_total_bytes):
+            k, n = mine[0]
+            share = GpuShare(g.physical_index, k, n, share_cap_bytes(int(g.memory_total_bytes), n))
+            whose = "this notebook" if h.mine else "the server this kernel runs in"
+            out[g.uuid] = f"reserved by {whose}: {share}"
+        else:
+            out[g.uuid] = f"reserved: {h}"
+    return out
 
 
 def not_free_warning(g: GpuInfo, policy: Policy | None, taken: dict[str, str]) -> str | None:

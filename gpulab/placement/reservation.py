@@ -27,6 +27,7 @@ from ..core.arguments import function, seconds, whole_number
 from ..core.readings import GpuInfo
 from ..core.renamed import renamed_keywords
 from ..core.reservable import device_readings
+from ..core.shares import GpuShare
 from ..core.visible import visible_map
 from ..machine.nvml import GpuReader
 from ..machine.resolve import as_reader
@@ -57,6 +58,8 @@ class Reservation:
     _fds: dict[str, int]
     held_for: str = ""
     """For whom the Hub holds these GPUs (``"reserved for alice's server, …"``); empty when this process holds them."""
+    share: GpuShare | None = None
+    """The share of the one GPU held, when an instructor lets kernels share GPUs (``reserve_share``); None: whole."""
 
     @property
     def directory(self) -> Path:
@@ -96,8 +99,9 @@ class Reservation:
         return tuple(self._fds.values())
 
     def env(self) -> dict[str, str]:
-        """Environment for a process that should use exactly these GPUs (``cuda:0`` = the first one)."""
-        return {"CUDA_VISIBLE_DEVICES": self.visible_devices}
+        """Environment for a process that should use exactly these GPUs (``cuda:0`` = the first one), and for a share
+        its memory cap (``GPULAB_MEMORY_CAP``, enforced when CUDA starts in that process)."""
+        return {"CUDA_VISIBLE_DEVICES": self.visible_devices, **(self.share.environment() if self.share else {})}
 
     def apply(self) -> None:
         """Make this process use these GPUs (``set_visible_devices``: refused once CUDA has read the variable here)."""
@@ -122,6 +126,8 @@ class Reservation:
 
     def _head(self) -> str:
         state = f"held: {self.held_for}" if self.held_for else "held" if self.held else "released"
+        if self.share is not None:
+            state += f", {self.share}"
         what = " of SIMULATED GPUs (described, not this computer's)" if self.choice.simulated else ""
         return f"Reservation{what} ({state}, in {self.reservations})"
 
@@ -237,9 +243,15 @@ def reserve_gpus(
         sleep(min(poll_s, max(0.0, deadline - clock())))
 
 
+def _share_of_mine(holder) -> bool:
+    """A card this process (a kernel started on a share) holds a share of: its GPU, handed over as it is."""
+    return any(h.mine for _, _, h in holder.shares)
+
+
 def _server_held(gpus: list[GpuInfo], holders: Mapping, allowed: set[int] | None) -> list[GpuInfo]:
-    """The GPUs held for this process's server that it may use, in ``CUDA_VISIBLE_DEVICES``'s order."""
-    mine = [g for g in gpus if g.uuid in holders and holders[g.uuid].this_server]
+    """The GPUs held for this process's server (or a share of which this process holds) that it may use, in
+    ``CUDA_VISIBLE_DEVICES``'s order."""
+    mine = [g for g in gpus if g.uuid in holders and (holders[g.uuid].this_server or _share_of_mine(holders[g.uuid]))]
     if allowed is None or not mine:
         return mine
     order = [d.physical_index for d in visible_map(gpus).devices]

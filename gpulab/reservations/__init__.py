@@ -1,6 +1,8 @@
 """The reservations: which GPUs are held, by whom, on this machine (a store that placement, checkup and server share).
 
-A reservation is an exclusive ``flock`` on one file per GPU in a folder every user can write (``folder``); whoever
+A reservation is an exclusive ``flock`` on one file per GPU in a folder every user can write (``folder``), or on one
+file per share of a GPU, beside the card's own file held shared (``share_slots``: an instructor lets kernels share
+cards; whole GPUs and shares never meet on one card); whoever
 holds it writes their name and public details into a file of its own that everyone reads, and its private details
 (a notebook's path, a server's name) into one that only its user, root and the instructor group read; anyone can ask
 who holds what (``holders``). Only the names
@@ -23,6 +25,7 @@ from .folder import (
 )
 from .holders import THIS_NOTEBOOK, Holder, current_holders, left_behind, others_only, reservation_holders
 from .server_token import SERVER_TOKEN_ENV, new_server_token, this_server_digest, token_digest, yours_and_others
+from .share_slots import card_in_shares, held_shares, hold_share, parse_share_key, share_key, share_lock_path
 
 __all__ = [
     "reservations_dir",
@@ -41,6 +44,12 @@ __all__ = [
     "current_holders",
     "others_only",
     "left_behind",
+    "hold_share",
+    "held_shares",
+    "card_in_shares",
+    "share_key",
+    "parse_share_key",
+    "share_lock_path",
     "SERVER_TOKEN_ENV",
     "new_server_token",
     "token_digest",

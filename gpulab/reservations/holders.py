@@ -53,6 +53,8 @@ class Holder:
     """Held for the server this process runs in (the Hub's server model, ``server_token``): this user's GPU."""
     server_digest: str | None = None
     """The digest of the token of the server it is held for (``server_token``), as its holder wrote it."""
+    shares: tuple[tuple[int, int, Holder], ...] = ()
+    """For a card held in shares (``share_slots``): ``(k, n, holder)`` of each share held, share ``k`` of ``n``."""
 
     def __str__(self) -> str:
         return self.text
@@ -215,11 +217,51 @@ def reservation_holders(uuids: list[str], reservations: str | os.PathLike[str] |
         try:
             if try_lock(fd):
                 require_flock().flock(fd, require_flock().LOCK_UN)
+            elif _shared(fd):
+                out[uuid] = _shares_holder(d, uuid)
             else:
                 out[uuid] = _read_holder(fd, d, uuid)
         finally:
             os.close(fd)
     return out
+
+
+def _shared(fd: int) -> bool:
+    """Whether the card's lock is held only shared (by share holders): a shared lock can be taken (then let go)."""
+    fcntl = require_flock()
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    fcntl.flock(fd, fcntl.LOCK_UN)
+    return True
+
+
+def _shares_holder(reservations: Path, uuid: str) -> Holder:
+    """A card held in shares, as one holder: each share held with its own holder, in words ``"2 of 3 shares: …"``."""
+    from .share_slots import parse_share_key  # share_slots imports folder, like this module
+
+    shares = []
+    for path in sorted(reservations.glob(f"gpu-{uuid}.share-*-of-*.lock")):
+        key = path.name.removeprefix("gpu-").removesuffix(".lock")
+        parsed = parse_share_key(key)
+        if parsed is None or parsed[0] != uuid:
+            continue
+        fd = open_lock_file(path)
+        try:
+            if try_lock(fd):
+                require_flock().flock(fd, require_flock().LOCK_UN)
+            else:
+                shares.append((parsed[1], parsed[2], _read_holder(fd, reservations, key)))
+        finally:
+            os.close(fd)
+    shares.sort(key=lambda s: (s[1], s[0]))
+    n = max((s[1] for s in shares), default=0)
+    who = "; ".join(f"share {k}: {h}" for k, _, h in shares)
+    text = f"{len(shares)} of {n} shares held ({who})" if shares else "held in shares (their holders are starting)"
+    mine = any(h.mine for _, _, h in shares)
+    server = any(h.this_server for _, _, h in shares)
+    return Holder(None, None, None, text, mine=mine, this_server=server, shares=tuple(shares))
 
 
 def left_behind(uuids: list[str], reservations: str | os.PathLike[str] | None = None) -> dict[str, Holder]:

@@ -38,6 +38,9 @@ def this_server_digest() -> str | None:
 
 
 def _whose(h: Holder) -> str:
+    ours = [s for _, _, s in h.shares if s.mine or s.this_server]
+    if ours:  # a card held in shares: whose is the share held for this process or its server
+        h = ours[0]
     if h.mine:
         return f"reserved by {THIS_NOTEBOOK}"
     user = h.details.get("for_user")

@@ -47,7 +47,6 @@ import logging
 import os
 import threading
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any
 
 from tornado.web import HTTPError  # JupyterHub's own web framework, there wherever a Hub is
@@ -57,17 +56,18 @@ from ..core.renamed import renamed_keywords
 from ..machine.resolve import as_reader
 from ..placement.reservation import Reservation, reserve_gpus
 from ..placement.selection import Choice, NoFreeGpu, Policy, rank_gpus
+from ..placement.share_reservation import reserve_share
 from ..reservations import (
     SERVER_TOKEN_ENV,
     hold,
     left_behind,
     new_server_token,
-    reservation_holders,
     reservations_dir,
     selection_lock,
     token_digest,
     write_holder,
 )
+from .hub_message import no_gpu_message
 from .owners import HubServer, hub_servers
 
 __all__ = ["gpu_hooks", "NoGpuForServer", "hub_policy", "hub_reservations", "reclaim_surviving_servers"]
@@ -126,6 +126,7 @@ def gpu_hooks(
     policy: Policy | Mapping[str, Any] | None = None,
     reservations: str | os.PathLike[str] | None = None,
     machine: str | None = None,
+    shares: int = 1,
 ) -> tuple[Callable[[Any], Any], Callable[[Any], None]]:
     """``(pre_spawn_hook, post_stop_hook)`` reserving ``n_gpus`` free GPUs for each single-user server while it runs.
 
@@ -133,8 +134,10 @@ def gpu_hooks(
     ``policy`` says what free means (a ``Policy`` or a dict of its fields); ``reservations`` is the reservations folder
     shared with every kernel on the machine (default ``$GPULAB_RESERVATIONS_DIR`` or ``/tmp/gpulab-reservations``);
     ``machine`` a described machine's name for rehearsals (default: NVML, or ``$GPULAB_SIMULATE_GPUS``). ``n_gpus=0``
-    starts servers with no GPU at all (``CUDA_VISIBLE_DEVICES`` empty). Wrong values are refused here, when the Hub
-    reads its config, not at a student's first spawn.
+    starts servers with no GPU at all (``CUDA_VISIBLE_DEVICES`` empty). ``shares`` above 1 lets that many servers
+    share each GPU: each server holds one share of one card (``placement.share_reservation``), and its environment
+    gets the share's memory cap (``GPULAB_MEMORY_CAP``), which each of its kernels enforces at CUDA's start. Wrong
+    values are refused here, when the Hub reads its config, not at a student's first spawn.
     """
     n_gpus = whole_number(
         n_gpus,
@@ -143,6 +146,18 @@ def gpu_hooks(
         what="how many GPUs each single-user server holds",
         example="gpu_hooks(n_gpus=1) for one GPU per server, n_gpus=0 for servers without a GPU",
     )
+    shares = whole_number(
+        shares,
+        "shares",
+        minimum=1,
+        what="how many single-user servers share each GPU",
+        example="gpu_hooks(n_gpus=1, shares=3) for three servers per GPU, shares=1 for a whole GPU each",
+    )
+    if shares > 1 and n_gpus != 1:
+        raise ValueError(
+            f"gpu_hooks(n_gpus={n_gpus}, shares={shares}): a server holds one share of one GPU, so shares go with "
+            "n_gpus=1. Write gpu_hooks(n_gpus=1, shares=3)."
+        )
     policy = hub_policy(policy)
     if machine is not None:
         if not isinstance(machine, str):
@@ -170,11 +185,17 @@ def gpu_hooks(
             return
         details = {"for_user": spawner.user.name, "server": spawner.name or "(default)"}
         try:
-            reservation = await asyncio.to_thread(
-                reserve_gpus, n_gpus, machine, policy, reservations=folder, details=details
-            )
+            if shares > 1:
+                reservation = await asyncio.to_thread(
+                    reserve_share, shares, machine, policy, reservations=folder, details=details
+                )
+            else:
+                reservation = await asyncio.to_thread(
+                    reserve_gpus, n_gpus, machine, policy, reservations=folder, details=details
+                )
         except NoFreeGpu:
-            raise NoGpuForServer(no_gpu_message(spawner.user.name, n_gpus, machine, policy, folder)) from None
+            message = no_gpu_message(spawner.user.name, n_gpus, machine, policy, folder, shares=shares)
+            raise NoGpuForServer(message) from None
         token = (
             new_server_token()
         )  # the server's processes know their reservation by it; the files hold only its digest
@@ -183,7 +204,7 @@ def gpu_hooks(
         with _RESERVATIONS_LOCK:
             _RESERVATIONS[key] = reservation
         env[SERVER_TOKEN_ENV] = token
-        env["CUDA_VISIBLE_DEVICES"] = reservation.visible_devices
+        env.update(reservation.env())  # CUDA_VISIBLE_DEVICES, and a share's memory cap
         spawner.environment = env
         if hasattr(spawner, "extra_host_config"):  # DockerSpawner: pass exactly these GPUs into the container
             host = dict(spawner.extra_host_config)
@@ -192,10 +213,10 @@ def gpu_hooks(
             ]
             spawner.extra_host_config = host
         log.info(
-            "gpulab: %s's server %r holds GPU(s) %s",
+            "gpulab: %s's server %r holds %s",
             key[0],
             key[1] or "(default)",
-            ", ".join(str(i) for i in reservation.physical_indices),
+            reservation.share or "GPU(s) " + ", ".join(str(i) for i in reservation.physical_indices),
         )
 
     def post_stop_hook(spawner: Any) -> None:
@@ -270,39 +291,3 @@ def reclaim_surviving_servers(
             ", ".join(str(g.physical_index) for g in chosen),
         )
     return reclaimed
-
-
-def _holder_words(holder: Any, viewer: str) -> str:
-    """Who holds a GPU, as the student ``viewer`` may read it: the Hub reads every private detail, but a server's name
-    and a notebook's path are said only to their own user."""
-    d = holder.details
-    if "for_user" in d:
-        server = d.get("server", "(default)") if d["for_user"] == viewer else "(default)"
-        return f"{d['for_user']}'s server" + ("" if server == "(default)" else f" {server!r}")
-    who = holder.user or str(holder)
-    if "kernel" in d or "notebook" in d:
-        own = who == viewer and d.get("notebook")
-        return f"a kernel of {who}" + (f" ({d['notebook']})" if own else "")
-    return str(holder) if holder.mine else f"{who} (pid {holder.pid})"
-
-
-def no_gpu_message(user: str, n_gpus: int, machine: str | None, policy: Policy | None, reservations: Path) -> str:
-    """What the Hub's spawn page says when a server cannot get its GPUs: who holds which GPU, and what to do."""
-    reader = as_reader(machine)
-    infos = [reader.info(i) for i in range(reader.count())]
-    holders = reservation_holders([g.uuid for g in infos], reservations)
-    taken = {uuid: _holder_words(h, user) for uuid, h in holders.items()}
-    verdicts = rank_gpus(infos, policy, taken=taken)
-    free = sum(v.free for v in verdicts)
-    lines = [
-        f"No GPU for {user}'s server: it needs {n_gpus} free GPU(s), and {free} of this machine's {len(infos)} "
-        f"{'is' if free == 1 else 'are'} free now."
-    ]
-    for v in sorted(verdicts, key=lambda v: v.gpu.physical_index):
-        lines.append(f"  GPU {v.gpu.physical_index}: {v.reason}")
-    lines.append(
-        "What to do: wait until someone stops their server (File > Hub Control Panel > Stop My Server) and "
-        "start yours again, or ask the instructor to stop an idle server; a server that dies frees its "
-        "GPUs within the Hub's poll interval."
-    )
-    return "\n".join(lines)

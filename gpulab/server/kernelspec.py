@@ -32,18 +32,25 @@ __all__ = [
 ]
 
 PROVISIONER = "gpulab-provisioner"  # the entry point's name (pyproject.toml), as server.provisioner names it
+EXEC_LINES = "--IPKernelApp.exec_lines=import gpulab"  # a shared GPU's kernel: the cap is read where gpulab is imported
 _NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
 
 
-def display_name(n_gpus: int) -> str:
-    """What JupyterLab's launcher shows: ``"Python 3 · 1 free GPU (gpulab)"``."""
+def display_name(n_gpus: int, shares: int = 1) -> str:
+    """What JupyterLab's launcher shows: ``"Python 3 · 1 free GPU (gpulab)"``, ``"Python 3 · 1 of 3 shares of a GPU
+    (gpulab)"``."""
+    if shares > 1:
+        return f"Python 3 · 1 of {shares} shares of a GPU (gpulab)"
     if n_gpus == 0:
         return "Python 3 · no GPU (gpulab)"
     return f"Python 3 · {n_gpus} free GPU{'s' if n_gpus > 1 else ''} (gpulab)"
 
 
-def default_name(n_gpus: int) -> str:
-    """The kernelspec's name for kernels that hold that many GPUs: ``gpulab-1-gpu``, or ``gpulab-no-gpu``."""
+def default_name(n_gpus: int, shares: int = 1) -> str:
+    """The kernelspec's name for kernels that hold that many GPUs: ``gpulab-1-gpu``, or ``gpulab-no-gpu``; for a
+    share of a GPU ``gpulab-gpu-share-3``."""
+    if shares > 1:
+        return f"gpulab-gpu-share-{shares}"
     return "gpulab-no-gpu" if n_gpus == 0 else f"gpulab-{n_gpus}-gpu"
 
 
@@ -78,17 +85,29 @@ def parse_policy(text: str | None) -> dict[str, Any]:
 
 
 def kernel_json(
-    n_gpus: int, policy: dict[str, Any] | None = None, wait_s: float = 0.0, python: str | None = None
+    n_gpus: int,
+    policy: dict[str, Any] | None = None,
+    wait_s: float = 0.0,
+    python: str | None = None,
+    shares: int = 1,
 ) -> dict[str, Any]:
-    """The kernelspec: ipykernel on ``python`` (default: this one), started by gpulab's provisioner."""
+    """The kernelspec: ipykernel on ``python`` (default: this one), started by gpulab's provisioner. With ``shares``
+    above 1, each kernel holds one of that many shares of a GPU (``config.shares``), and imports gpulab as it starts
+    (``--IPKernelApp.exec_lines=import gpulab``) so that its share's memory cap is enforced at CUDA's start even in a
+    notebook that never imports gpulab."""
     config: dict[str, Any] = {"n_gpus": n_gpus}
+    if shares > 1:
+        config["shares"] = shares
     if policy:
         config["policy"] = dict(policy)
     if wait_s:
         config["wait_s"] = float(wait_s)
+    argv = [python or sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+    if shares > 1:
+        argv.append(EXEC_LINES)
     return {
-        "argv": [python or sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": display_name(n_gpus),
+        "argv": argv,
+        "display_name": display_name(n_gpus, shares),
         "language": "python",
         "metadata": {"debugger": True, "kernel_provisioner": {"provisioner_name": PROVISIONER, "config": config}},
     }
@@ -116,9 +135,11 @@ def install_kernelspec(
     wait_s: float = 0.0,
     user: bool = False,
     prefix: str | None = None,
+    shares: int = 1,
 ) -> tuple[str, dict[str, Any]]:
     """Install the kernelspec; returns where it went and its ``kernel.json``. Without ``user`` or ``prefix`` it goes
-    to the system-wide folder (as ``jupyter kernelspec install`` does)."""
+    to the system-wide folder (as ``jupyter kernelspec install`` does). ``shares`` above 1: each kernel holds one of
+    that many shares of a GPU, with its memory cap (``n_gpus`` must then be 1)."""
     from jupyter_client.kernelspec import KernelSpecManager
 
     n_gpus = whole_number(
@@ -129,9 +150,23 @@ def install_kernelspec(
         what="how many GPUs each kernel holds, 0 for a kernel that sees no GPU",
         example="install_kernelspec(n_gpus=1), or --n-gpus 1 on the command line",
     )
-    name = name or default_name(n_gpus)
+    shares = whole_number(
+        shares,
+        "shares",
+        minimum=1,
+        maximum=64,
+        what="how many kernels share each GPU, 1 for a whole GPU per kernel",
+        example="install_kernelspec(shares=3), or --shares 3 on the command line",
+    )
+    if shares > 1 and n_gpus != 1:
+        raise ValueError(
+            f"--n-gpus {n_gpus} with --shares {shares}: a kernel holds one share of one GPU, so shares go with "
+            "--n-gpus 1. Install --n-gpus 1 --shares 3 for students who share cards, and a kernelspec without "
+            "--shares for those who need whole GPUs."
+        )
+    name = name or default_name(n_gpus, shares)
     _validate(name, wait_s)
-    spec = kernel_json(n_gpus, parse_policy(policy), wait_s)
+    spec = kernel_json(n_gpus, parse_policy(policy), wait_s, shares=shares)
     with tempfile.TemporaryDirectory(prefix="gpulab-kernelspec-") as tmp:
         (Path(tmp) / "kernel.json").write_text(json.dumps(spec, indent=1) + "\n")
         try:

@@ -58,14 +58,23 @@ def _what_to_do(n_gpus: int, wait_s: float) -> str:
     )
 
 
+def _touch(path: Any) -> None:
+    try:
+        os.utime(path, None)
+    except OSError:
+        pass  # the reservation is gone (the kernel ended): nothing to show
+
+
 class GpuKernelProvisioner(LocalProvisioner):  # type: ignore[misc]
     """``LocalProvisioner`` that starts the kernel holding ``n_gpus`` free GPUs (see the module's docstring).
 
-    Configured from the kernelspec's ``metadata.kernel_provisioner.config``: ``n_gpus``, ``policy`` (``Policy``'s
+    Configured from the kernelspec's ``metadata.kernel_provisioner.config``: ``n_gpus``, ``shares`` (kernels per GPU:
+    above 1, each kernel holds one share of a GPU with its memory cap, ``GPULAB_MEMORY_CAP``), ``policy`` (``Policy``'s
     fields), ``wait_s``, ``reservations`` (the reservations folder; default ``GPULAB_RESERVATIONS_DIR`` or
     ``/tmp/gpulab-reservations``)."""
 
     n_gpus = Int(1, config=True, help="how many free GPUs each kernel reserves (0: a kernel that sees no GPU)")
+    shares = Int(1, config=True, help="how many kernels share each GPU (1: a whole GPU each; 3: a share of a third)")
     policy = Dict({}, config=True, help="the fields of gpulab's Policy: what counts as a free GPU")
     wait_s = Float(0.0, config=True, help="how long a start waits for a GPU to come free before it fails")
     reservations = Unicode("", config=True, help="the reservations folder (default: GPULAB_RESERVATIONS_DIR or /tmp/…)")
@@ -89,6 +98,11 @@ class GpuKernelProvisioner(LocalProvisioner):  # type: ignore[misc]
             raise GpuKernelStartFailed(
                 f"this kernelspec asks for n_gpus={self.n_gpus}; reinstall it with "
                 "python -m gpulab kernelspec install --n-gpus 1 (or --n-gpus 0 for no GPU)."
+            )
+        if self.shares < 1 or (self.shares > 1 and self.n_gpus != 1):
+            raise GpuKernelStartFailed(
+                f"this kernelspec asks for n_gpus={self.n_gpus} with shares={self.shares}; a kernel holds one share "
+                "of one GPU. Reinstall it: python -m gpulab kernelspec install --n-gpus 1 --shares 3."
             )
         if self.n_gpus == 0:
             kwargs["env"]["CUDA_VISIBLE_DEVICES"] = ""  # CUDA sees no GPU; nothing is held
@@ -117,6 +131,8 @@ class GpuKernelProvisioner(LocalProvisioner):  # type: ignore[misc]
             str(self._report_w),
             "--n-gpus",
             str(self.n_gpus),
+            "--shares",
+            str(self.shares),
             "--policy",
             json.dumps(self.policy),
             "--wait-s",
@@ -187,7 +203,7 @@ class GpuKernelProvisioner(LocalProvisioner):  # type: ignore[misc]
 
         Only "now" can be written (``utime(path, None)``): the lock files may belong to another user, who alone
         could set an arbitrary time. So the idle time shown is accurate to ``activity_every_s``."""
-        from ..reservations import lock_path, reservation_holders, reservations_dir
+        from ..reservations import lock_path, reservation_holders, reservations_dir, share_key
 
         folder = reservations_dir(self.reservations or None, create=False)
         seen = self._last_activity()
@@ -198,11 +214,13 @@ class GpuKernelProvisioner(LocalProvisioner):  # type: ignore[misc]
                 seen = now
                 held = reservation_holders(reservation["uuids"], folder)
                 for uuid in reservation["uuids"]:
-                    if held.get(uuid) is not None and held[uuid].pid == reservation["pid"]:
-                        try:
-                            os.utime(lock_path(folder, uuid), None)
-                        except OSError:
-                            pass  # the reservation is gone (the kernel ended): nothing to show
+                    h = held.get(uuid)
+                    if h is not None and reservation.get("share"):  # a share: its own lock file shows the idle time
+                        k, n = reservation["share"]
+                        if any(s == k and sh.pid == reservation["pid"] for s, _, sh in h.shares):
+                            _touch(lock_path(folder, share_key(uuid, k, n)))
+                    elif h is not None and h.pid == reservation["pid"]:
+                        _touch(lock_path(folder, uuid))
 
     def _last_activity(self) -> object:
         try:

@@ -28,14 +28,19 @@ import signal
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
-from ..core.readings import GpuInfo
+from ..core.readings import GpuInfo, is_known
+from ..core.shares import share_cap_bytes
+from ..core.units import format_bytes
 from ..reservations import (
     DEFAULT_INSTRUCTOR_GROUP,
     INSTRUCTOR_GROUP_VAR,
+    Holder,
     lock_path,
     reservation_holders,
     reservations_dir,
+    share_key,
 )
 from .kernel_server import NoServer, find_kernel_server, shut_down_kernel
 
@@ -74,6 +79,9 @@ class ReservationRow:
     mine: bool = False
     for_server: bool = False
     """A JupyterHub server's reservation: ``kernel`` is then the server's name (``"(default)"``)."""
+    share: str = ""
+    """For one share of a card: which, and the memory its holder uses against its cap where NVML names the holder's
+    process (``"share 2 of 3 · uses 1.2 GiB of its 25.8 GiB cap"``); empty for a whole GPU."""
 
     def __str__(self) -> str:
         idle = "" if self.idle_s is None else f" · idle {_duration(self.idle_s)}"
@@ -87,7 +95,8 @@ class ReservationRow:
         where = f" · {self.notebook}" if self.notebook else ""
         ports = f" · ports {self.ports}" if self.ports else ""
         who = "reserved by this notebook" if self.mine else self.user
-        return f"GPU {self.physical_index}: {who} · {kernel}{where}{idle}{ports}"
+        share = f" {self.share}" if self.share else ""
+        return f"GPU {self.physical_index}{share}: {who} · {kernel}{where}{idle}{ports}"
 
 
 def _duration(seconds: float) -> str:
@@ -145,7 +154,8 @@ def reservation_rows(
     viewer_uid: int | None = None,
     clock: Callable[[], float] = time.time,
 ) -> list[ReservationRow]:
-    """Every held GPU of ``gpus`` with its holder, as the viewer (default: this process's user) may see it."""
+    """Every held GPU of ``gpus`` with its holder, as the viewer (default: this process's user) may see it; a card held
+    in shares has a row for each share held, with its holder and the memory it uses against its cap."""
     viewer = os.geteuid() if viewer_uid is None else viewer_uid
     see_all = may_see_all_paths(viewer)
     holders = reservation_holders([g.uuid for g in gpus], reservations)
@@ -155,35 +165,70 @@ def reservation_rows(
         h = holders.get(g.uuid)
         if h is None:
             continue
-        uid = _uid_of(h.pid)
-        own = see_all or (uid is not None and uid == viewer)
-        notebook = HIDDEN if "notebook" in h.hidden else h.details.get("notebook", "")
-        if notebook and not own:  # this process could read it (root), but the viewer asked about may not
-            notebook = HIDDEN
-        try:
-            idle = clock() - os.stat(lock_path(d, g.uuid)).st_mtime if h.details.get("kernel") else None
-        except OSError:
-            idle = None
-        user = _user_name(uid, h.user)
-        if h.details.get("for_user"):  # a JupyterHub reservation (gpulab.server.hub): the Hub holds it for a user
-            user = f"{h.details['for_user']} via {user}"
-        server = HIDDEN_SERVER if "server" in h.hidden or (h.details.get("server") and not own) else ""
-        kernel = h.details.get("kernel") or server or h.details.get("server", "")
-        rows.append(
-            ReservationRow(
-                g.physical_index,
-                g.uuid,
-                h.pid,
-                user,
-                kernel,
-                notebook,
-                idle,
-                h.details.get("ports", ""),
-                h.mine,
-                bool(h.details.get("for_user")) and not h.details.get("kernel"),
-            )
-        )
+        if h.shares:
+            for k, n, share_holder in h.shares:
+                text = _share_text(g, k, n, share_holder.pid)
+                rows.append(_row(g, share_holder, share_key(g.uuid, k, n), d, viewer, see_all, clock, text))
+        else:
+            rows.append(_row(g, h, g.uuid, d, viewer, see_all, clock))
     return rows
+
+
+def _share_text(g: GpuInfo, k: int, n: int, pid: int | None) -> str:
+    """``"share 2 of 3 · uses 1.2 GiB of its 25.8 GiB cap"``: the memory NVML shows for the holder's process, where it
+    shows one (a Hub-held share's kernels are the server's, not the Hub's: then only the cap)."""
+    try:
+        cap = format_bytes(share_cap_bytes(int(g.memory_total_bytes), n)) if is_known(g.memory_total_bytes) else None
+    except ValueError:
+        cap = None
+    used = None
+    if isinstance(g.processes, tuple):
+        used = next((p.used_memory_bytes for p in g.processes if p.pid == pid and is_known(p.used_memory_bytes)), None)
+    if cap is None:
+        return f"share {k} of {n}"
+    if used is None:
+        return f"share {k} of {n} ({cap} cap)"
+    return f"share {k} of {n} · uses {format_bytes(used)} of its {cap} cap"
+
+
+def _row(
+    g: GpuInfo,
+    h: Holder,
+    key: str,
+    d: Path,
+    viewer: int,
+    see_all: bool,
+    clock: Callable[[], float],
+    share: str = "",
+) -> ReservationRow:
+    """One row of ``watch``: holder ``h`` of GPU ``g`` (or of its share ``key``), as the viewer may see it."""
+    uid = _uid_of(h.pid)
+    own = see_all or (uid is not None and uid == viewer)
+    notebook = HIDDEN if "notebook" in h.hidden else h.details.get("notebook", "")
+    if notebook and not own:  # this process could read it (root), but the viewer asked about may not
+        notebook = HIDDEN
+    try:
+        idle = clock() - os.stat(lock_path(d, key)).st_mtime if h.details.get("kernel") else None
+    except OSError:
+        idle = None
+    user = _user_name(uid, h.user)
+    if h.details.get("for_user"):  # a JupyterHub reservation (gpulab.server.hub): the Hub holds it for a user
+        user = f"{h.details['for_user']} via {user}"
+    server = HIDDEN_SERVER if "server" in h.hidden or (h.details.get("server") and not own) else ""
+    kernel = h.details.get("kernel") or server or h.details.get("server", "")
+    return ReservationRow(
+        g.physical_index,
+        g.uuid,
+        h.pid,
+        user,
+        kernel,
+        notebook,
+        idle,
+        h.details.get("ports", ""),
+        h.mine,
+        bool(h.details.get("for_user")) and not h.details.get("kernel"),
+        share,
+    )
 
 
 def _freed(g: GpuInfo, reservations: str | os.PathLike[str] | None, timeout_s: float) -> bool:

@@ -4,7 +4,9 @@
 (``server.provisioner``) starts instead of the kernelspec's command. This process calls ``reserve_gpus`` (the same
 policy, lock files and details as a notebook cell), puts ``CUDA_VISIBLE_DEVICES``, ``MASTER_PORT`` and
 ``GPULAB_MASTER_PORTS`` into its environment, tells the provisioner what it got on the report pipe, and then
-``exec``s the kernel command. ``exec`` keeps the process id and the open lock files, so:
+``exec``s the kernel command. With ``--shares N`` (a kernelspec installed with ``--shares``) it holds one share of one
+GPU instead (``reserve_share``) and adds the share's memory cap, ``GPULAB_MEMORY_CAP``. ``exec`` keeps the process id
+and the open lock files, so:
 
 - the kernel process itself holds the ``flock``: the reservation ends exactly when the kernel ends (shutdown, restart,
   crash, ``kill -9``), with no poller, and ``/proc/locks`` names the kernel's pid;
@@ -40,6 +42,7 @@ def _arguments(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--n-gpus", type=int, default=1, help="how many GPUs to reserve")
     # deprecated: what an older provisioner passes (through lease_start) until its server restarts
     parser.add_argument("--gpus", dest="n_gpus", type=int, default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    parser.add_argument("--shares", type=int, default=1, help="kernels per GPU: >1 reserves one share of a GPU")
     parser.add_argument("--policy", default="{}", help="JSON: Policy's fields")
     parser.add_argument("--wait-s", type=float, default=0.0)
     parser.add_argument("--prefer", default="", help="UUIDs to pick first, comma-separated")
@@ -63,14 +66,19 @@ def main(argv: list[str] | None = None) -> int:
         from ..placement.selection import NoFreeGpu, Policy
         from ..ranks.ports import PORTS_VAR, format_ports, reservation_ports
 
-        reservation = reserve_gpus(
-            args.n_gpus,
-            policy=Policy(**json.loads(args.policy)),
-            reservations=args.reservations,
-            wait_s=args.wait_s,
-            prefer=[u for u in args.prefer.split(",") if u],
-            details=json.loads(args.details),
-        )
+        how = {
+            "policy": Policy(**json.loads(args.policy)),
+            "reservations": args.reservations,
+            "wait_s": args.wait_s,
+            "prefer": [u for u in args.prefer.split(",") if u],
+            "details": json.loads(args.details),
+        }
+        if args.shares > 1:  # one share of one GPU, with its memory cap
+            from ..placement.share_reservation import reserve_share
+
+            reservation = reserve_share(args.shares, **how)
+        else:
+            reservation = reserve_gpus(args.n_gpus, **how)
     except NoFreeGpu as exc:
         _report(args.report_fd, {"ok": False, "kind": "busy", "error": str(exc)})
         return 3
@@ -84,11 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     for fd in reservation.lock_fds:  # the reservation's details, now with its port range
         write_holder(fd, details)
         os.set_inheritable(fd, True)  # exec keeps them open: the kernel process holds the locks
-    env = {
-        "CUDA_VISIBLE_DEVICES": reservation.visible_devices,
-        "MASTER_PORT": str(ports.start),
-        PORTS_VAR: format_ports(ports),
-    }
+    env = {**reservation.env(), "MASTER_PORT": str(ports.start), PORTS_VAR: format_ports(ports)}
     os.environ.update(env)
     _report(
         args.report_fd,
@@ -99,6 +103,7 @@ def main(argv: list[str] | None = None) -> int:
             "ports": format_ports(ports),
             "pid": os.getpid(),
             "env": env,
+            **({"share": [reservation.share.share, reservation.share.shares]} if reservation.share else {}),
         },
     )
     sys.stdout.flush()

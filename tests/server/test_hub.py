@@ -28,6 +28,7 @@ from pathlib import Path
 
 import pytest
 
+from gpulab.core.shares import share_cap_bytes
 from gpulab.machine.simulated import SimulatedGpuReader
 from gpulab.reservations import reservation_holders
 from gpulab.server.kernelspec import install_kernelspec
@@ -55,9 +56,10 @@ def _config(tmp: Path, token: str, marker: str, ports: dict[str, int], model: st
     hooks = (
         (
             "from gpulab.server.hub import gpu_hooks\n"
-            "c.Spawner.pre_spawn_hook, c.Spawner.post_stop_hook = gpu_hooks(n_gpus=3)"
+            "c.Spawner.pre_spawn_hook, c.Spawner.post_stop_hook = "
+            + ("gpu_hooks(n_gpus=1, shares=3)" if model == "server-shares" else "gpu_hooks(n_gpus=3)")
         )
-        if model == "server"
+        if model.startswith("server")
         else ""
     )
     return f"""
@@ -194,7 +196,7 @@ class HubSession:
         self.reservations_dir = tmp / "reservations"
         self.env = dict(
             os.environ,
-            GPULAB_HUB_MODEL=model,
+            GPULAB_HUB_MODEL="server" if model.startswith("server") else model,
             GPULAB_SIMULATE_GPUS="idle-8",
             GPULAB_RESERVATIONS_DIR=str(self.reservations_dir),
             GPULAB_HUB_TEST=self.marker,
@@ -463,3 +465,55 @@ def test_in_the_server_model_a_servers_processes_find_its_gpus_their_own(session
     assert yours == f"{positions} {tuple(positions)}"  # the picker: hers, and "Pick 3" ticks them
     assert f"GPU {', '.join(map(str, positions))} yours (reserved for alice's server" in finding
     session.stop(proc)
+
+
+def _shares(directory: Path) -> dict[tuple[str, int], str]:
+    """(GPU UUID, share number) -> the user whose server holds that share, from the reservation files."""
+    return {
+        (u, k): share_holder.details.get("for_user", "?")
+        for u, h in reservation_holders(UUIDS, directory).items()
+        for k, _, share_holder in h.shares
+    }
+
+
+_IN_A_SHARED_SERVER = """
+import os, gpulab
+held = gpulab.reserve_gpus(1)  # the server's share's card: handed over, no second reservation
+print(held.visible_devices, "|", held.held_for, "|", len(held.lock_fds), "|", os.environ["GPULAB_MEMORY_CAP"])
+"""
+
+
+@pytest.mark.parametrize("session", ["server-shares"], indirect=True)
+def test_in_the_server_model_with_shares_each_server_holds_a_share_with_its_cap_freed_on_kill_and_stop(session):
+    """gpu_hooks(n_gpus=1, shares=3) in a real Hub: three servers started at once hold one share each, spread over
+    three cards, each with its card and cap in its environment; a process of alice's server finds her card its own; a
+    kill -9 of her server frees her share within the Hub's poll, and a Hub stop frees the rest."""
+    hub = session.hub
+    proc = session.launch()
+    with ThreadPoolExecutor(3) as pool:
+        for status, body in pool.map(hub.start, ("alice", "bob", "carol")):
+            assert status in (201, 202), (status, body, session.log_tail())
+    shares = _shares(session.reservations_dir)
+    assert sorted(shares.values()) == ["alice", "bob", "carol"] and len({u for u, _ in shares}) == 3
+    caps = {share_cap_bytes(SimulatedGpuReader("idle-8").info(i).memory_total_bytes, 3) for i in range(8)}
+    for user in ("alice", "bob", "carol"):
+        env = _environ(hub.server(user)["state"]["pid"])
+        (card,) = [u for (u, _), who in shares.items() if who == user]
+        assert env["CUDA_VISIBLE_DEVICES"] == card and int(env["GPULAB_MEMORY_CAP"]) in caps
+    env = _environ(hub.server("alice")["state"]["pid"])
+    env["PYTHONPATH"] = str(ROOT)
+    done = process_group.run(
+        [sys.executable, "-c", _IN_A_SHARED_SERVER], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    visible, whose, fds, cap = (part.strip() for part in done.stdout.split("|"))
+    assert visible == env["CUDA_VISIBLE_DEVICES"] and whose.startswith("reserved for alice's server") and fds == "0"
+    assert cap == env["GPULAB_MEMORY_CAP"]
+    os.kill(hub.server("alice")["state"]["pid"], signal.SIGKILL)
+    hub.wait(
+        "alice's share to end after kill -9",
+        lambda: "alice" not in _shares(session.reservations_dir).values(),
+        timeout_s=30 + 10 * POLL_S,
+    )
+    assert sorted(_shares(session.reservations_dir).values()) == ["bob", "carol"]
+    session.stop(proc)  # asserts that no reservation is left
