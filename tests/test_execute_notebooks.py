@@ -40,6 +40,16 @@ def test_a_busy_machine_refuses_a_timing_chapter_before_running_it_and_says_why(
     assert "--allow-noisy (or GPULAB_ALLOW_NOISY=1)" in err and "not saved (machine not quiet): 07_scaling.ipynb" in err
 
 
+def test_a_ceiling_above_two_is_refused_as_a_slowed_single_run_not_as_a_held_core(monkeypatch, tmp_path, capsys):
+    import gpulab.scaling
+
+    monkeypatch.setattr(gpulab.scaling, "how_quiet", lambda: _quietness(2.36, load=1.12))
+    assert ex.main([str(tmp_path / "04_ddp.ipynb")]) == 1
+    err = capsys.readouterr().err
+    assert "reached 2.36× one, load average 1.12, above the 2× two processes can reach" in err
+    assert "below the 1.7×" not in err
+
+
 def test_the_override_and_a_quiet_machine_let_it_run(monkeypatch, tmp_path):
     import gpulab.scaling
 

@@ -41,13 +41,17 @@ class NotQuiet(RuntimeError):
 
 def refusal(name: str, ceiling: float, load: float | None, when: str) -> str:
     """Why ``name`` is not saved, and how to save it anyway."""
-    from gpulab.core.verdicts import QUIET_CEILING
+    from gpulab.core.verdicts import DISTURBED_ABOVE, QUIET_CEILING
 
     busy = f", load average {load:.2f}" if load is not None else ""
+    if ceiling > DISTURBED_ABOVE:  # 2 processes cannot be more than twice as fast as 1: the 1-process run was slowed
+        why = "above the 2× two processes can reach (another program slowed the 1-process run)"
+    else:
+        why = f"below the {QUIET_CEILING}× of a quiet machine (another program holds a core)"
     return (
         f"{name}: not saved, because the machine was not quiet {when}: 2 independent processes reached {ceiling:.2f}× "
-        f"one{busy}, below the {QUIET_CEILING}× of a quiet machine (another program holds a core), and this "
-        "chapter's lessons read its timings. Stop the other work and run it again, or save it anyway with "
+        f"one{busy}, {why}, and this chapter's lessons read its timings. Stop the other work and run it again, or "
+        "save it anyway with "
         f"--allow-noisy (or {OVERRIDE}=1): its first cell then says that the run was not quiet."
     )
 

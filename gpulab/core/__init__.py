@@ -24,5 +24,8 @@ export_lazily(
         "crossover_verdict": "verdicts",
         "allreduce_gap": "verdicts",
         "overhead_verdict": "verdicts",
+        # the shares of a GPU that kernels hold (notebooks/02_choosing_gpus.ipynb)
+        "shares_of": "shares",
+        "share_cap_bytes": "shares",
     },
 )

@@ -21,5 +21,6 @@ export_lazily(
         "cuda_gpu_count": "cuda",
         "too_few_gpus": "cuda",
         "cuda_state": "cuda",
+        "add_cap_note": "memory_cap",
     },
 )
