@@ -52,7 +52,9 @@ from typing import Any
 from tornado.web import HTTPError  # JupyterHub's own web framework, there wherever a Hub is
 
 from ..core.arguments import shown, whole_number
+from ..core.readings import GpuInfo, is_known
 from ..core.renamed import renamed_keywords
+from ..core.shares import shares_of
 from ..machine.resolve import as_reader
 from ..placement.reservation import Reservation, reserve_gpus
 from ..placement.selection import Choice, NoFreeGpu, Policy, rank_gpus
@@ -60,8 +62,10 @@ from ..placement.share_reservation import reserve_share
 from ..reservations import (
     SERVER_TOKEN_ENV,
     hold,
+    hold_share,
     left_behind,
     new_server_token,
+    parse_share_key,
     reservations_dir,
     selection_lock,
     token_digest,
@@ -248,13 +252,15 @@ def reclaim_surviving_servers(
 
     A GPU counts when both agree: nobody holds it now, this user's own file there (the earlier Hub's, which no student
     can write) says it was held for that user's server, and a process of that server still runs with that GPU in its
-    ``CUDA_VISIBLE_DEVICES`` (``servers``: the processes, read from their environments)."""
+    ``CUDA_VISIBLE_DEVICES`` (``servers``: the processes, read from their environments). A share of a card held for
+    a server counts the same way, and is held again as the same share where it is free (``_reclaim_shares``)."""
     reader = as_reader(machine)
     gpus = {g.uuid: g for g in (reader.info(i) for i in range(reader.count()))}
     folder = reservations_dir(reservations, create=False)
     left = left_behind(list(gpus), folder)
+    shares = _reclaim_shares(gpus, folder, servers)
     if not left:
-        return []
+        return shares
     wanted: dict[tuple[str, str], list[str]] = {}
     digests: dict[
         tuple[str, str], str | None
@@ -290,4 +296,40 @@ def reclaim_surviving_servers(
             key[1] or "(default)",
             ", ".join(str(g.physical_index) for g in chosen),
         )
+    return reclaimed + shares
+
+
+def _reclaim_shares(
+    gpus: Mapping[str, GpuInfo], folder: os.PathLike[str], servers: Callable[[], list[HubServer]]
+) -> list[tuple[str, str]]:
+    """Hold again, as ``reserve_share`` holds them, the shares the earlier Hub held for servers that still run on
+    their card; the ``(user, server name)`` of each."""
+    from pathlib import Path
+
+    found = (p.name.removeprefix("gpu-").removesuffix(".lock") for u in gpus for p in Path(folder).glob(f"gpu-{u}.*"))
+    left = left_behind([key for key in found if parse_share_key(key)], folder)
+    running = servers() if left else []
+    reclaimed = []
+    for key, holder in sorted(left.items()):
+        uuid, k, n = parse_share_key(key)  # type: ignore[misc]
+        user, server, g = holder.details.get("for_user"), holder.details.get("server"), gpus[uuid]
+        name = "" if server == "(default)" else server
+        if not user or server is None or not is_known(g.memory_total_bytes) or (user, name) in _RESERVATIONS:
+            continue
+        if not any(p.user == user and p.name == name and uuid in p.uuids for p in running):
+            continue
+        with selection_lock(reservations_dir(folder)):
+            got = hold_share(Path(folder), uuid, n, {"for_user": user, "server": server}, holder.server_digest, k)
+        if got is None:
+            log.warning("gpulab: GPU %s of %s's surviving server is held another way now", g.physical_index, user)
+            continue
+        card_fd, share_fd, k = got
+        share = shares_of(g.physical_index, int(g.memory_total_bytes), n)[k - 1]
+        fds = {uuid: share_fd, f"{uuid}.card": card_fd}
+        with _RESERVATIONS_LOCK:
+            _RESERVATIONS[(user, name)] = Reservation(
+                Choice((g,), tuple(rank_gpus([g]))), Path(folder), fds, share=share
+            )
+        reclaimed.append((user, name))
+        log.warning("gpulab: %s's server %r outlived the earlier Hub on %s: reserved again for it", user, server, share)
     return reclaimed

@@ -124,3 +124,44 @@ def test_a_rank_that_outlived_its_kernel_is_named_unheld_until_its_gpu_is_reserv
 
     with reserve_gpus(1, "idle-8", reservations=folder, prefer=[UUIDS[4]]):
         assert f"(pid {rank.pid})" not in render_text(read_server("idle-8", folder))
+
+
+EARLIER_HUB_SHARES = """
+import json, sys
+from gpulab.placement.share_reservation import reserve_share
+held = [reserve_share(3, "idle-8", reservations=sys.argv[1], details={"for_user": u, "server": "(default)"})
+        for u in ("alice", "dave")]
+print(json.dumps([[r.visible_devices, r.share.share] for r in held]), flush=True)
+sys.stdin.read()
+"""
+
+
+def test_a_new_hub_reserves_again_the_shares_the_killed_one_held_for_servers_that_survived(tmp_path, procs):
+    folder = tmp_path / "reservations"
+    earlier = _start(["-c", EARLIER_HUB_SHARES, str(folder)])
+    procs.append(earlier)
+    (alice_gpu, alice_k), (dave_gpu, _) = json.loads(earlier.stdout.readline())
+    procs.append(_server("alice", alice_gpu))  # alice's server survives the Hub; dave's did not
+    os.kill(earlier.pid, signal.SIGKILL)
+    earlier.wait(30)
+    assert reservation_holders(UUIDS, folder) == {}  # the locks died with the Hub: alice's share looks free
+
+    pre_spawn, post_stop = gpu_hooks(n_gpus=1, shares=3, machine="idle-8", reservations=folder)
+    held = reservation_holders(UUIDS, folder)
+    assert list(held) == [alice_gpu]  # her card only: dave's server is gone, so his share stays free
+    ((k, n, holder),) = held[alice_gpu].shares
+    assert (k, n, holder.details["for_user"], holder.details["server"]) == (alice_k, 3, "alice", "(default)")
+    assert holder.mine
+    assert f"share {alice_k} of 3" in str(hub._RESERVATIONS[("alice", "")])
+    watch = render_text(read_server("idle-8", folder))
+    assert "unheld: alice's server" not in watch and f"GPU {UUIDS.index(alice_gpu)} share {alice_k} of 3" in watch
+
+    bob = _spawner("bob")
+    asyncio.run(pre_spawn(bob))
+    shares = {
+        (u, k): h.details["for_user"] for u, g in reservation_holders(UUIDS, folder).items() for k, _, h in g.shares
+    }
+    assert shares[(alice_gpu, alice_k)] == "alice" and sorted(shares.values()) == ["alice", "bob"]
+    post_stop(_spawner("alice"))  # the Hub stops alice's server: the share it held again is released
+    shares = [h.details["for_user"] for g in reservation_holders(UUIDS, folder).values() for _, _, h in g.shares]
+    assert shares == ["bob"]
