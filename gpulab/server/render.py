@@ -46,6 +46,7 @@ class ServerView:
     reservations: tuple = ()  # ``reservation_rows.ReservationRow``s: who holds each GPU (user, kernel, notebook, ...)
     unheld: tuple[str, ...] = ()  # JupyterHub servers that run on GPUs no reservation holds, in words
     yours: Mapping[str, str] = field(default_factory=dict)  # UUIDs held for the watching process, or its server
+    shares: Mapping[str, tuple[int, int]] = field(default_factory=dict)  # a card held in shares: (held, of how many)
 
     def __str__(self) -> str:
         return render_text(self)
@@ -99,11 +100,30 @@ def _free_line(view: ServerView) -> str:
     free = sorted(v.gpu.physical_index for v in verdicts if v.free)
     yours = sorted(v.gpu.physical_index for v in verdicts if v.yours)
     mine = f"; yours: GPU {', '.join(map(str, yours))}" if yours else ""
-    return (
-        f"free now: GPU {', '.join(map(str, free))} — hold one with gpulab.reserve_gpus(1){mine}"
-        if free
-        else "no GPU is free now: every one is busy or reserved (gpulab.reserve_gpus(1, wait_s=600) waits for one)"
-        + mine
+    n_shares, shares = _free_shares(view)
+    if free:
+        more = f"; and {n_shares} share(s) of shared cards: {shares}" if n_shares else ""
+        return f"free now: GPU {', '.join(map(str, free))} — hold one with gpulab.reserve_gpus(1){more}{mine}"
+    if n_shares:
+        return (
+            f"no whole GPU is free now, but {n_shares} share(s) are: {shares}; gpulab.reserve_gpus(1, wait_s=600) "
+            f"waits for a whole GPU{mine}"
+        )
+    return "no GPU is free now: every one is busy or reserved (gpulab.reserve_gpus(1, wait_s=600) waits for one)" + mine
+
+
+def _free_shares(view: ServerView) -> tuple[int, str]:
+    """How many shares of the cards held in shares are free, and which, in words (``"1 of GPU 0's 3, …"``), with the
+    kernel that takes one."""
+    free = [(n - held, n, g.physical_index) for g in view.gpus for held, n in [view.shares.get(g.uuid, (0, 0))]]
+    free = [f for f in free if f[0] > 0]
+    counts = {n for _, n, _ in free}
+    if not free:
+        return 0, ""
+    how = f"--shares {counts.pop()}" if len(counts) == 1 else "--shares N"
+    which = ", ".join(f"{k} of GPU {i}'s {n}" for k, n, i in free)
+    return sum(k for k, _, _ in free), (
+        f"{which} (a kernel installed with python -m gpulab kernelspec install --n-gpus 1 {how} takes one)"
     )
 
 

@@ -100,6 +100,7 @@ def read_server(
         tuple(reservation_rows(gpus, reservations)),
         tuple(unheld),
         yours,
+        {u: (len(h.shares), max(n for _, n, _ in h.shares)) for u, h in holders.items() if h.shares},
     )
 
 
