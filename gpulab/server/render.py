@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..core.readings import GpuInfo, Unavailable, is_known
+from ..core.reservable import device_readings
 from ..core.units import format_bytes
 from ..placement.selection import rank_gpus
 
@@ -74,10 +75,15 @@ def bar(share: float | None, width: int = BAR_CHARS, color: bool = False) -> str
     return f"{_ANSI[_level(share)]}{text}{_ANSI['end']}" if color else text
 
 
+def _holder(view: ServerView, uuid: str) -> str:
+    """Who holds the GPU or MIG slice ``uuid``, in words; empty when nobody does."""
+    if uuid not in view.holders:
+        return ""
+    return view.yours.get(uuid) or f"reserved by {view.holders[uuid]}"
+
+
 def _who(view: ServerView, g: GpuInfo) -> list[str]:
-    lines = []
-    if g.uuid in view.holders:
-        lines.append(view.yours.get(g.uuid) or f"reserved by {view.holders[g.uuid]}")
+    lines = [_holder(view, g.uuid)] if g.uuid in view.holders else []
     if isinstance(g.processes, Unavailable):
         lines.append(f"processes: {g.processes}")
     else:
@@ -96,9 +102,9 @@ def _title(view: ServerView) -> str:
 def _free_line(view: ServerView) -> str:
     """Which GPUs are free now, by the rule every view applies (``placement.selection.judge``), and which are yours."""
     taken = {u: t for u, t in view.holders.items() if u not in view.yours}
-    verdicts = rank_gpus(view.gpus, taken=taken, yours=view.yours)
-    free = sorted(v.gpu.physical_index for v in verdicts if v.free)
-    yours = sorted(v.gpu.physical_index for v in verdicts if v.yours)
+    verdicts = rank_gpus(device_readings(view.gpus), taken=taken, yours=view.yours)  # a MIG card: its slices
+    free = [v.gpu.label for v in sorted(verdicts, key=_order) if v.free]
+    yours = [v.gpu.label for v in sorted(verdicts, key=_order) if v.yours]
     mine = f"; yours: GPU {', '.join(map(str, yours))}" if yours else ""
     n_shares, shares = _free_shares(view)
     if free:
@@ -110,6 +116,10 @@ def _free_line(view: ServerView) -> str:
             f"waits for a whole GPU{mine}"
         )
     return "no GPU is free now: every one is busy or reserved (gpulab.reserve_gpus(1, wait_s=600) waits for one)" + mine
+
+
+def _order(verdict) -> tuple[int, int]:
+    return verdict.gpu.physical_index, -1 if verdict.gpu.mig_index is None else verdict.gpu.mig_index
 
 
 def _free_shares(view: ServerView) -> tuple[int, str]:
@@ -156,11 +166,12 @@ def render_text(view: ServerView, color: bool = False) -> str:
         )
         pad = " " * (3 + 2 + 20 + 2 + BAR_CHARS + 1 + 19 + 2 + BAR_CHARS // 2 + 6 + 2)
         out += [pad + line for line in who[1:]]
-        for m in g.mig_devices:
+        for m in g.mig_devices:  # each slice under its card: its label and profile, its memory, who holds it
             s = _share(m.memory_used_bytes, m.memory_total_bytes)
+            mem = f"{format_bytes(m.memory_used_bytes)} / {format_bytes(m.memory_total_bytes)}" if s is not None else ""
             out.append(
-                f"{'':>3}  {'  MIG slice ' + str(m.mig_index):<20}  {bar(s, BAR_CHARS, color)} "
-                f"{format_bytes(m.memory_used_bytes)} / {format_bytes(m.memory_total_bytes)}"
+                f"{'':>3}  {f'{g.physical_index}/mig{m.mig_index} {m.profile}':<20}  {bar(s, BAR_CHARS, color)} "
+                f"{mem:<19}  {'':<{BAR_CHARS // 2 + 6}}  {_holder(view, m.uuid) or 'nobody'}"
             )
     out += _reservation_lines(view)
     out += list(view.unheld)
@@ -202,6 +213,13 @@ def render_html(view: ServerView) -> str:
             f"<td>{_html_bar(util / 100) + f' {util} %' if is_known(util) else 'N/A'}</td>"
             f"<td>{'<br>'.join(e(w) for w in _who(view, g))}</td></tr>"
         )
+        for m in g.mig_devices:  # each slice under its card, as in the terminal
+            s = _share(m.memory_used_bytes, m.memory_total_bytes)
+            mem = f"{format_bytes(m.memory_used_bytes)} / {format_bytes(m.memory_total_bytes)}" if s is not None else ""
+            rows.append(
+                f"<tr><td>{g.physical_index}/mig{m.mig_index}</td><td>{e(m.name)}</td><td>{_html_bar(s)} {e(mem)}</td>"
+                f"<td></td><td>{e(_holder(view, m.uuid) or 'nobody')}</td></tr>"
+            )
     table = (
         "<table style='border-collapse:collapse'><tr><th>GPU</th><th>name</th><th>memory used</th><th>util</th>"
         "<th style='text-align:left'>who</th></tr>" + "".join(rows) + "</table>"

@@ -81,7 +81,8 @@ class ReservationRow:
     """A JupyterHub server's reservation: ``kernel`` is then the server's name (``"(default)"``)."""
     share: str = ""
     """For one share of a card: which, and the memory its holder uses against its cap where NVML names the holder's
-    process (``"share 2 of 3 · uses 1.2 GiB of its 25.8 GiB cap"``); empty for a whole GPU."""
+    process (``"share 2 of 3 · uses 1.2 GiB of its 25.8 GiB cap"``); for a MIG slice, which (``"MIG slice 0
+    (3g.40gb)"``); empty for a whole GPU."""
 
     def __str__(self) -> str:
         idle = "" if self.idle_s is None else f" · idle {_duration(self.idle_s)}"
@@ -158,10 +159,14 @@ def reservation_rows(
     in shares has a row for each share held, with its holder and the memory it uses against its cap."""
     viewer = os.geteuid() if viewer_uid is None else viewer_uid
     see_all = may_see_all_paths(viewer)
-    holders = reservation_holders([g.uuid for g in gpus], reservations)
+    holders = reservation_holders([g.uuid for g in gpus] + [m.uuid for g in gpus for m in g.mig_devices], reservations)
     d = reservations_dir(reservations, create=False)
     rows = []
     for g in gpus:
+        for m in g.mig_devices:  # a MIG slice is held by its own UUID, as a whole GPU is
+            if m.uuid in holders:
+                part = f"MIG slice {m.mig_index}" + (f" ({m.profile})" if m.profile else "")
+                rows.append(_row(g, holders[m.uuid], m.uuid, d, viewer, see_all, clock, part))
         h = holders.get(g.uuid)
         if h is None:
             continue

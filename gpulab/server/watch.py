@@ -59,7 +59,7 @@ def read_server(
     the owner of each pid seen."""
     reader = as_reader(machine)
     gpus = tuple(reader.info(i, processes=True) for i in range(reader.count()))
-    holders = reservation_holders([g.uuid for g in gpus], reservations)
+    holders = reservation_holders([g.uuid for g in gpus] + [m.uuid for g in gpus for m in g.mig_devices], reservations)
     simulated = bool(getattr(reader, "simulated", False))
     owners: dict[int, str] = {}
     for g in gpus:
