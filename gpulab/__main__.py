@@ -30,6 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     p_watch.add_argument("--frames", type=int, default=None, metavar="N", help="stop after N views")
     p_rel = sub.add_parser("release", help="free a GPU by stopping your own process (kernel) that holds it")
     p_rel.add_argument("gpu", type=int, metavar="GPU", help="the GPU's physical number, as watch shows it")
+    p_rel.add_argument("--share", type=int, default=None, metavar="K", help="of a shared card, share K only")
     p_ks = sub.add_parser("kernelspec", help="install, list or remove the Jupyter kernels that hold free GPUs")
     ks = p_ks.add_subparsers(dest="action", metavar="action")
     p_in = ks.add_parser("install", help="install a kernelspec started by gpulab's kernel provisioner")
@@ -89,10 +90,10 @@ def main(argv: list[str] | None = None) -> int:
             watch_terminal(interval_s=args.interval, frames=args.frames)
         elif args.command == "release":
             from .machine.resolve import as_reader
-            from .server.reservation_list import release_gpu
+            from .server.release import release_gpu
 
             reader = as_reader(None)  # the standard library only: a student's own Python can run it
-            print(release_gpu([reader.info(i) for i in range(reader.count())], args.gpu))
+            print(release_gpu([reader.info(i) for i in range(reader.count())], args.gpu, share=args.share))
         elif args.command == "kernelspec":
             return _kernelspec(args)
     except PermissionError as exc:  # ReleaseRefused, or a kernelspec folder this user cannot write

@@ -3,7 +3,7 @@ and the workshop server's kernels, each started holding its own free GPUs.
 
 ``watch`` reads the server and shows it (``python -m gpulab watch``, or ``watch_gpus()`` in a notebook), ``render``
 draws one reading as text and HTML, ``owners`` says whose process is which (Unix user, kernel), ``reservation_list``
-lists each reservation's holder (user, kernel, notebook, idle time) and releases one's own. ``provisioner`` is the
+lists each reservation's holder (user, kernel, notebook, idle time), ``release`` ends one's own. ``provisioner`` is the
 jupyter_client kernel provisioner that gives each kernel free GPUs, through ``reservation_start``; ``kernelspec``
 installs the kernelspecs that use it (``python -m gpulab kernelspec install``); ``hub`` holds JupyterHub's hooks for
 its "every server reserves" model (``gpu_hooks``). Taught in

@@ -1,7 +1,8 @@
-"""Every reservation on the server, as ``watch`` lists it, and ``release`` of one's own (a probe: lock files, /proc).
+"""Every reservation on the server, as ``watch`` and ``release`` list it (a probe: lock files, /proc).
 
-One row per held GPU: the Unix user that holds it (the locking process's owner, read from ``/proc``, not the name
-written into the file, which anyone could write), the kernel, the notebook, the idle time and the reservation's ports.
+One row per held GPU, share of a GPU or MIG slice: the Unix user that holds it (the locking process's owner, read
+from ``/proc``, not the name written into the file, which anyone could write), the kernel, the notebook, the idle time
+and the reservation's ports.
 
 - **The notebook path and the server's name are private.** A student sees those of their own reservations only; root
   and the members of the instructor group (``GPULAB_INSTRUCTOR_GROUP``, default ``gpulab-instructors``) see every
@@ -11,12 +12,7 @@ written into the file, which anyone could write), the kernel, the notebook, the 
   jupyter-server saw the kernel active (its ``last_activity``, the clock the culler uses), so a student's idle
   kernel shows what the culler will act on. A reservation taken with ``reserve_gpus`` in a cell shows how long it is
   held.
-- **Release** ends the process that holds a reservation: a lock belongs to its process, and only ending that process
-  frees it. A Jupyter kernel is shut down through its own server (``kernel_server``), as JupyterLab's "Shut Down
-  Kernel" does: a kernel merely killed would be started again by the server's restarter, taking a free GPU again.
-  Where the server cannot be asked, the kernel is stopped with a signal and the message says it may come back. A
-  student may release only their own reservations; root may release any. The operating system enforces the same (a
-  student cannot signal another user's process, nor read another's server token); the refusal here says it first.
+- **Release** of one's own (``python -m gpulab release``) is ``release``'s: it ends the process a row names.
 
 Only the standard library is used, so a student's own Python can run it. Taught in ``notebooks/02_choosing_gpus.ipynb``.
 """
@@ -24,7 +20,6 @@ Only the standard library is used, so a student's own Python can run it. Taught 
 from __future__ import annotations
 
 import os
-import signal
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -42,14 +37,11 @@ from ..reservations import (
     reservations_dir,
     share_key,
 )
-from .kernel_server import NoServer, find_kernel_server, shut_down_kernel
 
 __all__ = [
     "ReservationRow",
     "reservation_rows",
     "may_see_all_paths",
-    "release_gpu",
-    "ReleaseRefused",
     "INSTRUCTOR_GROUP_VAR",
     "DEFAULT_INSTRUCTOR_GROUP",
     "HIDDEN",
@@ -58,10 +50,6 @@ __all__ = [
 
 HIDDEN = "(another user's notebook)"
 HIDDEN_SERVER = "(another user's server)"
-
-
-class ReleaseRefused(PermissionError):
-    """A reservation that is not the caller's, or nothing to release; the message says whose it is and what to do."""
 
 
 @dataclass(frozen=True)
@@ -83,6 +71,8 @@ class ReservationRow:
     """For one share of a card: which, and the memory its holder uses against its cap where NVML names the holder's
     process (``"share 2 of 3 · uses 1.2 GiB of its 25.8 GiB cap"``); for a MIG slice, which (``"MIG slice 0
     (3g.40gb)"``); empty for a whole GPU."""
+    key: str = ""
+    """The name the reservation goes by in the folder: the GPU's UUID, a share's key, or a MIG slice's UUID."""
 
     def __str__(self) -> str:
         idle = "" if self.idle_s is None else f" · idle {_duration(self.idle_s)}"
@@ -233,102 +223,5 @@ def _row(
         h.mine,
         bool(h.details.get("for_user")) and not h.details.get("kernel"),
         share,
+        key,
     )
-
-
-def _freed(g: GpuInfo, reservations: str | os.PathLike[str] | None, timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while any(r.uuid == g.uuid for r in reservation_rows([g], reservations)):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
-
-
-def release_gpu(
-    gpus: Sequence[GpuInfo],
-    physical_index: int,
-    reservations: str | os.PathLike[str] | None = None,
-    *,
-    timeout_s: float = 10.0,
-) -> str:
-    """End the holder of GPU ``physical_index``'s reservation, if it is the caller's (or the caller is root): a Jupyter
-    kernel through its server, so that it stays down; any other process with signals. Returns what was done, in words.
-    ``ReleaseRefused`` otherwise."""
-    by_index = {g.physical_index: g for g in gpus}
-    if physical_index not in by_index:
-        raise ValueError(
-            f"there is no GPU {physical_index} here: the GPUs are {sorted(by_index)} (physical "
-            "numbering, as python -m gpulab watch shows them)."
-        )
-    g = by_index[physical_index]
-    row = next((r for r in reservation_rows([g], reservations) if r.uuid == g.uuid), None)
-    if row is None:
-        raise ReleaseRefused(f"GPU {physical_index} is not reserved by anyone: there is nothing to release.")
-    uid = _uid_of(row.pid)
-    me = os.geteuid()
-    if row.pid is None or uid is None:
-        raise ReleaseRefused(
-            f"GPU {physical_index} is held by a process this machine cannot see (another container, "
-            "or one that has not written its name yet); ask the instructor."
-        )
-    if row.pid == os.getpid():
-        raise ReleaseRefused(
-            f"GPU {physical_index} is reserved by this very process: call .release() on its "
-            "Reservation (or shut the kernel down) instead."
-        )
-    if uid != me and me != 0:
-        what = f"kernel {row.kernel[:8]}" if row.kernel else f"pid {row.pid}"
-        raise ReleaseRefused(
-            f"GPU {physical_index} is held by {row.user} ({what}), not by you: a student can "
-            f"release only their own reservations. Ask {row.user}, or the instructor (root), to free "
-            "it; python -m gpulab watch shows when it comes free."
-        )
-    holder = reservation_holders([g.uuid], reservations).get(g.uuid)
-    kernel_id = holder.details.get("kernel", "") if holder is not None and holder.pid == row.pid else ""
-    why = ""
-    if kernel_id:  # a Jupyter kernel (not a Hub's reservation for a server): its server shuts it down, keeps it down
-        try:
-            server = find_kernel_server(row.pid)
-            shut_down_kernel(server, kernel_id)
-        except NoServer as exc:
-            why = str(exc)
-        else:
-            if _freed(g, reservations, timeout_s):
-                return (
-                    f"GPU {physical_index} is free: the kernel {row.kernel[:8]} ({row.user}) that held it was shut "
-                    f"down through its Jupyter server, {server.url}, as Kernel → Shut Down Kernel does, so Jupyter "
-                    "will not start it again. Its notebook stays open; choose a kernel there when you need a GPU again."
-                )
-            why = f"its server, {server}, shut it down, but it still held the GPU {timeout_s:g} s later"
-    _stop(row.pid, g, physical_index, reservations, timeout_s)
-    if not kernel_id:
-        return f"GPU {physical_index} is free: the process {row.pid} ({row.user}) that held it was stopped."
-    return (
-        f"GPU {physical_index} is free for now: the kernel {row.kernel[:8]} ({row.user}) that held it was stopped, "
-        f"but its Jupyter server could not be asked to shut it down: {why}. A Jupyter server starts a kernel that "
-        "stopped by itself again within seconds, and that kernel takes a free GPU again. To keep it down, shut it down "
-        "from JupyterLab (Kernel → Shut Down Kernel) or stop its server; python -m gpulab watch shows whether it came "
-        "back."
-    )
-
-
-def _stop(
-    pid: int, g: GpuInfo, physical_index: int, reservations: str | os.PathLike[str] | None, timeout_s: float
-) -> None:
-    """End a reservation's holder with signals: SIGTERM, then SIGKILL when it held on."""
-    try:
-        os.kill(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        pass  # it ended on its own meanwhile: the reservation is gone too
-    if not _freed(g, reservations, timeout_s):
-        try:
-            os.kill(pid, signal.SIGKILL)  # it ignored SIGTERM; its own lock cannot outlive SIGKILL
-        except ProcessLookupError:
-            pass
-        if not _freed(g, reservations, timeout_s):
-            raise RuntimeError(
-                f"GPU {physical_index} is still held after its holder (pid {pid}) was stopped: a "
-                "process it started keeps the lock file open. python -m gpulab watch names it; stop "
-                "that one too."
-            )
