@@ -47,7 +47,7 @@ def _no_visible_devices(monkeypatch):
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)  # every GPU is a candidate in every view
 
 
-# two-gpus-mig: choose_gpus and the picker offer its MIG slices (test_selection, test_picker); watch does not yet
+# two-gpus-mig: choose_gpus, the picker and watch offer its MIG slices (test_selection, test_picker, test_watch_mig)
 @pytest.mark.parametrize("preset", [p for p in PRESETS if p != "two-gpus-mig"])
 def test_every_view_gives_every_gpu_of_every_preset_the_same_verdict(preset, tmp_path):
     expected = _states_from_choose(gpulab.devices(preset).gpus)  # the inventory, read with its processes

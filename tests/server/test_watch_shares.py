@@ -14,7 +14,7 @@ from gpulab.core.shares import share_cap_bytes
 from gpulab.core.units import format_bytes
 from gpulab.machine.simulated import SimulatedGpuReader
 from gpulab.placement.share_reservation import reserve_share
-from gpulab.server.render import render_text
+from gpulab.server.render import ServerView, render_text
 from gpulab.server.reservation_list import reservation_rows
 from gpulab.server.watch import read_server
 from tests.process_group import kill_group
@@ -75,3 +75,12 @@ def test_the_free_now_line_counts_the_free_shares_of_shared_cards(tmp_path):
         kill_group(holder)
         holder.stdin.close()
         holder.stdout.close()
+
+
+def test_beside_free_cards_the_free_now_line_counts_the_free_shares_too():
+    gpus = tuple(SimulatedGpuReader("kaggle-2xT4").info(i) for i in range(2))
+    view = ServerView(gpus, holders={gpus[0].uuid: "1 of 3 shares held"}, shares={gpus[0].uuid: (1, 3)})
+    assert render_text(view).splitlines()[-1] == (
+        "free now: GPU 1 — hold one with gpulab.reserve_gpus(1); and 2 share(s) of shared cards: 2 of GPU 0's 3 (a "
+        "kernel installed with python -m gpulab kernelspec install --n-gpus 1 --shares 3 takes one)"
+    )
