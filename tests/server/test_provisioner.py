@@ -204,7 +204,8 @@ def test_the_environment_report_in_a_provisioned_kernel_names_its_reservation_as
         km = await kernels.start(name)
         report = await _run(km, "import gpulab; print(gpulab.environment_report())")
         k = km.provisioner.reservation["physical"][0]
-        assert f"a free GPU to work on — 1 free now (GPU {k}); GPU {k} reserved by this notebook" in report, report
+        # the one rule (selection.judge): the kernel's own GPU is "yours", neither free nor busy
+        assert f"a free GPU to work on — GPU {k} yours (reserved by this notebook)" in report, report
         assert f"cuda:0      {k}  " in report  # and CUDA_VISIBLE_DEVICES maps cuda:0 to it
         await km.shutdown_kernel(now=True)
 
