@@ -181,6 +181,9 @@ def test_ranks_that_all_end_without_returning_are_reported_not_waited_for(no_pro
 def rank_one_loads_a_missing_file():
     import torch.distributed as dist
 
+    # Both ranks meet first: a rank still importing this module (slow on a loaded machine) is not yet at the barrier
+    # the report should find it in, and a run in the full suite once saw rank 0 "in your code at … import pytest".
+    dist.barrier()
     if dist.get_rank() == 1:
         torch.load("/nonexistent/gpulab-test/new.pt", map_location="cpu")  # raised deep inside torch.serialization
     dist.barrier()
