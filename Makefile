@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 PORT   ?= 8888
 export GPULAB_FAST ?= 1
 
-.PHONY: lab lint format test test-slow test-unit test-notebooks test-gpu test-kit test-compat wheelhouse install notebooks handouts clean
+.PHONY: lab lint format test test-slow test-unit test-notebooks test-gpu test-kit test-compat wheelhouse install notebooks handouts site clean
 
 # JupyterHub's proxy is a Node program (npm), not on PyPI: installed beside the venv where npm exists, for the Hub
 # test (tests/server/test_hub.py) and tools/jupyterhub_config.py (c.ConfigurableHTTPProxy.command). .ci/run installs
@@ -17,7 +17,7 @@ CHP         := $(VENV)/node/node_modules/.bin/configurable-http-proxy
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -c constraints.txt -e '.[dev,lightning,lab,hub]'
+	$(PY) -m pip install --quiet -c constraints.txt -e '.[dev,lightning,lab,hub,site]'
 	if command -v npm >/dev/null 2>&1; then \
 	  npm install --silent --no-audit --no-fund --prefix $(VENV)/node configurable-http-proxy@$(CHP_VERSION); \
 	else echo "no npm here: JupyterHub's proxy (configurable-http-proxy) is not installed, the Hub test will fail"; fi
@@ -116,6 +116,15 @@ GPU_EDITION  ?=
 handouts: $(STAMP)
 	$(PY) tools/handouts.py --paper $(PAPER) --size $(HANDOUT_SIZE) $(if $(filter 1,$(GPU_EDITION)),--gpu-edition,)
 
+# The course as a static website in _site/ (tools/website.py): Sphinx with myst-nb and sphinx-book-theme, offline.
+# Each chapter's run is the handouts' (build/executed/: make handouts then make site runs every chapter once), shown
+# as the GPU edition. SITE_SIZE=fast|full as HANDOUT_SIZE; REPO_URL=https://github.com/OWNER/REPO for the Colab and
+# Kaggle links where the git remote is not that URL. Publishing the folder: docs/publishing.md.
+SITE_SIZE ?= auto
+REPO_URL  ?=
+site: $(STAMP)
+	$(PY) tools/website.py --size $(SITE_SIZE) $(if $(REPO_URL),--repo-url $(REPO_URL),)
+
 # The oldest versions the README supports, in a second venv: the platform first as Colab holds it (torch 2.11.0,
 # torchvision 0.26.0, ipywidgets 7.7.1, the classic Notebook, no JupyterLab), pip asked whether installing gpulab would
 # change any of it (it must not), then gpulab with every direct dependency at its lower bound (constraints-lowest.txt),
@@ -141,4 +150,4 @@ test-compat: $(COMPAT_STAMP)
 	$(TEST_ENV) GPULAB_COMPAT=1 $(COMPAT_PY) -m pytest $(XDIST) -m 'not browser and not slow' tests notebooks
 
 clean:
-	rm -rf $(VENV) $(COMPAT_VENV) $(KIT_VENV) .gpu-deps .pytest_cache build *.egg-info
+	rm -rf $(VENV) $(COMPAT_VENV) $(KIT_VENV) .gpu-deps .pytest_cache build _site *.egg-info

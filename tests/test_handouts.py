@@ -13,7 +13,6 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 import handouts  # noqa: E402
-
 from handoutkit import cheatsheet, editions, export, printing, run, static  # noqa: E402
 from tests import process_group  # noqa: E402
 

@@ -121,6 +121,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--no-ledger", action="store_true", help="leave out the claims ledger page")
     p.add_argument("--out", type=Path, default=OUT)
     p.add_argument(
+        "--cache",
+        type=Path,
+        default=run.CACHE,
+        help="where each chapter's run is kept for the website to reuse (default: build/executed)",
+    )
+    p.add_argument("--no-cache", dest="cache", action="store_const", const=None, help="run every chapter afresh")
+    p.add_argument(
         "--gpu-edition",
         action="store_true",
         help="GPU cells that skip here show their recorded GPU output, labelled (evidence/<date>-<gpu>/)",
@@ -173,7 +180,7 @@ def main(argv: list[str]) -> int:
         for path in notebooks:
             bar.set_description(f"{path.stem}: running")
             try:
-                nb = run.execute(path, fast=fast, on_cell=lambda: bar.update(1))
+                nb = run.executed(path, fast=fast, cache=args.cache, on_cell=lambda: bar.update(1))
             except run.ChapterFailed as exc:
                 tqdm.write(str(exc), file=sys.stderr)
                 return 1

@@ -50,9 +50,12 @@ def edition_of(nb: nbformat.NotebookNode, edition: Edition | str) -> nbformat.No
 SKIP_LINE = "Skipped on this machine:"  # how %%gpu starts its output where it does not run the cell
 
 
+def _stream_text(cell: nbformat.NotebookNode) -> str:
+    return "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream")
+
+
 def _skipped(cell: nbformat.NotebookNode) -> bool:
-    text = "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream")
-    return text.lstrip().startswith(SKIP_LINE)
+    return _stream_text(cell).lstrip().startswith(SKIP_LINE)
 
 
 def recorded_edition(nb: nbformat.NotebookNode, chapter: str, cells: list | None = None) -> tuple[Any, int]:
@@ -69,7 +72,8 @@ def recorded_edition(nb: nbformat.NotebookNode, chapter: str, cells: list | None
             continue
         found = find(cells, source=cell_body(cell.source), needs=needs, chapter=chapter, cell_id=cell.get("id"))
         if found.cell is None:
-            cell.outputs = [*cell.outputs, nbformat.v4.new_output("stream", name="stdout", text=found.note + "\n")]
+            if found.note not in _stream_text(cell):  # %%gpu itself prints it under the skip (notebook.magics)
+                cell.outputs = [*cell.outputs, nbformat.v4.new_output("stream", name="stdout", text=found.note + "\n")]
             continue
         label = nbformat.v4.new_output("stream", name="stdout", text=f"── {found.note} ──\n")
         cell.outputs = [label, *(nbformat.from_dict(copy.deepcopy(o)) for o in found.cell.outputs())]

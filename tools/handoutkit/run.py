@@ -5,10 +5,18 @@ figures the room saw, so the chapter is run again here and the run is exported, 
 ``GPULAB_FAST`` (fast or full sizes), ``GPULAB_MONITOR_LIVE=0`` (the monitor draws its final figure only: no widget
 to freeze) and this checkout first on ``PYTHONPATH``. nbclient stores the widgets' final state in the notebook's
 metadata, which ``static.py`` turns into plain HTML.
+
+``executed`` is the one run that both the handouts and the website (``tools/website.py``) read: it keeps each run in
+``build/executed/`` under a key made of the chapter's bytes, the sizes and gpulab's source, so ``make handouts`` then
+``make site`` runs every chapter once. Why by hand and not by the site's engine (myst-nb can execute, through the same
+nbclient): the handouts need the run too and print it with nbconvert, not Sphinx; and the kernel here gets the
+environment above, widget state kept, a copy of the folder to work in and a progress callback per cell, which
+myst-nb's executor does not offer.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import tempfile
@@ -19,9 +27,10 @@ import nbformat
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
-__all__ = ["ChapterFailed", "execute", "code_cells"]
+__all__ = ["ChapterFailed", "execute", "executed", "code_cells", "CACHE"]
 
 ROOT = Path(__file__).resolve().parents[2]
+CACHE = ROOT / "build" / "executed"
 
 
 class ChapterFailed(RuntimeError):
@@ -67,4 +76,37 @@ def execute(
                 f"{notebook.name} raised in a cell not tagged raises-exception, so no handout was "
                 f"made from it. Run the chapter in JupyterLab to see why:\n{exc}"
             ) from None
+    return nb
+
+
+def run_key(notebook: Path, *, fast: bool) -> str:
+    """What a run depends on: the chapter's bytes, the sizes, and every file of gpulab and of the chapters' folder
+    (their scripts) that the chapter may import or start."""
+    h = hashlib.sha256(f"fast={fast}\n".encode())
+    h.update(notebook.read_bytes())
+    for base, pattern in ((ROOT / "gpulab", "*.py"), (notebook.parent / "scripts", "*.py")):
+        for f in sorted(base.rglob(pattern)):
+            h.update(str(f.relative_to(base)).encode() + b"\0" + f.read_bytes())
+    return h.hexdigest()[:20]
+
+
+def executed(
+    notebook: Path, *, fast: bool, cache: Path | None = CACHE, on_cell: Callable[[], None] = lambda: None
+) -> nbformat.NotebookNode:
+    """``execute(notebook)``, or its earlier run from ``cache`` when nothing it depends on changed (``run_key``);
+    a fresh run is stored there for the next reader (``cache=None``: always run, store nothing)."""
+    if cache is None:
+        return execute(notebook, fast=fast, on_cell=on_cell)
+    stored = cache / f"{notebook.stem}.{run_key(notebook, fast=fast)}.ipynb"
+    if stored.is_file():
+        for _ in range(code_cells(nb := nbformat.read(stored, as_version=4))):
+            on_cell()
+        return nb
+    nb = execute(notebook, fast=fast, on_cell=on_cell)
+    cache.mkdir(parents=True, exist_ok=True)
+    for old in cache.glob(f"{notebook.stem}.*.ipynb"):
+        old.unlink()  # one run per chapter is kept: the newest
+    tmp = stored.with_suffix(".tmp")
+    nbformat.write(nb, tmp)
+    tmp.replace(stored)
     return nb

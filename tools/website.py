@@ -1,0 +1,95 @@
+"""The course as a static website: every chapter with its figures and its GPU outputs, readable without installing.
+
+    .venv/bin/python tools/website.py [notebooks/NN_x.ipynb ...] [--out _site] [--size auto|fast|full]
+                                      [--repo-url URL] [--pages-branch gh-pages] [--no-cache]
+                                      (or: make site)
+
+Sphinx with myst-nb and sphinx-book-theme (Jupyter Book 1's engine) builds the site from the package index alone:
+nothing is downloaded at build time and no page loads anything from elsewhere (``tests/test_site.py`` checks both).
+Each chapter's run is the handouts' (``handoutkit.run.executed``: ``make handouts`` then ``make site`` runs every
+chapter once), shown as the GPU edition: a GPU cell that skipped here shows what a recorded GPU run printed, labelled,
+or the one line saying none exists yet. Pages: the chapters (those named, else every ``notebooks/NN_*.ipynb``), the
+workshop guide, ``docs/*.md``, the claims ledger, a home page (``sitekit.pages``). Open in Colab / Kaggle links need
+a GitHub URL: ``--repo-url``, else the git remote ``origin``; without one they are left out and the build says why.
+Writes into the ignored ``_site/``; Sphinx works in ``build/site/`` (the staged project, its output and myst-nb's
+files beside it, which it always puts next to its output folder). Publishing: docs/publishing.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path[:0] = [str(HERE), str(ROOT)]
+
+from handoutkit import run  # noqa: E402
+from sitekit import links, pages  # noqa: E402
+
+OUT = ROOT / "_site"
+STAGE = ROOT / "build" / "site" / "src"
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="website.py", description=__doc__.split("\n\n")[0])
+    p.add_argument("notebooks", nargs="*", type=Path, help="chapters to publish (default: notebooks/NN_*.ipynb)")
+    p.add_argument("--out", type=Path, default=OUT)
+    p.add_argument("--stage", type=Path, default=STAGE, help="where the Sphinx project is written (its output beside)")
+    p.add_argument("--size", choices=["auto", "fast", "full"], default="auto")
+    p.add_argument("--repo-url", help="the repository's URL (default: git remote origin)")
+    p.add_argument(
+        "--pages-branch", default="gh-pages", help="the branch the site is published on (Colab opens from it)"
+    )
+    p.add_argument("--cache", type=Path, default=run.CACHE, help="the chapters' runs, shared with the handouts")
+    p.add_argument("--no-cache", dest="cache", action="store_const", const=None, help="run every chapter afresh")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str]) -> int:
+    import handouts
+
+    args = parse_args(argv)
+    missing = [str(n) for n in args.notebooks if not n.is_file()]
+    if missing:
+        print(f"site: no such notebook: {', '.join(missing)}", file=sys.stderr)
+        return 2
+    started = time.perf_counter()
+    src = pages.find_sources(ROOT, [n.resolve() for n in args.notebooks] or None)
+    machine, has_gpus = handouts.machine_line()
+    fast = args.size == "fast" or (args.size == "auto" and not has_gpus)
+    made = handouts.made_line(machine, fast, dt.date.today(), recorded=True).replace("Printed from", "Built from")
+    repo_url = args.repo_url or links.repo_url_from_git(ROOT)
+
+    def runs(path: Path):
+        print(f"site: {path.name}: {'running' if args.cache is None else 'running (or reusing its run)'}", flush=True)
+        try:
+            return run.executed(path, fast=fast, cache=args.cache)
+        except run.ChapterFailed as exc:
+            raise SystemExit(f"site: {exc}") from None
+
+    pages.stage(args.stage, src, runs, repo_url=repo_url, branch=args.pages_branch, made=made)
+    html = args.stage.parent / "html"
+    built = subprocess.run(
+        [sys.executable, "-m", "sphinx", "-b", "html", "-q", "-E", "-W", "--keep-going", str(args.stage), str(html)]
+    )
+    if built.returncode != 0:
+        print("site: Sphinx reported the problems above; the site was not built cleanly.", file=sys.stderr)
+        return 1
+    shutil.rmtree(args.out, ignore_errors=True)
+    shutil.copytree(html, args.out, ignore=shutil.ignore_patterns(".buildinfo", ".doctrees"))
+    print(
+        f"site: {len(src.pages()) + 1} page(s) in {args.out} in {time.perf_counter() - started:.0f} s "
+        f"({'fast' if fast else 'full'} sizes). Open {args.out / 'index.html'}, or publish the folder as it is "
+        "(docs/publishing.md)."
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
