@@ -27,6 +27,7 @@ import yaml
 
 from tests.process_group import run
 from tools.server_constraints import derived, machine_owned
+from tools.sitekit.links import setup_source
 
 ROOT = Path(__file__).resolve().parents[1]
 TORCH_INDEX = "https://download.pytorch.org/whl/"
@@ -84,10 +85,14 @@ def readme_pip_lines(text: str) -> list[str]:
 
 
 def install_lines() -> list[tuple[str, list[str]]]:
-    """(where, pip's words) of each line installing gpulab: README.md, environment.yml, the Hub config's docstring."""
+    """(where, pip's words) of each line installing gpulab: README.md, environment.yml, the Hub config's docstring,
+    the site's Colab cell."""
     found = [("README.md", c) for c in readme_pip_lines((ROOT / "README.md").read_text())]
     hub = (ROOT / "tools" / "jupyterhub_config.py").read_text()  # its docstring's set-up, an indented block
     found += [("tools/jupyterhub_config.py", line) for line in hub.splitlines() if re.search(r"\bpip install\b", line)]
+    for lightning in (False, True):  # the first cell of the site's Colab and Kaggle notebooks (tools/sitekit/links.py)
+        cell = setup_source("https://github.com/OWNER/REPO", lightning)
+        found += [("the site's Colab cell", line) for line in cell.splitlines() if re.search(r"\bpip install\b", line)]
     lines: dict[tuple[str, ...], str] = {}  # the same words in two places are resolved once, both named
     for name, command in found:
         words = _pip_words(command)

@@ -95,7 +95,7 @@ def setup_source(repo_url: str, lightning: bool) -> str:
         [
             "# Colab or Kaggle: get the course and install its helper package, keeping this runtime's torch.",
             f"![ -d gpulab ] || git clone --depth 1 {clone_url(repo_url)} gpulab",
-            f"%pip install --quiet -c gpulab/constraints-server.txt -e 'gpulab{extra}'",
+            f"%pip install --quiet -c ./gpulab/constraints-server.txt -e './gpulab{extra}'",
             "import os, sys",
             "sys.path.insert(0, os.path.abspath('gpulab'))",
             "%cd gpulab/notebooks",
