@@ -82,7 +82,9 @@ def main(argv: list[str]) -> int:
         print("site: Sphinx reported the problems above; the site was not built cleanly.", file=sys.stderr)
         return 1
     shutil.rmtree(args.out, ignore_errors=True)
-    shutil.copytree(html, args.out, ignore=shutil.ignore_patterns(".buildinfo", ".doctrees", "*webpack-macros.html"))
+    shutil.copytree(
+        html, args.out, ignore=shutil.ignore_patterns(".buildinfo", ".doctrees", "_sources", "*webpack-macros.html")
+    )
     print(
         f"site: {len(src.pages()) + 1} page(s) in {args.out} in {time.perf_counter() - started:.0f} s "
         f"({'fast' if fast else 'full'} sizes). Open {args.out / 'index.html'}, or publish the folder as it is "

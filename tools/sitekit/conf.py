@@ -18,7 +18,7 @@ sys.path.insert(0, SETTINGS["kit"])
 project = "gpulab"
 author = "the gpulab authors"
 html_title = "gpulab: PyTorch on GPUs"
-extensions = ["myst_nb", "sitekit.mathml"]
+extensions = ["myst_nb", "sitekit.mathml", "sphinx.ext.githubpages"]  # githubpages: .nojekyll (keeps _static/)
 exclude_patterns = ["_build", "_extra", "**.ipynb_checkpoints", "site.json"]
 html_extra_path = ["_extra"]
 html_static_path = ["_static"]
