@@ -174,7 +174,7 @@ def test_a_chapter_page_has_its_bar_under_the_title_anchors_and_folded_solutions
     page = pages.chapter_page(_executed(nb), src.chapters[0], src, None, bar)
     title = page.cells[0].source
     assert title.index("# 01 · First") < title.index("Open in Colab") < title.index("Intro with")
-    assert "Chapter 1 of 2" in title and "href='02_second.html'>02 · Second →" in title and "← " not in title
+    assert "1 of 2 chapters" in title and "href='02_second.html'>02 · Second →" in title and "← " not in title
     assert 'href="../files/01_first.ipynb" download>Download the notebook' in title
     for cell in nb.cells:  # every cell of the chapter can be linked to
         assert sum(f'id="cell-id={cell.id}"' in c.source for c in page.cells if c.cell_type == "markdown") == 1

@@ -125,7 +125,7 @@ def launch_bar(*, index: int, order: list[tuple[str, str]], launch: links.Launch
     if launch.kaggle:
         runs.append(f'<a class="launch kaggle" href="{html.escape(launch.kaggle)}">Open in Kaggle</a>')
     runs.append(f'<a class="launch download" href="{html.escape(download)}" download>Download the notebook</a>')
-    place = [f"<span class='place'>Chapter {index + 1} of {len(order)}</span>"]
+    place = [f"<span class='place'>{index + 1} of {len(order)} chapters</span>"]
     if index > 0:
         name, title = order[index - 1]
         place.append(f"<a class='prev' href='{name}.html'>← {html.escape(title)}</a>")
@@ -159,6 +159,7 @@ def chapter_page(
         tags = cell.metadata.setdefault("tags", [])
         if editions.SOLUTION_TAG in tags and cell.cell_type == "code":
             tags.append(SOLUTION_FOLD)
+            cell.metadata["mystnb"] = {"code_prompt_show": "Show the worked answer", "code_prompt_hide": "Hide it"}
         cells.append(cell)
         if i == 0 and bar and cell.cell_type != "markdown":
             cells.append(nbformat.v4.new_markdown_cell(bar))
