@@ -2,16 +2,17 @@
 
     .venv/bin/python tools/handouts.py [notebooks/NN_x.ipynb ...] [--paper a4|letter] [--edition student|instructor]
                                        [--size auto|fast|full] [--no-pdf] [--no-ledger] [--out handouts]
-                                       [--gpu-edition]
+                                       [--gpu-edition] [--cache build/executed | --no-cache]
                                        (or: make handouts, make handouts GPU_EDITION=1)
 
 Each chapter is executed in a temporary copy (fast sizes on a machine without a GPU, full sizes where NVML sees GPUs;
-``--size`` decides otherwise), so the handout shows the figures the room saw while the committed notebooks stay
-image-free. Widgets are drawn in their final state; the maintainers' settings lines are left out and a line at the
-top says how the run was made. Two editions: ``student/`` (cells tagged ``solution`` left out) and ``instructor/``.
-HTML is self-contained and offline; Chromium prints the PDF (A4 unless ``--paper letter``) and every printed page
-is checked (``handoutkit.printing``). The claims ledger (``notebooks/claims_ledger.md``) is printed beside the chapters,
-its links to chapter cells pointing at their handouts. Writes into the ignored ``handouts/`` folder.
+``--size`` decides otherwise; the run is kept in ``build/executed/`` for the website, ``make site``, to reuse), so the
+handout shows the figures the room saw while the committed notebooks stay image-free. Widgets are drawn in their final
+state; the maintainers' settings lines are left out and a line at the top says how the run was made. Two editions:
+``student/`` (cells tagged ``solution`` left out) and ``instructor/``. HTML is self-contained and offline; Chromium
+prints the PDF (A4 unless ``--paper letter``) and every printed page is checked (``handoutkit.printing``). The claims
+ledger (``notebooks/claims_ledger.md``) is printed beside the chapters, its links to chapter cells pointing at their
+handouts. Writes into the ignored ``handouts/`` folder.
 ``--gpu-edition``: for a room with no GPUs, each GPU cell that skipped shows the output its code printed in the newest
 recorded GPU run (``evidence/<date>-<gpu>/``, ``make test-gpu``), labelled "recorded on <GPU>, torch <version>,
 <date>; not run here" (``handoutkit.editions.recorded_edition``).

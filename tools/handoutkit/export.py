@@ -9,6 +9,10 @@ decides the size, between ``MAX_PT`` and ``MIN_PT`` (``MIN_OUT_PT`` for outputs)
 text only between words. In code every line counts; in outputs, only lines laid out in columns (two spaces inside
 them: tables) or short enough to fit at full size, so a long sentence wraps instead of shrinking its whole block.
 The sizes are computed here, from the characters, because a printed page cannot scroll.
+
+Why nbconvert by hand and not the website's engine (Sphinx with myst-nb, ``tools/sitekit``): a handout is one
+self-contained file per chapter, laid out for paper (``@page``, per-cell font sizes, page breaks) and checked page by
+page once printed; the site's pages are screen pages that share a theme, scripts and a search index.
 """
 
 from __future__ import annotations
