@@ -183,7 +183,7 @@ def home_page(src: Sources, titles: dict[Path, str], repo_web: str | None) -> st
     start = [
         "## How to start",
         "",
-        f"- **Read** each chapter here, run on a machine without GPUs with its figures: start with "
+        f"- **Read** each chapter here as it ran, with its figures (the foot of each page says where): start with "
         f"[{titles[first]}]({rel[first]})."
         if first
         else "- **Read** the chapters here.",
