@@ -248,6 +248,43 @@ def test_lint_does_not_depend_on_the_build_folders(tmp_path):
     assert run_in_group(cmd, cwd=work, capture_output=True, text=True, timeout=120).returncode != 0
 
 
+def test_a_missing_notebook_or_engine_is_reported():
+    out = run_in_group(
+        [sys.executable, str(ROOT / "tools" / "website.py"), "notebooks/99_nope.ipynb"],
+        capture_output=True, text=True, cwd=ROOT, timeout=120,
+    )  # fmt: skip
+    assert out.returncode == 2 and "no such notebook: notebooks/99_nope.ipynb" in out.stderr
+    import website
+
+    assert website.missing_engine() is None  # make install installs the site extra
+    why = website.missing_engine(lambda module: None if module == "myst_nb" else object())
+    assert why.startswith("myst-nb is not installed") and "-e '.[site]'" in why
+
+
+def test_a_broken_link_in_a_page_fails_the_build_and_says_what_to_do(tmp_path, capfd):
+    pytest.importorskip("myst_nb", reason="the site extra is not installed (make install installs it)")
+    import website
+
+    _sources(tmp_path)  # two chapters and a ledger
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "guide.md").write_text("# Guide\n\nSee [the setup](setup.md#nowhere).\n")
+    src = pages.find_sources(tmp_path)
+    pages.stage(tmp_path / "work" / "src", src, lambda p: _executed(nbformat.read(p, as_version=4)), repo_url=None,
+                branch="gh-pages", made="made", say=lambda _: None)  # fmt: skip
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "kept.html").write_text("the last good site")
+    assert website.build_html(tmp_path / "work" / "src", tmp_path / "out") == 1
+    err = capfd.readouterr().err
+    assert "guide.md" in err and "left as it was" in err and "run make site again" in err
+    assert (tmp_path / "out" / "kept.html").read_text() == "the last good site"
+    (tmp_path / "docs" / "guide.md").write_text("# Guide\n\nSee [the ledger](../notebooks/claims_ledger.md).\n")
+    pages.stage(tmp_path / "work" / "src", pages.find_sources(tmp_path),
+                lambda p: _executed(nbformat.read(p, as_version=4)), repo_url=None, branch="gh-pages", made="made",
+                say=lambda _: None)  # fmt: skip
+    assert website.build_html(tmp_path / "work" / "src", tmp_path / "out") == 0
+    assert (tmp_path / "out" / "docs" / "guide.html").is_file() and not (tmp_path / "out" / "kept.html").exists()
+
+
 # ---- the built site, in a browser -------------------------------------------------------------------------------
 
 

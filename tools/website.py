@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import importlib.util
 import shutil
 import subprocess
 import sys
@@ -51,6 +52,43 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
+ENGINE = {"sphinx": "sphinx", "myst_nb": "myst-nb", "sphinx_book_theme": "sphinx-book-theme"}
+
+
+def missing_engine(find=importlib.util.find_spec) -> str | None:
+    """Why the site cannot be built here, where Sphinx, myst-nb or the theme is not installed; else None."""
+    absent = [dist for module, dist in ENGINE.items() if find(module) is None]
+    if not absent:
+        return None
+    return (
+        f"{', '.join(absent)} {'is' if len(absent) == 1 else 'are'} not installed, and the site is built with "
+        "Sphinx, myst-nb and sphinx-book-theme (the site extra): run make install, or pip install -c constraints.txt "
+        "-e '.[site]' in the environment that runs this."
+    )
+
+
+def build_html(stage: Path, out: Path) -> int:
+    """Sphinx builds the staged project beside it (``stage``/../html) and the result replaces ``out``; 1 where Sphinx
+    warned (a warning is an error here: a broken cross-reference is a broken page), having said what to do."""
+    html = stage.parent / "html"
+    built = subprocess.run(
+        [sys.executable, "-m", "sphinx", "-b", "html", "-q", "-E", "-W", "--keep-going", str(stage), str(html)]
+    )
+    if built.returncode != 0:
+        print(
+            f"site: Sphinx reported the problems above (in the staged copy of each page, {stage}), so {out} was left "
+            "as it was. Fix them in the page of the checkout that has the same path (a link to a page or heading that "
+            "does not exist, or Markdown Sphinx cannot read), then run make site again.",
+            file=sys.stderr,
+        )
+        return 1
+    shutil.rmtree(out, ignore_errors=True)
+    shutil.copytree(
+        html, out, ignore=shutil.ignore_patterns(".buildinfo", ".doctrees", "_sources", "*webpack-macros.html")
+    )
+    return 0
+
+
 def main(argv: list[str]) -> int:
     import handouts
 
@@ -58,6 +96,9 @@ def main(argv: list[str]) -> int:
     missing = [str(n) for n in args.notebooks if not n.is_file()]
     if missing:
         print(f"site: no such notebook: {', '.join(missing)}", file=sys.stderr)
+        return 2
+    if why := missing_engine():
+        print(f"site: {why}", file=sys.stderr)
         return 2
     started = time.perf_counter()
     src = pages.find_sources(ROOT, [n.resolve() for n in args.notebooks] or None)
@@ -74,17 +115,8 @@ def main(argv: list[str]) -> int:
             raise SystemExit(f"site: {exc}") from None
 
     pages.stage(args.stage, src, runs, repo_url=repo_url, branch=args.pages_branch, made=made)
-    html = args.stage.parent / "html"
-    built = subprocess.run(
-        [sys.executable, "-m", "sphinx", "-b", "html", "-q", "-E", "-W", "--keep-going", str(args.stage), str(html)]
-    )
-    if built.returncode != 0:
-        print("site: Sphinx reported the problems above; the site was not built cleanly.", file=sys.stderr)
+    if build_html(args.stage, args.out) != 0:
         return 1
-    shutil.rmtree(args.out, ignore_errors=True)
-    shutil.copytree(
-        html, args.out, ignore=shutil.ignore_patterns(".buildinfo", ".doctrees", "_sources", "*webpack-macros.html")
-    )
     print(
         f"site: {len(src.pages()) + 1} page(s) in {args.out} in {time.perf_counter() - started:.0f} s "
         f"({'fast' if fast else 'full'} sizes). Open {args.out / 'index.html'}, or publish the folder as it is "
