@@ -19,6 +19,8 @@ from gpulab.workload import load_digits
 from tests import process_group
 from tests.junk import JUNK
 
+from .test_ch07_accumulate import every_micro_batch_syncs, never_syncs
+
 
 def weighted_loss_criterion_left_behind(model, criterion, x, y, device):
     model.to(device)
@@ -179,6 +181,9 @@ WRONG = [
     ("ch07-ex1", float("inf"), ["never pay", "paying from batch 128 (1.30×)"], ["65"]),
     ("ch07-ex1", 10**400, ["never pay"], ["65"]),  # too large for a float: taken as infinity, not an OverflowError
     ("ch07-ex1", -5, ["a positive number of samples"], ["65"]),
+    # run in 2 gloo ranks: the all-reduces counted by a communication hook
+    ("ch07-ex2", every_micro_batch_syncs, ["once per micro-batch"], ["nullcontext"]),
+    ("ch07-ex2", never_syncs, ["the gradients never left the rank"], ["nullcontext"]),
 ]
 
 
