@@ -19,6 +19,7 @@ from gpulab.workload import load_digits
 from tests import process_group
 from tests.junk import JUNK
 
+from .test_ch06_module import NoLossReturned, NoOptimiser
 from .test_ch07_accumulate import every_micro_batch_syncs, never_syncs
 
 
@@ -172,6 +173,9 @@ WRONG = [
     ("ch06-ex2", {"accelerator": "gpu", "devices": 2, "strategy": "ddp"}, ["refuses strategy='ddp'"], ["ddp_notebook"]),
     ("ch06-ex3", {"precision": "32-true"}, ["meant the CPU", "accelerator='auto'"], []),
     ("ch06-ex3", {"accelerator": "cpu", "precision": "16-mixed"}, ["never mixed precision"], []),
+    # fitted by a CPU Trainer
+    ("ch06-ex4", NoLossReturned, ["Lightning calls backward() on what it returns"], ["cross_entropy"]),
+    ("ch06-ex4", NoOptimiser, ["train with no optimiser"], ["Adam"]),
     ("ch07-ex1", 30, ["2 ranks still lose", "all-reduce"], ["65"]),
     ("ch07-ex1", 82, ["Interpolating the speed-ups linearly overshoots"], ["65"]),
     ("ch07-ex1", 128, ["between two printed points"], ["65"]),
