@@ -119,7 +119,7 @@ CONSTANTS = [
         4 * mlp_parameters(1024, 3) / 15.75e9 * 1e3,
     ),
     Constant("07_scaling.ipynb", "c5884de5", "15 %", "gpulab.core.verdicts.NEAR_ONE", NEAR_ONE * 100),
-    Constant("07_scaling.ipynb", "c45b4b3b", "4×", "a setting: the lever 'accumulate 4 with no_sync()'", 4),
+    Constant("07_scaling.ipynb", "7d9e09be", "4×", "a setting: the knob '4 micro-batches, no_sync()'", 4),
     Constant("07_scaling.ipynb", "c5884de5", "1.7×", "gpulab.core.verdicts.QUIET_CEILING", QUIET_CEILING),
     Constant(
         "07_scaling.ipynb",

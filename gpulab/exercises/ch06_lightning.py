@@ -1,5 +1,6 @@
 """Checkers for the exercises of notebooks/06_lightning.ipynb: old ``Trainer`` calls written with today's
-``accelerator``/``devices``/``strategy``/``precision``. The key is ``gpulab.translate_trainer`` (pure: no Lightning)."""
+``accelerator``/``devices``/``strategy``/``precision`` (the key is ``gpulab.translate_trainer``, pure: no
+Lightning), and a LightningModule of the learner's own, fitted by a CPU Trainer."""
 
 from __future__ import annotations
 
@@ -170,3 +171,94 @@ def _register(name: str, title: str) -> None:
 _register("ch06-ex1", "the article's call, for a script")
 _register("ch06-ex2", "DataParallel on two GPUs, in a notebook")
 _register("ch06-ex3", "no GPU at all")
+
+
+FIRST = "“Today's Trainer”"
+FIT_EPOCHS, GOOD_ACCURACY = 2, 0.8
+
+
+def _module_class(answer: Any) -> Any:
+    import lightning as L
+
+    if not isinstance(answer, type):
+        raise WrongType(f"give the class itself (DigitsModule, not DigitsModule()); got {kind(answer)}.")
+    if not issubclass(answer, L.LightningModule):
+        raise WrongType(
+            f"{answer.__name__} is not a LightningModule: write `class {answer.__name__}(L.LightningModule):`, so "
+            "that a Trainer can fit it."
+        )
+    return answer
+
+
+@exercise(
+    EXERCISES,
+    "ch06-ex4",
+    "your own LightningModule",
+    section=FIRST,
+    expects="a LightningModule class whose training_step returns the loss and configure_optimizers an optimiser",
+)
+def _lightning_module(answer: Any) -> str:
+    import logging
+    import warnings
+
+    import lightning as L
+    import torch
+
+    from ..workload import accuracy, load_digits
+    from .feedback import NotAnswered
+
+    cls = _module_class(answer)
+    try:
+        model = cls()
+    except Exception as exc:
+        raise Hint(f"{cls.__name__}() raised {type(exc).__name__}: {exc}", FIRST) from None
+    data = load_digits()
+    batch = next(iter(data.loader(batch_size=32)))
+    try:
+        with warnings.catch_warnings():  # self.log() outside a fit warns that no Trainer is attached: this probe's own
+            warnings.simplefilter("ignore")
+            optimizer = model.configure_optimizers()
+            loss = model.training_step(batch, 0)
+    except Exception as exc:
+        raise Hint(f"calling your module on one batch raised {type(exc).__name__}: {exc}", FIRST) from None
+    if optimizer is None and loss is None:
+        raise NotAnswered("training_step and configure_optimizers still return nothing: write their bodies.")
+    if optimizer is None:
+        raise Hint(
+            "configure_optimizers returns None, so Lightning would train with no optimiser and the weights would "
+            "never move: return an optimiser over self.parameters().",
+            FIRST,
+        )
+    if not isinstance(loss, torch.Tensor) or loss.ndim != 0 or not loss.requires_grad:
+        raise Hint(
+            f"training_step returned {kind(loss)}: Lightning calls backward() on what it returns, so return the "
+            "loss of the batch, one number that still carries its gradient.",
+            FIRST,
+        )
+    quiet = logging.getLogger("lightning.pytorch")
+    level = quiet.level
+    quiet.setLevel(logging.WARNING)  # the check prints its verdict, not "GPU available: False"
+    try:
+        L.Trainer(
+            accelerator="cpu",
+            devices=1,
+            max_epochs=FIT_EPOCHS,
+            logger=False,
+            enable_checkpointing=False,
+            enable_progress_bar=False,
+            enable_model_summary=False,
+        ).fit(model, data.loader(batch_size=32))
+    finally:
+        quiet.setLevel(level)
+    score = accuracy(model, data.test)
+    if score < GOOD_ACCURACY:
+        raise Hint(
+            f"the Trainer fitted it for {FIT_EPOCHS} epochs, and it classifies {score:.0%} of the test digits: the "
+            "loss should compare self(x) with the labels y (cross-entropy), and the optimiser move every parameter.",
+            FIRST,
+        )
+    return (
+        f"Trainer(accelerator='cpu', devices=1) fitted your {cls.__name__} for {FIT_EPOCHS} epochs and it classifies "
+        f"more than {GOOD_ACCURACY:.0%} of the test digits: training_step returned the loss that Lightning calls "
+        "backward on, and configure_optimizers the optimiser it steps."
+    )

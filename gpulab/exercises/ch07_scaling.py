@@ -10,11 +10,12 @@ from ..core.arguments import is_real_number
 from ..core.tables import Table
 from ..scaling.cost import crossover_batch
 from .feedback import Exercise, Hint, WrongType, exercise, kind
+from .tensors import close_tensor, same_tensor
 
 EXERCISES: dict[str, Exercise] = {}
 
-CROSSOVER = "section 2 · “Where 2 ranks start to pay”"
-MODEL = "section 3 · “A model that predicts it”"
+CROSSOVER = "section 3 · “Where 2 ranks start to pay”"
+MODEL = "section 4 · “A model that predicts it”"
 
 # A described machine (not measured: chosen so the crossover falls between two printed points); its ceiling: 2 ranks
 # compute at most 1.86 times as fast as one, each at 93 % of its rate alone
@@ -115,4 +116,131 @@ def _crossover(answer: Any) -> str:
         f"{COMPUTE_MS_PER_SAMPLE} ms per sample) just pays for the {ALLREDUCE_MS:g} ms all-reduce, slowed by the "
         f"ranks sharing the machine ({CEILING / 2:.0%} of a core's rate each). Larger batches pay more, smaller ones "
         "lose."
+    )
+
+
+KNOBS = "section 1 · “A DDP step, and its knobs”"
+MICRO, STEPS_CHECKED, LR = 4, 2, 0.1  # micro-batches per step, steps the checker runs, the SGD rate it gives
+
+
+def _micro_batches(rank: int, step: int) -> list[Any]:
+    """Rank ``rank``'s 4 micro-batches of step ``step``: any rank can rebuild any other's (the reference needs all)."""
+    import torch
+
+    g = torch.Generator().manual_seed(1000 * step + rank)
+    return [torch.randn(2, 8, generator=g) for _ in range(MICRO)]
+
+
+def _tiny() -> Any:
+    import torch
+
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1))
+
+
+def _loss(model: Any, x: Any) -> Any:
+    return model(x).square().mean()
+
+
+def accumulation_in_rank(step_fn: Any) -> dict[str, Any]:
+    """In each of 2 gloo ranks: wrap the tiny model in DDP with a comm hook that counts all-reduces (PyTorch's own
+    ``allreduce_hook`` inside), run the learner's ``step_fn(model, optimizer, micro_batches)`` for 2 steps, and
+    compare the weights with plain SGD on the gradients of all ranks' micro-batches (summed, or averaged over the 4:
+    both conventions are right). Returns what the checker reads."""
+    import torch
+    import torch.distributed as dist
+    from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    rank, world = dist.get_rank(), dist.get_world_size()
+    model = DDP(_tiny())
+    calls = [0]
+
+    def counted(state, bucket):  # one hook per model: this one counts, then does what DDP does by default
+        calls[0] += 1
+        return allreduce_hook(state, bucket)
+
+    model.register_comm_hook(dist.group.WORLD, counted)
+    optimizer = torch.optim.SGD(model.parameters(), lr=LR)
+    per_step = []
+    for step in range(STEPS_CHECKED):
+        before = calls[0]
+        step_fn(model, optimizer, _micro_batches(rank, step))
+        per_step.append(calls[0] - before)
+    refs = {}
+    for scale in (1.0, 1.0 / MICRO):  # loss summed over the micro-batches, or averaged over them
+        ref = _tiny()
+        for step in range(STEPS_CHECKED):
+            ref.zero_grad()
+            for r in range(world):
+                for x in _micro_batches(r, step):
+                    (_loss(ref, x) * scale / world).backward()
+            with torch.no_grad():
+                for p in ref.parameters():
+                    p -= LR * p.grad
+        refs[scale] = ref
+    mine = list(model.module.parameters())
+    start = list(_tiny().parameters())
+    return {
+        "allreduces": per_step,
+        "unchanged": all(same_tensor(a, b) for a, b in zip(mine, start)),
+        "matches": any(all(close_tensor(a, b) for a, b in zip(mine, ref.parameters())) for ref in refs.values()),
+    }
+
+
+@exercise(
+    EXERCISES,
+    "ch07-ex2",
+    "accumulate 4 micro-batches, one all-reduce",
+    section=KNOBS,
+    expects="a function accumulate_step(model, optimizer, micro_batches) that trains one step on the 4 micro-batches",
+)
+def _accumulate(answer: Any) -> str:
+    from ..ranks.failures import RankFailed
+    from ..ranks.launcher import launch
+    from .feedback import NotAnswered
+
+    if answer is ...:
+        raise NotAnswered("Replace the ... with your accumulate_step, then run the check again.")
+    if not callable(answer):
+        raise WrongType(f"accumulate_step should be a function (model, optimizer, micro_batches); got {kind(answer)}.")
+    try:
+        result = launch(accumulation_in_rank, 2, args=(answer,), backend="gloo", threads_per_rank=1, timeout_s=60)
+    except RankFailed as failed:
+        raise Hint(
+            f"your accumulate_step failed in a rank: {str(failed).splitlines()[0]}. It receives the DDP model, its "
+            "optimizer and a list of 4 tensors (the micro-batches); the loss of one is model(x).square().mean().",
+            KNOBS,
+        ) from None
+    counts = result["allreduces"]
+    if result["unchanged"] and not any(counts):
+        raise NotAnswered(
+            "your accumulate_step ran but trained nothing (no all-reduce, the weights unchanged): write its body, "
+            "then run the check again."
+        )
+    if any(c == 0 for c in counts):
+        raise Hint(
+            f"a step all-reduced nothing ({counts} bucket all-reduces in the 2 steps): every backward ran under "
+            "no_sync(), so the gradients never left the rank. The last micro-batch's backward runs outside it.",
+            KNOBS,
+        )
+    if any(c >= MICRO for c in counts):
+        raise Hint(
+            f"each step all-reduced {counts[0]} times, once per micro-batch: run the first 3 backward passes inside "
+            "`with model.no_sync():`, so that the gradients add up in the rank and only the 4th is all-reduced.",
+            KNOBS,
+        )
+    if counts[0] != counts[1] or counts[0] != 1:
+        raise Hint(f"the steps all-reduced {counts} buckets; one step of this model all-reduces one bucket, once.")
+    if not result["matches"]:
+        raise Hint(
+            "one all-reduce per step, but after 2 steps the weights differ from SGD on the gradients of the 4 "
+            "micro-batches of both ranks: call backward on each micro-batch's loss, then optimizer.step() once, "
+            "then optimizer.zero_grad(), so that the next step starts from zero.",
+            KNOBS,
+        )
+    return (
+        "one all-reduce per step of 4 micro-batches on each of 2 gloo ranks, and the weights of SGD on all 8 "
+        "micro-batches' gradients: no_sync() let the first 3 gradients add up in each rank, and the 4th backward "
+        "all-reduced the sum."
     )

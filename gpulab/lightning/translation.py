@@ -124,8 +124,8 @@ class Translation:
                     "precision='16-mixed'",
                     "precision='bf16-mixed'",
                     "on CPU",
-                    "PyTorch has no float16 autocast with gradient scaling on CPU: Lightning itself "
-                    "swaps in 'bf16-mixed' and warns; written out here",
+                    "Lightning's choice: on a CPU it swaps '16-mixed' for 'bf16-mixed' and warns (PyTorch's CPU "
+                    "autocast does run float16, with torch.amp.GradScaler('cpu')); written out here",
                 )
             )
         return replace(self, kwargs=kwargs, changes=self.changes + tuple(changes), on_cpu=True)

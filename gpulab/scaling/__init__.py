@@ -1,12 +1,12 @@
 """When does a second device pay? A DDP step predicted, measured and taken apart, on this machine and on GPUs.
 
-``cost`` predicts a DDP step from a FLOP rate and a link (pure); ``published`` holds the GPU setups' published figures
-(pure); ``steps`` measures a step's split into compute, all-reduce and exposed all-reduce in ranks; ``probes`` runs
-those measurements on ranks and measures this machine's own ceiling on speed-up, gloo's link and what DDP pays to
-meet; ``sweep`` runs the sweep of work per step on 1 and 2 ranks beside the model's predictions; ``crossover_levers``
-measures what moves the crossover (batch, accumulation, buckets, overlap) and threads against ranks; ``on_gpus``
-compares the model with a real NCCL run on two GPUs; ``quiet`` says how quiet the machine is (the line at the top of a
-chapter that reads timings). Taught in ``notebooks/07_scaling.ipynb``.
+``cost`` predicts a DDP step from a FLOP rate and a link (pure); ``published`` holds the GPU setups' published
+figures (pure); ``steps`` measures a step's split into compute and tail, and its all-reduce and exposed part, in
+ranks; ``probes`` runs those measurements on ranks and measures this machine's own ceiling on speed-up, gloo's link
+and what DDP pays to meet; ``sweep`` runs the sweep of work per step on 1 and 2 ranks beside the model's predictions;
+``crossover_levers`` measures what moves the crossover (batch, accumulation, buckets, overlap) and threads against
+ranks; ``on_gpus`` compares the model with a real NCCL run on two GPUs; ``quiet`` says how quiet the machine is (the
+line at the top of a chapter that reads timings). Taught in ``notebooks/07_scaling.ipynb``.
 """
 
 from ..core.lazy import export_lazily
@@ -30,6 +30,7 @@ export_lazily(
         "splits": "probes",
         "StepPlan": "steps",
         "scaling_sweep": "sweep",
+        "steps_for": "sweep",
         "FAST_LEVERS": "crossover_levers",
         "levers": "crossover_levers",
         "threads_vs_ranks": "crossover_levers",

@@ -1,17 +1,22 @@
 """A DDP step taken apart on real ranks: compute, all-reduce and its exposed part, measured in the rank (a probe).
 
 Run inside ranks started by ``gpulab.launch`` (or torchrun), ``time_plans`` trains a stack of ``Linear(width,
-width)`` layers for a few steps under each ``StepPlan`` and times every step three ways:
+width)`` layers for a few steps under each ``StepPlan`` and times every step four ways:
 
 - **all-reduce**: a DDP communication hook starts each bucket's all-reduce and notes the time; a callback on its
   future notes when the reduced gradients arrived (so it includes waiting for the other rank to get there). Part of
   it may run while the backward pass still computes (overlap);
-- **exposed**: from the moment the last gradient was computed (a post-accumulate-grad hook on every parameter) until
-  ``backward()`` returned: the all-reduce the backward pass did not hide (``cost.StepCost.exposed_s`` predicts it);
+- **exposed**: the part of those all-reduce spans that lies after the last gradient was computed (a
+  post-accumulate-grad hook on every parameter): the all-reduce the backward pass did not hide, never more than the
+  all-reduce (``cost.StepCost.exposed_s`` predicts it);
+- **tail**: from the last gradient until ``backward()`` returned: the exposed all-reduce, plus what DDP does around
+  it once the gradients are computed (launching the last bucket, waiting for the other rank, copying the sums back
+  into ``.grad``). It is what the step on several ranks spends beyond its compute;
 - **compute**: the rest of the step (forward, backward up to the last gradient, optimiser step).
 
-compute + exposed = the step. Nothing is estimated. On a GPU the hooks see when work was *queued*, not done, so there
-only the step time (synchronised) is meaningful. Taught in ``notebooks/07_scaling.ipynb``.
+compute + tail = the step, exposed ≤ all-reduce and exposed ≤ tail. Nothing is estimated. On a GPU the hooks see
+when work was *queued*, not done, so there only the step time (synchronised) is meaningful. Taught in
+``notebooks/07_scaling.ipynb``.
 """
 
 from __future__ import annotations
@@ -69,6 +74,7 @@ class StepSplit:
     compute_s: float
     allreduce_s: float
     exposed_s: float
+    tail_s: float = 0.0  # last gradient → end of backward(): exposed all-reduce + DDP's own work around it
 
     @property
     def samples_per_s(self) -> float:
@@ -100,9 +106,15 @@ def _model(plan: StepPlan, device: str) -> Any:
     return torch.nn.Sequential(*layers[:-1]).to(device)
 
 
-def _one_plan(plan: StepPlan, device: str, ddp: bool = True) -> list[tuple[float, float, float, float]]:
-    """(step, compute, all-reduce, exposed) seconds of each timed step of ``plan`` in this rank. ``ddp=False`` in a
-    process group: no DDP, every step started after a barrier (independent processes computing at the same time)."""
+def _clipped_s(spans: list[tuple[float, float]], after: float) -> float:
+    """The time the spans cover after ``after``."""
+    return _union_s([(max(a, after), b) for a, b in spans if b > after])
+
+
+def _one_plan(plan: StepPlan, device: str, ddp: bool = True) -> list[tuple[float, float, float, float, float]]:
+    """(step, compute, all-reduce, exposed, tail) seconds of each timed step of ``plan`` in this rank. ``ddp=False``
+    in a process group: no DDP, every step started after a barrier (independent processes computing at the same
+    time)."""
     import torch
     import torch.distributed as dist
 
@@ -145,30 +157,34 @@ def _one_plan(plan: StepPlan, device: str, ddp: bool = True) -> list[tuple[float
             dist.barrier()
         spans.clear()
         sync()
-        t0, exposed = time.perf_counter(), 0.0
+        t0, tail, exposed = time.perf_counter(), 0.0, 0.0
         for micro in range(plan.accumulate):
             quiet = ddp and (micro < plan.accumulate - 1 or not plan.overlap)
+            before = len(spans)
             with model.no_sync() if quiet else nullcontext():
                 model(x).square().mean().backward()
-            exposed += time.perf_counter() - last_grad[0]
+            end = time.perf_counter()
+            tail += end - last_grad[0]
+            exposed += _clipped_s(spans[before:], last_grad[0])
         if ddp and not plan.overlap:  # the all-reduce only starts once the whole backward pass is done
             start = time.perf_counter()
             grads = [p.grad for p in model.parameters()]
             flat = torch.cat([g.flatten() for g in grads]).div_(world_size)
             dist.all_reduce(flat)
-            torch.nn.utils.vector_to_parameters(flat, grads)  # copies the reduced values back into each gradient
             spans.append((start, time.perf_counter()))
+            torch.nn.utils.vector_to_parameters(flat, grads)  # copies the reduced values back into each gradient
             exposed += spans[-1][1] - start
+            tail += time.perf_counter() - start
         opt.step()
         opt.zero_grad(set_to_none=not plan.gradient_as_bucket_view)
         sync()
         step_s = time.perf_counter() - t0
         if step >= 2:
-            records.append((step_s, step_s - exposed, _union_s(spans), exposed))
+            records.append((step_s, step_s - tail, _union_s(spans), exposed, tail))
     return records
 
 
-def time_plans(plans: list[StepPlan], device: str = "cpu") -> list[list[tuple[float, float, float, float]]]:
+def time_plans(plans: list[StepPlan], device: str = "cpu") -> list[list[tuple[float, float, float, float, float]]]:
     """In a rank: every plan's timed steps (see the module's docstring). Without a process group: no DDP at all."""
     return [_one_plan(p, device) for p in plans]
 
@@ -181,7 +197,7 @@ def own_work_seconds(plans: list[StepPlan]) -> list[list[float]]:
 
 
 def summarise(
-    plans: list[StepPlan], per_rank: list[list[list[tuple[float, float, float, float]]]], threads_per_rank: int
+    plans: list[StepPlan], per_rank: list[list[list[tuple[float, ...]]]], threads_per_rank: int
 ) -> list[StepSplit]:
     """The fastest timed step of each plan: a step is as long as its slowest rank's; the split is rank 0's in that
     step. The fastest, not the median: on a shared machine other programs only ever make a step slower, so the fastest
@@ -191,8 +207,8 @@ def summarise(
         ranks = [r[i] for r in per_rank]
         steps = [max(r[k][0] for r in ranks) for k in range(len(ranks[0]))]
         k = min(range(len(steps)), key=steps.__getitem__)
-        _, compute, reduce, exposed = ranks[0][k]
-        out.append(StepSplit(plan, len(per_rank), threads_per_rank, steps[k], compute, reduce, exposed))
+        _, compute, reduce, exposed, tail = ranks[0][k]
+        out.append(StepSplit(plan, len(per_rank), threads_per_rank, steps[k], compute, reduce, exposed, tail))
     return out
 
 

@@ -19,6 +19,9 @@ from gpulab.workload import load_digits
 from tests import process_group
 from tests.junk import JUNK
 
+from .test_ch06_module import NoLossReturned, NoOptimiser
+from .test_ch07_accumulate import every_micro_batch_syncs, never_syncs
+
 
 def weighted_loss_criterion_left_behind(model, criterion, x, y, device):
     model.to(device)
@@ -170,6 +173,9 @@ WRONG = [
     ("ch06-ex2", {"accelerator": "gpu", "devices": 2, "strategy": "ddp"}, ["refuses strategy='ddp'"], ["ddp_notebook"]),
     ("ch06-ex3", {"precision": "32-true"}, ["meant the CPU", "accelerator='auto'"], []),
     ("ch06-ex3", {"accelerator": "cpu", "precision": "16-mixed"}, ["never mixed precision"], []),
+    # fitted by a CPU Trainer
+    ("ch06-ex4", NoLossReturned, ["Lightning calls backward() on what it returns"], ["cross_entropy"]),
+    ("ch06-ex4", NoOptimiser, ["train with no optimiser"], ["Adam"]),
     ("ch07-ex1", 30, ["2 ranks still lose", "all-reduce"], ["65"]),
     ("ch07-ex1", 82, ["Interpolating the speed-ups linearly overshoots"], ["65"]),
     ("ch07-ex1", 128, ["between two printed points"], ["65"]),
@@ -179,6 +185,9 @@ WRONG = [
     ("ch07-ex1", float("inf"), ["never pay", "paying from batch 128 (1.30×)"], ["65"]),
     ("ch07-ex1", 10**400, ["never pay"], ["65"]),  # too large for a float: taken as infinity, not an OverflowError
     ("ch07-ex1", -5, ["a positive number of samples"], ["65"]),
+    # run in 2 gloo ranks: the all-reduces counted by a communication hook
+    ("ch07-ex2", every_micro_batch_syncs, ["once per micro-batch"], ["nullcontext"]),
+    ("ch07-ex2", never_syncs, ["the gradients never left the rank"], ["nullcontext"]),
 ]
 
 

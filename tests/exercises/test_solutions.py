@@ -27,8 +27,8 @@ PRELUDES = {  # what the chapter defines before its exercises, and the exercise 
         "import torch\nfrom gpulab.workload import load_digits\ndata = load_digits()\n"
         "with gpulab.monitor(show=False) as mon:\n    torch.ones(1000).sum()"
     ),
-    "06": "",
-    "07": "",
+    "06": "import lightning as L\nimport torch\nfrom torch import nn\nfrom gpulab.workload import mlp",
+    "07": "import contextlib",
 }
 
 

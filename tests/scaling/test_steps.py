@@ -9,7 +9,7 @@ import pytest
 from gpulab.scaling.cost import Link, Meeting
 from gpulab.scaling.crossover_levers import FAST_LEVERS, lever_plans, levers, threads_vs_ranks
 from gpulab.scaling.probes import TINY, Ceiling, ddp_sync_s, gloo_link, machine_ceiling, meeting_from, splits
-from gpulab.scaling.steps import StepPlan, StepSplit, _union_s, own_work_seconds
+from gpulab.scaling.steps import StepPlan, StepSplit, _clipped_s, _union_s, own_work_seconds
 from gpulab.scaling.sweep import (
     MAX_STEPS,
     TWO_RANK_S,
@@ -25,13 +25,15 @@ from ..ranks.conftest import no_process_left  # noqa: F401  (the fixture)
 SMALL = StepPlan(width=32, batch=4, steps=3)
 
 
-def test_on_2_ranks_the_all_reduce_is_timed_and_compute_plus_exposed_is_the_step(no_process_left):
+def test_on_2_ranks_the_all_reduce_is_timed_and_compute_plus_tail_is_the_step(no_process_left):
     one, two = splits([SMALL], 1)[0], splits([SMALL], 2)[0]
     assert (one.world_size, two.world_size) == (1, 2)
     for s in (one, two):
-        assert s.step_s > 0 and s.compute_s > 0 and s.exposed_s >= 0
-    assert one.compute_s + one.exposed_s == pytest.approx(one.step_s)  # one rank: its own step, split
-    assert two.compute_s + two.exposed_s <= two.step_s * 1.0001  # rank 0's split of a step as long as the slower rank
+        assert s.step_s > 0 and s.compute_s > 0 and s.exposed_s >= 0 and s.tail_s > 0
+        # the definitions hold by construction: a part of the all-reduce cannot exceed it, nor the tail it lies in
+        assert s.exposed_s <= s.allreduce_s + 1e-9 and s.exposed_s <= s.tail_s + 1e-9
+    assert one.compute_s + one.tail_s == pytest.approx(one.step_s)  # one rank: its own step, split
+    assert two.compute_s + two.tail_s <= two.step_s * 1.0001  # rank 0's split of a step as long as the slower rank
     assert two.allreduce_s > 0  # the hook saw the bucket go out and come back
     assert two.samples_per_s == pytest.approx(2 * 4 / two.step_s)
 
@@ -44,7 +46,8 @@ def test_accumulation_and_no_overlap_are_measured_for_what_they_are(no_process_l
     ]
     acc, after, views = splits(plans, 2)
     assert acc.plan.accumulate == 3 and acc.samples_per_s == pytest.approx(2 * 4 * 3 / acc.step_s)
-    assert after.allreduce_s > 0 and after.exposed_s >= after.allreduce_s * 0.99  # nothing hidden: all exposed
+    assert after.allreduce_s > 0 and after.exposed_s == pytest.approx(after.allreduce_s)  # nothing hidden: all exposed
+    assert after.tail_s >= after.exposed_s  # and the tail holds it, with the copy back into .grad
     assert views.allreduce_s > 0
 
 
@@ -103,6 +106,12 @@ def test_the_table_says_from_which_batch_2_ranks_paid():
 
 def test_overlapping_spans_count_once():
     assert _union_s([(0, 2), (1, 3), (5, 6)]) == 4  # 0–3 and 5–6
+
+
+def test_the_exposed_part_is_what_the_spans_cover_after_the_last_gradient():
+    spans = [(0, 2), (1, 3), (5, 6)]
+    assert _clipped_s(spans, 2.5) == 1.5  # 2.5–3 and 5–6
+    assert _clipped_s(spans, 7) == 0 and _clipped_s(spans, -1) == _union_s(spans)
 
 
 @pytest.mark.parametrize(
