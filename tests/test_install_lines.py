@@ -1,6 +1,6 @@
 """Every line of README.md, docs/ and environment.yml that installs gpulab keeps the machine's torch, torchvision and
-CUDA libraries: pip's own dry run (``pip install --dry-run --report``) of each line, read out of the files themselves, in an
-environment that holds a torch other than the pins of constraints.txt.
+CUDA libraries: pip's own dry run (``pip install --dry-run --report``) of each line, read out of the files themselves,
+in an environment that holds a torch other than the pins of constraints.txt.
 
 That environment is a GPU machine's as pip sees it: pip decides what to install from the installed distributions'
 metadata alone, so a venv whose site-packages holds the ``.dist-info`` of torch 2.11.0+cu130, torchvision
