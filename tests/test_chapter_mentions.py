@@ -40,6 +40,7 @@ def chapter_mentions(text: str) -> set[str]:
 
 def _sources() -> dict[str, str]:
     texts = {"README.md": (ROOT / "README.md").read_text()}
+    texts |= {f"docs/{p.name}": p.read_text() for p in sorted((ROOT / "docs").glob("*.md"))}
     for path in sorted(NOTEBOOKS.glob("*.ipynb")):
         nb = nbformat.read(path, as_version=4)
         texts[path.name] = "\n".join(c.source for c in nb.cells)

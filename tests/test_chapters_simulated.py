@@ -17,7 +17,7 @@ import pytest
 from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parents[1]
-CHAPTERS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+CHAPTERS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")) + [ROOT / "notebooks" / "workshop_guide.ipynb"]
 PRESETS = [p.strip() for p in os.environ.get("GPULAB_TEST_PRESETS", "workshop-8").split(",") if p.strip()]
 # torch's own compile cache, made in $TMPDIR by the first optimiser step of any program: not the chapter's doing
 NOT_OURS = ("torchinductor_",)

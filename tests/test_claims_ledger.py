@@ -37,16 +37,31 @@ PREDICTION_MARKS = (
 )  # in an output: not an observation of this machine
 PREDICTORS = ("explain(", "SimulatedGpuReader(", "translate_trainer(", "flag_history_table(")  # in a cell's code
 SKIP_MARK = "Skipped in fast mode"
-# A cell that runs where GPUs exist says where the course's GPU runs executed it: "(ran on one H100:
-# `evidence/<date>-<gpu>.json`)" once a run's record (make test-gpu) holds its chapter on a machine with the GPUs it
-# needs, else, for a cell that needs two, "(needs two GPUs; not yet run on two)"; a cell rewritten since that run
-# says "(changed since the last GPU run; not yet run on one)" (a record names cells by position, not by version).
+# A cell that runs where GPUs exist says where the course's GPU runs executed it, and what that run did with it:
+# "(ran on one H100, its output recorded: `evidence/<date>-<gpu>/`)" where the GPU edition's bundle holds what the cell
+# printed, or "(ran on one H100, its test passed: `<test id>` in `evidence/<date>-<gpu>.json`)" where the run's record
+# names the test that holds the claim as passed. A bare "(ran on one H100: `evidence/….json`)" says neither: a run
+# that executed the chapter recorded pass or fail per test, not the cell's output. A cell that needs two GPUs says
+# "(needs two GPUs; not yet run on two)"; a cell rewritten since says "(changed since the last GPU run; not yet run
+# on one)" (a record names cells by position, not by version).
 GPU_LINK = re.compile(
     r"\]\((\d{2}_[a-z0-9_]+\.ipynb)#cell-id=([A-Za-z0-9_-]+)\) runs where GPUs exist"
-    r"(?: \((?:ran on (\w+) [^:()]+: `evidence/([\w.-]+\.json)`"
+    r"(?: \((?:ran on (\w+) [^:(),]+(?:"
+    r"(?P<recorded>, its output recorded: `evidence/(?P<bundle>[\w.-]+)/`)"
+    r"|(?P<tested>, its test passed: `(?P<test>[^`]+)` in `evidence/(?P<record>[\w.-]+\.json)`)"
+    r"|: `evidence/(?P<bare>[\w.-]+\.json)`)"
     r"|(needs two GPUs; not yet run on two)"
     r"|(changed since the last GPU run; not yet run on one))\))?"
 )
+# Rows written before that rule, which say "ran on one H100" bare, by the chapter whose cell they link: each chapter's
+# rewrite says which of the two its row means (or drops the claim of a run) and empties its entry.
+FAILED_ON_H100 = "tests.placement.test_explain_on_gpus::test_explain_agrees_with_pytorch_on_this_machine_s_gpus"
+PASSED_ON_H100 = "notebooks.01_cpu_gpu_transfer.ipynb::Cell 0"  # for the tests of the rule, below
+KNOWN_BARE: dict[str, list[str]] = {
+    "01_cpu_gpu_transfer": ["002-01", "002-05", "002-11", "002-12", "002-16", "003-05", "003-06", "004-08"],
+    "04_ddp": ["004-10"],
+    "06_lightning": ["001-11", "001-13"],
+}
 COUNTS = {"one": 1, "two": 2, "four": 4, "eight": 8}
 EVIDENCE = ROOT / "evidence"
 
@@ -269,11 +284,39 @@ def gpu_records() -> dict[str, dict]:
     return {name: json.loads((EVIDENCE / name).read_text()) for name in newest.values()}
 
 
+def _recorded(bundle: str, notebook: str, cell_id: str) -> bool:
+    """Whether the GPU edition's bundle ``evidence/<bundle>/`` holds ``notebook`` as it ran, with ``cell_id``'s
+    output."""
+    path = EVIDENCE / bundle / notebook
+    if not path.is_file():
+        return False
+    cell = next((c for c in nbformat.read(path, as_version=4).cells if c.get("id") == cell_id), None)
+    return cell is not None and bool(cell.get("outputs"))
+
+
 def gpu_run_problems(e: Entry, cache: dict, records: dict[str, dict]) -> list[str]:
     """Each GPU cell of a row names the record of the run that executed it, when one did, and only such a run."""
     problems = []
     for m in GPU_LINK.finditer(e.shown_in):
-        notebook, cell_id, count, cited, not_yet, changed = m.groups()
+        notebook, cell_id, count = m.group(1), m.group(2), m.group(3)
+        not_yet, changed = m.group(m.re.groups - 1), m.group(m.re.groups)
+        cited = m.group("record") or m.group("bare") or (m.group("bundle") and f"{m.group('bundle')}.json")
+        known = e.number in KNOWN_BARE.get(notebook.removesuffix(".ipynb"), [])
+        if m.group("bare") and not known:
+            problems.append(
+                f"{e.number}: says 'ran on {count} …' without saying what that run did with {cell_id}: write "
+                f"', its output recorded: `evidence/<bundle>/`' where the GPU edition's bundle holds the cell's "
+                f"output, or ', its test passed: `<test id>` in `evidence/{m.group('bare')}`' where a passed test "
+                "holds the claim"
+            )
+        elif known and not m.group("bare"):
+            problems.append(f"{e.number}: no longer bare: take it out of KNOWN_BARE")
+        if m.group("bundle") and not _recorded(m.group("bundle"), notebook, cell_id):
+            problems.append(
+                f"{e.number}: evidence/{m.group('bundle')}/ holds no recorded output of {cell_id} in {notebook}"
+            )
+        if m.group("test") and records.get(m.group("record"), {}).get("tests", {}).get(m.group("test")) != "passed":
+            problems.append(f"{e.number}: {m.group('test')} did not pass in evidence/{m.group('record')}")
         cell = _find(notebook, cell_id, cache)
         if cell is None:
             continue
@@ -298,8 +341,9 @@ def gpu_run_problems(e: Entry, cache: dict, records: dict[str, dict]) -> list[st
                 problems.append(f"{e.number}: {cited} did not run {notebook}")
         elif ran and not changed:
             problems.append(
-                f"{e.number}: {cell_id} ran on a GPU machine in evidence/{ran[-1]}: say so, "
-                f"'(ran on one …: `evidence/{ran[-1]}`)'"
+                f"{e.number}: {cell_id} ran on a GPU machine in evidence/{ran[-1]}: say so, and what ran: "
+                f"'(ran on one …, its output recorded: `evidence/<bundle>/`)' or '(ran on one …, its test passed: "
+                f"`<test id>` in `evidence/{ran[-1]}`)'"
             )
         elif records and need > 1 and not (not_yet or changed):
             problems.append(
@@ -467,6 +511,39 @@ def _row(ledger: str, number: str) -> str:
             lambda r: r.replace("2026-11-26-h100", "2026-11-01-h100"),
             "002-05: cites evidence/2026-11-01-h100-80gb-hbm3.json, which is not the newest record",
         ),
+        # "ran on one H100" says what that run did with the cell: its output recorded, or the claim's test passed
+        (
+            "000-01",
+            lambda r: r.replace(
+                "(changed since the last GPU run; not yet run on one)",
+                "(ran on one H100: `evidence/2026-11-26-h100-80gb-hbm3.json`)",
+            ),
+            "000-01: says 'ran on one …' without saying what that run did with 500e1f51",
+        ),
+        (
+            "000-01",
+            lambda r: r.replace(
+                "(changed since the last GPU run; not yet run on one)",
+                f"(ran on one H100, its test passed: `{FAILED_ON_H100}` in `evidence/2026-11-26-h100-80gb-hbm3.json`)",
+            ),
+            f"000-01: {FAILED_ON_H100} did not pass in evidence/2026-11-26-h100-80gb-hbm3.json",
+        ),
+        (
+            "000-01",
+            lambda r: r.replace(
+                "(changed since the last GPU run; not yet run on one)",
+                "(ran on one H100, its output recorded: `evidence/2026-11-26-h100-80gb-hbm3/`)",
+            ),
+            "000-01: evidence/2026-11-26-h100-80gb-hbm3/ holds no recorded output of 500e1f51",
+        ),
+        (
+            "002-05",
+            lambda r: r.replace(
+                "(ran on one H100: `evidence/2026-11-26-h100-80gb-hbm3.json`)",
+                f"(ran on one H100, its test passed: `{PASSED_ON_H100}` in `evidence/2026-11-26-h100-80gb-hbm3.json`)",
+            ),
+            "002-05: no longer bare: take it out of KNOWN_BARE",
+        ),
         # a measured number outside its bound
         (
             "001-10",
@@ -539,3 +616,17 @@ def test_a_bound_matches_a_number_only_within_it(evidence, text, found):
 )
 def test_what_counts_as_an_observable(evidence, kinds):
     assert observable_kinds(evidence) == kinds
+
+
+def test_a_row_that_says_which_test_passed_on_the_gpu_is_accepted(ledger):
+    row = _row(ledger, "000-01")
+    said = row.replace(
+        "(changed since the last GPU run; not yet run on one)",
+        f"(ran on one H100, its test passed: `{PASSED_ON_H100}` in `evidence/2026-11-26-h100-80gb-hbm3.json`)",
+    )
+    problems = [p for p in check_ledger(ledger.replace(row, said)) if p.startswith("000-01")]
+    assert problems == []
+
+
+def test_the_known_bare_rows_are_the_other_chapters_not_chapter_02():
+    assert "02_choosing_gpus" not in KNOWN_BARE

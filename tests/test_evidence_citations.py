@@ -75,6 +75,7 @@ def _texts() -> dict[str, str]:
     out = {
         "notebooks/claims_ledger.md": (ROOT / "notebooks" / "claims_ledger.md").read_text(),
         "README.md": (ROOT / "README.md").read_text(),
+        **{f"docs/{p.name}": p.read_text() for p in sorted((ROOT / "docs").glob("*.md"))},
     }
     for nb in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
         out[nb.name] = "\n".join(src for _, src in _markdown_cells(nb))

@@ -1,6 +1,6 @@
-"""Every line of README.md and environment.yml that installs gpulab keeps the machine's torch, torchvision and CUDA
-libraries: pip's own dry run (``pip install --dry-run --report``) of each line, read out of the files themselves, in an
-environment that holds a torch other than the pins of constraints.txt.
+"""Every line of README.md, docs/ and environment.yml that installs gpulab keeps the machine's torch, torchvision and
+CUDA libraries: pip's own dry run (``pip install --dry-run --report``) of each line, read out of the files themselves,
+in an environment that holds a torch other than the pins of constraints.txt.
 
 That environment is a GPU machine's as pip sees it: pip decides what to install from the installed distributions'
 metadata alone, so a venv whose site-packages holds the ``.dist-info`` of torch 2.11.0+cu130, torchvision
@@ -84,10 +84,17 @@ def readme_pip_lines(text: str) -> list[str]:
     return found
 
 
+def pages() -> list[tuple[str, str]]:
+    """(name, text) of the README and the docs/ pages it links: the install lines live in both."""
+    return [("README.md", (ROOT / "README.md").read_text())] + [
+        (f"docs/{p.name}", p.read_text()) for p in sorted((ROOT / "docs").glob("*.md"))
+    ]
+
+
 def install_lines() -> list[tuple[str, list[str]]]:
-    """(where, pip's words) of each line installing gpulab: README.md, environment.yml, the Hub config's docstring,
-    the site's Colab cell."""
-    found = [("README.md", c) for c in readme_pip_lines((ROOT / "README.md").read_text())]
+    """(where, pip's words) of each line installing gpulab: README.md and docs/, environment.yml, the Hub config's
+    docstring, the site's Colab cell."""
+    found = [(name, c) for name, text in pages() for c in readme_pip_lines(text)]
     hub = (ROOT / "tools" / "jupyterhub_config.py").read_text()  # its docstring's set-up, an indented block
     found += [("tools/jupyterhub_config.py", line) for line in hub.splitlines() if re.search(r"\bpip install\b", line)]
     for lightning in (False, True):  # the first cell of the site's Colab and Kaggle notebooks (tools/sitekit/links.py)
@@ -116,7 +123,8 @@ def test_the_files_name_each_route_and_every_other_pip_line_is_a_torch_for_the_d
         assert route in where, f"no install line for {route} was found: {where}"
     others = [
         c
-        for c in readme_pip_lines((ROOT / "README.md").read_text())
+        for _, text in pages()
+        for c in readme_pip_lines(text)
         if _pip_words(c) is not None and not _installs_gpulab(_pip_words(c))
     ]
     assert len(others) == 3, others  # cu124, cu121, cu118

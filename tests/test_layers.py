@@ -279,6 +279,64 @@ def test_the_floor_rule_catches_an_import_back_up_and_a_pair_that_import_each_ot
     )
 
 
+def import_circles(edges: list[tuple[str, str]]) -> list[list[str]]:
+    """Each group of modules that import each other round a circle (a strongly connected component of two or more),
+    sorted. A package's ``__init__`` and the entry points are left out: an ``__init__`` imports its own modules to
+    re-export them, and the floors keep the packages apart."""
+    graph: dict[str, set[str]] = {}
+    for a, b in edges:
+        if (
+            a != b
+            and RUN_TIME != b
+            and not {a, b} & set(TOP)
+            and not a.endswith("__init__")
+            and not b.endswith("__init__")
+        ):
+            graph.setdefault(a, set()).add(b)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    circles: list[list[str]] = []
+
+    def visit(v: str) -> None:  # Tarjan's algorithm; the package is a few hundred modules deep at most
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = [stack.pop()]
+            while group[-1] != v:
+                group.append(stack.pop())
+            if len(group) > 1:
+                circles.append(sorted(group))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return sorted(circles)
+
+
+def test_no_modules_import_each_other_round_a_circle():
+    """Inside a subpackage too, the dependency points one way (an import inside a function counts the same)."""
+    assert import_circles(_edges()) == []
+
+
+def test_the_circle_rule_catches_a_pair_and_a_longer_circle_and_passes_a_chain():
+    assert import_circles([("reservations/holders", "reservations/server_token")] * 2) == []
+    pair = [
+        ("reservations/holders", "reservations/server_token"),
+        ("reservations/server_token", "reservations/holders"),
+    ]
+    assert import_circles(pair) == [["reservations/holders", "reservations/server_token"]]
+    triangle = [("placement/a", "placement/b"), ("placement/b", "placement/c"), ("placement/c", "placement/a")]
+    assert import_circles(triangle + [("placement/c", "core/units")]) == [["placement/a", "placement/b", "placement/c"]]
+    assert import_circles([("core/units", "core/readings"), ("core/readings", "core/arguments")]) == []
+
+
 def test_a_store_stands_alone_below_every_room_that_uses_it():
     for store in STORES:
         users = {_subpackage(a) for a, b in _edges() if _subpackage(b) == store and _subpackage(a) not in (store, None)}

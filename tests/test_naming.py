@@ -73,6 +73,7 @@ def _texts() -> dict[str, str]:
     paths = [
         *sorted((ROOT / "gpulab").rglob("*.py")),
         ROOT / "README.md",
+        *sorted((ROOT / "docs").glob("*.md")),
         ROOT / "tools" / "jupyterhub_config.py",
         ROOT / "tools" / "jupyter_server_config.py",
     ]

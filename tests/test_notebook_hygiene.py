@@ -107,3 +107,11 @@ def test_the_normaliser_hides_the_folders_a_run_made_in_the_temporary_directory(
     assert normal_text(text, Path("/home/ada/gpulab")) == (
         "No such file or directory: '/tmp/…/new.pt'; locks: /tmp/gpulab-reservations/a"
     )
+
+
+def test_the_normaliser_writes_the_home_folder_of_the_user_who_ran_it_as_a_tilde():
+    text = "its parent, pid 12, wrote no /root/.local/share/jupyter/runtime/jpserver-12.json; /rootless/x stays"
+    assert normal_text(text, Path("/work/gpulab"), home=Path("/root")) == (
+        "its parent, pid 12, wrote no ~/.local/share/jupyter/runtime/jpserver-12.json; /rootless/x stays"
+    )
+    assert normal_text("/a/b", Path("/work/gpulab"), home=Path("/")) == "/a/b"

@@ -73,7 +73,8 @@ def test_make_lab_keeps_token_auth_and_binds_to_localhost():
 def test_the_readme_names_only_chapters_that_exist():
     """Chapters land one by one: the README points at notebooks/ (and `python -m gpulab env`) instead of a list that
     goes stale, and any chapter it does name by file must be there."""
-    named = set(re.findall(r"\b(\d\d_[a-z0-9_]+)", (ROOT / "README.md").read_text()))
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    named = {n for p in pages for n in re.findall(r"\b(\d\d_[a-z0-9_]+)", p.read_text())}
     present = {p.stem for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")}
     assert named <= present, f"the README names chapters that do not exist: {sorted(named - present)}"
 

@@ -148,6 +148,7 @@ def _cited() -> set[tuple[str, str]]:
         for nb in sorted((ROOT / "notebooks").glob("*.ipynb"))
     }
     texts |= {f: (ROOT / f).read_text() for f in ("README.md", "notebooks/claims_ledger.md")}
+    texts |= {f"docs/{p.name}": p.read_text() for p in sorted((ROOT / "docs").glob("*.md"))}
     for where, text in texts.items():
         out |= {(where, m) for m in DOTTED.findall(text)}
         out |= {

@@ -13,7 +13,8 @@ anything about the code:
   ``.../site-packages/`` and Python's own library ``.../lib/pythonX.Y/``, and the folders a run made in the temporary
   directory (``/tmp/gpulab-04-3r0ii739/tmpexei_ckt/new.pt``) become ``/tmp/…/new.pt``, still a path to the
   sanitizer that nbval and the raising-cell check apply. The documented default ``/tmp/gpulab-reservations`` is a
-  path the reader's machine has too, and stays.
+  path the reader's machine has too, and stays. The home folder of the user who ran it becomes ``~``
+  (``/root/.local/share/jupyter/runtime/…`` → ``~/.local/share/jupyter/runtime/…``).
 """
 
 from __future__ import annotations
@@ -39,10 +40,13 @@ TEMP_FOLDERS = re.compile(
 OTHER_CHECKOUT = re.compile(rf"/{_PATH_CHARS}*?/(?=(?:gpulab|notebooks|tools|tests|benchmarks)/{_PATH_CHARS}+\.py\b)")
 
 
-def normal_text(text: str, repo: Path = REPO) -> str:
-    """``text`` without ANSI codes and with machine paths written as ``<repo>/…`` and ``.../site-packages/…``."""
+def normal_text(text: str, repo: Path = REPO, home: Path | None = None) -> str:
+    """``text`` without ANSI codes, machine paths written as ``<repo>/…``, ``~/…`` and ``.../site-packages/…``."""
     text = ANSI.sub("", text)
     text = text.replace(str(repo) + "/", "<repo>/").replace(str(repo), "<repo>")
+    home = Path.home() if home is None else home
+    if len(home.parts) > 1:  # a home of "/" would turn every path into ~
+        text = re.sub(rf"(?<![\w.~-]){re.escape(str(home))}/", "~/", text)
     text = SITE_PACKAGES.sub(".../site-packages/", text)
     text = STDLIB.sub(r".../lib/\1/", text)
     text = TEMP_FOLDERS.sub(r"\1/…/", text)

@@ -1,5 +1,6 @@
 """Checkers for the exercises of notebooks/02_choosing_gpus.ipynb: which physical GPU a ``cuda:k`` is, on the
-described workshop-8 server, when ``CUDA_VISIBLE_DEVICES`` names GPUs by UUID or stops early."""
+described workshop-8 server, when ``CUDA_VISIBLE_DEVICES`` names GPUs by UUID or stops early; and a learner's own
+function that picks the least-used GPU from what ``nvidia-smi --query-gpu`` prints."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 from ..core.arguments import is_whole_number, shown
 from ..core.visible import visible_map
 from ..machine.inventory import devices
-from .feedback import Exercise, Hint, WrongType, exercise, kind
+from .feedback import Exercise, Hint, WrongType, call_learner, exercise, kind
 
 EXERCISES: dict[str, Exercise] = {}
 
@@ -16,6 +17,7 @@ TWO_NUMBERINGS = "section 1 · “Two numberings”"
 HOW_CUDA_READS = "section 2 · “How CUDA reads CUDA_VISIBLE_DEVICES”"
 ENTRIES_TO_GPUS = "section 2 · “From entries to physical GPUs”"
 PRESET = "workshop-8"
+FREE_GPU = "section 5 · “Picking a free GPU on a shared server”"
 
 
 def physical_of(raw: str) -> list[int]:
@@ -125,4 +127,76 @@ def _stops(answer: Any) -> str:
         "every value read as CUDA reads it, on the described workshop-8 server (SIMULATED): CUDA stops at the "
         "first entry it cannot use, reads an index's leading digits, refuses a repeated GPU and a change from "
         "UUIDs to indices."
+    )
+
+
+SMI_QUERY = "nvidia-smi --query-gpu=index,memory.used,utilization.gpu --format=csv"
+SMI_HEADER = "index, memory.used [MiB], utilization.gpu [%]"
+
+
+def smi_csv(rows: list[tuple[int, int, int]]) -> str:
+    """What ``SMI_QUERY`` prints for GPUs ``(index, MiB used, % utilisation)``, in nvidia-smi's own layout."""
+    return "\n".join([SMI_HEADER, *(f"{i}, {mib} MiB, {util} %" for i, mib, util in rows)]) + "\n"
+
+
+def workshop_csv() -> str:
+    """``SMI_QUERY``'s output on the described workshop-8 server (SIMULATED: no nvidia-smi ran)."""
+    gpus = devices(PRESET, processes=False).gpus
+    return smi_csv([(g.physical_index, g.memory_used_bytes // 2**20, round(g.utilization_gpu_percent)) for g in gpus])
+
+
+# (what the learner's function is given, the CUDA_VISIBLE_DEVICES it should return, what a wrong answer missed)
+PICKS: list[tuple[str, str, str]] = [
+    (
+        smi_csv([(0, 30105, 97), (1, 4, 0), (2, 12288, 45), (3, 1024, 0)]),
+        "1",
+        "the GPU with the least memory used is the freest: a busy GPU holds its jobs' memory",
+    ),
+    (
+        smi_csv([(0, 500, 3), (1, 200, 90), (2, 200, 10)]),
+        "2",
+        "where two GPUs use the same memory, take the less busy one (lower utilization.gpu)",
+    ),
+    (
+        smi_csv([(2, 9000, 0), (5, 100, 50)]),
+        "5",
+        "return the GPU's index column, not its row's place: nvidia-smi --id=2,5 lists GPUs 2 and 5 only",
+    ),
+    (smi_csv([(0, 12, 0)]), "0", "one GPU: its own index"),
+]
+
+
+@exercise(
+    EXERCISES,
+    "ch02-ex3",
+    "pick the least-used GPU",
+    section=FREE_GPU,
+    expects="a function least_used_gpu(csv_text) returning the CUDA_VISIBLE_DEVICES value, a str",
+)
+def _least_used(answer: Any) -> str:
+    for csv_text, truth, idea in PICKS:
+        got = call_learner(
+            answer,
+            csv_text,
+            name="least_used_gpu",
+            expects="a function least_used_gpu(csv_text) that returns a str such as '3'",
+            explain=lambda exc: Hint(
+                f"your least_used_gpu raised {type(exc).__name__} ({str(exc)[:80]}). Skip the header line, and "
+                "take the numbers without their units: '4 MiB'.split()[0] is '4'.",
+                FREE_GPU,
+            ),
+        )
+        if isinstance(got, int) and not isinstance(got, bool):
+            raise WrongType(
+                f"CUDA_VISIBLE_DEVICES holds text: return str({got}), not the int {got} (os.environ refuses an int)."
+            )
+        if not isinstance(got, str):
+            raise WrongType(f"return the variable's value as a str such as '3', not {kind(got)}.")
+        if got.strip() != truth:
+            shown_csv = csv_text.strip().replace("\n", " | ")
+            raise Hint(f"for this output: {shown_csv!r} you returned {got!r}. Remember: {idea}.", FREE_GPU)
+    return (
+        f"your function picks the least-used GPU from `{SMI_QUERY}` in each of {len(PICKS)} cases. Start the job "
+        "with CUDA_VISIBLE_DEVICES set to it; on a shared server two people running it at the same moment still "
+        "get the same GPU, which is what a reservation (reserve_gpus) adds."
     )

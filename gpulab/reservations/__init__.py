@@ -24,8 +24,9 @@ from .folder import (
     write_holder,
 )
 from .holders import THIS_NOTEBOOK, Holder, current_holders, left_behind, others_only, reservation_holders
-from .server_token import SERVER_TOKEN_ENV, new_server_token, this_server_digest, token_digest, yours_and_others
+from .server_token import SERVER_TOKEN_ENV, new_server_token, this_server_digest, token_digest
 from .share_slots import card_in_shares, held_shares, hold_share, parse_share_key, share_key, share_lock_path
+from .yours import yours_and_others
 
 __all__ = [
     "reservations_dir",

@@ -24,6 +24,7 @@ from .folder import (
     reservations_dir,
     try_lock,
 )
+from .server_token import this_server_digest
 
 __all__ = ["THIS_NOTEBOOK", "Holder", "reservation_holders", "current_holders", "others_only", "left_behind"]
 
@@ -83,8 +84,6 @@ def _read_holder(fd: int, reservations: Path, uuid: str) -> Holder:
 
 def _this_server(record: dict) -> bool:
     """Whether the holder's file names the server this process runs in (its digest, ``server_token``)."""
-    from .server_token import this_server_digest  # server_token imports this module
-
     ours = this_server_digest()
     return ours is not None and record.get("server_digest") == ours
 

@@ -6,6 +6,8 @@ it starts a random token, puts it into the server's environment as ``GPULAB_SERV
 terminal of that server inherits it) and writes only the token's SHA-256 digest into the lock files. A holder whose
 digest is this process's holds this server's reservation: its GPUs are this user's (``yours``), without a second
 reservation. The digest tells a reader of the files nothing they could claim another server's GPUs with.
+
+This module knows tokens only; ``holders`` reads the digest from the files, ``yours`` splits the holders by it.
 """
 
 from __future__ import annotations
@@ -14,9 +16,7 @@ import hashlib
 import os
 import secrets
 
-from .holders import THIS_NOTEBOOK, Holder
-
-__all__ = ["SERVER_TOKEN_ENV", "new_server_token", "token_digest", "this_server_digest", "yours_and_others"]
+__all__ = ["SERVER_TOKEN_ENV", "new_server_token", "token_digest", "this_server_digest"]
 
 SERVER_TOKEN_ENV = "GPULAB_SERVER_TOKEN"
 
@@ -35,23 +35,3 @@ def this_server_digest() -> str | None:
     """The digest of the token of the server this process runs in (``$GPULAB_SERVER_TOKEN``), or None."""
     token = os.environ.get(SERVER_TOKEN_ENV, "").strip()
     return token_digest(token) if token else None
-
-
-def _whose(h: Holder) -> str:
-    ours = [s for _, _, s in h.shares if s.mine or s.this_server]
-    if ours:  # a card held in shares: whose is the share held for this process or its server
-        h = ours[0]
-    if h.mine:
-        return f"reserved by {THIS_NOTEBOOK}"
-    user = h.details.get("for_user")
-    server = h.details.get("server", "(default)")
-    whose = f"{user}'s server" + ("" if server == "(default)" else f" {server!r}") if user else "this server"
-    return f"reserved for {whose}, which this kernel runs in"
-
-
-def yours_and_others(holders: dict[str, Holder]) -> tuple[dict[str, str], dict[str, str]]:
-    """The held GPUs split as the free rule (``placement.selection.judge``) takes them: ``yours`` (held by this process,
-    or for the server it runs in) and the others', each UUID with its words."""
-    yours = {uuid: _whose(h) for uuid, h in holders.items() if h.mine or h.this_server}
-    others = {uuid: str(h) for uuid, h in holders.items() if uuid not in yours}
-    return yours, others

@@ -7,7 +7,7 @@ lists each reservation's holder (user, kernel, notebook, idle time), ``release``
 jupyter_client kernel provisioner that gives each kernel free GPUs, through ``reservation_start``; ``kernelspec``
 installs the kernelspecs that use it (``python -m gpulab kernelspec install``); ``hub`` holds JupyterHub's hooks for
 its "every server reserves" model (``gpu_hooks``). Taught in
-``notebooks/02_choosing_gpus.ipynb``.
+``notebooks/workshop_guide.ipynb``.
 """
 
 from ..core.lazy import export_lazily

@@ -11,7 +11,7 @@ How the server is found, with no token asked of the user: the kernel's parent pr
 own environment (``JUPYTER_RUNTIME_DIR``, else ``JUPYTER_DATA_DIR``/``XDG_DATA_HOME``/``HOME``, as jupyter_core
 derives it on Linux). A JupyterHub single-user server writes no token there; its ``JUPYTERHUB_API_TOKEN`` is used.
 
-Only the standard library is used, so a student's own Python can run it. Taught in ``notebooks/02_choosing_gpus.ipynb``.
+Only the standard library is used, so a student's own Python can run it. Taught in ``notebooks/workshop_guide.ipynb``.
 """
 
 from __future__ import annotations

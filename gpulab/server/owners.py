@@ -6,7 +6,7 @@ what a restarted Hub reserves again, and what ``watch`` names as running on a GP
 On a shared JupyterHub server each student is a Unix user and each notebook a kernel process
 (``python -m ipykernel_launcher -f …/kernel-<id>.json``), so a pid on a GPU becomes "alice, kernel 1a2b3c4d".
 NVML reports host pids: inside a container a pid may not be visible at all, which is said, not guessed.
-Used by ``python -m gpulab watch``; taught in ``notebooks/02_choosing_gpus.ipynb``.
+Used by ``python -m gpulab watch``; taught in ``notebooks/workshop_guide.ipynb``.
 """
 
 from __future__ import annotations

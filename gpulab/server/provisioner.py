@@ -16,7 +16,7 @@ When no GPU is free the start fails with a message that JupyterLab shows: who ho
 While the kernel runs, its reservation file's modification time follows jupyter-server's ``last_activity`` (the clock
 the culler uses), so ``python -m gpulab watch`` can show each reservation's idle time without a token for anyone's
 server. Built on jupyter_client's provisioner API (``KernelProvisionerBase``), registered through its entry point
-``jupyter_client.kernel_provisioners``. Taught in ``notebooks/02_choosing_gpus.ipynb``.
+``jupyter_client.kernel_provisioners``. Taught in ``notebooks/workshop_guide.ipynb``.
 """
 
 from __future__ import annotations

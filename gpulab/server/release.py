@@ -10,7 +10,7 @@ token); the refusal here says it first.
 A card held in shares (or split into MIG slices) has a holder per share: ``--share K`` names the one to end, and
 ``release`` waits for that share alone. Without it, a card with one holder is released; one with several is not
 (which of several students' kernels to end is the caller's choice): the refusal lists them. Only the standard library
-is used, so a student's own Python can run it. Taught in ``notebooks/02_choosing_gpus.ipynb``.
+is used, so a student's own Python can run it. Taught in ``notebooks/workshop_guide.ipynb``.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 What ``nvitop`` or ``gpustat`` show, plus gpulab's reservations: each GPU's row says which processes have a CUDA
 context on it (Unix user, kernel) and who holds a gpulab reservation. ``ServerView`` is one reading of the server;
 ``render_text`` draws it for a terminal (``python -m gpulab watch``), ``render_html`` for a notebook cell. Readings
-come from ``server.watch``. Taught in ``notebooks/02_choosing_gpus.ipynb``.
+come from ``server.watch``. Taught in ``notebooks/workshop_guide.ipynb``.
 """
 
 from __future__ import annotations

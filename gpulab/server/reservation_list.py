@@ -14,7 +14,7 @@ and the reservation's ports.
   held.
 - **Release** of one's own (``python -m gpulab release``) is ``release``'s: it ends the process a row names.
 
-Only the standard library is used, so a student's own Python can run it. Taught in ``notebooks/02_choosing_gpus.ipynb``.
+Only the standard library is used, so a student's own Python can run it. Taught in ``notebooks/workshop_guide.ipynb``.
 """
 
 from __future__ import annotations

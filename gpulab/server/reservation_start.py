@@ -16,7 +16,7 @@ and the open lock files, so:
 
 Why not reserve in the Jupyter server and pass the descriptors to the kernel (``pass_fds``)? It works for the
 lifetime, but Linux keeps the *locking* process's pid in ``/proc/locks``: every reservation would name the server, and
-the kernel would not know its own reservation. Taught in ``notebooks/02_choosing_gpus.ipynb``.
+the kernel would not know its own reservation. Taught in ``notebooks/workshop_guide.ipynb``.
 """
 
 from __future__ import annotations

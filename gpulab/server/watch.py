@@ -6,7 +6,7 @@ servers run on GPUs no reservation holds ("unheld", after a Hub crash; read from
 all of them for root), and redraws ``room.ServerView`` in place: the terminal is cleared and rewritten (like ``gpustat
 --watch``), the notebook cell's ``ipywidgets.HTML`` gets a new value from a thread, as the live monitor does. Written
 here rather than taken from nvitop or gpustat because neither knows gpulab's reservations, and both would need their own
-install. Nothing here creates a CUDA context. Taught in ``notebooks/02_choosing_gpus.ipynb``.
+install. Nothing here creates a CUDA context. Taught in ``notebooks/workshop_guide.ipynb``.
 """
 
 from __future__ import annotations

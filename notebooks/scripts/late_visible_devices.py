@@ -1,35 +1,27 @@
-"""Chapter 02: CUDA_VISIBLE_DEVICES set after CUDA has started, and the line that started it.
+"""CUDA_VISIBLE_DEVICES set after CUDA has started changes nothing in this process (chapter 02), in plain PyTorch.
 
-``python scripts/late_visible_devices.py``. On a GPU machine the line marked "CUDA starts here" starts CUDA and
-``set_visible_devices`` refuses, naming that line. On a machine without a GPU the same line tries to start CUDA and
-fails; gpulab records the attempt all the same, and the script prints the refusal a GPU machine gives, built from that
-record and labelled as such.
+    python scripts/late_visible_devices.py
+
+CUDA reads the variable once, when it starts. The script starts CUDA, hides every GPU, and looks again: still the same
+GPUs. Without a GPU the first CUDA line fails, and the script says what a GPU machine shows.
 """
 
-from dataclasses import replace
+import os
 
 import torch
 
-import gpulab
-from gpulab.placement.setter import refusal
-
-# In a notebook: the cell that moved the model to the GPU, run before the cell that picks the GPUs.
-print("GPUs:", gpulab.cuda_gpu_count())
+print("GPUs PyTorch counts:", torch.cuda.device_count())
 try:
-    x = torch.ones(2).cuda()  # CUDA starts here
-except (RuntimeError, AssertionError) as exc:  # no GPU (or no CUDA build): the attempt still happened
+    x = torch.ones(2).cuda()  # CUDA starts here, and reads CUDA_VISIBLE_DEVICES
+except (RuntimeError, AssertionError) as exc:  # no GPU, or a CPU-only build of torch
     print("no GPU here:", str(exc).split(". ")[0].rstrip(".") + ".")
-state = gpulab.cuda_state()
-print("cuda_state():", state)
-if not state.variable_read and state.started_by is not None:
-    gpu = replace(state, initialized=True, started_by=replace(state.started_by, error=None))
+    print("On a GPU machine, the lines below show every GPU still in use after CUDA_VISIBLE_DEVICES=''.")
+else:
+    os.environ["CUDA_VISIBLE_DEVICES"] = ""  # hide every GPU... too late: CUDA has read it
     print(
-        "\nOn a GPU machine that line starts CUDA, and the next line raises CudaAlreadyStarted (this message is "
-        "built from the same record, as a GPU machine words it):"
+        "after CUDA_VISIBLE_DEVICES='':",
+        torch.cuda.device_count(),
+        "GPU(s) | a new tensor goes to",
+        torch.ones(1).cuda().device,
     )
-    print("  Refused:", refusal("1", gpu), "\n")
-try:
-    gpulab.set_visible_devices([1])  # too late?
-    print("Here set_visible_devices([1]) is accepted: CUDA never started in this process.")
-except gpulab.CudaAlreadyStarted as exc:
-    print("Refused:", exc)
+    print("Set the variable before the first CUDA call: on the command line, or first thing in the program.")

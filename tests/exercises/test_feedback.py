@@ -103,6 +103,27 @@ def monitored(wrap: bool, mark: bool, samples_one: bool = False):
 
 
 # exercise, wrong answer, words the feedback must contain (the idea and where it is taught), words it must not
+def _smi_rows(csv_text):
+    return [line.split(", ") for line in csv_text.strip().splitlines()[1:]]
+
+
+def smi_memory_only(csv_text):  # no tie-break on utilisation
+    return min(_smi_rows(csv_text), key=lambda r: int(r[1].split()[0]))[0]
+
+
+def smi_row_position(csv_text):  # the row's place instead of the index column
+    rows = _smi_rows(csv_text)
+    return str(min(range(len(rows)), key=lambda k: (int(rows[k][1].split()[0]), int(rows[k][2].split()[0]))))
+
+
+def smi_with_units(csv_text):  # int("4 MiB") fails
+    return min(_smi_rows(csv_text), key=lambda r: int(r[1]))[0]
+
+
+def smi_most_used(csv_text):
+    return max(_smi_rows(csv_text), key=lambda r: (int(r[1].split()[0]), int(r[2].split()[0])))[0]
+
+
 WRONG = [
     ("ch00-ex1", "1,6", ["wrong order", "order you write them"], ["6,1"]),
     ("ch00-ex1", "6,1,3", ["also see physical GPU(s) 3"], ["6,1"]),
@@ -140,6 +161,10 @@ WRONG = [
         ["UUIDs must go on with UUIDs"],
         [],
     ),
+    ("ch02-ex3", smi_memory_only, ["less busy one"], []),
+    ("ch02-ex3", smi_row_position, ["index column, not its row's place"], []),
+    ("ch02-ex3", smi_with_units, ["raised ValueError", "without their units"], []),
+    ("ch02-ex3", smi_most_used, ["least memory used is the freest"], []),
     ("ch03-ex1", load_direct, ["attribute name", "module. prefix"], []),
     ("ch03-ex1", load_replace_everywhere, ["only where it starts a key"], []),
     ("ch03-ex1", load_not_strict, ["nothing was loaded", "strict=False"], []),
