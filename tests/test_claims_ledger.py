@@ -60,7 +60,6 @@ PASSED_ON_H100 = "notebooks.01_cpu_gpu_transfer.ipynb::Cell 0"  # for the tests 
 KNOWN_BARE: dict[str, list[str]] = {
     "01_cpu_gpu_transfer": ["002-01", "002-05", "002-11", "002-12", "002-16", "003-05", "003-06", "004-08"],
     "04_ddp": ["004-10"],
-    "06_lightning": ["001-11", "001-13"],
 }
 COUNTS = {"one": 1, "two": 2, "four": 4, "eight": 8}
 EVIDENCE = ROOT / "evidence"

@@ -27,6 +27,8 @@ WRITTEN = (
     "wheelhouse",
     "handouts",
     "build",
+    "_site",  # make site
+    "colab",  # the Colab editions, on the branch the site is published on
     "gpulab.egg-info",
     "...",
 )

@@ -26,8 +26,6 @@ KNOWN: dict[str, list[str]] = {
     "03_dataparallel": ["e44e8757", "35f15cae", "866d1f35"],
     "04_ddp": ["e865389f", "35853ff2", "7769b3b1"],
     "05_live_monitor": ["bad2c0ea", "7c2e91d4"],
-    "06_lightning": ["9834c5e9", "f60ebad8"],
-    "07_scaling": ["7f197f67", "c5884de5"],
 }
 
 
