@@ -12,8 +12,8 @@ from .feedback import Exercise, Hint, WrongType, exercise, kind
 EXERCISES: dict[str, Exercise] = {}
 
 NUMBERINGS = "“Two numberings: physical GPUs and cuda:k”"
-FALLBACK = "“CPU fallback mode”"
-LOOKING = "“Looking did not start CUDA”"
+STARTS = "“When CUDA starts”"
+REPORT = "“The environment report”"
 
 # the GPUs the learner is told to use, as nvidia-smi numbers them on the described workshop-8 server
 WANTED_CUDA0, WANTED_CUDA1 = 6, 1
@@ -62,7 +62,7 @@ def _visible_devices(answer: Any) -> str:
 # which of these, run in a notebook's process, start CUDA there (and so freeze CUDA_VISIBLE_DEVICES for it)
 CALLS: dict[str, str] = {
     "a": "torch.cuda.is_available()",
-    "b": "gpulab.best_device()",
+    "b": "import torch",
     "c": 'torch.zeros(1, device="cuda")',
     "d": "gpulab.devices()",
     "e": "torch.cuda.is_initialized()",
@@ -70,18 +70,21 @@ CALLS: dict[str, str] = {
 }
 STARTS_CUDA = {"a", "c"}
 WHY_NOT: dict[str, tuple[str, str]] = {
-    "b": ("it answers through NVML, the driver's management library, and starts nothing", FALLBACK),
-    "d": ("it asks NVML, not CUDA: the chapter listed the GPUs and CUDA stayed uninitialised", LOOKING),
-    "e": ("it only reports whether something else started CUDA", LOOKING),
+    "b": ("on a GPU machine it loads the driver library into the process, but leaves the driver uninitialised", STARTS),
+    "d": (
+        "it asks NVML, the driver's management library, not CUDA: the report listed GPUs and started nothing",
+        REPORT,
+    ),
+    "e": ("it only reports whether torch has initialised CUDA", STARTS),
     "f": ("it is another program, in its own process: nothing it does starts CUDA in yours", NUMBERINGS),
 }
 WHY: dict[str, tuple[str, str]] = {
     "a": (
-        "one call that looks harmless does start the CUDA driver in this process: it asks the CUDA runtime for a "
-        "device count",
-        FALLBACK,
+        "one call that looks harmless does start CUDA in this process: it asks the CUDA runtime for a device count, "
+        "which initialises the driver",
+        STARTS,
     ),
-    "c": ("creating a tensor on a GPU is the plainest way to start CUDA", FALLBACK),
+    "c": ("creating a tensor on a GPU is the plainest way to start CUDA", STARTS),
 }
 
 
@@ -106,13 +109,13 @@ def _letters(answer: Any) -> set[str]:
     EXERCISES,
     "ch00-ex2",
     "which calls start CUDA?",
-    section=FALLBACK,
+    section=STARTS,
     expects='the set of letters of the calls that start CUDA, e.g. {"a", "b"}',
 )
 def _starts_cuda(answer: Any) -> str:
     picked = _letters(answer)
     if not picked:
-        raise Hint("at least one of these calls starts CUDA in the notebook's process.", FALLBACK)
+        raise Hint("at least one of these calls starts CUDA in the notebook's process.", STARTS)
     for letter in sorted(picked - STARTS_CUDA):
         why, section = WHY_NOT[letter]
         raise Hint(f"{letter}) {CALLS[letter]} does not start CUDA: {why}.", section)
@@ -120,6 +123,7 @@ def _starts_cuda(answer: Any) -> str:
         why, section = WHY[letter]
         raise Hint(f"you left out a call that starts CUDA: {why}.", section)
     return (
-        "exactly the calls that start CUDA: torch.cuda.is_available() and a tensor on the GPU. gpulab looks "
-        "through NVML, is_initialized() only reports, and nvidia-smi runs in a process of its own."
+        "exactly the calls that start CUDA: torch.cuda.is_available() and a tensor on the GPU. import torch leaves "
+        "the driver uninitialised, gpulab.devices() asks NVML, is_initialized() only reports torch's own step, and "
+        "nvidia-smi runs in a process of its own."
     )
