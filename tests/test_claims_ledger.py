@@ -40,12 +40,16 @@ SKIP_MARK = "Skipped in fast mode"
 # A cell that runs where GPUs exist says where the course's GPU runs executed it: "(ran on one H100:
 # `evidence/<date>-<gpu>.json`)" once a run's record (make test-gpu) holds its chapter on a machine with the GPUs it
 # needs, else, for a cell that needs two, "(needs two GPUs; not yet run on two)"; a cell rewritten since that run
-# says "(changed since the last GPU run; not yet run on one)" (a record names cells by position, not by version).
+# says "(changed since the last GPU run; not yet run on one)" (a record names cells by position, not by version). A
+# record keeps test results, not a cell's output: a row claims the run only where the record holds what shows the
+# claim (its figures, a test that holds it) and says which, before the colon; otherwise "(no GPU run has recorded its
+# output yet)".
 GPU_LINK = re.compile(
     r"\]\((\d{2}_[a-z0-9_]+\.ipynb)#cell-id=([A-Za-z0-9_-]+)\) runs where GPUs exist"
     r"(?: \((?:ran on (\w+) [^:()]+: `evidence/([\w.-]+\.json)`"
     r"|(needs two GPUs; not yet run on two)"
-    r"|(changed since the last GPU run; not yet run on one))\))?"
+    r"|(changed since the last GPU run; not yet run on one)"
+    r"|(no GPU run has recorded its output yet))\))?"
 )
 COUNTS = {"one": 1, "two": 2, "four": 4, "eight": 8}
 EVIDENCE = ROOT / "evidence"
@@ -273,7 +277,7 @@ def gpu_run_problems(e: Entry, cache: dict, records: dict[str, dict]) -> list[st
     """Each GPU cell of a row names the record of the run that executed it, when one did, and only such a run."""
     problems = []
     for m in GPU_LINK.finditer(e.shown_in):
-        notebook, cell_id, count, cited, not_yet, changed = m.groups()
+        notebook, cell_id, count, cited, not_yet, changed, unrecorded = m.groups()
         cell = _find(notebook, cell_id, cache)
         if cell is None:
             continue
@@ -296,7 +300,7 @@ def gpu_run_problems(e: Entry, cache: dict, records: dict[str, dict]) -> list[st
                 problems.append(f"{e.number}: says it ran on {count} GPU(s); {cited} had {len(r['machine']['gpus'])}")
             elif not any(t.startswith(f"notebooks.{notebook}::") for t in r["tests"]):
                 problems.append(f"{e.number}: {cited} did not run {notebook}")
-        elif ran and not changed:
+        elif ran and not (changed or unrecorded):
             problems.append(
                 f"{e.number}: {cell_id} ran on a GPU machine in evidence/{ran[-1]}: say so, "
                 f"'(ran on one …: `evidence/{ran[-1]}`)'"
@@ -441,8 +445,17 @@ def _row(ledger: str, number: str) -> str:
         # where the course's GPU run executed a GPU cell (one H100, 2026-11-26)
         (
             "002-05",
-            lambda r: r.replace(" (ran on one H100: `evidence/2026-11-26-h100-80gb-hbm3.json`)", ""),
+            lambda r: r.replace(" (no GPU run has recorded its output yet)", ""),
             "002-05: d812900a ran on a GPU machine in evidence/2026-11-26-h100-80gb-hbm3.json: say so",
+        ),
+        (
+            "002-12",
+            lambda r: r.replace(
+                " (ran on one H100, whose record holds its pinned and pageable copy figures: "
+                "`evidence/2026-11-26-h100-80gb-hbm3.json`)",
+                "",
+            ),
+            "002-12: a82f826e ran on a GPU machine in evidence/2026-11-26-h100-80gb-hbm3.json: say so",
         ),
         (
             "000-11",
@@ -461,11 +474,11 @@ def _row(ledger: str, number: str) -> str:
             lambda r: r.replace(" (changed since the last GPU run; not yet run on one)", ""),
             "000-13: 456e378f ran on a GPU machine in evidence/2026-11-26-h100-80gb-hbm3.json: say so",
         ),
-        ("002-05", lambda r: r.replace("ran on one H100", "ran on two H100"), "002-05: says it ran on two GPU(s)"),
+        ("002-12", lambda r: r.replace("ran on one H100", "ran on two H100"), "002-12: says it ran on two GPU(s)"),
         (
-            "002-05",
+            "002-12",
             lambda r: r.replace("2026-11-26-h100", "2026-11-01-h100"),
-            "002-05: cites evidence/2026-11-01-h100-80gb-hbm3.json, which is not the newest record",
+            "002-12: cites evidence/2026-11-01-h100-80gb-hbm3.json, which is not the newest record",
         ),
         # a measured number outside its bound
         (
