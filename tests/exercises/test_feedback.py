@@ -84,6 +84,19 @@ def peak_mean(records):
     return float(np.nanmean([r["process_rss_bytes"] for r in records])) / 2**20
 
 
+def top_by(key: str):
+    """A top_allocator that profiles the step as asked and returns the operation with the largest ``key``."""
+
+    def top_allocator(step):
+        from torch.profiler import ProfilerActivity, profile
+
+        with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+            step()
+        return max(prof.key_averages(), key=lambda e: getattr(e, key)).key
+
+    return top_allocator
+
+
 def monitored(wrap: bool, mark: bool, samples_one: bool = False):
     data = load_digits()
     with gpulab.monitor("test", show=False) as mon:
@@ -108,6 +121,9 @@ WRONG = [
     ("ch00-ex2", {"a", "c", "d"}, ["d) gpulab.devices() does not start CUDA", "NVML", "The environment report"], []),
     ("ch00-ex2", {"c"}, ["left out", "device count"], []),
     ("ch00-ex2", {"a", "c", "e"}, ["only reports", "When CUDA starts"], []),
+    ("ch05-ex3", top_by("self_cpu_time_total"), ["took the most time", "self_cpu_memory_usage"], []),
+    ("ch05-ex3", top_by("cpu_memory_usage"), ["largest total", "includes what the operations it called"], []),
+    ("ch05-ex3", lambda step: "mm", ["with its namespace: 'aten::mm'"], []),
     ("ch01-ex1", weighted_loss_criterion_left_behind, ["class weights", "buffer", "section 3"], []),
     ("ch01-ex1", weighted_loss_unassigned_to, ["returns a new tensor", "section 2"], []),
     ("ch01-ex1", weighted_loss_fixed_cuda, ["reached for CUDA", "device parameter"], []),
@@ -234,6 +250,7 @@ WRONG_TYPES = [
     ("ch00-ex1", 61, "write it as a string"),
     ("ch00-ex2", 3, "set of strings"),
     ("ch00-ex2", {"z"}, "lettered a, b, c, d, e, f"),
+    ("ch05-ex3", lambda step: 3, "return the operation's name"),
     ("ch01-ex1", "weighted_loss", "should be a function"),
     ("ch01-ex1", weighted_loss_item, "return the loss tensor itself"),
     ("ch01-ex3", "163852800", "a number of bytes"),

@@ -24,8 +24,8 @@ PRELUDES = {  # what the chapter defines before its exercises, and the exercise 
     "03": "import torch",
     "04": "import torch\nfrom torch.utils.data import DistributedSampler",
     "05": (
-        "import torch\nfrom gpulab.workload import load_digits\ndata = load_digits()\n"
-        "with gpulab.monitor(show=False) as mon:\n    torch.ones(1000).sum()"
+        "import torch\nfrom torch.profiler import ProfilerActivity, profile\nfrom gpulab.workload import load_digits\n"
+        "data = load_digits()\nwith gpulab.monitor(show=False) as mon:\n    torch.ones(1000).sum()"
     ),
     "06": "",
     "07": "",
