@@ -19,7 +19,7 @@ NOTEBOOKS = sorted((Path(__file__).resolve().parents[2] / "notebooks").glob("[0-
 
 PRELUDES = {  # what the chapter defines before its exercises, and the exercise cells use
     "00": "import torch\nworkshop = gpulab.SimulatedGpuReader('workshop-8')",
-    "01": "import numpy as np\nimport torch\nfrom torch import nn",
+    "01": "import numpy as np\nimport torch\nfrom torch import nn\nfrom torch.utils import benchmark",
     "02": "import torch\nfrom gpulab import parse_visible_devices",
     "03": "import torch",
     "04": "import torch\nfrom torch.utils.data import DistributedSampler",
