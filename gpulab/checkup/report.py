@@ -162,7 +162,14 @@ def recording_rows(cells: tuple[RecordedCell, ...] | list[RecordedCell]) -> list
                 f"{len({c.chapter for c in held})} chapters, {ran} of {len(held)} GPU cells ran there",
             ]
         )
-    return rows or [["(none)", f"no recorded GPU run in {recordings_folder().name}/", "make test-gpu records one"]]
+    folder = recordings_folder().name
+    return rows or [
+        [
+            "(none)",
+            f"no recording of the chapters' GPU cells in {folder}/",
+            f"the GPU test runs' results and figures in {folder}/*.json are not cell outputs",
+        ]
+    ]
 
 
 def _indent(text: str) -> str:

@@ -1,4 +1,5 @@
-"""Checkers for the exercises of notebooks/00_setup.ipynb: the two numberings of GPUs, and what starts CUDA."""
+"""Checkers for the exercises of notebooks/00_setup.ipynb: the two numberings of GPUs, what starts CUDA, and the
+device idiom as a function (run on ``cpu`` and on ``meta``, the stand-in for a GPU)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,9 @@ from .feedback import Exercise, Hint, WrongType, exercise, kind
 EXERCISES: dict[str, Exercise] = {}
 
 NUMBERINGS = "“Two numberings: physical GPUs and cuda:k”"
-FALLBACK = "“CPU fallback mode”"
-LOOKING = "“Looking did not start CUDA”"
+STARTS = "“When CUDA starts”"
+REPORT = "“The environment report”"
+DEVICE = "“The device, in one line”"
 
 # the GPUs the learner is told to use, as nvidia-smi numbers them on the described workshop-8 server
 WANTED_CUDA0, WANTED_CUDA1 = 6, 1
@@ -62,7 +64,7 @@ def _visible_devices(answer: Any) -> str:
 # which of these, run in a notebook's process, start CUDA there (and so freeze CUDA_VISIBLE_DEVICES for it)
 CALLS: dict[str, str] = {
     "a": "torch.cuda.is_available()",
-    "b": "gpulab.best_device()",
+    "b": "import torch",
     "c": 'torch.zeros(1, device="cuda")',
     "d": "gpulab.devices()",
     "e": "torch.cuda.is_initialized()",
@@ -70,18 +72,21 @@ CALLS: dict[str, str] = {
 }
 STARTS_CUDA = {"a", "c"}
 WHY_NOT: dict[str, tuple[str, str]] = {
-    "b": ("it answers through NVML, the driver's management library, and starts nothing", FALLBACK),
-    "d": ("it asks NVML, not CUDA: the chapter listed the GPUs and CUDA stayed uninitialised", LOOKING),
-    "e": ("it only reports whether something else started CUDA", LOOKING),
+    "b": ("on a GPU machine it loads the driver library into the process, but leaves the driver uninitialised", STARTS),
+    "d": (
+        "it asks NVML, the driver's management library, not CUDA: the report listed GPUs and started nothing",
+        REPORT,
+    ),
+    "e": ("it only reports whether torch has initialised CUDA", STARTS),
     "f": ("it is another program, in its own process: nothing it does starts CUDA in yours", NUMBERINGS),
 }
 WHY: dict[str, tuple[str, str]] = {
     "a": (
-        "one call that looks harmless does start the CUDA driver in this process: it asks the CUDA runtime for a "
-        "device count",
-        FALLBACK,
+        "one call that looks harmless does start CUDA in this process: it asks the CUDA runtime for a device count, "
+        "which initialises the driver",
+        STARTS,
     ),
-    "c": ("creating a tensor on a GPU is the plainest way to start CUDA", FALLBACK),
+    "c": ("creating a tensor on a GPU is the plainest way to start CUDA", STARTS),
 }
 
 
@@ -106,13 +111,13 @@ def _letters(answer: Any) -> set[str]:
     EXERCISES,
     "ch00-ex2",
     "which calls start CUDA?",
-    section=FALLBACK,
+    section=STARTS,
     expects='the set of letters of the calls that start CUDA, e.g. {"a", "b"}',
 )
 def _starts_cuda(answer: Any) -> str:
     picked = _letters(answer)
     if not picked:
-        raise Hint("at least one of these calls starts CUDA in the notebook's process.", FALLBACK)
+        raise Hint("at least one of these calls starts CUDA in the notebook's process.", STARTS)
     for letter in sorted(picked - STARTS_CUDA):
         why, section = WHY_NOT[letter]
         raise Hint(f"{letter}) {CALLS[letter]} does not start CUDA: {why}.", section)
@@ -120,6 +125,78 @@ def _starts_cuda(answer: Any) -> str:
         why, section = WHY[letter]
         raise Hint(f"you left out a call that starts CUDA: {why}.", section)
     return (
-        "exactly the calls that start CUDA: torch.cuda.is_available() and a tensor on the GPU. gpulab looks "
-        "through NVML, is_initialized() only reports, and nvidia-smi runs in a process of its own."
+        "exactly the calls that start CUDA: torch.cuda.is_available() and a tensor on the GPU. import torch leaves "
+        "the driver uninitialised, gpulab.devices() asks NVML, is_initialized() only reports torch's own step, and "
+        "nvidia-smi runs in a process of its own."
+    )
+
+
+def _predict_parts() -> tuple[Any, Any]:
+    import torch
+
+    torch.manual_seed(0)
+    return torch.nn.Linear(4, 2), torch.randn(3, 4)
+
+
+def _explain_predict(device: str, exc: Exception) -> Hint:
+    from .feedback import first_line
+
+    text = str(exc).lower()
+    if "cuda" in text or "nvidia" in text:
+        return Hint(
+            f"your function reached for CUDA although it was asked for device={device!r}: use the device parameter, "
+            "never a fixed 'cuda'.",
+            DEVICE,
+        )
+    return Hint(
+        f"on {device} it raised {type(exc).__name__}: {first_line(exc)}. Both the model and the batch must be on the "
+        "device, and a tensor's .to(device) returns a new tensor: keep what it returns.",
+        DEVICE,
+    )
+
+
+@exercise(
+    EXERCISES,
+    "ch00-ex3",
+    "the device idiom as a function",
+    section=DEVICE,
+    expects="a function predict(model, x, device) that returns model(x) computed on device",
+)
+def _predict(answer: Any) -> str:
+    import functools
+
+    import torch
+
+    from .feedback import call_learner
+    from .tensors import close_tensor
+
+    for device in ("cpu", "meta"):
+        model, x = _predict_parts()
+        expected = model(x).detach() if device == "cpu" else None
+        out = call_learner(
+            answer,
+            model,
+            x,
+            torch.device(device),
+            name="predict",
+            expects="a function predict(model, x, device)",
+            explain=functools.partial(_explain_predict, device),
+        )
+        if not isinstance(out, torch.Tensor):
+            raise WrongType(f"predict returned {kind(out)}: return the model's output, a tensor.", DEVICE)
+        if out.device.type != device:
+            raise Hint(
+                f"with device={device!r} the output came back on {out.device.type}: move the model and the batch to "
+                "the device first, then compute.",
+                DEVICE,
+            )
+        if model.weight.device.type != device:
+            raise Hint(f"the model stayed on {model.weight.device.type}: move it with model.to(device).", DEVICE)
+        if expected is not None and not close_tensor(out.detach(), expected):
+            raise Hint(
+                "the output differs from model(x): return the model's output for the batch you were given.", DEVICE
+            )
+    return (
+        "on cpu and on meta (a device with shapes and no data, standing in for a GPU) the model and the batch went to "
+        "the device you passed, and the output was computed there: the same function runs on a GPU unchanged."
     )

@@ -1,5 +1,6 @@
 """Checkers for the exercises of notebooks/01_cpu_gpu_transfer.ipynb: moving a step to a device (buffers included),
-copy or share, and bytes in half precision. The ``meta`` device stands in for a GPU, as in the chapter."""
+copy or share, bytes in half precision, and comparing two steps with torch.utils.benchmark.Timer. The ``meta``
+device stands in for a GPU, as in the chapter."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ TO_AND_CUDA = "section 2 · “.to() / .cuda(): a tensor returns a new one, a mo
 BUFFERS = "section 3 · “Buffers move with modules”"
 HALF = "section 4 · “Half precision”"
 BIG = "section 5 · “The very big module”"
+TIMING = "section 6 · “Timing GPU work”"
 
 
 def _step_parts() -> tuple[nn.Module, nn.Module, torch.Tensor, torch.Tensor]:
@@ -223,4 +225,87 @@ def _half_bytes(answer: Any) -> str:
         "count the numbers in the weight (outputs × inputs) and in the bias (one per output), then the bytes "
         "each takes in float16. gpulab.module_size can check you without allocating anything.",
         BIG,
+    )
+
+
+MIN_CALLS = 10  # a timing that called a step fewer times than this measured one sample, not a median
+
+
+def timing_pairs() -> dict[str, tuple[Any, Any, tuple[float, float]]]:
+    """(a, b, the range b's time ÷ a's time must fall in): one sum against sixteen of the same, and a sum against
+    itself. The ranges are wide (on a 2-core machine at a load of 10, a sum against itself once read 2.1×), so that
+    a busy machine does not move a right answer out of them, and they do not overlap."""
+    x = torch.randn(100_000, generator=torch.Generator().manual_seed(0))
+
+    def one() -> None:
+        x.sum()
+
+    def sixteen() -> None:
+        for _ in range(16):
+            x.sum()
+
+    return {"one sum against sixteen": (one, sixteen, (3.0, 64.0)), "a sum against itself": (one, one, (1 / 3, 3.0))}
+
+
+def _counted(fn: Any, calls: list[int]) -> Any:
+    def counted() -> None:
+        calls.append(1)
+        fn()
+
+    return counted
+
+
+@exercise(
+    EXERCISES,
+    "ch01-ex4",
+    "which step is faster, and by how much?",
+    section=TIMING,
+    expects="a function times_faster(a, b) that returns b's time ÷ a's time, as a number",
+)
+def _times_faster(answer: Any) -> str:
+    for what, (a, b, (low, high)) in timing_pairs().items():
+        calls_a: list[int] = []
+        calls_b: list[int] = []
+        result = call_learner(
+            answer,
+            _counted(a, calls_a),
+            _counted(b, calls_b),
+            name="times_faster",
+            expects="a function times_faster(a, b)",
+        )
+        if not is_real_number(result):
+            raise WrongType(
+                f"times_faster returned {kind(result)}: return a number, b's time ÷ a's time (a Measurement's "
+                ".median is a time in seconds).",
+                TIMING,
+            )
+        if min(len(calls_a), len(calls_b)) < MIN_CALLS:
+            raise Hint(
+                f"for {what} your function called a step {min(len(calls_a), len(calls_b))} time(s): one call is one "
+                "sample of a noisy clock. Let torch.utils.benchmark.Timer repeat it (blocked_autorange) and compare "
+                "the medians.",
+                TIMING,
+            )
+        if low <= result <= high:
+            continue
+        if result > 0 and low <= 1 / result <= high:
+            raise Hint(
+                f"for {what} you returned {result:.3g}, which is a's time ÷ b's time: the question asks how many "
+                "times faster a is, b's time ÷ a's time.",
+                TIMING,
+            )
+        if abs(result) < 1e-2:
+            raise Hint(
+                f"for {what} you returned {result:.3g}, which looks like a time or a difference of times in seconds; "
+                "return the ratio of the two medians.",
+                TIMING,
+            )
+        raise Hint(
+            f"for {what} b's time ÷ a's time should lie between {low:g} and {high:g}; yours was {result:.3g}. Time "
+            "each step with its own Timer and divide b's median by a's.",
+            TIMING,
+        )
+    return (
+        "sixteen sums came out many times slower than one, and a sum against itself near 1: medians of repeated "
+        "blocks, compared as a ratio, are what torch.utils.benchmark.Timer is for."
     )

@@ -1,5 +1,5 @@
-"""Checkers for the exercises of notebooks/05_live_monitor.ipynb: reporting a loop's work to the monitor, and reading
-its records (NaN where a value could not be read)."""
+"""Checkers for the exercises of notebooks/05_live_monitor.ipynb: reporting a loop's work to the monitor, reading its
+records (NaN where a value could not be read), and finding with torch.profiler the operation that allocates most."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from .feedback import Exercise, Hint, NotAnswered, WrongType, call_learner, exer
 
 EXERCISES: dict[str, Exercise] = {}
 
-UNDER_MONITOR = "“Training under the monitor”"
+UNDER_MONITOR = "“Watching it live: gpulab.monitor”"
+PROFILER = "“Where the time and memory go: torch.profiler”"
 KEEPING = "“Keeping the numbers”"
 EPOCHS, BATCH = 2, 256
 
@@ -131,4 +132,80 @@ def _peak(answer: Any) -> str:
     return (
         "the largest readable reading, in MiB, with the NaN readings left out: the same rule the summary's peak "
         "table follows."
+    )
+
+
+def profiled_steps() -> dict[str, Any]:
+    """Two small steps whose largest allocation comes from different operations (a matrix product, a concatenation),
+    and whose time goes mostly to an in-place operation that allocates nothing (``IN_PLACE``)."""
+    import torch
+
+    gen = torch.Generator().manual_seed(0)
+    x, w = torch.randn(256, 64, generator=gen), torch.randn(64, 2048, generator=gen)
+    parts = [torch.randn(512, 256, generator=gen) for _ in range(4)]
+    work = torch.randn(4_000_000, generator=gen)
+
+    def busy() -> None:
+        for _ in range(20):
+            work.mul_(1.0)
+
+    return {"a matrix product": lambda: (busy(), x @ w), "a concatenation": lambda: (busy(), torch.cat(parts))}
+
+
+IN_PLACE = "aten::mul_"  # where profiled_steps spend their time, allocating nothing
+
+
+def top_operation(step: Any, key: str) -> str:
+    """The name of the operation of one ``step()`` with the largest ``key`` (a column of ``key_averages()``)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        step()
+    return max(prof.key_averages(), key=lambda e: getattr(e, key)).key
+
+
+@exercise(
+    EXERCISES,
+    "ch05-ex3",
+    "which operation allocates most?",
+    section=PROFILER,
+    expects="a function top_allocator(step) that returns an operation's name, such as 'aten::empty'",
+)
+def _top_allocator(answer: Any) -> str:
+    found = []
+    for what, step in profiled_steps().items():
+        result = call_learner(answer, step, name="top_allocator", expects="a function top_allocator(step)")
+        if not isinstance(result, str):
+            raise WrongType(
+                f"top_allocator returned {kind(result)}: return the operation's name, the table's Name column "
+                "(an event's .key), such as 'aten::empty'.",
+                PROFILER,
+            )
+        truth = top_operation(step, "self_cpu_memory_usage")
+        if result == truth:
+            found.append(f"{truth} in {what}")
+            continue
+        if "aten::" + result == truth:
+            raise Hint(f"write the name as the profiler does, with its namespace: 'aten::{result}'.", PROFILER)
+        if result == top_operation(step, "cpu_memory_usage"):
+            raise Hint(
+                f"in {what}, {result!r} has the largest total (CPU Mem), which includes what the operations it "
+                "called allocated. Take what an operation allocated itself: self_cpu_memory_usage (Self CPU Mem).",
+                PROFILER,
+            )
+        if result == IN_PLACE:
+            raise Hint(
+                f"in {what}, {result!r} is the operation that took the most time, allocating nothing. Sort by the "
+                "memory an operation "
+                "allocated itself: profile with profile_memory=True and read self_cpu_memory_usage.",
+                PROFILER,
+            )
+        raise Hint(
+            f"in {what} your function named {result!r}, which is not the operation that allocated most itself. "
+            "Profile step() with profile_memory=True and take the largest self_cpu_memory_usage of key_averages().",
+            PROFILER,
+        )
+    return (
+        f"the largest self-allocating operation in each step: {'; '.join(found)}. The profiler counts memory an "
+        "operation allocated itself apart from what the operations it called allocated."
     )

@@ -1,9 +1,9 @@
 """Measuring PyTorch work on any device, the CPU included: timing, transfers, the CPU/GPU crossover, memory.
 
-``timing`` times work correctly on a GPU (CUDA events, warm-up, repeats); ``transfer`` measures copies across the
-CPU↔GPU boundary and the ``non_blocking`` hazard; ``crossover`` finds the size where a GPU beats the CPU; ``sizing``
-counts a model's memory on the ``meta`` device; ``autotune`` measures ``cudnn.benchmark``. Taught in
-``notebooks/01_cpu_gpu_transfer.ipynb`` (``autotune`` in ``06_lightning``).
+``timing`` times work correctly on a GPU (on torch.utils.benchmark.Timer: warm-up, repeats, spread);
+``transfer`` measures copies across the CPU↔GPU boundary and the ``non_blocking`` hazard; ``crossover`` finds the size
+where a GPU beats the CPU; ``sizing`` counts a model's memory on the ``meta`` device; ``autotune`` measures
+``cudnn.benchmark``. Taught in ``notebooks/01_cpu_gpu_transfer.ipynb`` (``autotune`` in ``06_lightning``).
 """
 
 from ..core.lazy import export_lazily

@@ -1,11 +1,17 @@
-"""Sync-correct timing of PyTorch work on any device: warm-up, repeats, median and spread (a probe).
+"""Timing PyTorch work on any device, built on ``torch.utils.benchmark.Timer``: warm-up, repeats, median and spread.
 
 A GPU runs work asynchronously: ``y = x @ x`` on CUDA returns to Python as soon as the kernel is *queued*, so
-``perf_counter()`` around it times the queueing, not the work. ``benchmark`` therefore times CUDA with CUDA events
-recorded on the device's stream and waits for them, and times the CPU with ``time.perf_counter``. Both paths share
-the same warm-up, block calibration and statistics, so a CPU-only laptop runs the very code a GPU machine runs.
+``perf_counter()`` around it times the queueing, not the work. ``torch.utils.benchmark.Timer`` handles that: on a
+machine with an accelerator its clock synchronises the device before every reading. ``benchmark`` times each block of
+calls with such a Timer (``Timer.timeit``) and adds only what torch's timer lacks:
 
-Taught in ``notebooks/01_cpu_gpu_transfer.ipynb``.
+- a fixed number of timed repeats kept one by one (``times_s``), so that the spread (IQR, min, max) and a plot of the
+  repeats can be read, and two results can be compared round by round (the chapter alternates A/B rounds);
+- the device check: a device that cannot run work here is refused with the reason and the next step;
+- an injectable clock, so that tests drive it with a fake one.
+
+Taught in ``notebooks/01_cpu_gpu_transfer.ipynb``, after torch's own ``Timer``, ``Compare``, ``torch.cuda.Event`` and
+``torch.cuda.synchronize``.
 """
 
 from __future__ import annotations
@@ -21,7 +27,16 @@ from ..core.tables import html_table, text_table
 from ..core.units import format_seconds
 from ..machine.cuda import cuda_gpu_count, too_few_gpus
 
-__all__ = ["BenchmarkResult", "benchmark", "resolve_device", "synchronize", "quartiles", "results_table", "calibrate"]
+__all__ = [
+    "BenchmarkResult",
+    "benchmark",
+    "resolve_device",
+    "synchronize",
+    "quartiles",
+    "results_table",
+    "calibrate",
+    "CUDA_TIMER",
+]
 
 DeviceLike = Any  # str | torch.device; kept loose so this module imports no torch at import time
 MAX_NUMBER = 1_000_000
@@ -47,7 +62,7 @@ class BenchmarkResult:
     times_s: tuple[float, ...]
     number: int
     warmup: int
-    timer: str  # "CUDA events" or the host clock's name
+    timer: str  # CUDA_TIMER on CUDA, else the host clock's name
 
     @property
     def repeats(self) -> int:
@@ -187,41 +202,31 @@ def synchronize(device: DeviceLike) -> None:
         torch.cuda.synchronize(dev)
 
 
-class _HostBlocks:
-    """Times a block of ``n`` calls with a host clock; right for the CPU, where a call returns when its work is done."""
-
-    def __init__(self, clock: Callable[[], float]) -> None:
-        self.clock = clock
-        self.name = getattr(clock, "__name__", type(clock).__name__)
-
-    def __call__(self, fn: Callable[[], object], n: int) -> float:
-        t0 = self.clock()
-        for _ in range(n):
-            fn()
-        return self.clock() - t0
+CUDA_TIMER = "torch's synchronising timer"  # torch.utils.benchmark's default: synchronise the GPU, then perf_counter
 
 
-class _CudaBlocks:
-    """Times a block with two CUDA events on the current stream; waits for the queue to drain first and last."""
+def _timer(fn: Callable[[], object], dev: Any, clock: Callable[[], float], label: str) -> tuple[Any, str]:
+    """A ``torch.utils.benchmark.Timer`` that calls ``fn()``, and the name of the clock it reads.
 
-    name = "CUDA events"
+    On CUDA it keeps torch's default clock, which synchronises the GPU before every reading, so a block's time
+    includes all its queued work; elsewhere it reads ``clock`` (on a GPU machine that spares CPU work a needless
+    synchronisation, and in tests it lets a fake clock stand in)."""
+    from torch.utils.benchmark import Timer
 
-    def __init__(self, dev: Any) -> None:
-        import torch
+    common = {"globals": {"fn": fn}, "label": label, "description": str(dev)}
+    if dev.type == "cuda":
+        return Timer("fn()", **common), CUDA_TIMER
+    return Timer("fn()", timer=clock, **common), getattr(clock, "__name__", type(clock).__name__)
 
-        self.torch, self.dev = torch, dev
 
-    def __call__(self, fn: Callable[[], object], n: int) -> float:
-        cuda = self.torch.cuda
-        start, end = cuda.Event(enable_timing=True), cuda.Event(enable_timing=True)
-        cuda.synchronize(self.dev)  # note: a CPU-GPU sync point, so earlier work does not leak into this block
-        stream = cuda.current_stream(self.dev)
-        start.record(stream)
-        for _ in range(n):
-            fn()
-        end.record(stream)
-        end.synchronize()
-        return start.elapsed_time(end) / 1e3  # elapsed_time is in milliseconds
+def _blocks(timer: Any) -> Callable[[Callable[[], object], int], float]:
+    """Seconds for a block of ``n`` calls, as torch's ``Timer.timeit(n)`` measures it: it makes max(n // 100, 2)
+    untimed calls first, then times the block with its clock."""
+
+    def block(_fn: Callable[[], object], n: int) -> float:
+        return timer.timeit(n).raw_times[0]
+
+    return block
 
 
 def _validate_counts(warmup: int, repeats: int, number: int | None, min_block_s: float) -> None:
@@ -268,10 +273,11 @@ def benchmark(
     """Time ``fn()`` on ``device`` and return a ``BenchmarkResult`` (median, IQR, min per call).
 
     ``warmup`` untimed calls first (caches, lazy initialisation, cuBLAS handles), then ``repeats`` timed blocks of
-    ``number`` calls each. ``number=None`` calibrates it: the smallest power of two whose block lasts ``min_block_s``,
-    so that microsecond operations are not lost in the clock's resolution. On CUDA each block is bracketed by CUDA
-    events after a device synchronisation; elsewhere ``clock`` (``time.perf_counter``; inject a fake in tests) is read
-    around the block. Taught in ``notebooks/01_cpu_gpu_transfer.ipynb``.
+    ``number`` calls each, each block timed by ``torch.utils.benchmark.Timer.timeit(number)`` (which itself makes
+    max(number // 100, 2) untimed calls before the block). ``number=None`` calibrates it: the smallest power of two
+    whose block lasts ``min_block_s``, so that microsecond operations are not lost in the clock's resolution. On CUDA
+    the Timer's own clock synchronises the GPU at each reading; elsewhere it reads ``clock`` (``time.perf_counter``;
+    inject a fake in tests). Taught in ``notebooks/01_cpu_gpu_transfer.ipynb``.
     """
     if not callable(fn):
         raise TypeError(
@@ -284,11 +290,12 @@ def benchmark(
     if label is not None:
         text(label, "label", example="'matmul 1024'")
     dev = resolve_device(device)
-    block = _CudaBlocks(dev) if dev.type == "cuda" else _HostBlocks(clock)
+    name = label if label is not None else getattr(fn, "__name__", "fn")
+    timer, clock_name = _timer(fn, dev, clock, name)
+    block = _blocks(timer)
     for _ in range(warmup):
         fn()
     synchronize(dev)
     n = number if number is not None else calibrate(block, fn, min_block_s)
     times = tuple(block(fn, n) / n for _ in range(repeats))
-    name = label if label is not None else getattr(fn, "__name__", "fn")
-    return BenchmarkResult(label=name, device=str(dev), times_s=times, number=n, warmup=warmup, timer=block.name)
+    return BenchmarkResult(label=name, device=str(dev), times_s=times, number=n, warmup=warmup, timer=clock_name)

@@ -105,9 +105,13 @@ def front_end_context(shell: Any) -> tuple[str | None, str | None]:
 
 
 def load_ipython_extension(ipython: Any) -> None:
-    """``%load_ext gpulab``: ``%%gpu``, ``%%ranks``, and tracebacks that show the learner's line and where it failed."""
+    """``%load_ext gpulab``: ``%%gpu``, ``%%ranks``, tracebacks that show the learner's line and where it failed,
+    and no driver-probe noise from torch's timer and profiler where no CUDA driver exists (``machine.probe_noise``)."""
+    from ..machine.probe_noise import quiet_cuda_probes
     from ..ranks.cells import ranks_cell
     from .tracebacks import install
+
+    quiet_cuda_probes()  # a machine without a CUDA driver: no driver-probe noise under torch.utils.benchmark's cells
 
     def gpu(line: str, cell: str) -> None:
         chapter, cell_id = front_end_context(ipython)

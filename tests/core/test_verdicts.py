@@ -61,11 +61,16 @@ def test_the_fastest_setup_is_the_fastest_row_not_only_of_the_two_core_setups():
         fastest_setup({})
 
 
-def test_the_overhead_verdict_reads_the_cpu_share_against_its_bound():
+def test_the_overhead_verdict_reads_the_wall_clock_and_the_cpu_share_against_its_bound():
     held = overhead_verdict(0.998, 0.952, 1.005, cpu_percent=1.01)
-    assert held and "the sampler used 1.01 % of one core" in held.reason and "which includes 1" in held.reason
+    assert held and "took 0.998× as long" in held.reason and "the sampler used 1.01 % of one core" in held.reason
+    assert str(held).startswith("held: watching slows training by at most 3 %")
+    jitter = overhead_verdict(1.056, 1.028, 1.060, cpu_percent=0.98)  # chapter 05's run that once read "held"
+    assert not jitter and "more than 3 %" in jitter.reason and "jitter is as large as the gap" in jitter.reason
+    threads = overhead_verdict(1.2, 1.1, 1.3, cpu_percent=1.0)
+    assert not threads and "even the middle half lies above the bound" in threads.reason
     missed = overhead_verdict(1.2, 1.1, 1.3, cpu_percent=4.2)
-    assert not missed and "above 3 %" in missed.reason and "includes 1" not in missed.reason
+    assert not missed and "above 3 %" in missed.reason and "reading that got slower" in missed.reason
 
 
 def test_quiet_is_the_threshold_of_the_ceiling():

@@ -87,6 +87,53 @@ def peak_mean(records):
     return float(np.nanmean([r["process_rss_bytes"] for r in records])) / 2**20
 
 
+def predict_unassigned_to(model, x, device):
+    model.to(device)
+    x.to(device)  # the moved copy is thrown away
+    return model(x)
+
+
+def predict_not_moved(model, x, device):
+    return model(x)
+
+
+def times_faster_by(divide):
+    """A times_faster that times both steps with Timer and combines the medians with ``divide(a's, b's)``."""
+
+    def times_faster(a, b):
+        from torch.utils import benchmark
+
+        ta = benchmark.Timer("f()", globals={"f": a}).blocked_autorange(min_run_time=0.05).median
+        tb = benchmark.Timer("f()", globals={"f": b}).blocked_autorange(min_run_time=0.05).median
+        return divide(ta, tb)
+
+    return times_faster
+
+
+def times_faster_once(a, b):
+    import time
+
+    t0 = time.perf_counter()
+    a()
+    ta = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    b()
+    return (time.perf_counter() - t0) / ta
+
+
+def top_by(key: str):
+    """A top_allocator that profiles the step as asked and returns the operation with the largest ``key``."""
+
+    def top_allocator(step):
+        from torch.profiler import ProfilerActivity, profile
+
+        with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+            step()
+        return max(prof.key_averages(), key=lambda e: getattr(e, key)).key
+
+    return top_allocator
+
+
 def monitored(wrap: bool, mark: bool, samples_one: bool = False):
     data = load_digits()
     with gpulab.monitor("test", show=False) as mon:
@@ -128,9 +175,18 @@ WRONG = [
     ("ch00-ex1", "1,6", ["wrong order", "order you write them"], ["6,1"]),
     ("ch00-ex1", "6,1,3", ["also see physical GPU(s) 3"], ["6,1"]),
     ("ch00-ex1", "cuda:6,1", ["no GPU at all", "does not start with a number"], ["6,1"]),
-    ("ch00-ex2", {"a", "b", "c"}, ["b) gpulab.best_device() does not start CUDA", "NVML"], []),
+    ("ch00-ex2", {"a", "b", "c"}, ["b) import torch does not start CUDA", "uninitialised"], []),
+    ("ch00-ex2", {"a", "c", "d"}, ["d) gpulab.devices() does not start CUDA", "NVML", "The environment report"], []),
     ("ch00-ex2", {"c"}, ["left out", "device count"], []),
-    ("ch00-ex2", {"a", "c", "e"}, ["only reports", "Looking did not start CUDA"], []),
+    ("ch00-ex2", {"a", "c", "e"}, ["only reports", "When CUDA starts"], []),
+    ("ch00-ex3", predict_unassigned_to, ["keep what it returns", "on meta"], []),
+    ("ch00-ex3", predict_not_moved, ["came back on cpu", "move the model and the batch"], []),
+    ("ch01-ex4", times_faster_by(lambda ta, tb: ta / tb), ["a's time ÷ b's time", "b's time ÷ a's time"], []),
+    ("ch01-ex4", times_faster_by(lambda ta, tb: tb - ta), ["difference of times in seconds"], []),
+    ("ch01-ex4", times_faster_once, ["one call is one sample", "blocked_autorange"], []),
+    ("ch05-ex3", top_by("self_cpu_time_total"), ["took the most time", "self_cpu_memory_usage"], []),
+    ("ch05-ex3", top_by("cpu_memory_usage"), ["largest total", "includes what the operations it called"], []),
+    ("ch05-ex3", lambda step: "mm", ["with its namespace: 'aten::mm'"], []),
     ("ch01-ex1", weighted_loss_criterion_left_behind, ["class weights", "buffer", "section 3"], []),
     ("ch01-ex1", weighted_loss_unassigned_to, ["returns a new tensor", "section 2"], []),
     ("ch01-ex1", weighted_loss_fixed_cuda, ["reached for CUDA", "device parameter"], []),
@@ -267,6 +323,9 @@ WRONG_TYPES = [
     ("ch00-ex1", 61, "write it as a string"),
     ("ch00-ex2", 3, "set of strings"),
     ("ch00-ex2", {"z"}, "lettered a, b, c, d, e, f"),
+    ("ch05-ex3", lambda step: 3, "return the operation's name"),
+    ("ch01-ex4", lambda a, b: "faster", "return a number"),
+    ("ch00-ex3", lambda model, x, device: [1.0], "return the model's output, a tensor"),
     ("ch01-ex1", "weighted_loss", "should be a function"),
     ("ch01-ex1", weighted_loss_item, "return the loss tensor itself"),
     ("ch01-ex3", "163852800", "a number of bytes"),
@@ -314,8 +373,8 @@ def test_a_function_whose_body_is_still_dots_is_not_answered_yet():
 @pytest.mark.parametrize(
     "name, match",
     [
-        ("ch09-ex1", r"no exercise is called 'ch09-ex1'.*ch00-ex1, ch00-ex2"),
-        ("ch01-ex9", r"Did you mean 'ch01-ex3' or 'ch01-ex2'\?"),
+        ("ch09-ex1", r"no exercise is called 'ch09-ex1'.*ch00-ex1, ch00-ex2, ch00-ex3"),
+        ("ch01-ex9", r"Did you mean 'ch01-ex4' or 'ch01-ex3'\?"),
         ("ch01 ex1", r"Did you mean 'ch01-ex1'"),
         ("", r"no exercise is called ''"),
     ],

@@ -19,13 +19,13 @@ NOTEBOOKS = sorted((Path(__file__).resolve().parents[2] / "notebooks").glob("[0-
 
 PRELUDES = {  # what the chapter defines before its exercises, and the exercise cells use
     "00": "import torch\nworkshop = gpulab.SimulatedGpuReader('workshop-8')",
-    "01": "import numpy as np\nimport torch\nfrom torch import nn",
+    "01": "import numpy as np\nimport torch\nfrom torch import nn\nfrom torch.utils import benchmark",
     "02": "import torch\nfrom gpulab import parse_visible_devices",
     "03": "import torch",
     "04": "import torch\nfrom torch.utils.data import DistributedSampler",
     "05": (
-        "import torch\nfrom gpulab.workload import load_digits\ndata = load_digits()\n"
-        "with gpulab.monitor(show=False) as mon:\n    torch.ones(1000).sum()"
+        "import torch\nfrom torch.profiler import ProfilerActivity, profile\nfrom gpulab.workload import load_digits\n"
+        "data = load_digits()\nwith gpulab.monitor(show=False) as mon:\n    torch.ones(1000).sum()"
     ),
     "06": "import lightning as L\nimport torch\nfrom torch import nn\nfrom gpulab.workload import mlp",
     "07": "import contextlib",

@@ -13,19 +13,31 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 from gpulab.machine.cuda import cuda_gpu_count  # noqa: E402
-from gpulab.measure.timing import BenchmarkResult, benchmark, quartiles, resolve_device, results_table  # noqa: E402
+from gpulab.measure.timing import (  # noqa: E402
+    CUDA_TIMER,
+    BenchmarkResult,
+    benchmark,
+    quartiles,
+    resolve_device,
+    results_table,
+)
 from gpulab.testing import FakeClock, requires_gpus  # noqa: E402
 
 
-def work_that_takes(clock: FakeClock, durations: list[float]):
-    """A function that advances the fake clock by the next duration on each call, and counts its calls."""
+def work_that_takes(clock: FakeClock, durations: list[float], *, then: float | None = None):
+    """A function that advances the fake clock by the next duration on each call (cycling through ``durations``, or
+    taking ``then`` once they are used up), and counts its calls."""
     calls = []
 
     def fn() -> None:
-        clock.advance(durations[len(calls) % len(durations)])
+        k = len(calls)
+        clock.advance(durations[k % len(durations)] if then is None or k < len(durations) else then)
         calls.append(1)
 
     return fn, calls
+
+
+UNTIMED = 2  # torch's Timer.timeit(n) makes max(n // 100, 2) untimed calls before each timed block
 
 
 def test_median_iqr_min_come_from_the_clock() -> None:
@@ -33,25 +45,26 @@ def test_median_iqr_min_come_from_the_clock() -> None:
     durations = [0.010, 0.012, 0.011, 0.050, 0.009]  # one slow outlier
     fn, calls = work_that_takes(clock, durations)
     r = benchmark(fn, warmup=0, repeats=5, number=1, clock=clock, label="fake")
-    assert r.times_s == pytest.approx(tuple(durations))
+    timed = [durations[(k * (UNTIMED + 1) + UNTIMED) % len(durations)] for k in range(5)]  # the call after each 2
+    assert r.times_s == pytest.approx(tuple(timed)) and sorted(timed) == sorted(durations)
     assert r.median_s == pytest.approx(0.011)
     assert r.min_s == pytest.approx(0.009) and r.max_s == pytest.approx(0.050)
     assert r.q1_s == pytest.approx(0.010) and r.q3_s == pytest.approx(0.012)
     assert r.iqr_s == pytest.approx(0.002)  # the outlier moves neither the median nor the IQR
-    assert len(calls) == 5 and r.timer == "FakeClock" and r.device == "cpu"
+    assert len(calls) == 5 * (UNTIMED + 1) and r.timer == "FakeClock" and r.device == "cpu"
 
 
 def test_warmup_calls_are_not_timed_and_number_divides_blocks() -> None:
     clock = FakeClock()
-    fn, calls = work_that_takes(clock, [1.0, 1.0, 1.0, 0.002, 0.002, 0.002, 0.002])  # three slow first calls
+    fn, calls = work_that_takes(clock, [1.0, 1.0, 1.0], then=0.002)  # three slow first calls
     r = benchmark(fn, warmup=3, repeats=4, number=1, clock=clock)
-    assert len(calls) == 3 + 4
+    assert len(calls) == 3 + 4 * (UNTIMED + 1)
     assert r.times_s == pytest.approx((0.002,) * 4)  # the slow first calls were the untimed warm-up
 
     clock2 = FakeClock()
     fn2, calls2 = work_that_takes(clock2, [0.001])
     r2 = benchmark(fn2, warmup=0, repeats=3, number=10, clock=clock2)
-    assert len(calls2) == 30 and r2.number == 10
+    assert len(calls2) == 3 * (UNTIMED + 10) and r2.number == 10
     assert r2.times_s == pytest.approx((0.001,) * 3)  # seconds per call, not per block
 
 
@@ -153,7 +166,7 @@ def test_cuda_path_waits_for_the_work() -> None:
     x = torch.randn(4096, 4096, device="cuda")
     r = benchmark(lambda: x @ x, device="cuda", warmup=2, repeats=5, number=1)
     assert torch.cuda.current_stream().query()  # True only when all queued work is complete
-    assert r.timer == "CUDA events" and r.device.startswith("cuda") and r.repeats == 5
+    assert r.timer == CUDA_TIMER and r.device.startswith("cuda") and r.repeats == 5
     # 64× the work takes far longer: a timer that saw only the launches would give about the same time for both
     y = torch.randn(1024, 1024, device="cuda")
     small = benchmark(lambda: y @ y, device="cuda", warmup=2, repeats=5, number=1)
