@@ -28,7 +28,7 @@ CHAPTER_MODULES: dict[str, str] = {
     "ch07": "ch07_scaling",
 }
 # how many exercises each chapter has (a test holds this to the modules, so a typo is caught without importing them)
-COUNTS: dict[str, int] = {"ch00": 2, "ch01": 3, "ch02": 2, "ch03": 2, "ch04": 2, "ch05": 2, "ch06": 3, "ch07": 1}
+COUNTS: dict[str, int] = {"ch00": 2, "ch01": 3, "ch02": 2, "ch03": 2, "ch04": 3, "ch05": 2, "ch06": 3, "ch07": 1}
 
 
 def exercise_names() -> list[str]:
