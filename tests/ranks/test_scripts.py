@@ -51,7 +51,7 @@ def accuracies(*outputs: str) -> list[float]:
     return [float(m.group(1)) for out in outputs for m in ACCURACY.finditer(out)]
 
 
-@pytest.mark.parametrize("name", ["digits_single.py", "digits_ddp.py"])
+@pytest.mark.parametrize("name", ["digits_single.py", "digits_ddp.py", "digits_spawn.py"])
 def test_a_script_the_chapter_shows_imports_no_gpulab(name):
     tree = ast.parse((SCRIPTS / name).read_text())
     imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
@@ -91,6 +91,20 @@ def test_the_ddp_script_trains_on_two_cpu_ranks_with_no_arguments_and_only_rank_
     state = torch.load(tmp_path / "digits.pt")
     assert list(state) == ["layers.0.weight", "layers.0.bias", "layers.2.weight", "layers.2.bias"]  # no "module."
     assert "OMP_NUM_THREADS" not in done.stderr  # set by the caller: torchrun's banner stays out
+
+
+def test_the_spawn_version_starts_its_own_two_cpu_ranks(tmp_path):
+    done = run(
+        [sys.executable, str(SCRIPTS / "digits_spawn.py"), "--epochs", "1"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=cpu_env(MASTER_PORT=str(free_port())),
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    [acc] = accuracies(done.stdout)  # rank 0 alone prints
+    assert acc > 0.3 and (tmp_path / "digits.pt").is_file()
 
 
 def test_the_ddp_script_differs_from_the_one_device_script_only_where_ddp_needs_it():
