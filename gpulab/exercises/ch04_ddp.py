@@ -1,5 +1,6 @@
 """Checkers for the exercises of notebooks/04_ddp.ipynb: a rank's share of the data with ``DistributedSampler``
-(distinct items per rank, a new order every epoch), and the sampler's padding."""
+(distinct items per rank, a new order every epoch), the sampler's padding, and a DDP script of the learner's, run
+under torchrun (``ch04_script``)."""
 
 from __future__ import annotations
 
@@ -149,3 +150,26 @@ def _padding(answer: Any) -> str:
         "filled from the start of the dataset.",
         PADDING,
     )
+
+
+SECTIONS = {
+    "script": "section 12 · “The script: from torch.distributed.launch to torchrun”",
+    "split": NO_SPLIT,
+    "set_epoch": SET_EPOCH,
+    "save": "section 6 · “Training with DDP: save on rank 0, barrier, map_location”",
+    "grads": "section 9 · “DDP's gradients are those of one process on the whole batch”",
+    "collective": "section 7 · “A collective that only some ranks call”",
+}
+
+
+@exercise(
+    EXERCISES,
+    "ch04-ex3",
+    "your DDP script, run under torchrun",
+    section=SECTIONS["script"],
+    expects='the path of your DDP script, e.g. "my_ddp.py"',
+)
+def _ddp_script(answer: Any) -> str:
+    from .ch04_script import check_ddp_script  # torchrun's run and its checks: loaded for this exercise only
+
+    return check_ddp_script(answer, SECTIONS)

@@ -5,7 +5,8 @@ both see ``LOCAL_WORLD_SIZE=1`` and one GPU, both take ``cuda:0``, and NCCL refu
 H100, ``evidence/``, 2026-11-26). So each rank names the GPU it could use by its UUID (the same GPU has the same UUID
 in every process, on any node), the ranks gather all of them over a gloo process group (gloo needs only the CPU, so
 it starts anywhere), and every rank decides the same plan from the same facts (``core.rank_devices``): NCCL only
-when each rank has a GPU of its own. Used by ``notebooks/scripts/ddp_digits.py``; taught in ``notebooks/04_ddp.ipynb``.
+when each rank has a GPU of its own. The course's script (``notebooks/scripts/digits_ddp.py``) keeps the standard
+form, one count on each node; this is what a launcher that spans nodes can add.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@
 
 ``torch.distributed.launch`` passed each process ``--local_rank=N``. Since PyTorch 2.0 it passes ``--local-rank=N``
 (a hyphen), which this parser does not know, and it warns that it is deprecated in favour of torchrun, which passes
-nothing and sets LOCAL_RANK instead (see ddp_digits.py). Kept to show those messages in ``notebooks/04_ddp.ipynb``.
+nothing and sets LOCAL_RANK instead (see digits_ddp.py). Kept to show those messages in ``notebooks/04_ddp.ipynb``.
 """
 
 import argparse

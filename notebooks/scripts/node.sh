@@ -1,5 +1,5 @@
 #!/bin/bash
-# What each node runs under SLURM (ddp_digits.sbatch runs it once per node with srun): one torchrun that starts
+# What each node runs under SLURM (digits_ddp.sbatch runs it once per node with srun): one torchrun that starts
 # one process per GPU and meets the other nodes' torchruns at MASTER_ADDR:MASTER_PORT.
 #
 # Reads what SLURM sets on each node: SLURM_NNODES (how many nodes), SLURM_JOB_ID (names the rendezvous, so two
@@ -14,4 +14,4 @@ exec "${PYTHON:-python}" -m torch.distributed.run \
     --rdzv-backend=c10d \
     --rdzv-endpoint="$MASTER_ADDR:$MASTER_PORT" \
     --rdzv-id="$SLURM_JOB_ID" \
-    "$(dirname "$0")/ddp_digits.py" "$@"
+    "$(dirname "$0")/digits_ddp.py" "$@"

@@ -84,7 +84,8 @@ def test_every_exercise_has_a_solution_cell_in_its_chapter():
 
 
 @pytest.mark.parametrize("name, chapter, skeleton, check, solution", CELLS, ids=[c[0] for c in CELLS])
-def test_the_solution_passes_and_the_skeleton_does_not(name, chapter, skeleton, check, solution, capsys):
+def test_the_solution_passes_and_the_skeleton_does_not(name, chapter, skeleton, check, solution, capsys, monkeypatch):
+    monkeypatch.chdir(NOTEBOOKS[0].parent)  # where a chapter's cells run: its paths (scripts/...) are relative to it
     assert ast.unparse(_check_call(check)) == ast.unparse(_check_call(solution)), "the solution ends with the check"
     namespace: dict = {"gpulab": gpulab}
     exec(PRELUDES[chapter], namespace)
