@@ -59,9 +59,7 @@ GPU_LINK = re.compile(
 # rewrite says which of the two its row means (or drops the claim of a run) and empties its entry.
 FAILED_ON_H100 = "tests.placement.test_explain_on_gpus::test_explain_agrees_with_pytorch_on_this_machine_s_gpus"
 PASSED_ON_H100 = "notebooks.01_cpu_gpu_transfer.ipynb::Cell 0"  # for the tests of the rule, below
-KNOWN_BARE: dict[str, list[str]] = {
-    "04_ddp": ["004-10"],
-}
+KNOWN_BARE: dict[str, list[str]] = {}
 COUNTS = {"one": 1, "two": 2, "four": 4, "eight": 8}
 EVIDENCE = ROOT / "evidence"
 

@@ -23,7 +23,6 @@ STATUS = re.compile(
 # chapter -> the ids of its text cells that still offend, until that chapter's rewrite lands
 KNOWN: dict[str, list[str]] = {
     "03_dataparallel": ["e44e8757", "35f15cae", "866d1f35"],
-    "04_ddp": ["e865389f", "35853ff2", "7769b3b1"],
 }
 
 
