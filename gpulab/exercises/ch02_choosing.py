@@ -186,7 +186,7 @@ def _least_used(answer: Any) -> str:
                 FREE_GPU,
             ),
         )
-        if isinstance(got, int) and not isinstance(got, bool):
+        if is_whole_number(got):
             raise WrongType(
                 f"CUDA_VISIBLE_DEVICES holds text: return str({got}), not the int {got} (os.environ refuses an int)."
             )

@@ -42,7 +42,7 @@ _save = torch.save
 class Watched(Dataset):
     """The training set, as the DataLoader sees it: the same items, with every batch of indices noted."""
 
-    def __init__(self, dataset):
+    def __init__(self, dataset: Dataset) -> None:
         self.dataset = dataset
 
     def __len__(self):
@@ -137,6 +137,7 @@ def _report(out: Path, rank: int, world: int, lr: float, finished: bool) -> None
 
 
 def main() -> None:
+    """Run the learner's script (``sys.argv[1]``, its arguments after it) as ``__main__`` in this rank, watched."""
     script, *args = sys.argv[1:]
     out = Path(os.environ["GPULAB_PROBE_DIR"])
     lr = float(os.environ["GPULAB_PROBE_LR"])

@@ -37,6 +37,7 @@ class ScriptRun:
 
     @property
     def timed_out(self) -> bool:
+        """Whether the run passed its time limit and was stopped (it has no exit code then)."""
         return self.returncode is None
 
     def error_lines(self, lines: int = 10) -> str:

@@ -16,6 +16,8 @@ export_lazily(
     __name__,
     {
         "watch_gpus": "watch",
+        "read_server": "watch",
+        "release_gpu": "release",
         "install_kernelspec": "kernelspec",
         "reservation_rows": "reservation_list",
         "gpu_hooks": "hub",
