@@ -15,6 +15,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 import handouts  # noqa: E402
 from handoutkit import cheatsheet, editions, export, printing, run, static  # noqa: E402
 from tests import process_group  # noqa: E402
+from tests.small_notebooks import write_notebook  # noqa: E402
 
 CHROMIUM = printing.find_chromium()
 needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium installed (Debian: apt-get install chromium)")
@@ -52,15 +53,7 @@ CELLS = [
 
 
 def small_chapter(folder: Path, cells=CELLS) -> Path:
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    for kind, source, tags in cells:
-        cell = nbformat.v4.new_markdown_cell(source) if kind == "markdown" else nbformat.v4.new_code_cell(source)
-        cell.metadata["tags"] = tags
-        nb.cells.append(cell)
-    path = folder / "99_small.ipynb"
-    nbformat.write(nb, path)
-    return path
+    return write_notebook(folder / "99_small.ipynb", cells)
 
 
 @pytest.fixture(scope="module")

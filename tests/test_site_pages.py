@@ -19,6 +19,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 from handoutkit import editions, run  # noqa: E402
 from sitekit import links, pages  # noqa: E402
 from tests.process_group import run as run_in_group  # noqa: E402
+from tests.small_notebooks import write_notebook  # noqa: E402
 
 GPU_SKIP = "Skipped on this machine:"
 
@@ -62,16 +63,7 @@ def test_the_repository_url_comes_from_the_git_remote(tmp_path):
 
 
 def _chapter(folder: Path, name: str, cells: list[tuple[str, str, list[str]]]) -> Path:
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    for kind, source, tags in cells:
-        cell = nbformat.v4.new_markdown_cell(source) if kind == "markdown" else nbformat.v4.new_code_cell(source)
-        cell.metadata["tags"] = tags
-        nb.cells.append(cell)
-    (folder / "notebooks").mkdir(parents=True, exist_ok=True)
-    path = folder / "notebooks" / name
-    nbformat.write(nb, path)
-    return path
+    return write_notebook(folder / "notebooks" / name, cells)
 
 
 def test_colabs_first_cell_clones_installs_keeping_torch_and_runs_from_the_chapters(tmp_path):
