@@ -65,8 +65,10 @@ def test_the_sweep_the_ceiling_and_the_link_are_measured_and_predicted(no_proces
     assert link.bandwidth_bytes_per_s > 0 and link.latency_s >= 0
     assert "gloo on this machine: bare all-reduces of 4 B" in link.source and "the fastest of 2 launches" in link.source
     sync = ddp_sync_s(link)
-    # seconds: a tiny model's 2-rank step is nowhere near a second; a reading of 0 or below is no measurement
-    assert (0 < sync.seconds < 1 and sync.not_measured is None) or (sync.seconds == 0 and sync.not_measured)
+    # seconds: a tiny model's 2-rank step is nowhere near a second; a reading of 0 or below is no measurement.
+    # NotMeasured is falsy by design, so it is compared with None: a bare `and sync.not_measured` failed whenever the
+    # meeting was within the run's noise (an intermittent failure of the full suite)
+    assert (0 < sync.seconds < 1 and sync.not_measured is None) or (sync.seconds == 0 and sync.not_measured is not None)
     sweep = scaling_sweep([16], [2, 8], steps=2, link=link, sync_s=sync, tries=2)
     assert [(p.one.plan.width, p.one.plan.batch) for p in sweep.points] == [(16, 2), (16, 8)]
     assert [p.one.plan.steps for p in sweep.points] == [MAX_STEPS, MAX_STEPS]  # light points: many steps
