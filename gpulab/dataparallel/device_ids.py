@@ -13,10 +13,11 @@ DataParallel behaves in three ways, and which one a learner meets depends only o
   first forward; each batch is cut into one chunk per GPU (``Tensor.chunk``'s sizes), one replica per GPU runs its
   chunk, and the outputs are gathered on ``cuda:0``.
 
-``dataparallel_devices(gpu_count)`` returns that decision as ``DataParallelDevices``; the chapter acts on it
-(``DataParallel(model, device_ids=plan.device_ids)``, labels to ``plan.output_device``). Tests give it 0, 1, 2 and 8
+``dataparallel_devices(gpu_count)`` returns that decision as ``DataParallelDevices``. The chapter leaves ``device_ids``
+out instead (every visible GPU), which this decision matches up to ``at_most``. Tests give it 0, 1, 2 and 8
 GPUs; only 0 and 1 have been run for real (a CPU machine, one H100): the 2+ rows are what this decision says, checked
-by tests, not seen on a machine. Taught in ``notebooks/03_dataparallel.ipynb``.
+by tests, not seen on a machine. ``notebooks/03_dataparallel.ipynb`` describes the same rows in its
+text.
 """
 
 from __future__ import annotations

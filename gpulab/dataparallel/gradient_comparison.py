@@ -1,5 +1,6 @@
 """A parallel step compared with one full-batch pass: the gradients, their difference, and the weight each
-example's loss gets when the batch is cut into chunks. Taught in ``notebooks/03_dataparallel.ipynb``.
+example's loss gets when the batch is cut into chunks. ``notebooks/03_dataparallel.ipynb`` compares them in plain code;
+this module is the tested form.
 
 Why chunks can matter: a loss averaged over the whole batch of B examples gives each example the weight 1/B. Averaged
 within each of n chunks and then over the chunks, an example in a chunk of size c weighs 1/(n·c) instead — the same

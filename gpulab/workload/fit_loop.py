@@ -4,7 +4,8 @@ loss, the training accuracy and the test accuracy, returned as a ``FitHistory`` 
 Two things differ from the article, on purpose: the loss is the mean per training image (the article divides a sum of
 per-*batch* means by the number of *images*, which shrinks it by the batch size), and the test accuracy is taken in
 evaluation mode (dropout off). The same function trains a plain model or a ``DataParallel`` one: batches go to
-``device``, which for DataParallel is ``device_ids[0]``. Taught in ``notebooks/03_dataparallel.ipynb``.
+``device``, which for DataParallel is ``device_ids[0]``. ``notebooks/03_dataparallel.ipynb`` writes the loop out in
+plain PyTorch; this is the same loop as a tested function.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """The chapters' models, built the same way every time (seeded), so runs on one device, DataParallel and DDP compare.
 
-Taught in ``notebooks/05_live_monitor.ipynb`` (``mlp``) and ``notebooks/03_dataparallel.ipynb`` (``cnn``).
+Taught in ``notebooks/05_live_monitor.ipynb`` (``mlp``); ``notebooks/03_dataparallel.ipynb`` writes ``cnn``'s class out
+as its own ``CNN``.
 """
 
 from __future__ import annotations
