@@ -159,8 +159,9 @@ def overhead_verdict(
         why = f"{fixed}; the middle half reaches inside the bound, so the machine's jitter is as large as the gap"
     else:
         why = (
-            f"{fixed}; even the middle half lies above that, so the sampler's wake-ups also delayed the training's "
-            "threads (with no free core, a parallel operation waits for all its threads)"
+            f"{fixed}; even the middle half lies above that: on a quiet machine, the sampler's wake-ups delayed the "
+            "training's threads (with no free core, a parallel operation waits for all its threads); on a busy one, "
+            "other programs did too (the chapter's first line says which this run was)"
         )
     return Verdict(True, claim, f"{cpu}; the wall clock grew more: {wall}, more than {bound_percent:g} %: {why}")
 
