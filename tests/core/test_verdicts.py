@@ -61,14 +61,18 @@ def test_the_fastest_setup_is_the_fastest_row_not_only_of_the_two_core_setups():
         fastest_setup({})
 
 
-def test_the_overhead_verdict_reads_the_wall_clock_and_the_cpu_share_against_its_bound():
+def test_the_overhead_verdict_judges_the_cpu_share_and_reads_the_wall_clock_against_the_same_bound():
     held = overhead_verdict(0.998, 0.952, 1.005, cpu_percent=1.01)
     assert held and "took 0.998× as long" in held.reason and "the sampler used 1.01 % of one core" in held.reason
-    assert str(held).startswith("held: watching slows training by at most 3 %")
-    jitter = overhead_verdict(1.056, 1.028, 1.060, cpu_percent=0.98)  # chapter 05's run that once read "held"
-    assert not jitter and "more than 3 %" in jitter.reason and "jitter is as large as the gap" in jitter.reason
-    threads = overhead_verdict(1.2, 1.1, 1.3, cpu_percent=1.0)
-    assert not threads and "even the middle half lies above the bound" in threads.reason
+    assert str(held).startswith("held: watching costs at most 3 % of one core") and "the wall clock agrees" in str(held)
+    fixed = overhead_verdict(1.04, 1.02, 1.06, cpu_percent=1.0, fixed_percent=2.0)
+    assert fixed and "the wall clock grew more" in fixed.reason and "with it the gap fits the bound" in fixed.reason
+    jitter = overhead_verdict(1.056, 1.028, 1.060, cpu_percent=0.98)
+    assert jitter and "more than 3 %" in jitter.reason and "jitter is as large as the gap" in jitter.reason
+    threads = overhead_verdict(1.089, 1.041, 1.098, cpu_percent=1.28, fixed_percent=0.5)  # chapter 05's quiet run
+    assert threads and "even the middle half lies above that" in threads.reason and "0.5 %" in threads.reason
+    noisy = overhead_verdict(0.833, 0.636, 0.915, cpu_percent=0.5)  # a run on a busy machine
+    assert noisy and "the wall clock cannot tell" in noisy.reason and "agrees" not in noisy.reason
     missed = overhead_verdict(1.2, 1.1, 1.3, cpu_percent=4.2)
     assert not missed and "above 3 %" in missed.reason and "reading that got slower" in missed.reason
 
