@@ -1,5 +1,6 @@
 """The levers that move the crossover, each measured on 1 and 2 ranks; and 1 process × 2 threads against 2 ranks ×
-1 thread (a probe: starts processes). Taught in ``notebooks/07_scaling.ipynb``.
+1 thread (a probe: starts processes). ``notebooks/07_scaling.ipynb`` times threads against ranks in a cell of its
+own (plain torch in ``%%ranks``); ``threads_vs_ranks`` is the same comparison for scripts.
 
 Every lever changes one thing of a base plan: a larger batch per rank (more compute per all-reduce), gradient
 accumulation (``no_sync()`` on all micro-batches but the last: one all-reduce per 4 micro-batches), DDP's

@@ -114,19 +114,24 @@ def test_each_knob_was_measured_in_2_ranks_and_no_sync_sent_one_round_for_4_micr
 
 
 def test_the_threads_were_measured(outputs):
-    threads = _of(outputs, "threads_vs_ranks(")
-    for setup in ("1 process × 1 thread", "1 process × 2 threads", "2 ranks × 1 thread (DDP)"):
-        assert setup in threads
-    speeds = {
-        k: float(v)
-        for k, v in re.findall(r"^\s+1 process × (1 thread|2 threads)\s+[\d.]+\s+[\d,]+\s+([\d.]+)×", threads, re.M)
-    }
-    ranks = float(re.search(r"2 ranks × 1 thread \(DDP\)\s+[\d.]+\s+[\d,]+\s+([\d.]+)×", threads).group(1))
-    # the verdict names the fastest of the three rows as the table shows them (not only the two 2-core setups)
-    fastest = max(
-        [("1 thread", speeds["1 thread"]), ("2 threads", speeds["2 threads"]), ("2 ranks", ranks)], key=lambda kv: kv[1]
-    )[0]
-    assert re.search(rf"^fastest here: {fastest}\b", threads, re.M), threads
+    threads = _of(outputs, "%%ranks 2 --backend gloo --threads 1\ndef fastest(")
+    setups = ("1 process, 1 thread", "1 process, 2 threads", "2 ranks, 1 thread each (DDP)")
+    ms = {}
+    for setup in setups:
+        found = re.search(
+            rf"^\[rank 0\] {re.escape(setup)}\s+([\d.]+) ms per 64 samples\s+([\d.]+)× 1 thread$", threads, re.M
+        )
+        assert found, threads
+        ms[setup] = float(found.group(1))
+        assert abs(ms[setups[0]] / ms[setup] - float(found.group(2))) <= 0.01 + 0.01 * ms[setups[0]] / ms[setup]
+    # the verdict names the fastest of the three rows, then the faster of the two that use both cores
+    fastest = min(setups, key=ms.get)
+    both = min(setups[1:], key=ms.get)
+    assert re.search(
+        rf"^\[rank 0\] fastest here: {re.escape(fastest)}; of the two that use both cores: {re.escape(both)}$",
+        threads,
+        re.M,
+    ), threads
 
 
 def test_the_prediction_is_checked_by_measuring_at_it(outputs):
