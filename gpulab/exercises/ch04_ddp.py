@@ -14,9 +14,9 @@ from .feedback import Exercise, Hint, WrongType, call_learner, exercise, kind
 
 EXERCISES: dict[str, Exercise] = {}
 
-NO_SPLIT = "section 3 · “DDP does not split your data”"
-SET_EPOCH = "section 4 · “set_epoch: a new order every epoch”"
-PADDING = "section 5 · “Uneven data: padding and drop_last”"
+NO_SPLIT = "section 4 · “DDP does not split your data”"
+SET_EPOCH = "section 5 · “set_epoch: a new order every epoch”"
+PADDING = "section 6 · “Uneven data: padding and drop_last”"
 
 ITEMS, WORLD, EPOCHS = 20, 4, (0, 1)
 
@@ -26,7 +26,7 @@ def _explain(exc: Exception) -> Hint | None:
     if "process group" in text or "distributed package" in text:
         return Hint(
             "the sampler asked torch.distributed for the rank and the world size, and this notebook has no "
-            "process group. A sampler needs only those two numbers: pass them to it yourself, as section 4 "
+            "process group. A sampler needs only those two numbers: pass them to it yourself, as section 5 "
             "does to compute what a rank would read without starting ranks.",
             SET_EPOCH,
         )
@@ -153,12 +153,12 @@ def _padding(answer: Any) -> str:
 
 
 SECTIONS = {
-    "script": "section 12 · “The script: from torch.distributed.launch to torchrun”",
+    "script": "section 1 · “From one device to DDP: the script”",
     "split": NO_SPLIT,
     "set_epoch": SET_EPOCH,
-    "save": "section 6 · “Training with DDP: save on rank 0, barrier, map_location”",
-    "grads": "section 9 · “DDP's gradients are those of one process on the whole batch”",
-    "collective": "section 7 · “A collective that only some ranks call”",
+    "save": "section 7 · “Training: save on rank 0, barrier, map_location”",
+    "grads": "section 10 · “DDP's gradients are those of one process on the whole batch”",
+    "collective": "section 8 · “A collective that only some ranks call”",
 }
 
 

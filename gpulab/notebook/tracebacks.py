@@ -24,16 +24,17 @@ from ..machine.memory_cap import add_cap_note
 __all__ = ["lesson_frames", "short_traceback", "install", "is_library_file"]
 
 
-def lesson_frames(tb: TracebackType | None) -> tuple[TracebackType | None, int, list[str]]:
-    """A new traceback of the learner's frames plus the last one (where it was raised), how many frames were left
-    out, and the top-level packages they were in. The original traceback is not changed."""
+def lesson_frames(tb: TracebackType | None, *, keep_raise: bool = True) -> tuple[TracebackType | None, int, list[str]]:
+    """A new traceback of the learner's frames plus the last one (where it was raised; with ``keep_raise=False`` only
+    where the learner has no frame), how many frames were left out, and the top-level packages they were in. The
+    original traceback is not changed."""
     frames: list[TracebackType] = []
     while tb is not None:
         frames.append(tb)
         tb = tb.tb_next
-    keep = [
-        f for i, f in enumerate(frames) if i == len(frames) - 1 or not is_library_file(f.tb_frame.f_code.co_filename)
-    ]
+    learners = [not is_library_file(f.tb_frame.f_code.co_filename) for f in frames]
+    last = len(frames) - 1
+    keep = [f for i, f in enumerate(frames) if learners[i] or (i == last and (keep_raise or not any(learners)))]
     hidden = [f for f in frames if f not in keep]
     packages = sorted({_package(f.tb_frame.f_code.co_filename) for f in hidden})
     new: TracebackType | None = None
@@ -68,16 +69,16 @@ def short_traceback(
     skip = shell.InteractiveTB.tb_offset if tb_offset is None else tb_offset
     for _ in range(skip):  # IPython's own frames above the cell (run_code's exec), which it never shows either
         tb = tb.tb_next if tb is not None and tb.tb_next is not None else tb
-    short, hidden, packages = lesson_frames(tb)
+    # an error whose message tells the whole story (a rank's own traceback, in RankFailed) ends at the learner's line
+    keep_raise = not getattr(value, "told_in_its_message", False)
+    short, hidden, packages = lesson_frames(tb, keep_raise=keep_raise)
     stb = shell.InteractiveTB.structured_traceback(etype, value, short, tb_offset=0)
     if hidden:
         at = next((i + 1 for i, part in enumerate(stb) if "Traceback" in part), 1)  # under IPython's header
+        where = "between your code and the line that raised" if keep_raise else "under your code; its message says why"
         stb = (
             stb[:at]
-            + [
-                f"({hidden} frame(s) inside {', '.join(packages)} hidden between your code and the line "
-                "that raised; %xmode Verbose shows every frame)"
-            ]
+            + [f"({hidden} frame(s) inside {', '.join(packages)} hidden {where}; %xmode Verbose shows every frame)"]
             + stb[at:]
         )
     shell._showtraceback(etype, value, stb)  # sends the error to the notebook, as IPython's own tracebacks do

@@ -81,6 +81,10 @@ class RankFailed(ChildFailedError):
     the first failing rank, its traceback, the signal if it was killed, what the other ranks did, and the hint.
     """
 
+    # the message carries the rank's own traceback, so the notebook's short traceback (notebook.tracebacks) ends at
+    # the learner's line: the launcher's frame that raised it is no lesson
+    told_in_its_message = True
+
     def __init__(
         self,
         root: RankFailure,

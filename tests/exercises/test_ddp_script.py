@@ -59,7 +59,7 @@ def test_each_wrong_script_fails_with_the_piece_it_lacks(name, tmp_path):
 def test_the_check_cell_reads_a_wrong_script_as_not_yet_with_its_section(tmp_path):
     feedback = gpulab.check("ch04-ex3", str(write_wrong("no_set_epoch", tmp_path)))
     assert feedback.verdict == "not yet" and "set_epoch" in feedback.message
-    assert "section 4" in str(feedback)
+    assert "section 5" in str(feedback)
 
 
 def test_an_answer_that_is_not_a_path_or_names_no_file_is_told_so(tmp_path):

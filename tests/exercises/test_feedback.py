@@ -227,7 +227,7 @@ WRONG = [
     ("ch03-ex2", {30: [8, 8, 7, 7], 9: [3, 3, 3]}, ["Tensor.chunk"], ["[8, 8, 8, 6]"]),
     ("ch03-ex2", {30: [8, 8, 8, 6], 9: [3, 3, 3, 0]}, ["no chunk at all"], ["[3, 3, 3]"]),
     ("ch03-ex2", {30: [30] * 4, 9: [3, 3, 3]}, ["add up to 120"], []),
-    ("ch04-ex1", rank_items_everything, ["every rank reads every item", "section 3"], []),
+    ("ch04-ex1", rank_items_everything, ["every rank reads every item", "section 4"], []),
     ("ch04-ex1", rank_items_no_set_epoch, ["same order in epoch 0 and epoch 1", "set_epoch"], []),
     ("ch04-ex1", rank_items_no_process_group, ["no process group", "pass them"], []),
     ("ch04-ex1", rank_items_by_hand_unshuffled, ["index order", "shuffle"], []),

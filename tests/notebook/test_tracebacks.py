@@ -12,6 +12,7 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
 from gpulab.notebook.tracebacks import is_library_file, lesson_frames
+from gpulab.ranks import RankFailed
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
@@ -36,6 +37,26 @@ def test_library_frames_between_the_learners_line_and_the_raise_are_left_out():
     while tb is not None:  # the original is untouched
         full, tb = full + 1, tb.tb_next
     assert full == len(names) + hidden
+
+
+def test_an_error_told_in_its_message_ends_at_the_learners_line():
+    with pytest.raises(json.JSONDecodeError) as info:
+        parse_twice('"{not json"')
+    short, hidden, _ = lesson_frames(info.value.__traceback__, keep_raise=False)
+    names = []
+    while short is not None:
+        names.append(short.tb_frame.f_code.co_name)
+        short = short.tb_next
+    assert names == ["test_an_error_told_in_its_message_ends_at_the_learners_line", "parse_twice"] and hidden >= 3
+    assert RankFailed.told_in_its_message  # the launcher's error: its message holds the rank's own traceback
+
+
+def test_with_no_frame_of_the_learners_the_raise_is_kept():
+    with pytest.raises(json.JSONDecodeError) as info:
+        json.loads("{")
+    tb = info.value.__traceback__.tb_next  # from json's frames on: none is the learner's
+    short, _, _ = lesson_frames(tb, keep_raise=False)
+    assert short is not None and short.tb_next is None and short.tb_frame.f_code.co_name == "raw_decode"
 
 
 def test_what_counts_as_the_learners_code():
