@@ -76,6 +76,10 @@ def test_after_the_run_the_chapters_own_top_line_must_say_quiet():
     ex.check_after(path, _ran(str(_quietness(1.85)) + "\n"))
     with pytest.raises(ex.NotQuiet, match=r"not quiet while it ran: 2 independent processes reached 1.40× one"):
         ex.check_after(path, _ran(str(_quietness(1.4)) + "\n"))
+    # the top line prints the ceiling rounded: 2.054× reads back as 2.05, not above DISTURBED_ABOVE, yet not quiet
+    with pytest.raises(ex.NotQuiet, match=r"reached 2.05× one, above the 2× two processes can reach") as refused:
+        ex.check_after(path, _ran(str(_quietness(2.054)) + "\n"))
+    assert "below the 1.7×" not in str(refused.value)
     with pytest.raises(ValueError, match=r"printed no \"this run's machine:\" line"):
         ex.check_after(path, _ran("fast mode: True\n"))
 
