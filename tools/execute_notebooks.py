@@ -41,13 +41,12 @@ class NotQuiet(RuntimeError):
 
 def refusal(name: str, ceiling: float, load: float | None, when: str) -> str:
     """Why ``name`` is not saved, and how to save it anyway."""
-    from gpulab.core.verdicts import DISTURBED_ABOVE, QUIET_CEILING
+    from gpulab.core.verdicts import QUIET_CEILING
 
     busy = f", load average {load:.2f}" if load is not None else ""
-    # 2 processes cannot be more than twice as fast as 1: the 1-process run was slowed. A run refused at or above the
-    # quiet threshold can only be that case, also when the ceiling was read back rounded from the chapter's top line
-    # (a printed 2.05× may have been 2.054×)
-    if ceiling > DISTURBED_ABOVE or ceiling >= QUIET_CEILING:
+    # a run refused at or above the quiet threshold can only have had its 1-process run slowed (2 processes cannot be
+    # more than twice as fast as 1), also when the ceiling was read back rounded from the top line (2.054× as 2.05×)
+    if ceiling >= QUIET_CEILING:
         why = "above the 2× two processes can reach (another program slowed the 1-process run)"
     else:
         why = f"below the {QUIET_CEILING}× of a quiet machine (another program holds a core)"
