@@ -1,9 +1,11 @@
 """When a rank fails: which one started it, what it raised (or which signal killed it), and what to try next.
 
-elastic reports the first failure *observed* and the error file (``error.json``) its ``@record`` wrapper wrote for
-each rank that raised. When one rank raises, the others usually fail a moment later in a collective ("Connection
-closed by peer"): those are consequences. The root cause is the rank whose error file was written first; a rank
-killed by a signal writes none, so it is the root cause when it is the failure elastic saw. Taught in
+elastic reports the failures it *observed* and the error file (``error.json``) its ``@record`` wrapper wrote for
+each rank that raised. When one rank ends, the others usually fail a moment later in a collective or while the
+process group forms ("Connection closed by peer", "Gloo connectFullMesh failed"): those are consequences, and under
+load a consequence's error file can be written before the cause has been seen to end. So the root cause is chosen
+among the ranks whose ending is not a lost peer: first one killed by a signal or one that exited without raising
+(neither writes an error file), then the rank whose error file was written first. Taught in
 ``notebooks/04_ddp.ipynb``.
 """
 
@@ -163,6 +165,9 @@ class RankFailed(ChildFailedError):
         """Another rank's ending in one line: a long error it shares with the first rank is not repeated."""
         if other.error and other.error == self.root.error:
             return f"raised the same {other.error.split(':', 1)[0]}"
+        if lost_a_peer(other.error) and not lost_a_peer(self.root.error):
+            kind = other.error.split(":", 1)[0]
+            return f"raised {kind} because rank {self.rank} had gone (a consequence: its connection broke)"
         if other.error and "\n" in other.error.strip():
             first = other.error.strip().splitlines()[0]
             return f"raised {first[:160]}{'…' if len(first) > 160 else ''} (…)"
@@ -183,15 +188,31 @@ def read_failures(
     for rank, failure in observed.items():
         if rank not in found:
             found[rank] = RankFailure(rank, failure.exitcode)
-    written = [f for f in found.values() if f.written_ns is not None]
-    signalled = [f for f in found.values() if f.signal_name and f.rank in observed and f.written_ns is None]
-    if signalled:  # killed before anyone raised: the others' errors (lost peers) came after
-        root = signalled[0]
+    # a rank that lost its peer is a consequence whenever some rank failed otherwise
+    pool = [f for f in found.values() if not lost_a_peer(f.error)] or list(found.values())
+    silent = [f for f in pool if f.rank in observed and f.written_ns is None and f.exitcode]
+    written = [f for f in pool if f.written_ns is not None]
+    if silent:  # killed, or exited without raising: the others' errors (lost peers) came after
+        root = min(silent, key=lambda f: (f.signal_name is None, f.rank))
     elif written:
         root = min(written, key=lambda f: f.written_ns)
     else:
         root = found[min(observed)]
     return root, [f for r, f in sorted(found.items()) if r != root.rank]
+
+
+# What a rank raises when another rank has gone: its connection closed, reset or refused while the group formed or
+# a collective ran (gloo's and NCCL's wording on torch 2.11–2.14).
+_LOST_PEER = re.compile(
+    r"Connection (closed|reset) by peer|Connection refused|Broken pipe|connectFullMesh failed"
+    r"|remote process exited|NCCL communicator was aborted",
+    re.IGNORECASE,
+)
+
+
+def lost_a_peer(error: str) -> bool:
+    """Whether a rank's error is the mark of another rank having gone (a consequence, not a cause)."""
+    return bool(error) and bool(_LOST_PEER.search(error))
 
 
 def _from_error_file(rank: int, path: str, observed: ProcessFailure | None) -> RankFailure:

@@ -125,6 +125,36 @@ def test_a_signalled_rank_is_the_root_cause_even_if_others_wrote_errors(tmp_path
     assert RankFailure(2, -99).signal_name == "number 99"
 
 
+def test_a_rank_that_exited_without_raising_is_the_cause_of_its_peers_lost_connections(tmp_path, monkeypatch):
+    # under load the peer's error file (written as the group formed) comes before the exit is seen
+    peer = _error_file(tmp_path, 1, "Gloo connectFullMesh failed with [..] Connection closed by peer", monkeypatch)
+    observed = {1: ProcessFailure(1, 2, 1, peer), 0: ProcessFailure(0, 1, 3, "missing")}
+    root, others = read_failures(observed, {0: str(tmp_path / "none"), 1: peer})
+    assert (root.rank, root.exitcode, root.error) == (0, 3, "") and [o.rank for o in others] == [1]
+    text = str(RankFailed(root, others, 2))
+    assert text.startswith("rank 0 of 2 exited with code 3 without raising an exception")
+    assert "rank 1 raised RuntimeError because rank 0 had gone (a consequence" in text
+
+
+def test_a_lost_peer_written_first_is_not_the_cause_of_a_real_error_written_after(tmp_path, monkeypatch):
+    lost = _error_file(tmp_path, 0, "Connection reset by peer", monkeypatch)
+    time.sleep(0.01)
+    real = _error_file(tmp_path, 1, "shapes cannot be multiplied", monkeypatch)
+    observed = {0: ProcessFailure(0, 1, 1, lost), 1: ProcessFailure(1, 2, 1, real)}
+    root, others = read_failures(observed, {0: lost, 1: real})
+    assert root.rank == 1 and root.error == "RuntimeError: shapes cannot be multiplied"
+    assert [o.rank for o in others] == [0]
+
+
+def test_when_every_rank_lost_a_peer_the_first_written_is_still_named(tmp_path, monkeypatch):
+    first = _error_file(tmp_path, 0, "Connection closed by peer", monkeypatch)
+    time.sleep(0.01)
+    second = _error_file(tmp_path, 1, "Connection closed by peer", monkeypatch)
+    observed = {0: ProcessFailure(0, 1, 1, first), 1: ProcessFailure(1, 2, 1, second)}
+    root, _ = read_failures(observed, {0: first, 1: second})
+    assert root.rank == 0 and "Connection closed" in root.error
+
+
 def test_an_error_file_in_the_plain_message_format_is_read(tmp_path):
     path = tmp_path / "e.json"
     path.write_text(json.dumps({"message": "plain text message", "timestamp": "1"}))
