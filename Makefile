@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 PORT   ?= 8888
 export GPULAB_FAST ?= 1
 
-.PHONY: lab lint format test test-slow test-unit test-notebooks test-gpu test-kit test-compat wheelhouse install notebooks handouts site clean
+.PHONY: lab lint format test test-extended test-slow test-unit test-notebooks test-gpu test-kit test-compat wheelhouse install notebooks handouts site clean
 
 # JupyterHub's proxy is a Node program (npm), not on PyPI: installed beside the venv where npm exists, for the Hub
 # test (tests/server/test_hub.py) and tools/jupyterhub_config.py (c.ConfigurableHTTPProxy.command). .ci/run installs
@@ -43,8 +43,14 @@ XDIST        := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist load
 # make test to compare.
 TEST_ENV     := OMP_WAIT_POLICY=$(or $(OMP_WAIT_POLICY),PASSIVE)
 
+# make test: the unit and meta tests, and every chapter and the workshop guide under nbval once: what a maintainer runs
+# before a commit. make test-extended: the tests conftest.py marks extended (the browser, the site, the handouts, the
+# package index's dry runs, every chapter on a simulated 8-GPU server, whole scripts under torchrun); CI runs both.
 test: $(STAMP)
-	$(TEST_ENV) $(PY) -m pytest $(XDIST) tests notebooks
+	$(TEST_ENV) $(PY) -m pytest $(XDIST) -m 'not slow and not extended' tests notebooks
+
+test-extended: $(STAMP)
+	$(TEST_ENV) $(PY) -m pytest $(XDIST) -m 'extended and not slow' tests notebooks
 
 # ruff: the Python files are formatted and checked (pyproject.toml's [tool.ruff]); the chapters are not (lesson text).
 # make format rewrites them as make lint wants.
@@ -147,7 +153,8 @@ $(COMPAT_STAMP): pyproject.toml constraints-lowest.txt
 	touch $(COMPAT_STAMP)
 
 test-compat: $(COMPAT_STAMP)
-	$(TEST_ENV) GPULAB_COMPAT=1 $(COMPAT_PY) -m pytest $(XDIST) -m 'not browser and not slow' tests notebooks
+	$(TEST_ENV) GPULAB_COMPAT=1 $(COMPAT_PY) -m pytest $(XDIST) -m 'not browser and not slow' \
+	  --ignore=tests/test_chapters_simulated.py tests notebooks
 
 clean:
 	rm -rf $(VENV) $(COMPAT_VENV) $(KIT_VENV) .gpu-deps .pytest_cache build _site *.egg-info

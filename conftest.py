@@ -77,6 +77,29 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
     return FileOrTestScheduling(config, log)
 
 
+# make test is what a maintainer runs before a commit: the unit and meta tests, and every chapter and the workshop
+# guide under nbval once. What takes minutes of its own beyond that is marked ``extended`` here, by file, and run by
+# make test-extended (CI runs both): the test drives a browser, builds the site or a handout, asks a package index,
+# runs every chapter again on a described server, or runs whole scripts under torchrun (hangs, wrong answers).
+EXTENDED = {
+    "tests/test_chapters_simulated.py": "every chapter again, on a simulated 8-GPU server",
+    "tests/test_site.py": "the website built and browsed in Chromium",
+    "tests/test_browser.py": "JupyterLab driven in Chromium",
+    "tests/test_handouts.py": "handouts run, exported and printed through Chromium",
+    "tests/test_install_lines.py": "pip's dry runs of every install line, against the package index",
+    "tests/test_platform_install.py": "pip's dry run of installing gpulab beside a platform's torch",
+    "tests/exercises/test_ddp_script.py": "learners' DDP scripts under torchrun, hangs and wrong answers included",
+    "tests/ranks/test_scripts.py": "the chapters' scripts under torchrun, as one and two nodes",
+}
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """Marks the ``EXTENDED`` files' tests, before ``-m`` selects (at collection's end)."""
+    path = item.nodeid.split("::", 1)[0]
+    if path in EXTENDED or item.get_closest_marker("browser"):
+        item.add_marker(pytest.mark.extended)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     from gpulab.machine.cuda import cuda_gpu_count, too_few_gpus
 
