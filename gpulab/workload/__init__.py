@@ -1,10 +1,9 @@
-"""The small real workload the chapters share: handwritten digits that need no download, models, training loops.
+"""The small real workload the chapters share: handwritten digits that need no download, models, a training loop.
 
 ``load_digits()`` gives scikit-learn's bundled 8×8 scans as train/test tensors (``size=28``: shaped like MNIST);
 ``load_mnist(root)`` MNIST itself through torchvision, in the same ``Digits`` form. ``mlp()`` and ``cnn()`` (the
 fourth article's CNN) are the models; ``train(model, loader, epochs, mon=...)`` the plain SGD loop and
-``fit(model, data, epochs)`` the article's Adam loop with a tqdm bar and a per-epoch table; ``accuracy(model,
-data.test)`` the score. Used by chapters 03–06.
+``accuracy(model, data.test)`` the score. Used by chapters 03–06.
 """
 
 from ..core.lazy import export_lazily
@@ -21,8 +20,5 @@ export_lazily(
         "DigitsCNN": "models",
         "train": "train_loop",
         "accuracy": "train_loop",
-        "fit": "fit_loop",
-        "FitHistory": "fit_loop",
-        "EpochResult": "fit_loop",
     },
 )
