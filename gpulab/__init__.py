@@ -49,7 +49,6 @@ _EXPORTS: dict[str, str] = {
     # 00 setup: what hardware is here
     "environment_report": "checkup.report",
     "devices": "machine.inventory",
-    "best_device": "machine.cuda",
     "cuda_gpu_count": "machine.cuda",
     "too_few_gpus": "machine.cuda",
     "cuda_state": "machine.cuda",

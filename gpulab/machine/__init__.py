@@ -17,7 +17,6 @@ export_lazily(
         "host_info": "host",
         "default_reader": "nvml",
         "SimulatedGpuReader": "simulated",
-        "best_device": "cuda",
         "cuda_gpu_count": "cuda",
         "too_few_gpus": "cuda",
         "cuda_state": "cuda",
