@@ -77,7 +77,6 @@ _EXPORTS: dict[str, str] = {
     "warm_up_launcher": "ranks.fork_server",
     "rank_speedup": "ranks.speed",
     "doctor": "checkup.doctor",
-    "watchdog": "ranks.watchdog",
     # 05 live monitor
     "monitor": "monitoring.live_monitor",
     # 06 Lightning's device flags, then and now
