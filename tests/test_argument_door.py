@@ -87,7 +87,8 @@ def test_numpy_integers_are_whole_numbers_wherever_one_is_taken():
     from gpulab.lightning.fork_hang import ForkVariant
     from gpulab.scaling import StepPlan, allreduce_s, crossover_batch, mlp_parameters, predict_step, train_flops
     from gpulab.scaling.sweep import steps_for
-    from gpulab.workload import cnn, load_digits
+    from gpulab.workload import load_digits
+    from gpulab.workload.models import cnn
 
     i = np.int64
     assert whole_number(np.int32(3), "n", minimum=1) == 3 and whole_numbers(

@@ -12,7 +12,6 @@ export_lazily(
     __name__,
     {
         "data_parallel_step": "by_hand",
-        "scatter_batch": "by_hand",
         "training_throughput": "throughput",
         "VARIANTS": "footprint",
         "context_footprint": "footprint",

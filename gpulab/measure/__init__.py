@@ -11,8 +11,6 @@ from ..core.lazy import export_lazily
 export_lazily(
     __name__,
     {
-        "benchmark": "timing",
-        "synchronize": "timing",
         "bandwidth_sweep": "transfer",
         "module_size": "sizing",
         "allocated_bytes": "sizing",

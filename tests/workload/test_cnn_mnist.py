@@ -10,8 +10,9 @@ import pytest
 import torch
 from torchvision.datasets import MNIST
 
-from gpulab.workload import DatasetUnavailable, accuracy, cnn, load_digits, load_mnist
+from gpulab.workload import DatasetUnavailable, accuracy, load_digits, load_mnist
 from gpulab.workload.mnist import MNIST_FILES
+from gpulab.workload.models import cnn
 
 
 def test_digits_at_28_are_centred_20_pixel_digits_on_black_like_mnist():
