@@ -55,8 +55,6 @@ _EXPORTS: dict[str, str] = {
     "default_reader": "machine.nvml",
     "SimulatedGpuReader": "machine.simulated",
     # 01 CPU <-> GPU transfer
-    "benchmark": "measure.timing",
-    "synchronize": "measure.timing",
     "bandwidth_sweep": "measure.transfer",
     "module_size": "measure.sizing",
     "allocated_bytes": "measure.sizing",

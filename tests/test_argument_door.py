@@ -85,6 +85,7 @@ def test_numpy_integers_are_whole_numbers_wherever_one_is_taken():
     from gpulab.core.arguments import index_list, whole_number, whole_numbers
     from gpulab.dataparallel.by_hand import sample_weights
     from gpulab.lightning.fork_hang import ForkVariant
+    from gpulab.measure.timing import benchmark
     from gpulab.scaling import StepPlan, allreduce_s, crossover_batch, mlp_parameters, predict_step, train_flops
     from gpulab.scaling.sweep import steps_for
     from gpulab.workload import load_digits
@@ -114,7 +115,7 @@ def test_numpy_integers_are_whole_numbers_wherever_one_is_taken():
     data = load_digits(size=i(8))
     assert len(next(iter(data.loader(batch_size=i(16))))[0]) == 16
     assert cnn((i(2), i(4)), 8, image_size=i(8))(torch.zeros(1, 1, 8, 8)).shape == (1, 10)
-    assert gpulab.benchmark(lambda: None, repeats=i(2), warmup=i(0), number=i(1)).repeats == 2
+    assert benchmark(lambda: None, repeats=i(2), warmup=i(0), number=i(1)).repeats == 2
     with gpulab.monitor("numpy counts", machine="workshop-8", show=False, live=False) as mon:
         mon.step(i(4))
         assert list(mon.wrap([1, 2], samples=i(3))) == [1, 2]

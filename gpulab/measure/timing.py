@@ -10,8 +10,9 @@ calls with such a Timer (``Timer.timeit``) and adds only what torch's timer lack
 - the device check: a device that cannot run work here is refused with the reason and the next step;
 - an injectable clock, so that tests drive it with a fake one.
 
-Taught in ``notebooks/01_cpu_gpu_transfer.ipynb``, after torch's own ``Timer``, ``Compare``, ``torch.cuda.Event`` and
-``torch.cuda.synchronize``.
+``notebooks/01_cpu_gpu_transfer.ipynb`` teaches torch's own ``Timer``, ``Compare``, ``torch.cuda.Event`` and
+``torch.cuda.synchronize``; gpulab's measurements that chapters call (``bandwidth_sweep``, ``autotune_comparison``,
+``training_throughput``) time their work with ``benchmark``.
 """
 
 from __future__ import annotations
