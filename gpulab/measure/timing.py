@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.arguments import function, is_whole_number, no_argument_function, seconds, shown, text, whole_number
-from ..core.tables import html_table, text_table
+from ..core.tables import html_table
 from ..core.units import format_seconds
 from ..machine.cuda import cuda_gpu_count, too_few_gpus
 
@@ -34,7 +34,6 @@ __all__ = [
     "resolve_device",
     "synchronize",
     "quartiles",
-    "results_table",
     "calibrate",
     "CUDA_TIMER",
 ]
@@ -139,11 +138,6 @@ class BenchmarkResult:
         ax.set_title(f"{self.label} on {self.device}")
         ax.legend(loc="best", fontsize="small")
         return ax
-
-
-def results_table(results: list[BenchmarkResult] | tuple[BenchmarkResult, ...]) -> str:
-    """Several results as one plain-text table."""
-    return text_table(BenchmarkResult.HEADERS, [r._summary() for r in results])
 
 
 def _plot_scale(seconds: float) -> tuple[float, str]:
