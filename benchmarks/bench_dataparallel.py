@@ -30,7 +30,7 @@ from gpulab.core.tables import text_table  # noqa: E402
 from gpulab.core.units import format_rate  # noqa: E402
 from gpulab.dataparallel.throughput import training_throughput  # noqa: E402
 from gpulab.machine.cuda import cuda_gpu_count  # noqa: E402
-from gpulab.workload import cnn  # noqa: E402
+from gpulab.workload.models import cnn  # noqa: E402
 
 
 def configurations(gpus: int) -> list[tuple[str, int | None, dict]]:

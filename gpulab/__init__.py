@@ -10,7 +10,7 @@ in this list, ``tests/test_layers.py``):
     gpulab.machine       NVML reader, described (simulated) GPUs, which machine a learner meant, inventory, host,
                          software, CUDA state and the line that started it, the one door to private torch APIs (compat)
     gpulab.workload      the digits data, models and training loop the chapters share
-    gpulab.measure       timing, transfers, the CPU/GPU crossover, memory sizing
+    gpulab.measure       timing, transfers, memory sizing
     gpulab.placement     the guarded setter, explain, selection, reserve_gpus, the picker
     gpulab.monitoring    the live monitor
     gpulab.ranks         ranks from a notebook cell (the launcher, %%ranks), DDP speed
@@ -49,18 +49,13 @@ _EXPORTS: dict[str, str] = {
     # 00 setup: what hardware is here
     "environment_report": "checkup.report",
     "devices": "machine.inventory",
-    "best_device": "machine.cuda",
     "cuda_gpu_count": "machine.cuda",
     "too_few_gpus": "machine.cuda",
     "cuda_state": "machine.cuda",
     "default_reader": "machine.nvml",
     "SimulatedGpuReader": "machine.simulated",
     # 01 CPU <-> GPU transfer
-    "benchmark": "measure.timing",
-    "synchronize": "measure.timing",
     "bandwidth_sweep": "measure.transfer",
-    "nonblocking_hazard": "measure.transfer",
-    "crossover_sweep": "measure.crossover",
     "module_size": "measure.sizing",
     "allocated_bytes": "measure.sizing",
     # 02 choosing GPUs
@@ -80,7 +75,6 @@ _EXPORTS: dict[str, str] = {
     "warm_up_launcher": "ranks.fork_server",
     "rank_speedup": "ranks.speed",
     "doctor": "checkup.doctor",
-    "watchdog": "ranks.watchdog",
     # 05 live monitor
     "monitor": "monitoring.live_monitor",
     # 06 Lightning's device flags, then and now

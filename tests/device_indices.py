@@ -313,7 +313,7 @@ def chapter_problems(name: str, cells: Sequence[tuple[str, Sequence[str]]]) -> l
                 f"{name}, code cell {k} (as nbval numbers them; it starts `{first[:60]}`), line {f.line}: "
                 f"`{f.code[:80]}` names {f.what}, which needs {f.n_gpus} GPUs, in a cell that runs {runs}. On a "
                 f"machine with fewer it fails (one GPU: 'Invalid device id' or 'invalid device ordinal'). Choose the "
-                f"devices from the GPU count (gpulab.dataparallel.dataparallel_devices), put it in an "
+                f"devices from the GPU count (DataParallel without device_ids takes every visible GPU), put it in an "
                 f"`if gpulab.cuda_gpu_count() >= {f.n_gpus}:` branch, or make it a `%%gpu {f.n_gpus}` cell tagged "
                 "multigpu that says why it skips."
             )

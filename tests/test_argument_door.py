@@ -83,12 +83,13 @@ def test_numpy_integers_are_whole_numbers_wherever_one_is_taken():
 
     import gpulab
     from gpulab.core.arguments import index_list, whole_number, whole_numbers
-    from gpulab.dataparallel import dataparallel_devices
-    from gpulab.dataparallel.gradient_comparison import sample_weights
+    from gpulab.dataparallel.by_hand import sample_weights
     from gpulab.lightning.fork_hang import ForkVariant
+    from gpulab.measure.timing import benchmark
     from gpulab.scaling import StepPlan, allreduce_s, crossover_batch, mlp_parameters, predict_step, train_flops
     from gpulab.scaling.sweep import steps_for
-    from gpulab.workload import cnn, load_digits
+    from gpulab.workload import load_digits
+    from gpulab.workload.models import cnn
 
     i = np.int64
     assert whole_number(np.int32(3), "n", minimum=1) == 3 and whole_numbers(
@@ -98,7 +99,6 @@ def test_numpy_integers_are_whole_numbers_wherever_one_is_taken():
     w8 = gpulab.devices("workshop-8")
     assert gpulab.choose_gpus(i(2), w8).physical_indices == gpulab.choose_gpus(2, w8).physical_indices
     assert gpulab.too_few_gpus(i(1)) == gpulab.too_few_gpus(1)
-    assert dataparallel_devices(i(2)) == dataparallel_devices(2)
     assert sample_weights((i(2), np.int16(1))) == sample_weights((2, 1))
     assert mlp_parameters(i(8), np.int32(2)) == mlp_parameters(8, 2)
     assert train_flops(i(100), i(4)) == train_flops(100, 4)
@@ -115,7 +115,7 @@ def test_numpy_integers_are_whole_numbers_wherever_one_is_taken():
     data = load_digits(size=i(8))
     assert len(next(iter(data.loader(batch_size=i(16))))[0]) == 16
     assert cnn((i(2), i(4)), 8, image_size=i(8))(torch.zeros(1, 1, 8, 8)).shape == (1, 10)
-    assert gpulab.benchmark(lambda: None, repeats=i(2), warmup=i(0), number=i(1)).repeats == 2
+    assert benchmark(lambda: None, repeats=i(2), warmup=i(0), number=i(1)).repeats == 2
     with gpulab.monitor("numpy counts", machine="workshop-8", show=False, live=False) as mon:
         mon.step(i(4))
         assert list(mon.wrap([1, 2], samples=i(3))) == [1, 2]

@@ -77,7 +77,6 @@ PURE = [
     "exercises/check",
     "scaling/cost",
     "scaling/published",
-    "dataparallel/device_ids",
 ]
 VIEWS = [
     "__main__",

@@ -19,8 +19,8 @@ numbers). Only calls into torch keep torch's word (``mp.spawn(nprocs=...)``, tor
 "Check" is what a learner does to an exercise (``gpulab.check("ch00-ex1", answer)``), the first check the chapters
 ask for. Every other idea has a word of its own: the report's and the doctor's rows are findings (``Finding``), an
 argument is validated (``validated_policy``), the fork/OpenMP hang is reproduced by an experiment
-(``fork_experiment``), DataParallel's gradients are compared (``compare_gradients``). ``CHECK`` finds the word in a
-name; ``tests/test_public_signatures.py`` walks every public name of gpulab with it.
+(``fork_experiment``), cuDNN's autotuner is measured against its default (``autotune_comparison``). ``CHECK`` finds
+the word in a name; ``tests/test_public_signatures.py`` walks every public name of gpulab with it.
 """
 
 from __future__ import annotations

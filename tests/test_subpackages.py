@@ -151,7 +151,7 @@ def test_the_chapter_import_rule_catches_a_module_file():
     assert module_file_imports("from gpulab.machine import host\n") == ["gpulab.machine.host"]
     assert module_file_imports("from gpulab.dataparallel import (gradients,\n    unwrap)\n") == []
     assert module_file_imports("from gpulab.scaling import speedup\nimport gpulab\nfrom gpulab import launch\n") == []
-    assert module_file_imports("from gpulab.workload import fit, mlp\n") == []  # workload's fit() is exported
+    assert module_file_imports("from gpulab.workload import train, mlp\n") == []  # workload's train() is exported
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)

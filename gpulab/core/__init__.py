@@ -22,7 +22,6 @@ export_lazily(
         "Verdict": "verdicts",
         "NotMeasured": "verdicts",
         "crossover_verdict": "verdicts",
-        "allreduce_gap": "verdicts",
         "overhead_verdict": "verdicts",
         # the shares of a GPU that kernels hold (notebooks/02_choosing_gpus.ipynb)
         "shares_of": "shares",

@@ -22,7 +22,6 @@ __all__ = [
     "overhead_verdict",
     "fastest_setup",
     "quiet_verdict",
-    "allreduce_gap",
     "rises_verdict",
 ]
 
@@ -178,29 +177,6 @@ def fastest_setup(speeds: Mapping[str, float], *, using_both: tuple[str, ...] = 
     if both and best not in both:
         line += f"; of the setups that use both cores, {max(both, key=speeds.__getitem__)}"
     return line
-
-
-def allreduce_gap(predicted_s: float, measured_s: float, tolerance: float = 0.25) -> str:
-    """The modelled all-reduce (bare messages on the link, plus the meeting) against the one measured inside a DDP
-    step, as a sentence that names the gap: within ``tolerance`` the link explains the step's all-reduce; above it,
-    the step's all-reduce holds waiting that bare all-reduces do not."""
-    if not (predicted_s > 0 and measured_s > 0):
-        return str(
-            NotMeasured(f"an all-reduce takes some time; got predicted {predicted_s!r} s, measured {measured_s!r} s")
-        )
-    ratio = measured_s / predicted_s
-    head = f"the step's all-reduce took {ratio:.2f}× the modelled one"
-    if abs(ratio - 1) <= tolerance:
-        return f"{head}: within {tolerance * 100:.0f} %, the link and the meeting explain it"
-    if ratio > 1:
-        return (
-            f"{head}: inside a step it also holds the wait for the slower rank and runs while both cores compute, "
-            "which bare all-reduces do not; the model counts that wait in the ceiling's pace, not here"
-        )
-    return (
-        f"{head}: DDP sent part of the gradients while the backward pass still ran, so the hook's clock started "
-        "late for them; the model counts the whole all-reduce as exposed"
-    )
 
 
 def rises_verdict(

@@ -23,8 +23,8 @@ from itertools import chain
 
 import torch
 
+from ..core.arguments import whole_numbers
 from ..core.tables import Table, TableView
-from .gradient_comparison import sample_weights
 
 __all__ = [
     "data_parallel_step",
@@ -37,6 +37,20 @@ __all__ = [
 ]
 
 LossFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+
+
+def sample_weights(chunk_sizes: Sequence[int], *, per_replica: bool = False) -> tuple[float, ...]:
+    """The weight of each example's loss in the total, example by example in batch order (pure).
+
+    A loss averaged over the whole batch of B examples gives each example 1/B. Averaged within each of n chunks and
+    then over the chunks, an example in a chunk of c weighs 1/(n·c) instead: the same only when every chunk has B/n
+    examples (10 examples on 4 devices are chunks of 3, 3, 3, 1: the lone one counts 2.5 times as much as it should).
+    """
+    chunk_sizes = whole_numbers(
+        chunk_sizes, "chunk_sizes", minimum=1, example="(3, 3, 2)", empty_ok=False, what="examples in each chunk"
+    )
+    total, n = sum(chunk_sizes), len(chunk_sizes)
+    return tuple(1 / (n * c) if per_replica else 1 / total for c in chunk_sizes for _ in range(c))
 
 
 @dataclass(frozen=True)

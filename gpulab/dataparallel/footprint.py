@@ -191,7 +191,7 @@ def _child(variant: str, ids: list[int]) -> None:
     """In the new process: one DataParallel training step as ``variant`` writes it, then hold still until told."""
     import torch
 
-    from ..workload import cnn
+    from ..workload.models import cnn
 
     visible = variant == "CUDA_VISIBLE_DEVICES"
     first = 0 if visible else ids[0]  # with only ids visible, physical ids[0] is cuda:0

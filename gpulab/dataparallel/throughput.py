@@ -3,8 +3,9 @@ the by-hand steps of ``gpulab.dataparallel.by_hand`` (on CPU threads where there
 
 One *step* is what a training loop does per batch: clear the gradients, forward, cross-entropy, backward, an SGD
 update. Every step ends by waiting for every device it used, so the host clock measures the work itself; each
-setup is timed with ``gpulab.benchmark`` (warm-up, repeats, median). DataParallel is fed ``batch × GPUs`` images per
-step, as the fourth article does, so each GPU sees the same ``batch`` as the single device.
+setup is timed with ``gpulab.measure.timing.benchmark`` (warm-up, repeats, median). DataParallel is fed
+``batch × GPUs`` images per step, as the fourth article does, so each GPU sees the same ``batch`` as the single
+device.
 Taught in ``notebooks/03_dataparallel.ipynb``; ``benchmarks/bench_dataparallel.py`` prints the ratios side by side.
 """
 

@@ -15,11 +15,8 @@ export_lazily(
     {
         "devices": "inventory",
         "host_info": "host",
-        "default_reader": "nvml",
         "SimulatedGpuReader": "simulated",
-        "best_device": "cuda",
         "cuda_gpu_count": "cuda",
-        "too_few_gpus": "cuda",
         "cuda_state": "cuda",
         "add_cap_note": "memory_cap",
     },

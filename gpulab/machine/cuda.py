@@ -27,7 +27,6 @@ from .cuda_start import CudaStart, cuda_started_by
 __all__ = [
     "cuda_gpu_count",
     "too_few_gpus",
-    "best_device",
     "CudaState",
     "cuda_state",
     "ask_driver",
@@ -41,16 +40,6 @@ def cuda_gpu_count() -> int:
     import torch
 
     return torch.cuda.device_count()  # 0 on a CPU-only build; never torch.cuda.is_available(), see above
-
-
-def best_device():
-    """``torch.device('cuda')`` when this process can use a GPU, else ``torch.device('cpu')`` — without starting CUDA.
-
-    The course's replacement for ``torch.device("cuda" if torch.cuda.is_available() else "cpu")``.
-    """
-    import torch
-
-    return torch.device("cuda" if cuda_gpu_count() > 0 else "cpu")
 
 
 def too_few_gpus(needed: int = 1) -> str | None:

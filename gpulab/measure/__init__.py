@@ -1,9 +1,9 @@
-"""Measuring PyTorch work on any device, the CPU included: timing, transfers, the CPU/GPU crossover, memory.
+"""Measuring PyTorch work on any device, the CPU included: timing, transfers, memory.
 
 ``timing`` times work correctly on a GPU (on torch.utils.benchmark.Timer: warm-up, repeats, spread);
-``transfer`` measures copies across the CPU↔GPU boundary and the ``non_blocking`` hazard; ``crossover`` finds the size
-where a GPU beats the CPU; ``sizing`` counts a model's memory on the ``meta`` device; ``autotune`` measures
-``cudnn.benchmark``. Taught in ``notebooks/01_cpu_gpu_transfer.ipynb`` (``autotune`` in ``06_lightning``).
+``transfer`` measures copies across the CPU↔GPU boundary; ``sizing`` counts a model's memory on the ``meta``
+device; ``autotune`` measures ``cudnn.benchmark``. Taught in ``notebooks/01_cpu_gpu_transfer.ipynb`` (``autotune``
+in ``06_lightning``).
 """
 
 from ..core.lazy import export_lazily
@@ -11,11 +11,7 @@ from ..core.lazy import export_lazily
 export_lazily(
     __name__,
     {
-        "benchmark": "timing",
-        "synchronize": "timing",
         "bandwidth_sweep": "transfer",
-        "nonblocking_hazard": "transfer",
-        "crossover_sweep": "crossover",
         "module_size": "sizing",
         "allocated_bytes": "sizing",
         "autotune_comparison": "autotune",

@@ -10,8 +10,9 @@ calls with such a Timer (``Timer.timeit``) and adds only what torch's timer lack
 - the device check: a device that cannot run work here is refused with the reason and the next step;
 - an injectable clock, so that tests drive it with a fake one.
 
-Taught in ``notebooks/01_cpu_gpu_transfer.ipynb``, after torch's own ``Timer``, ``Compare``, ``torch.cuda.Event`` and
-``torch.cuda.synchronize``.
+``notebooks/01_cpu_gpu_transfer.ipynb`` teaches torch's own ``Timer``, ``Compare``, ``torch.cuda.Event`` and
+``torch.cuda.synchronize``; gpulab's measurements that chapters call (``bandwidth_sweep``, ``autotune_comparison``,
+``training_throughput``) time their work with ``benchmark``.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.arguments import function, is_whole_number, no_argument_function, seconds, shown, text, whole_number
-from ..core.tables import html_table, text_table
+from ..core.tables import html_table
 from ..core.units import format_seconds
 from ..machine.cuda import cuda_gpu_count, too_few_gpus
 
@@ -33,7 +34,6 @@ __all__ = [
     "resolve_device",
     "synchronize",
     "quartiles",
-    "results_table",
     "calibrate",
     "CUDA_TIMER",
 ]
@@ -138,11 +138,6 @@ class BenchmarkResult:
         ax.set_title(f"{self.label} on {self.device}")
         ax.legend(loc="best", fontsize="small")
         return ax
-
-
-def results_table(results: list[BenchmarkResult] | tuple[BenchmarkResult, ...]) -> str:
-    """Several results as one plain-text table."""
-    return text_table(BenchmarkResult.HEADERS, [r._summary() for r in results])
 
 
 def _plot_scale(seconds: float) -> tuple[float, str]:

@@ -1,10 +1,8 @@
-"""What crossing the CPU↔GPU boundary costs, measured: copy bandwidth and the non_blocking hazard (a probe).
+"""What crossing the CPU↔GPU boundary costs, measured: copy bandwidth (a probe).
 
-- ``bandwidth_sweep``: host→device and device→host copies of growing size, from pageable or pinned host memory.
-- ``nonblocking_hazard``: reading a GPU→CPU ``non_blocking`` copy before synchronising (CUDA only).
-
-The device is a parameter, so the CPU path (``device='cpu'``: host-to-host copies) runs on any laptop and in the tests.
-When a GPU beats the CPU at all is ``gpulab.measure.crossover``. Taught in ``notebooks/01_cpu_gpu_transfer.ipynb``.
+``bandwidth_sweep``: host→device and device→host copies of growing size, from pageable or pinned host memory. The
+device is a parameter, so the CPU path (``device='cpu'``: host-to-host copies) runs on any laptop and in the tests.
+Taught in ``notebooks/01_cpu_gpu_transfer.ipynb``.
 """
 
 from __future__ import annotations
@@ -14,12 +12,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.arguments import flag, shown, whole_numbers
-from ..core.tables import Table, TableView, html_table
+from ..core.tables import Table, TableView
 from ..core.units import format_bytes, format_seconds
 from ..machine.host import host_info
 from .timing import BenchmarkResult, benchmark, resolve_device
 
-__all__ = ["CopyMeasurement", "BandwidthSweep", "bandwidth_sweep", "HazardResult", "nonblocking_hazard"]
+__all__ = ["CopyMeasurement", "BandwidthSweep", "bandwidth_sweep"]
 
 DIRECTIONS = ("h2d", "d2h")
 
@@ -185,59 +183,3 @@ def bandwidth_sweep(
             del host
         del on_device
     return BandwidthSweep(str(dev), non_blocking, tuple(out))
-
-
-@dataclass(frozen=True)
-class HazardResult:
-    """How many values of a GPU→CPU ``non_blocking`` copy were wrong when read before and after synchronising."""
-
-    device: str
-    numel: int
-    wrong_before_sync: int
-    wrong_after_sync: int
-
-    def __str__(self) -> str:
-        return (
-            f"GPU→CPU copy of {self.numel:,} floats with non_blocking=True from {self.device}: "
-            f"{self.wrong_before_sync:,} wrong when read at once, {self.wrong_after_sync:,} wrong after "
-            f"torch.cuda.synchronize()."
-        )
-
-    def _repr_html_(self) -> str:
-        return html_table(
-            ("read", "wrong values", "of"),
-            [
-                ["at once", f"{self.wrong_before_sync:,}", f"{self.numel:,}"],
-                ["after synchronize", f"{self.wrong_after_sync:,}", f"{self.numel:,}"],
-            ],
-            caption=f"non_blocking D2H from {self.device}",
-        )
-
-
-def nonblocking_hazard(device: Any = "cuda", numel: int = 1 << 22, busy_matmuls: int = 8) -> HazardResult:
-    """Queue GPU work, copy a known tensor to pinned CPU memory with ``non_blocking=True``, and read it at once.
-
-    The copy waits in the stream behind the ``busy_matmuls`` multiplications, and ``non_blocking`` lets the host go on,
-    so the first read sees the buffer's old contents (-1). After ``synchronize`` every value is right. CUDA only: on the
-    CPU every copy is synchronous and there is nothing to show. Taught in ``notebooks/01_cpu_gpu_transfer.ipynb``.
-    """
-    import torch
-
-    dev = resolve_device(device)
-    if dev.type != "cuda":
-        raise ValueError(
-            "the non_blocking read hazard needs a CUDA device: on the CPU a copy has finished when "
-            "copy_() returns, so there is nothing to read too early. Run this on a GPU machine."
-        )
-    expected = torch.arange(numel, dtype=torch.float32)
-    src = expected.to(dev)
-    dst = torch.full((numel,), -1.0).pin_memory()
-    busy = torch.randn(4096, 4096, device=dev)
-    torch.cuda.synchronize(dev)
-    for _ in range(busy_matmuls):
-        busy @ busy  # queued work the copy must wait behind; the results are thrown away
-    dst.copy_(src, non_blocking=True)
-    before = int((dst != expected).sum())  # a host read: nothing here waits for the GPU
-    torch.cuda.synchronize(dev)
-    after = int((dst != expected).sum())
-    return HazardResult(str(dev), numel, before, after)

@@ -6,22 +6,17 @@ only once that wait returns (after the timeout, with the stack already unwound),
 code that reads the frames at once, without the GIL. Arming costs one ``signal()`` call; nothing runs until a signal.
 
 ``gpulab.launch`` collects (``collect``) when the first rank fails — a collective's timeout raises in the rank that
-waited — and when the learner stops the cell, before the other ranks are stopped. Under ``torchrun``, where no
-gpulab parent watches, ``watchdog()`` in the script does the same from the rank that fails first: its excepthook
-asks its peers for their stacks (their pids are in the shared folder) and prints the report.
-Taught in ``notebooks/04_ddp.ipynb``.
+waited — and when the learner stops the cell, before the other ranks are stopped (``LaunchWatch``). Taught in
+``notebooks/04_ddp.ipynb``.
 """
 
 from __future__ import annotations
 
 import faulthandler
 import os
-import shutil
 import signal
 import sys
-import tempfile
 import time
-import traceback
 from pathlib import Path
 from types import CodeType
 from typing import Any
@@ -29,7 +24,7 @@ from typing import Any
 from ..machine.compat import ipython_cell_number, rank_processes
 from .stacks import Frame, HangReport, RankStack, rank_stack
 
-__all__ = ["arm", "collect", "report", "watchdog", "LaunchWatch", "READY"]
+__all__ = ["arm", "collect", "report", "LaunchWatch", "READY"]
 
 READY = "gpulab watchdog armed"
 _SETTLE_S = 0.05
@@ -188,74 +183,3 @@ class LaunchWatch:
             if timed_out
             else ""
         )
-
-
-def _folder() -> Path:
-    run = os.environ.get("TORCHELASTIC_RUN_ID", "none")
-    port = os.environ.get("MASTER_PORT", "0")
-    d = Path(tempfile.gettempdir()) / f"gpulab-watchdog-{os.getuid() if hasattr(os, 'getuid') else 0}-{run}-{port}"
-    d.mkdir(mode=0o700, exist_ok=True)
-    return d
-
-
-def watchdog() -> None:
-    """One line at the top of a script run by ``torchrun``: if a rank fails (a collective's timeout raises in the rank
-    that waited), it prints every rank's stack — which collective each waits in, which rank never arrived — before
-    torchrun stops them. Call it before ``init_process_group``. Does nothing outside torchrun (no ``RANK``).
-    Taught in ``notebooks/04_ddp.ipynb``.
-    """
-    if "RANK" not in os.environ or "WORLD_SIZE" not in os.environ:
-        return
-    import atexit
-
-    folder = _folder()
-    rank = int(os.environ["RANK"])
-    own = folder / f"rank-{rank}.txt"
-    arm(str(own))
-    atexit.register(_tidy, folder, own)
-    previous = sys.excepthook
-
-    def on_failure(etype: type[BaseException], value: BaseException, tb: Any) -> None:
-        try:
-            _report_from_rank(folder, rank, int(os.environ["WORLD_SIZE"]), etype, value, tb)
-        finally:
-            previous(etype, value, tb)
-
-    sys.excepthook = on_failure
-
-
-def _report_from_rank(
-    folder: Path, rank: int, world_size: int, etype: type[BaseException], value: BaseException, tb: Any
-) -> None:
-    try:  # the first rank to fail reports; the others' failures are its consequences
-        os.close(os.open(folder / "reported", os.O_CREAT | os.O_EXCL | os.O_WRONLY))
-    except OSError:  # FileExistsError: another rank reports; FileNotFoundError: it has reported and tidied up
-        return
-    paths = {r: str(folder / f"rank-{r}.txt") for r in range(world_size)}
-    pids = {}
-    for r, path in paths.items():
-        try:
-            head = Path(path).read_text(encoding="utf-8", errors="replace").split("\n", 1)[0]
-        except OSError:
-            continue
-        if r != rank and head.startswith(READY):
-            pids[r] = int(head.rsplit(" ", 1)[1])
-    stacks = collect(paths, pids)
-    own = "".join(traceback.format_exception(etype, value, tb))
-    why = f"rank {rank} raised {etype.__name__}"
-    print(str(report(world_size, stacks, {rank: own}, why, {})), file=sys.stderr, flush=True)
-    shutil.rmtree(folder, ignore_errors=True)  # torchrun stops the other ranks with SIGTERM: their atexit never runs
-
-
-def _tidy(folder: Path, own: Path) -> None:
-    """At the rank's exit: remove its file, and the folder once no rank's file is left."""
-    faulthandler.unregister(signal.SIGUSR1)
-    for path in (own, folder / "reported") if not any(p != own for p in folder.glob("rank-*.txt")) else (own,):
-        try:
-            path.unlink()
-        except OSError:
-            pass
-    try:
-        folder.rmdir()
-    except OSError:
-        pass  # another rank's file is still there: the last rank to exit removes it

@@ -7,7 +7,6 @@ import pytest
 from gpulab.core.verdicts import (
     QUIET_CEILING,
     NotMeasured,
-    allreduce_gap,
     crossover_verdict,
     fastest_setup,
     overhead_verdict,
@@ -86,16 +85,6 @@ def test_quiet_is_the_threshold_of_the_ceiling():
 def test_not_measured_prints_its_reason_and_is_falsy():
     reading = NotMeasured("the clock did not move")
     assert str(reading) == "not measured, because the clock did not move" and not reading
-
-
-def test_the_allreduce_gap_names_which_way_and_why():
-    # chapter 07 once predicted 1.34 ms and measured 3.03 ms in the step, and nothing said why
-    assert allreduce_gap(1.34e-3, 3.03e-3).startswith(
-        "the step's all-reduce took 2.26× the modelled one: inside a step"
-    )
-    assert "within 25 %" in allreduce_gap(1.87e-3, 2.04e-3)
-    assert "while the backward pass still ran" in allreduce_gap(2e-3, 1e-3)
-    assert allreduce_gap(0.0, 1e-3).startswith("not measured, because")
 
 
 def test_a_rise_holds_only_when_each_point_is_above_the_one_before():

@@ -10,7 +10,8 @@ import torch
 import torch.distributed as dist
 
 from gpulab.dataparallel.wrappers import load_unwrapped, strip_wrapper_prefixes, unwrap
-from gpulab.workload import cnn, mlp
+from gpulab.workload import mlp
+from gpulab.workload.models import cnn
 
 
 def test_a_plain_model_refuses_a_dataparallel_state_dict_with_pytorchs_message():

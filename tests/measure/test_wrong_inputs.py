@@ -8,46 +8,47 @@ import torch
 from hypothesis import given, settings
 
 import gpulab
+from gpulab.measure.timing import benchmark, synchronize
 from tests.junk import JUNK, assert_ours
 
 CPU = {"device": "cpu", "pinned": (False,)}
 
 WRONG = [
     (
-        lambda: gpulab.benchmark(5),
+        lambda: benchmark(5),
         TypeError,
         r"benchmark\(\) needs a function to call, got int: wrap the work in a "
         r"lambda",
     ),
-    (lambda: gpulab.benchmark(lambda x: x), TypeError, r"fn=<lambda> is called with no arguments, but it needs x"),
-    (lambda: gpulab.benchmark(lambda: 1, device="gpu"), ValueError, r"'gpu' is not a device name torch understands"),
-    (lambda: gpulab.benchmark(lambda: 1, device=None), TypeError, r"None is not a device name torch understands"),
+    (lambda: benchmark(lambda x: x), TypeError, r"fn=<lambda> is called with no arguments, but it needs x"),
+    (lambda: benchmark(lambda: 1, device="gpu"), ValueError, r"'gpu' is not a device name torch understands"),
+    (lambda: benchmark(lambda: 1, device=None), TypeError, r"None is not a device name torch understands"),
     (
-        lambda: gpulab.benchmark(lambda: 1, device="cuda"),
+        lambda: benchmark(lambda: 1, device="cuda"),
         RuntimeError,
         r"device 'cuda' was asked for, but this "
         r"process needs 1 CUDA GPU",
     ),
     (
-        lambda: gpulab.benchmark(lambda: 1, repeats="5"),
+        lambda: benchmark(lambda: 1, repeats="5"),
         TypeError,
         r"repeats='5' is a str; repeats \(timed repeats, whose median is reported; .*\) takes a whole number",
     ),
     (
-        lambda: gpulab.benchmark(lambda: 1, number=2.5),
+        lambda: benchmark(lambda: 1, number=2.5),
         TypeError,
         r"number=2.5 is a float; number \(calls per repeat, "
         r"or None to calibrate\) takes a whole number ≥ 1",
     ),
     (
-        lambda: gpulab.benchmark(lambda: 1, min_block_s="1ms"),
+        lambda: benchmark(lambda: 1, min_block_s="1ms"),
         TypeError,
         r"min_block_s='1ms' is a str; min_block_s "
         r"takes a positive number of seconds",
     ),
-    (lambda: gpulab.benchmark(lambda: 1, clock=5), TypeError, r"clock=5 is a int, not something to call"),
-    (lambda: gpulab.benchmark(lambda: 1, label=5), TypeError, r"label=5 is a int; label takes text"),
-    (lambda: gpulab.synchronize("gpu"), ValueError, r"'gpu' is not a device name"),
+    (lambda: benchmark(lambda: 1, clock=5), TypeError, r"clock=5 is a int, not something to call"),
+    (lambda: benchmark(lambda: 1, label=5), TypeError, r"label=5 is a int; label takes text"),
+    (lambda: synchronize("gpu"), ValueError, r"'gpu' is not a device name"),
     (
         lambda: gpulab.bandwidth_sweep(1024, **CPU),
         TypeError,
@@ -84,24 +85,6 @@ WRONG = [
         r"non_blocking='yes': "
         r"non_blocking takes True or False",
     ),
-    (lambda: gpulab.nonblocking_hazard("cpu"), ValueError, r"the non_blocking read hazard needs a CUDA device"),
-    (
-        lambda: gpulab.crossover_sweep(64),
-        TypeError,
-        r"sizes=64: sizes takes a list of sizes; for this one alone "
-        r"write sizes=\[64\]",
-    ),
-    (lambda: gpulab.crossover_sweep(["big"]), TypeError, r"sizes holds str 'big': sizes are whole numbers"),
-    (lambda: gpulab.crossover_sweep([-4]), ValueError, r"sizes holds -4: sizes are ≥ 1"),
-    (lambda: gpulab.crossover_sweep([4], op="conv"), ValueError, r"op='conv' is not one of matmul, add"),
-    (
-        lambda: gpulab.crossover_sweep([10**6]),
-        ValueError,
-        r"matmul at size 1,000,000 needs 10.9 TiB for its inputs "
-        r"and result, and only .* is free here",
-    ),
-    (lambda: gpulab.crossover_sweep([4], devices=("cpu", "cuda")), RuntimeError, r"device 'cuda' was asked for"),
-    (lambda: gpulab.crossover_sweep([4], devices=()), ValueError, r"devices=\(\): name at least one device"),
     (
         lambda: gpulab.module_size("resnet"),
         TypeError,
@@ -137,23 +120,20 @@ def test_each_wrong_input_gets_what_was_wrong_and_what_to_type(call, kind, messa
 def test_one_direction_device_or_pinned_value_is_taken_as_a_list_of_one():
     sweep = gpulab.bandwidth_sweep([1024], device="cpu", pinned=False, directions="h2d", warmup=0, repeats=1)
     assert [(m.direction, m.pinned) for m in sweep.measurements] == [("h2d", False)]
-    assert gpulab.crossover_sweep([4], devices="cpu", warmup=0, repeats=1).devices == ("cpu",)
 
 
 @settings(max_examples=60, deadline=None)
 @given(JUNK, JUNK, JUNK)
 def test_junk_is_refused_with_our_message_before_any_work(a, b, c):
     calls = (
-        lambda: gpulab.benchmark(a, device=b, repeats=1, warmup=0),
-        lambda: gpulab.benchmark(lambda: None, device="cpu", warmup=a, repeats=b, number=c),
-        lambda: gpulab.benchmark(lambda: None, min_block_s=a, label=b, repeats=1, warmup=0),
+        lambda: benchmark(a, device=b, repeats=1, warmup=0),
+        lambda: benchmark(lambda: None, device="cpu", warmup=a, repeats=b, number=c),
+        lambda: benchmark(lambda: None, min_block_s=a, label=b, repeats=1, warmup=0),
         lambda: gpulab.bandwidth_sweep(a, device=b, pinned=c, warmup=0, repeats=1),
         lambda: gpulab.bandwidth_sweep([64], device="cpu", pinned=a, directions=b, non_blocking=c, repeats=1),
-        lambda: gpulab.crossover_sweep(a, devices=b, op=c, warmup=0, repeats=1, min_block_s=1e-6),
         lambda: gpulab.module_size(a, name=b),
         lambda: gpulab.allocated_bytes(a, device=b, what=c),
-        lambda: gpulab.synchronize(a),
-        lambda: gpulab.nonblocking_hazard(a),
+        lambda: synchronize(a),
     )
     for call in calls:
         try:

@@ -1,15 +1,11 @@
 """The hang watchdog with real gloo ranks: a collective only some ranks call is reported with every rank's frame and
-the collective, then no process is left; the same from a script under torchrun (``gpulab.watchdog()``); the stop
-button; and the parsing of real faulthandler dumps and tracebacks."""
+the collective, then no process is left; the stop button; and the parsing of real faulthandler dumps and
+tracebacks."""
 
 from __future__ import annotations
 
 import faulthandler
-import os
-import sys
-import tempfile
 import time
-from pathlib import Path
 
 import pytest
 import torch
@@ -19,8 +15,7 @@ from gpulab.ranks.failures import RankFailed
 from gpulab.ranks.launcher import launch
 from gpulab.ranks.stacks import RULE, HangReport, parse_stack, rank_stack
 
-from ..process_group import run
-from .processes import ROOT, run_python
+from .processes import run_python
 
 
 def evaluate(seconds: float) -> None:
@@ -103,35 +98,6 @@ def test_the_stop_button_reports_every_rank_before_stopping_them():
     assert "rank 1 is in `stuck()` at <string>, line 10 and never called barrier" in out.stderr  # python -c
 
 
-@pytest.mark.slow
-def test_a_script_under_torchrun_reports_with_one_line(tmp_path):
-    script = tmp_path / "train.py"
-    script.write_text(
-        "import time\nfrom datetime import timedelta\nimport torch, torch.distributed as dist, gpulab\n"
-        "gpulab.watchdog()\n"
-        "def evaluate():\n    time.sleep(60)\n"
-        "dist.init_process_group('gloo', timeout=timedelta(seconds=4))\n"
-        "t = torch.ones(2)\n"
-        "if dist.get_rank() == 0:\n    dist.all_reduce(t)\nelse:\n    evaluate()\n"
-    )
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    folders = set(Path(tempfile.gettempdir()).glob("gpulab-watchdog-*"))
-    out = run(
-        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2", str(script)],
-        capture_output=True,
-        text=True,
-        timeout=240,
-        env=env,
-    )
-    assert out.returncode != 0
-    err = out.stderr
-    assert "Watchdog: rank 0 raised" in err, err[-3000:]
-    assert "rank 0 was waiting in all_reduce at train.py, line 10" in err
-    assert "rank 1 is in `evaluate()` at train.py, line 6 (`time.sleep(60)`) and never called all_reduce" in err
-    assert RULE in err
-    assert set(Path(tempfile.gettempdir()).glob("gpulab-watchdog-*")) == folders  # each rank removed its file
-
-
 def _inner_dump(buf) -> None:
     faulthandler.dump_traceback(buf, all_threads=False)
 
@@ -157,11 +123,3 @@ def test_a_real_faulthandler_dump_and_a_real_traceback_parse_outermost_first(tmp
     report = HangReport((stack, rank_stack(1, path.read_text(), "stack")), "a test", {})
     assert "rank 1 is in `_inner_dump()`" in report.line_for(report.ranks[1])
     assert report.missing == (1,) and "never called all_reduce" in str(report)
-
-
-def test_without_torchrun_the_opt_in_does_nothing():
-    out = run_python(
-        "import gpulab, sys, signal, faulthandler; gpulab.watchdog(); "
-        "print(sys.excepthook is sys.__excepthook__, faulthandler.unregister(signal.SIGUSR1))"
-    )
-    assert out.returncode == 0 and out.stdout.split() == ["True", "False"], (out.stdout, out.stderr)

@@ -1,4 +1,4 @@
-"""The fourth article's workload: digits shaped like MNIST, its CNN, its Adam loop with a bar, and MNIST's real
+"""The fourth article's workload: digits shaped like MNIST, its CNN, the accuracy it is scored by, and MNIST's real
 loading path (torchvision's IDX reader) on small IDX files written here, since downloads fail on the test machine."""
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ import pytest
 import torch
 from torchvision.datasets import MNIST
 
-from gpulab.workload import DatasetUnavailable, accuracy, cnn, fit, load_digits, load_mnist
+from gpulab.workload import DatasetUnavailable, accuracy, load_digits, load_mnist
 from gpulab.workload.mnist import MNIST_FILES
+from gpulab.workload.models import cnn
 
 
 def test_digits_at_28_are_centred_20_pixel_digits_on_black_like_mnist():
@@ -75,56 +76,6 @@ def test_the_articles_cnn_has_its_layer_sizes_names_and_seed():
 def test_a_cnn_that_cannot_be_built_is_refused_with_the_reason(kwargs, match):
     with pytest.raises(ValueError, match=match):
         cnn(**kwargs)
-
-
-def test_fit_learns_shows_a_bar_per_epoch_and_returns_the_table(capsys):
-    data = load_digits(flat=False, size=28)
-    model = cnn((8, 16), 64)
-    history = fit(model, data, 2, batch_size=64, lr=3e-3)
-    out = capsys.readouterr().out
-    assert "epoch 1/2: 100%" in out and "epoch 2/2: 100%" in out and "test accuracy" in out
-    assert history.initial_test_accuracy < 0.2 < 0.5 < history.final_test_accuracy, history
-    assert history.final_test_accuracy == pytest.approx(accuracy(model, data.test))
-    assert [e.samples for e in history.epochs] == [1437, 1437] and history.samples_per_s > 0
-    first, last = history.epochs
-    assert last.loss < first.loss and last.train_accuracy > first.train_accuracy
-    text = str(history)
-    assert "0 (untrained)" in text and "test accuracy" in text and f"{100 * last.test_accuracy:.1f} %" in text
-    assert "<table" in history._repr_html_()
-    from IPython.lib.pretty import pretty
-
-    assert pretty(history) == text
-
-
-def test_fit_is_repeatable_with_its_seed_and_silent_without_a_bar(capsys):
-    data = load_digits(flat=False, size=28)
-    runs = [fit(cnn((2, 4), 8), data, 1, batch_size=256, progress=False) for _ in range(2)]
-    assert capsys.readouterr().out == ""
-    assert runs[0].epochs[0].loss == runs[1].epochs[0].loss
-
-
-def test_fit_reports_each_batch_and_epoch_to_a_monitor():
-    from gpulab.machine.simulated import SimulatedGpuReader
-    from gpulab.monitoring import monitor
-
-    data = load_digits(flat=False, size=28)
-    with monitor(machine=SimulatedGpuReader(None), show=False) as mon:
-        fit(cnn((2, 4), 8), data, 2, batch_size=256, progress=False, mon=mon)
-    s = mon.summary()
-    assert s.steps_total == 2 * 6 and s.samples_total == 2 * 1437
-    assert [label for _, label in s.marks] == ["epoch 1", "epoch 2"]
-
-
-@pytest.mark.parametrize(
-    "kwargs, match",
-    [
-        ({"epochs": -1}, r"epochs=-1: epochs \(how many passes over the data to make\) must be a whole number ≥ 0"),
-        ({"epochs": 2, "batch_size": 0}, r"batch_size=0: batch_size \(images per batch; the article uses 64 per GPU"),
-    ],
-)
-def test_fit_refuses_counts_that_make_no_sense(kwargs, match):
-    with pytest.raises(ValueError, match=match):
-        fit(cnn((2, 4), 8), load_digits(flat=False, size=28), **kwargs)
 
 
 def test_accuracy_switches_dropout_off_and_puts_the_mode_back():
