@@ -67,6 +67,17 @@ def _snapshots(notes: dict) -> list[dict]:
     return [s for s in notes["saves"] if s["file"].startswith(SNAPSHOT)]  # snapshot.pt, or a snapshot.pt.tmp
 
 
+def _every_rank_writes(folder: Path) -> None:
+    """Checked before the exit code: two ranks writing one file may also make the run fail (a rename that races)."""
+    if any(_snapshots(n) for n in _notes(folder, 0)[1:]):
+        raise Hint(
+            "rank 1 wrote the snapshot too: every rank saved it, and two processes writing one file can leave it "
+            "garbled, or fail when one renames the file the other just renamed. The ranks' copies are equal "
+            "anyway: write it from rank 0 only, under if rank == 0.",
+            SECTION,
+        )
+
+
 def _verdict(run: ScriptRun, folder: Path) -> str:
     first, second = _notes(folder, 0), _notes(folder, 1)
     written = {rank: _snapshots(n) for rank, n in enumerate(first)}
@@ -75,12 +86,6 @@ def _verdict(run: ScriptRun, folder: Path) -> str:
             f"no rank wrote a snapshot: the run ended without ever creating --snapshot ({SNAPSHOT}), so the checker "
             "had no moment to kill a rank at, and a crash would have lost every epoch. Save one with torch.save at "
             "the end of each epoch.",
-            SECTION,
-        )
-    if written.get(1):
-        raise Hint(
-            "rank 1 wrote the snapshot too: every rank saved it, and two processes writing one file can leave it "
-            "garbled (the ranks' copies are equal anyway). Write it from rank 0 only: if rank == 0.",
             SECTION,
         )
     saved = written[0][0]
@@ -151,6 +156,7 @@ def check_resume_script(answer: Any, timeout_s: float = TIMEOUT_S) -> str:
             max_restarts=1,
             kill_a_rank_when=(folder / SNAPSHOT).exists,
         )
+        _every_rank_writes(folder)
         _ran(run)
         return _verdict(run, folder)
 
