@@ -55,7 +55,12 @@ def _cell_tags(item: pytest.Item) -> set[str]:
 # hold long tests that share nothing, so each of their tests is dealt out on its own. xdist deals out the files with
 # the most tests first, and files of equal count in the order collected; these one-test groups are put before the
 # other one-test files, so that none of them starts as the other worker runs out of work.
-SPREAD = ("tests/test_chapters_simulated.py::", "tests/test_install_lines.py::", "tests/exercises/test_ddp_script.py::")
+SPREAD = (
+    "tests/test_chapters_simulated.py::",
+    "tests/test_install_lines.py::",
+    "tests/exercises/test_ddp_script.py::",
+    "tests/exercises/test_resume_script.py::",
+)
 
 
 def _spread_first(config: pytest.Config, items: list[pytest.Item]) -> None:

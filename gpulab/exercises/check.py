@@ -1,4 +1,4 @@
-"""``gpulab.check("ch01-ex1", answer)``: the checker behind every chapter's exercises (notebooks/00–07).
+"""``gpulab.check("ch01-ex1", answer)``: the checker behind every chapter's exercises (notebooks/00–08).
 
 Each chapter's exercises live in a module of this package; it is imported only when one of its exercises is checked,
 so ``import gpulab`` stays light. ``check`` never raises for a wrong answer (a chapter still runs top to bottom with
@@ -26,9 +26,20 @@ CHAPTER_MODULES: dict[str, str] = {
     "ch05": "ch05_monitor",
     "ch06": "ch06_lightning",
     "ch07": "ch07_scaling",
+    "ch08": "ch08_resume",
 }
 # how many exercises each chapter has (a test holds this to the modules, so a typo is caught without importing them)
-COUNTS: dict[str, int] = {"ch00": 3, "ch01": 4, "ch02": 3, "ch03": 2, "ch04": 3, "ch05": 3, "ch06": 4, "ch07": 2}
+COUNTS: dict[str, int] = {
+    "ch00": 3,
+    "ch01": 4,
+    "ch02": 3,
+    "ch03": 2,
+    "ch04": 3,
+    "ch05": 3,
+    "ch06": 4,
+    "ch07": 2,
+    "ch08": 1,
+}
 
 
 def exercise_names() -> list[str]:

@@ -5,8 +5,10 @@ the learner's own file, in a working folder of the caller's, with ``CUDA_VISIBLE
 whatever the machine) and ``OMP_NUM_THREADS=1``. Every process of the run inherits a variable that marks it; when the
 run ends, fails or passes its time limit, every marked process still there is killed, and the result says which they
 were. With ``probe``, each rank runs that module (``python -m``) with the script's path and arguments after it: a
-probe runs the script as ``__main__`` and records what it did (``ddp_probe``). Taught by chapter 04's last exercise
-(notebooks/04_ddp.ipynb).
+probe runs the script as ``__main__`` and records what it did (``ddp_probe``, ``resume_probe``). With
+``max_restarts`` torchrun may restart the ranks; with ``kill_a_rank_when`` the runner sends ``SIGKILL`` to one of
+torchrun's own child processes (a rank) the first time that condition holds, as a crash would. Taught by chapter 04's
+last exercise (notebooks/04_ddp.ipynb) and chapter 08's (notebooks/08_precision_restarts_fsdp.ipynb).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,6 +36,7 @@ class ScriptRun:
     output: str
     seconds: float
     left_behind: tuple[int, ...] = ()
+    killed: int | None = None  # the rank process the runner killed (``kill_a_rank_when``), if it came to that
 
     @property
     def timed_out(self) -> bool:
@@ -57,10 +60,14 @@ def _torchruns_log(line: str) -> bool:
     return len(head) == 5 and head[0] in "WIE" and head[1:].isdigit()
 
 
-def torchrun_command(script: str | os.PathLike[str], args: Sequence[str], nproc: int, probe: str | None) -> list[str]:
+def torchrun_command(
+    script: str | os.PathLike[str], args: Sequence[str], nproc: int, probe: str | None, max_restarts: int = 0
+) -> list[str]:
     """The command line: torchrun on the script itself, or on ``probe`` (a module) followed by the script."""
     target = ["-m", probe, os.fspath(script)] if probe else [os.fspath(script)]
-    return [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}", *target, *args]
+    restarts = [f"--max-restarts={max_restarts}"] if max_restarts else []
+    run = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}", *restarts]
+    return [*run, *target, *args]
 
 
 MARK = "GPULAB_TORCHRUN_RUN"  # a variable every process of one run inherits: how its processes are found
@@ -86,6 +93,34 @@ def _state(proc: Path) -> str:
     return (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
 
 
+def _children(pid: int) -> list[int]:
+    """The live processes whose parent is ``pid`` (torchrun's children are its ranks), oldest first."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid and fields[0] != "Z":
+            found.append(int(stat.parent.name))
+    return sorted(found)
+
+
+def _wait(proc: subprocess.Popen, timeout_s: float, kill_when: Callable[[], bool] | None, nproc: int) -> int | None:
+    """Wait for torchrun; once ``kill_when()`` holds and all its ranks are up, ``SIGKILL`` its last rank (once).
+    Returns the pid killed, or None."""
+    deadline, killed = time.monotonic() + timeout_s, None
+    while kill_when is not None and killed is None and proc.poll() is None and time.monotonic() < deadline:
+        if kill_when():
+            ranks = _children(proc.pid)
+            if len(ranks) == nproc:
+                os.kill(ranks[-1], signal.SIGKILL)
+                killed = ranks[-1]
+        time.sleep(0.01)
+    proc.wait(timeout=max(deadline - time.monotonic(), 0.001))  # TimeoutExpired past the limit
+    return killed
+
+
 def _kill(pids: list[int], leader: int) -> None:
     for pid in [leader, *pids]:
         try:
@@ -103,9 +138,12 @@ def run_under_torchrun(
     timeout_s: float = 120,
     probe: str | None = None,
     env: Mapping[str, str] | None = None,
+    max_restarts: int = 0,
+    kill_a_rank_when: Callable[[], bool] | None = None,
 ) -> ScriptRun:
     """Run ``script`` under torchrun with ``nproc`` gloo ranks on the CPU, in ``cwd``; kill its whole process group
-    when it ends or after ``timeout_s``. ``env`` adds variables (the probe's, for one)."""
+    when it ends or after ``timeout_s``. ``env`` adds variables (the probe's, for one). ``kill_a_rank_when`` is
+    asked every 10 ms while the run lasts; the first time it returns True, one rank is killed with ``SIGKILL``."""
     here = str(Path(__file__).resolve().parents[2])  # the folder holding gpulab, for the probe's import
     environment = {
         **os.environ,
@@ -121,15 +159,17 @@ def run_under_torchrun(
     # Output to a file, not a pipe: a process that a rank leaves behind keeps a pipe open after torchrun has ended.
     with tempfile.TemporaryFile() as log:
         proc = subprocess.Popen(
-            torchrun_command(script, args, nproc, probe),
+            torchrun_command(script, args, nproc, probe, max_restarts),
             cwd=cwd,
             env=environment,
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # torchrun leads a session of its own (and starts each rank in another)
         )
+        killed = None
         try:
-            returncode: int | None = proc.wait(timeout=timeout_s)
+            killed = _wait(proc, timeout_s, kill_a_rank_when, nproc)
+            returncode: int | None = proc.returncode
         except subprocess.TimeoutExpired:
             returncode = None
         except BaseException:  # interrupted: the ranks must not outlive the check
@@ -145,4 +185,4 @@ def run_under_torchrun(
         log.seek(0)
         output = log.read().decode(errors="replace")
     seconds = timeout_s if returncode is None else time.perf_counter() - start
-    return ScriptRun(returncode, output, seconds, tuple(left))
+    return ScriptRun(returncode, output, seconds, tuple(left), killed)

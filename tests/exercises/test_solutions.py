@@ -29,6 +29,7 @@ PRELUDES = {  # what the chapter defines before its exercises, and the exercise 
     ),
     "06": "import lightning as L\nimport torch\nfrom torch import nn\nfrom gpulab.workload import mlp",
     "07": "import contextlib",
+    "08": "",
 }
 
 

@@ -51,7 +51,17 @@ def accuracies(*outputs: str) -> list[float]:
     return [float(m.group(1)) for out in outputs for m in ACCURACY.finditer(out)]
 
 
-@pytest.mark.parametrize("name", ["digits_single.py", "digits_ddp.py", "digits_spawn.py"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "digits_single.py",
+        "digits_ddp.py",
+        "digits_spawn.py",
+        "digits_ddp_resume.py",
+        "digits_ddp_restart.py",
+        "digits_fsdp.py",
+    ],
+)
 def test_a_script_the_chapter_shows_imports_no_gpulab(name):
     tree = ast.parse((SCRIPTS / name).read_text())
     imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
@@ -198,3 +208,45 @@ def test_the_deprecated_launcher_warns_and_the_old_argument_is_refused():
     assert "FutureWarning: The module torch.distributed.launch is deprecated" in done.stderr
     assert "os.environ['LOCAL_RANK']" in done.stderr
     assert "launch_legacy.py: error: unrecognized arguments: --local-rank=0" in done.stderr
+
+
+def test_the_fsdp_script_trains_on_two_cpu_ranks_with_no_arguments_and_saves_plain_weights(tmp_path):
+    done = run(
+        torchrun("--standalone", "--nproc-per-node=2", str(SCRIPTS / "digits_fsdp.py")),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=cpu_env(),
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert [line.split(":")[0] for line in done.stdout.splitlines()[:5]] == [f"epoch {e}" for e in range(5)]
+    [acc] = accuracies(done.stdout)
+    assert acc > 0.7
+    state = torch.load(tmp_path / "digits.pt")  # full tensors, not DTensor shards: a plain model loads them
+    assert list(state) == ["layers.0.weight", "layers.0.bias", "layers.2.weight", "layers.2.bias"]
+    assert type(state["layers.0.weight"]) is torch.Tensor and state["layers.0.weight"].shape == (128, 64)
+    assert "gpuGetDeviceCount" not in done.stderr and "USDT" not in done.stderr
+
+
+def test_the_resumable_script_run_again_goes_on_from_its_snapshot(tmp_path):
+    """Stopped and run again (a cluster's requeue): the second run loads the snapshot and trains only what is left.
+    A rank killed under --max-restarts is tested by chapter 08's exercise checker (tests/exercises)."""
+    outputs = []
+    for epochs in ("2", "3"):
+        done = run(
+            torchrun("--standalone", "--nproc-per-node=2", str(SCRIPTS / "digits_ddp_resume.py"), "--epochs", epochs),
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=180,
+            env=cpu_env(),
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        outputs.append(done.stdout.splitlines())
+    assert [line.split(":")[0] for line in outputs[0][:2]] == ["epoch 0", "epoch 1"]
+    assert outputs[1][0] == "resumed from snapshot.pt: 2 epochs run, restart 0"
+    assert outputs[1][1].startswith("epoch 2:") and accuracies("\n".join(outputs[1]))
+    snapshot = torch.load(tmp_path / "snapshot.pt")
+    assert snapshot["epochs_run"] == 3 and snapshot["optimizer"]["state"], "the momentum buffers are in it"
+    assert not (tmp_path / "snapshot.pt.tmp").exists()
