@@ -94,6 +94,7 @@ EXTENDED = {
     "tests/test_install_lines.py": "pip's dry runs of every install line, against the package index",
     "tests/test_platform_install.py": "pip's dry run of installing gpulab beside a platform's torch",
     "tests/exercises/test_ddp_script.py": "learners' DDP scripts under torchrun, hangs and wrong answers included",
+    "tests/exercises/test_resume_script.py": "learners' resumable scripts under torchrun, a rank killed in each",
     "tests/ranks/test_scripts.py": "the chapters' scripts under torchrun, as one and two nodes",
 }
 
