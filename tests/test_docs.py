@@ -28,6 +28,7 @@ WRITTEN = (
     "handouts",
     "build",
     "_site",  # make site
+    "mywork",  # make lab: the learner's copy of the chapters (tools/learner_copy.py)
     "colab",  # the Colab editions, on the branch the site is published on
     "gpulab.egg-info",
     "...",
