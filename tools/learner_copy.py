@@ -1,4 +1,4 @@
-"""A learner's own copy of the chapters, which ``make lab`` opens: ``mywork/`` beside ``notebooks/``, outside git's view.
+"""A learner's own copy of the chapters, which ``make lab`` opens: ``mywork/``, beside ``notebooks/``, git-ignored.
 
 Running a chapter (Run All, autosave, an edited cell) changes the notebook. Done in ``notebooks/`` itself, that changes
 the tracked chapters, and the learner's next ``git pull`` stops on a conflict. So ``make lab`` opens a copy:
