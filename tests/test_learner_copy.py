@@ -94,7 +94,12 @@ def test_running_a_chapter_in_the_copy_leaves_git_status_clean(tmp_path):
     )
     assert done.returncode == 0, done.stderr[-3000:]
     ran = json.loads(chapter.read_text())
-    printed = [o.get("text", "") for c in ran["cells"] if c["cell_type"] == "code" for o in c.get("outputs", [])]
+    printed = [
+        o.get("text") or o.get("data", {}).get("text/plain", "")
+        for c in ran["cells"]
+        if c["cell_type"] == "code"
+        for o in c.get("outputs", [])
+    ]
     assert any("late_visible_devices" in "".join(t) for t in printed), "the chapter did not run its script"
     status = subprocess.run(git + ["status", "--porcelain"], cwd=clone, capture_output=True, text=True, timeout=60)
     assert status.stdout == ""

@@ -26,12 +26,14 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
+from gpulab.core.recorded_cells import NO_RECORDING  # noqa: E402
+from gpulab.core.recorded_cells import SKIP_LINE as GPU_SKIP  # noqa: E402
 from handoutkit.printing import find_chromium  # noqa: E402
 from sitekit import links  # noqa: E402
 from tests.process_group import run as run_in_group  # noqa: E402
 
 CHROMIUM = find_chromium()
-GPU_SKIP = "Skipped on this machine:"
+
 SHOTS = ROOT / "build" / "site-screenshots"
 # The first test that uses the site waits for its build: every chapter's run where build/executed/ has none.
 pytestmark = pytest.mark.timeout(1800)
@@ -230,7 +232,7 @@ def test_a_chapter_shows_its_figure_and_a_gpu_cell_its_recording_or_its_one_line
             text = out.inner_text()
             if GPU_SKIP in text and not shown_gpu:
                 after = text.split(GPU_SKIP, 1)[1]
-                assert "recorded on" in after or "No GPU recording of this cell's code yet" in after, text
+                assert "recorded on" in after or NO_RECORDING in after, text
                 assert out.is_visible()
                 out.scroll_into_view_if_needed()
                 page.screenshot(path=str(SHOTS / f"gpu-cell-{chapter.stem}.png"))
