@@ -258,3 +258,15 @@ def test_a_broken_link_in_a_page_fails_the_build_and_says_what_to_do(tmp_path, c
                 say=lambda _: None)  # fmt: skip
     assert website.build_html(tmp_path / "work" / "src", tmp_path / "out") == 0
     assert (tmp_path / "out" / "docs" / "guide.html").is_file() and not (tmp_path / "out" / "kept.html").exists()
+
+
+def test_the_home_page_promises_colab_links_only_where_the_build_makes_them(tmp_path):
+    src = _sources(tmp_path)
+    titles = {p: p.stem for p in src.chapters} | ({src.guide: "Guide"} if src.guide else {})
+    titles |= {src.ledger: "Claims ledger"} if src.ledger else {}
+    without = pages.home_page(src, titles, None)
+    assert "links at the top of its page" not in without
+    assert "carry no Colab or Kaggle links" in without
+    assert "Colab or Kaggle from the links at the top of its page" in pages.home_page(
+        src, titles, "https://github.com/o/r"
+    )
