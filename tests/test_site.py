@@ -210,8 +210,30 @@ def test_the_search_finds_a_chapter_by_a_word_in_its_text(site, served, browser)
     page.wait_for_selector("#search-results ul.search li", timeout=30_000)
     found = page.eval_on_selector_all("#search-results ul.search li a", "els => els.map(e => e.href)")
     assert any(f"{chapter.stem}.html" in h for h in found), f"searching {word!r} found {found}"
+    # the snippet is the text around the word, not the header's buttons ("System Settings Light Dark")
+    page.wait_for_selector("#search-results ul.search li p.context", timeout=30_000)
+    snippets = page.eval_on_selector_all("#search-results ul.search li p.context", "els => els.map(e => e.textContent)")
+    assert all("System Settings" not in s for s in snippets), snippets
+    assert any(word in s.lower() for s in snippets), f"no snippet shows {word!r}: {snippets}"
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / "search.png"), full_page=True)
+    # a result lands on the section that holds the word
+    page.click(f"#search-results ul.search li a[href*='{chapter.stem}.html']")
+    page.wait_for_load_state("load")
+    page.wait_for_function("() => location.hash.length > 1", timeout=10_000)
+    hit = page.query_selector("article.bd-article .highlighted")
+    assert hit is not None and hit.is_visible()
+    box = hit.bounding_box()
+    assert box and 0 <= box["y"] <= page.viewport_size["height"], "the match is not on the screen"
     assert not outside
     page.close()
+
+
+def test_no_page_shows_a_run_its_chapter_calls_not_quiet_without_saying_so(site):
+    for chapter in site["chapters"]:
+        text = (site["out"] / "notebooks" / f"{chapter.stem}.html").read_text(encoding="utf-8")
+        if "→ not quiet" in text:
+            assert "Which run this page shows" in text and "This run was not quiet" in text, chapter.name
 
 
 @needs_browser
