@@ -301,7 +301,7 @@ def stage(
     (out / "index.md").write_text(home_page(src, titles, repo_web), encoding="utf-8")
     shutil.copy2(HERE / "conf.py", out / "conf.py")
     (out / "_static").mkdir(exist_ok=True)
-    for name in ("site.css", "favicon.svg"):
+    for name in ("site.css", "favicon.svg", "search.js"):
         shutil.copy2(HERE / name, out / "_static" / name)
     footer = f"{made() if callable(made) else made} {gpu_footer(**gpu_cells)}".strip()
     settings = {"made": footer, "repo_web": repo_web, "kit": str(HERE.parent)}
