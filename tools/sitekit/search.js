@@ -5,8 +5,8 @@
       query for pin_memory looks for "pin_memori", which the page does not contain, so every snippet showed the
       buttons. Here the snippet comes from the article alone, around the first place the query's own words (or, failing
       them, their stems less the last letter) occur.
-   2. Landing. A result links to its page; arriving from the search page, the page scrolls to the first highlighted
-      match (sphinx_highlight.js marks them) and the address names its section, so the reader lands where the words are.
+   2. Landing. A result links to its page only; a click on it adds a text fragment (#:~:text=word, which Chromium,
+      Safari and Firefox follow), so the page opens scrolled to the first place the query's word occurs.
 */
 (function () {
   "use strict";
@@ -55,15 +55,13 @@
     };
   }
 
-  function landOnMatch() {
-    if (window.location.hash || !/search\.html/.test(document.referrer)) return;
-    const hit = document.querySelector("article.bd-article .highlighted");
-    if (!hit) return;
-    const section = hit.closest("section[id]");
-    if (section) history.replaceState(null, "", "#" + section.id);
-    hit.scrollIntoView({ block: "center" });
+  function landOnMatch(event) {
+    const link = event.target.closest("#search-results a");
+    const words = queryWords().filter((w) => !w.includes('"'));
+    if (!link || !words.length || link.hash) return;
+    link.href = link.href + "#:~:text=" + encodeURIComponent(words[0]);
   }
 
   document.addEventListener("DOMContentLoaded", patchSearch);
-  window.addEventListener("load", () => setTimeout(landOnMatch, 50));
+  document.addEventListener("click", landOnMatch, true);
 })();
