@@ -6,7 +6,8 @@ STAMP  := $(VENV)/.installed
 PORT   ?= 8888
 export GPULAB_FAST ?= 1
 
-.PHONY: lab lint format test test-extended test-slow test-unit test-notebooks test-gpu test-kit test-compat wheelhouse install notebooks handouts site clean
+.PHONY: lab env lint format test test-extended test-slow test-unit test-notebooks test-gpu test-kit test-compat wheelhouse install notebooks \
+        handouts site clean
 
 # JupyterHub's proxy is a Node program (npm), not on PyPI: installed beside the venv where npm exists, for the Hub
 # test (tests/server/test_hub.py) and tools/jupyterhub_config.py (c.ConfigurableHTTPProxy.command). .ci/run installs
@@ -25,9 +26,18 @@ $(STAMP): pyproject.toml constraints.txt
 
 install: $(STAMP)
 
+# make lab opens the learner's own copy of the chapters, mywork/ (git-ignored: Run All and autosave change only it,
+# so git pull never conflicts). tools/learner_copy.py copies each chapter it lacks (a chapter a pull adds joins) and
+# never overwrites one; delete mywork/NN_….ipynb for a fresh copy of that chapter.
 lab: $(STAMP)
-	@echo "Starting JupyterLab on notebooks/ (localhost only, token auth on); open the URL it prints."
-	GPULAB_FAST=0 $(VENV)/bin/jupyter lab --config=tools/jupyter_server_config.py --notebook-dir=notebooks --ip=127.0.0.1 --port=$(PORT) --no-browser $(if $(filter 0,$(shell id -u)),--allow-root,)
+	@$(PY) tools/learner_copy.py --dest mywork
+	@echo "Starting JupyterLab on mywork/ (localhost only, token auth on); open the URL it prints. Ctrl-C stops it."
+	GPULAB_FAST=0 $(VENV)/bin/jupyter lab --config=tools/jupyter_server_config.py --notebook-dir=mywork --ip=127.0.0.1 --port=$(PORT) --no-browser $(if $(filter 0,$(shell id -u)),--allow-root,)
+
+# The environment report (what each chapter will do on this machine), through the course's venv: a fresh terminal's
+# python3 finds ./gpulab but not the packages installed into .venv.
+env: $(STAMP)
+	$(PY) -m gpulab env
 
 # make test and make test-compat share the work between TEST_WORKERS pytest-xdist workers (--dist loadfile): a test
 # file's tests stay on one worker (its module fixtures run once; nbval's cells share the chapter's kernel), except in

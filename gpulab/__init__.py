@@ -31,6 +31,7 @@ import (``machine.cuda_watch``), so that the line that starts CUDA can be named.
 from __future__ import annotations
 
 import importlib
+import sys
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (2 ms); checkers read the name as True
 if TYPE_CHECKING:
@@ -100,7 +101,17 @@ def __getattr__(name: str) -> Any:
                 "instead (gpulab gives each idea one name; 'check' is the exercises' gpulab.check)."
             )
         raise AttributeError(f"module 'gpulab' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    try:
+        value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    except ModuleNotFoundError as exc:  # a Python without gpulab's packages: say which Python to use
+        from .core.dependencies import missing_dependency, missing_dependency_message
+
+        missing = missing_dependency(exc)
+        if missing is None:
+            raise
+        root = __import__("pathlib").Path(__file__).resolve().parents[1]
+        raise ModuleNotFoundError(missing_dependency_message(missing, sys.executable, root), name=missing) from None
+
     globals()[name] = value  # later lookups skip __getattr__
     return value
 

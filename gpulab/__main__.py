@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -103,6 +104,15 @@ def main(argv: list[str] | None = None) -> int:
             print(release_gpu([reader.info(i) for i in range(reader.count())], args.gpu, share=args.share))
         elif args.command == "kernelspec":
             return _kernelspec(args)
+    except ModuleNotFoundError as exc:  # a Python without gpulab's packages (e.g. python3 in the course's folder)
+        from .core.dependencies import missing_dependency, missing_dependency_message
+
+        module = missing_dependency(exc)
+        if module is None:
+            raise
+        root = Path(__file__).resolve().parents[1]
+        print(missing_dependency_message(module, sys.executable, root, args.command), file=sys.stderr)
+        return 1
     except PermissionError as exc:  # ReleaseRefused, or a kernelspec folder this user cannot write
         print(f"gpulab: {exc}", file=sys.stderr)
         return 1

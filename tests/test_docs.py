@@ -28,6 +28,7 @@ WRITTEN = (
     "handouts",
     "build",
     "_site",  # make site
+    "mywork",  # make lab: the learner's copy of the chapters (tools/learner_copy.py)
     "colab",  # the Colab editions, on the branch the site is published on
     "gpulab.egg-info",
     "...",
@@ -58,7 +59,7 @@ def paragraphs(text: str) -> list[list[str]]:
     cur: list[str] = []
     for line in _prose(text) + [""]:
         item = re.match(r"^\s*([*-]|\d+\.) ", line)
-        if not line.strip() or line.startswith(("#", "|")) or item:
+        if not line.strip() or line.startswith("#") or line.lstrip().startswith("|") or item:
             if cur:
                 out.append(cur)
             cur = [line] if item else []
@@ -173,3 +174,49 @@ def test_the_link_check_knows_githubs_anchors():
         slug(" A workshop server: every student gets a free GPU") == "a-workshop-server-every-student-gets-a-free-gpu"
     )
     assert slug("A PyTorch build that matches an older driver") == "a-pytorch-build-that-matches-an-older-driver"
+
+
+# A sentence ends with one of these, maybe inside a closing quote, bracket, emphasis or code span.
+SENTENCE_END = re.compile(r"[.!?:][)\]*_\"'`]*$")
+LIST_ITEM_END = re.compile(r"[.!?:;][)\]*_\"'`]*$")  # an item of a list may end with the ; that joins it to the next
+CODE_SPAN = re.compile(r"`[^`]*`")
+
+
+def cut_paragraphs(text: str) -> list[str]:
+    """Paragraphs that a heading, a blank line or the page's end cut in two: one left with a parenthesis open, one
+    that stops without ending its sentence, and one that starts in the middle of a sentence (a lower-case word)."""
+    found = []
+    for para in paragraphs(text):
+        joined = " ".join(line.strip() for line in para)
+        is_item = re.match(r"^\s*([*-]|\d+\.) ", para[0]) is not None
+        plain = CODE_SPAN.sub("code", joined)
+        start = re.sub(r"^([*-]|\d+\.) ", "", joined)
+        if plain.count("(") > plain.count(")"):
+            found.append(f"a parenthesis left open: ...{joined[-70:]}")
+        elif not (LIST_ITEM_END if is_item else SENTENCE_END).search(plain):
+            found.append(f"stops mid-sentence: ...{joined[-70:]}")
+        if not is_item and re.match(r"^[a-z]", start):
+            found.append(f"starts mid-sentence: {joined[:70]}...")
+    return found
+
+
+@pytest.mark.parametrize("path", PAGES, ids=IDS)
+def test_every_paragraph_is_whole(path):
+    assert cut_paragraphs(_text(path)) == []
+
+
+def test_the_whole_paragraph_rule_catches_each_way_a_paragraph_is_cut():
+    assert cut_paragraphs("Whole (with a parenthesis) and `code (`.\n\n- An item.\n") == []
+    assert cut_paragraphs("Ends with a path: `a/b`.\n\nA list follows:\n\n- one.\n") == []
+    cut_by_heading = (
+        "A hygiene test checks that every chapter a notebook or\n\n## Heading\n\nthis README mentions exists."
+    )
+    assert cut_paragraphs(cut_by_heading) == [
+        "stops mid-sentence: ...A hygiene test checks that every chapter a notebook or",
+        "starts mid-sentence: this README mentions exists....",
+    ]
+    assert cut_paragraphs("Read it (from the system;\n\nnot the file).") == [
+        "a parenthesis left open: ...Read it (from the system;",
+        "starts mid-sentence: not the file)....",
+    ]
+    assert cut_paragraphs("Normalised: no execution") == ["stops mid-sentence: ...Normalised: no execution"]

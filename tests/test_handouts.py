@@ -339,3 +339,16 @@ def test_the_printed_ledger_passes_the_page_check(ledger_page, tmp_path):
         printing.print_pdf(html, tmp_path / "claims_ledger.pdf", CHROMIUM), (A4.width_mm, A4.height_mm), A4.margin_mm
     )
     assert check.problems == [], str(check)
+
+
+def test_a_chapters_run_prints_no_kernel_transport_warning(tmp_path):
+    # make site and make handouts printed ipykernel's "Kernel is running over TCP without encryption" once per chapter
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print(6 * 7)")]), tmp_path / "t.ipynb")
+    code = (
+        f"import sys; sys.path[:0] = [{str(ROOT / 'tools')!r}, {str(ROOT)!r}]\n"
+        "from pathlib import Path\nfrom handoutkit import run\n"
+        f"print(run.execute(Path({str(tmp_path / 't.ipynb')!r}), fast=True).cells[0].outputs[0]['text'])"
+    )
+    done = process_group.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and done.stdout.strip() == "42", done.stderr[-2000:]
+    assert "without encryption" not in done.stderr

@@ -26,12 +26,14 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
+from gpulab.core.recorded_cells import NO_RECORDING  # noqa: E402
+from gpulab.core.recorded_cells import SKIP_LINE as GPU_SKIP  # noqa: E402
 from handoutkit.printing import find_chromium  # noqa: E402
 from sitekit import links  # noqa: E402
 from tests.process_group import run as run_in_group  # noqa: E402
 
 CHROMIUM = find_chromium()
-GPU_SKIP = "Skipped on this machine:"
+
 SHOTS = ROOT / "build" / "site-screenshots"
 # The first test that uses the site waits for its build: every chapter's run where build/executed/ has none.
 pytestmark = pytest.mark.timeout(1800)
@@ -208,8 +210,36 @@ def test_the_search_finds_a_chapter_by_a_word_in_its_text(site, served, browser)
     page.wait_for_selector("#search-results ul.search li", timeout=30_000)
     found = page.eval_on_selector_all("#search-results ul.search li a", "els => els.map(e => e.href)")
     assert any(f"{chapter.stem}.html" in h for h in found), f"searching {word!r} found {found}"
+    # the snippet is the text around the word, not the header's buttons ("System Settings Light Dark")
+    page.wait_for_selector("#search-results ul.search li p.context", timeout=30_000)
+    snippets = page.eval_on_selector_all("#search-results ul.search li p.context", "els => els.map(e => e.textContent)")
+    assert all("System Settings" not in s for s in snippets), snippets
+    assert any(word in s.lower() for s in snippets), f"no snippet shows {word!r}: {snippets}"
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / "search.png"), full_page=True)
+    # a result lands on the section that holds the word
+    page.click(f"#search-results ul.search li a[href*='{chapter.stem}.html']")
+    page.wait_for_load_state("load")
+    first_match_top = """(w) => {
+        const walker = document.createTreeWalker(document.querySelector('article.bd-article'), NodeFilter.SHOW_TEXT);
+        while (walker.nextNode()) {
+            const n = walker.currentNode, i = n.textContent.toLowerCase().indexOf(w);
+            if (i > -1) { const r = document.createRange(); r.setStart(n, i); r.setEnd(n, i + w.length);
+                          return r.getBoundingClientRect().top; }
+        }
+        return null;
+    }"""
+    page.wait_for_function(f"(w) => {{ const t = ({first_match_top})(w); return t !== null && t >= 0 && t < 900; }}",
+                           arg=word, timeout=10_000)  # fmt: skip
     assert not outside
     page.close()
+
+
+def test_no_page_shows_a_run_its_chapter_calls_not_quiet_without_saying_so(site):
+    for chapter in site["chapters"]:
+        text = (site["out"] / "notebooks" / f"{chapter.stem}.html").read_text(encoding="utf-8")
+        if "→ not quiet" in text:
+            assert "Which run this page shows" in text and "This run was not quiet" in text, chapter.name
 
 
 @needs_browser
@@ -230,7 +260,7 @@ def test_a_chapter_shows_its_figure_and_a_gpu_cell_its_recording_or_its_one_line
             text = out.inner_text()
             if GPU_SKIP in text and not shown_gpu:
                 after = text.split(GPU_SKIP, 1)[1]
-                assert "recorded on" in after or "No GPU recording of this cell's code yet" in after, text
+                assert "recorded on" in after or NO_RECORDING in after, text
                 assert out.is_visible()
                 out.scroll_into_view_if_needed()
                 page.screenshot(path=str(SHOTS / f"gpu-cell-{chapter.stem}.png"))

@@ -16,12 +16,12 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
+from gpulab.core.recorded_cells import NO_RECORDING  # noqa: E402
+from gpulab.core.recorded_cells import SKIP_LINE as GPU_SKIP  # noqa: E402
 from handoutkit import editions, run  # noqa: E402
 from sitekit import links, pages  # noqa: E402
 from tests.process_group import run as run_in_group  # noqa: E402
 from tests.small_notebooks import write_notebook  # noqa: E402
-
-GPU_SKIP = "Skipped on this machine:"
 
 
 @pytest.mark.parametrize(
@@ -134,7 +134,7 @@ def _executed(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     for cell in nb.cells:
         if cell.cell_type == "code" and cell.source.startswith("%%gpu"):
             none = find([], source=cell.source, needs=1).note
-            text = f"{GPU_SKIP} this cell needs 1 CUDA GPU(s).\n{none}\n"
+            text = f"{GPU_SKIP} needs 1 GPU, and no GPU is here. {none}\n"
             cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=text)]
     return nb
 
@@ -156,7 +156,7 @@ def test_a_chapter_page_has_its_bar_under_the_title_anchors_and_folded_solutions
     assert pages.SOLUTION_FOLD in solution.metadata["tags"]
     (gpu,) = [c for c in page.cells if c.cell_type == "code" and c.source.startswith("%%gpu")]
     text = "".join(o.get("text", "") for o in gpu.outputs)
-    assert text.count("No GPU recording of this cell's code yet") == 1  # the magic printed it; not again
+    assert text.count(NO_RECORDING) == 1  # the magic printed it; not again
     assert "a test file" in title and "../tests/t.py" not in title  # no repository URL: the words stay
 
 
@@ -258,3 +258,15 @@ def test_a_broken_link_in_a_page_fails_the_build_and_says_what_to_do(tmp_path, c
                 say=lambda _: None)  # fmt: skip
     assert website.build_html(tmp_path / "work" / "src", tmp_path / "out") == 0
     assert (tmp_path / "out" / "docs" / "guide.html").is_file() and not (tmp_path / "out" / "kept.html").exists()
+
+
+def test_the_home_page_promises_colab_links_only_where_the_build_makes_them(tmp_path):
+    src = _sources(tmp_path)
+    titles = {p: p.stem for p in src.chapters} | ({src.guide: "Guide"} if src.guide else {})
+    titles |= {src.ledger: "Claims ledger"} if src.ledger else {}
+    without = pages.home_page(src, titles, None)
+    assert "links at the top of its page" not in without
+    assert "carry no Colab or Kaggle links" in without
+    assert "Colab or Kaggle from the links at the top of its page" in pages.home_page(
+        src, titles, "https://github.com/o/r"
+    )

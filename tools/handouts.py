@@ -61,7 +61,9 @@ def machine_line() -> tuple[str, bool]:
     ), bool(real)
 
 
-def made_line(ran_on: str, fast: bool, when: dt.date, recorded: bool = False) -> str:
+def made_line(ran_on: str, fast: bool, when: dt.date, recorded: bool | None = False) -> str:
+    """Where and how the pages were run; ``recorded``: whether GPU cells show recordings (None: say nothing of them,
+    for a caller that counts what they show, as the site does)."""
     sizes = (
         "small data sizes and few epochs (fast mode), so each chapter runs in seconds: numbers and curves are "
         "smaller than in the full lesson"
@@ -73,6 +75,8 @@ def made_line(ran_on: str, fast: bool, when: dt.date, recorded: bool = False) ->
         if recorded
         else "Cells marked “GPU cell” say on this page why they skipped where there is no GPU."
     )
+    if recorded is None:
+        return f"Printed from a run on {when:%Y-%m-%d} on {ran_on}; {sizes}."
     return f"Printed from a run on {when:%Y-%m-%d} on {ran_on}; {sizes}. {gpu}"
 
 

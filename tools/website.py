@@ -31,7 +31,7 @@ ROOT = HERE.parent
 sys.path[:0] = [str(HERE), str(ROOT)]
 
 from handoutkit import run  # noqa: E402
-from sitekit import links, pages  # noqa: E402
+from sitekit import links, pages, quiet  # noqa: E402
 
 OUT = ROOT / "_site"
 STAGE = ROOT / "build" / "site" / "src"
@@ -104,17 +104,30 @@ def main(argv: list[str]) -> int:
     src = pages.find_sources(ROOT, [n.resolve() for n in args.notebooks] or None)
     machine, has_gpus = handouts.machine_line()
     fast = args.size == "fast" or (args.size == "auto" and not has_gpus)
-    made = handouts.made_line(machine, fast, dt.date.today(), recorded=True).replace("Printed from", "Built from")
+    made = handouts.made_line(machine, fast, dt.date.today(), recorded=None).replace("Printed from", "Built from")
     repo_url = args.repo_url or links.repo_url_from_git(ROOT)
+    committed: list[str] = []  # the chapters whose page shows the committed quiet run (sitekit.quiet)
 
     def runs(path: Path):
         print(f"site: {path.name}: {'running' if args.cache is None else 'running (or reusing its run)'}", flush=True)
         try:
-            return run.executed(path, fast=fast, cache=args.cache)
+            chosen = quiet.quiet_run(
+                path,
+                run=lambda p: run.executed(p, fast=fast, cache=args.cache),
+                rerun=lambda p: run.execute(p, fast=fast),
+            )
         except run.ChapterFailed as exc:
             raise SystemExit(f"site: {exc}") from None
+        if chosen.committed:
+            committed.append(path.name[:2])
+        return quiet.with_note(chosen.nb, chosen.note) if chosen.note else chosen.nb
 
-    pages.stage(args.stage, src, runs, repo_url=repo_url, branch=args.pages_branch, made=made)
+    def footer() -> str:
+        if not committed:
+            return made
+        return f"{made} Chapter(s) {', '.join(committed)}: the committed quiet run, as the page says at its top."
+
+    pages.stage(args.stage, src, runs, repo_url=repo_url, branch=args.pages_branch, made=footer)
     if build_html(args.stage, args.out) != 0:
         return 1
     print(

@@ -34,9 +34,26 @@ __all__ = [
     "read_bundles",
     "find",
     "recordings_folder",
+    "SKIP_LINE",
+    "NO_RECORDING",
+    "skipped_here",
 ]
 
 MANIFEST = "manifest.json"
+# How %%gpu starts its output where it does not run the cell (notebook.magics), and what the runs of earlier versions
+# printed there: the bundles, the handouts and the site tell a skipped cell by it.
+SKIP_LINE = "Not run here:"
+OLDER_SKIP_LINES = ("Skipped on this machine:",)
+# The reader's half-line for a GPU cell that no GPU run has recorded yet; how a maintainer records one is
+# docs/gpu-runs.md's business, not the reader's.
+NO_RECORDING = "No recorded GPU output yet."
+
+
+def skipped_here(text: str) -> bool:
+    """True when ``text``, a cell's printed output, is %%gpu's skip (today's wording or an older run's)."""
+    return text.lstrip().startswith((SKIP_LINE, *OLDER_SKIP_LINES))
+
+
 BUNDLE_KIND = "gpulab-gpu-bundle"
 _MAGIC = re.compile(r"^\s*%%gpu\b[ \t]*([^\n]*)")
 
@@ -206,4 +223,4 @@ def find(
             None,
             f"This cell's code changed since its recording ({old.bundle.date}): the old output is not shown.",
         )
-    return Lookup(None, "No GPU recording of this cell's code yet (make test-gpu on a GPU machine records one).")
+    return Lookup(None, NO_RECORDING)  # docs/gpu-runs.md says how a maintainer records one

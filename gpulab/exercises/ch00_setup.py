@@ -58,6 +58,12 @@ def _visible_devices(answer: Any) -> str:
             f"the program would also see physical GPU(s) {', '.join(map(str, extra))}, which others in the room "
             "are using: list only the GPUs it should use."
         )
+    missing = [g for g in (WANTED_CUDA0, WANTED_CUDA1) if g not in physical]
+    if missing and set(physical) <= {WANTED_CUDA0, WANTED_CUDA1}:
+        raise Hint(
+            f"with this value {got}, but physical GPU {missing[0]} is missing: the program must see every GPU it "
+            "uses, so the list names each of them."
+        )
     raise Hint(f"with this value {got}. The entries are physical GPU numbers as nvidia-smi shows them, not cuda:k.")
 
 

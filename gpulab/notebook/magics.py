@@ -4,11 +4,12 @@
 taught in ``notebooks/04_ddp.ipynb``). Loading the extension also makes tracebacks short (``tracebacks``): the learner's
 line and the line that raised.
 
-A ``%%gpu 2`` cell runs only where two CUDA GPUs are usable; elsewhere it prints why it was skipped, so a learner on a
-laptop sees the reason in the cell's output instead of a traceback, and "Run All" carries on. Below the reason it
-shows what the same code printed on a GPU machine, labelled "recorded on <GPU>, torch <version>, <date>; not run
-here", from the newest bundle ``make test-gpu`` recorded (``core.recorded_cells``: matched on the chapter and the
-hash of the cell's code, and the cell id where the front end sends one), or one line saying why there is none.
+A ``%%gpu 2`` cell runs only where two CUDA GPUs are usable; elsewhere it prints one line for the reader ("Not run
+here: needs 2 GPUs, and PyTorch found no usable CUDA GPU on this machine."), so a learner on a laptop sees the reason
+instead of a traceback, and "Run All" carries on. Below it, what the same code printed on a GPU machine, labelled
+"recorded on <GPU>, torch <version>, <date>; not run here", from the newest bundle ``make test-gpu`` recorded
+(``core.recorded_cells``: matched on the chapter and the hash of the cell's code, and the cell id where the front end
+sends one); or, on the same line, why there is none ("No recorded GPU output yet.").
 Cells that use it carry the notebook tag ``gpu`` (or ``multigpu`` for n ≥ 2), which ``make test-gpu`` selects; there
 ``GPULAB_FULL_GPU_CELLS=1`` runs them at the full sizes (``GPULAB_FAST=0`` while the cell runs).
 """
@@ -20,11 +21,11 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from ..core.recorded_cells import find, read_bundles
+from ..core.recorded_cells import SKIP_LINE, find, read_bundles
 from ..core.settings import env_flag
 from ..machine.cuda import too_few_gpus
 
-__all__ = ["load_ipython_extension", "gpu_cell", "show_recording", "front_end_context"]
+__all__ = ["load_ipython_extension", "gpu_cell", "skip_line", "show_recording", "front_end_context"]
 
 
 def gpu_cell(
@@ -44,11 +45,7 @@ def gpu_cell(
         raise ValueError(f"%%gpu takes the number of GPUs the cell needs, like `%%gpu 2`; got {line.strip()!r}.")
     reason = shortfall(int(arg))
     if reason is not None:
-        print(
-            f"Skipped on this machine: this cell {reason}. On a machine with GPUs it runs; read its code and the "
-            f"text around it for what it would show."
-        )
-        show_recording(cell, int(arg), chapter=chapter, cell_id=cell_id)
+        show_recording(cell, int(arg), chapter=chapter, cell_id=cell_id, reason=reason)
         return
     full = env_flag("GPULAB_FULL_GPU_CELLS", False, meaning="to run the GPU cells at the full sizes")
     saved = os.environ.get("GPULAB_FAST")
@@ -64,13 +61,25 @@ def gpu_cell(
     result.raise_error()
 
 
-def show_recording(cell: str, needs: int, *, chapter: str | None = None, cell_id: str | None = None) -> None:
-    """Below a skip: the recording of this cell's code on a machine with ``needs`` GPUs, after its label; or one line
-    saying why none is shown."""
+def skip_line(needs: int, reason: str) -> str:
+    """The reader's line for a cell that did not run: ``"Not run here: needs 2 GPUs, and PyTorch found no usable CUDA
+    GPU on this machine."``. ``reason`` is ``too_few_gpus``'s sentence ("needs 2 CUDA GPU(s), but …")."""
+    why = reason.partition(", but ")[2] or reason
+    return f"{SKIP_LINE} needs {needs} GPU{'s' if needs > 1 else ''}, and {why}."
+
+
+def show_recording(
+    cell: str, needs: int, *, chapter: str | None = None, cell_id: str | None = None, reason: str | None = None
+) -> None:
+    """Below a skip (``reason``: why it did not run, printed first): the recording of this cell's code on a machine
+    with ``needs`` GPUs, after its label; or, on the same line as the skip, why none is shown."""
     found = find(read_bundles(), source=cell, needs=needs, chapter=chapter, cell_id=cell_id)
+    first = skip_line(needs, reason) if reason is not None else ""
     if found.cell is None:
-        print(found.note)
+        print(f"{first} {found.note}".strip())
         return
+    if first:
+        print(first)
     print(f"── {found.note} ──")
     for out in found.cell.outputs():
         kind = out.get("output_type")

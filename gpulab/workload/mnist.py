@@ -43,11 +43,13 @@ def load_mnist(root: str | PathLike[str] = "data", *, download: bool = False, fl
             f"`pip install torchvision`. {_FALLBACK}"
         ) from None
     raw = os.path.join(os.fspath(root), "MNIST", "raw")
+    made = _missing_folders(raw)  # what a download would create, to be taken back if it fails
     try:
         train = MNIST(os.fspath(root), train=True, download=download)
         test = MNIST(os.fspath(root), train=False, download=False)
     except RuntimeError as e:
         if download:
+            _remove_if_empty(made)
             why = f"could not be downloaded: {_first_lines(str(e))}"
         else:
             missing = [f for f in MNIST_FILES if not os.path.exists(os.path.join(raw, f))]
@@ -67,6 +69,28 @@ def load_mnist(root: str | PathLike[str] = "data", *, download: bool = False, fl
         _tensors(test.data, test.targets, flat),
         source=f"MNIST, read by torchvision from {raw}",
     )
+
+
+def _missing_folders(path: str) -> list[str]:
+    """``path`` and those of its parents that do not exist yet, deepest first."""
+    out = []
+    while path and not os.path.exists(path):
+        out.append(path)
+        parent = os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
+    return out
+
+
+def _remove_if_empty(folders: list[str]) -> None:
+    """Remove the folders a failed download created (deepest first), so that no empty ``data/MNIST/raw`` stays in a
+    learner's folder; one that holds anything (a file another load wrote) stays."""
+    for folder in folders:
+        try:
+            os.rmdir(folder)
+        except OSError:  # not empty, or already gone: leave it
+            return
 
 
 def _tensors(images: torch.Tensor, labels: torch.Tensor, flat: bool) -> TensorDataset:

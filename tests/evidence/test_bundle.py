@@ -132,7 +132,7 @@ def test_a_skipped_cell_shows_its_recording_labelled_matched_by_chapter_and_hash
     finally:
         del os.environ["GPULAB_RECORDINGS"]
     out = capsys.readouterr().out
-    assert out.startswith("Skipped on this machine: this cell needs 1 CUDA GPU(s), but none here.")
+    assert out.startswith("Not run here: needs 1 GPU, and none here.\n")
     assert f"── {label}, 2026-11-27; not run here ──\none GPU cell ran at size 1000\n" in out
     assert "two GPU cell ran\n" in out and "<IPython.core.display.Image object>" in out  # the image, displayed
 
@@ -147,7 +147,7 @@ def test_the_cell_id_finds_the_cell_without_the_chapter_and_a_changed_cell_is_re
         "This cell's code changed since its recording (2026-11-27): the old output is not shown."
     )
     no_id = rc.find(cells, source=changed, needs=1, chapter=CHAPTER)
-    assert no_id.cell is None and no_id.note.startswith("No GPU recording of this cell's code yet")
+    assert no_id.cell is None and no_id.note == "No recorded GPU output yet."
     other_chapter = rc.find(cells, source=rc.cell_body(ONE), needs=1, chapter="02_other.ipynb")
     assert other_chapter.cell is None
 
@@ -201,7 +201,7 @@ def test_a_front_end_that_sends_the_cell_id_is_matched_by_it_in_a_real_kernel(re
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
-    if not texts[0].startswith("Skipped on this machine"):
+    if not rc.skipped_here(texts[0]):
         pytest.skip("this machine has a GPU: the cell ran instead of showing its recording")
     assert "not run here ──\none GPU cell ran at size 1000" in texts[0]
     assert "This cell's code changed since its recording" in texts[1] and "size 1000" not in texts[1]
@@ -210,7 +210,7 @@ def test_a_front_end_that_sends_the_cell_id_is_matched_by_it_in_a_real_kernel(re
 def test_the_handouts_gpu_edition_puts_the_recording_in_place_of_the_skip(recorded):
     nb = nbformat.read(recorded / CHAPTER, as_version=4)
     laptop = nbformat.v4.new_notebook(cells=[nbformat.from_dict(c) for c in nb.cells])
-    skip = nbformat.v4.new_output("stream", name="stdout", text="Skipped on this machine: this cell needs 1 …\n")
+    skip = nbformat.v4.new_output("stream", name="stdout", text="Not run here: needs 1 GPU, and …\n")
     for cell in laptop.cells[1:]:
         if rc.magic_line(cell.source):
             cell.outputs = [skip]
@@ -220,7 +220,7 @@ def test_the_handouts_gpu_edition_puts_the_recording_in_place_of_the_skip(record
     one, two, four = (edition.cells[i].outputs for i in (1, 3, 4))
     assert one[0].text.startswith("── recorded on 2× Tesla T4 (SIMULATED") and one[1].text.startswith("one GPU")
     assert any("image/png" in o.get("data", {}) for o in two), "the recorded image is in the handout"
-    assert four[0].text.startswith("Skipped") and four[1].text.startswith("Recorded only on 2 GPU(s)")
+    assert four[0].text.startswith("Not run here") and four[1].text.startswith("Recorded only on 2 GPU(s)")
     assert laptop.cells[1].outputs == [skip], "the executed notebook itself is not changed"
 
 
@@ -371,5 +371,5 @@ def test_make_handouts_gpu_edition_prints_the_recordings_in_place_of_the_skips(r
     assert page.count("recorded on 2× Tesla T4 (SIMULATED: described GPUs, the code ran on a CPU)") == 2
     assert "one GPU cell ran at size 1000" in page and "two GPU cell ran" in page and "data:image/png" in page
     assert "Recorded only on 2 GPU(s) (Tesla T4, 2026-11-27)" in page  # the 4-GPU cell keeps its skip, says why
-    assert "Skipped on this machine: this cell needs 4 CUDA GPU(s)" in page
+    assert "Not run here: needs 4 GPUs, and " in page
     assert "GPU cells that could not run here show what a recorded GPU run printed" in page

@@ -174,6 +174,7 @@ def smi_most_used(csv_text):
 WRONG = [
     ("ch00-ex1", "1,6", ["wrong order", "order you write them"], ["6,1"]),
     ("ch00-ex1", "6,1,3", ["also see physical GPU(s) 3"], ["6,1"]),
+    ("ch00-ex1", "6", ["cuda:0 would be physical GPU 6", "physical GPU 1 is missing"], ["6,1"]),
     ("ch00-ex1", "cuda:6,1", ["no GPU at all", "does not start with a number"], ["6,1"]),
     ("ch00-ex2", {"a", "b", "c"}, ["b) import torch does not start CUDA", "uninitialised"], []),
     ("ch00-ex2", {"a", "c", "d"}, ["d) gpulab.devices() does not start CUDA", "NVML", "The environment report"], []),

@@ -139,7 +139,17 @@ def test_a_failed_download_says_so_and_what_to_use_instead(tmp_path, monkeypatch
         match=r"could not be downloaded: Error downloading train-images-idx3-ubyte"
         r".*load_digits\(size=28\)",
     ):
+        load_mnist(tmp_path / "data", download=True)
+    assert not (tmp_path / "data").exists(), "a failed download left the folders it made"
+
+
+def test_a_failed_download_keeps_a_folder_that_was_there(tmp_path, monkeypatch):
+    monkeypatch.setattr(MNIST, "mirrors", ["http://127.0.0.1:9/"])
+    (tmp_path / "MNIST").mkdir()
+    (tmp_path / "MNIST" / "notes.txt").write_text("mine")
+    with pytest.raises(DatasetUnavailable, match="could not be downloaded"):
         load_mnist(tmp_path, download=True)
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["MNIST", "notes.txt"]
 
 
 def test_a_damaged_idx_file_is_reported_as_such(tmp_path):

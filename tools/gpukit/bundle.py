@@ -25,11 +25,10 @@ from pathlib import Path
 from typing import Any
 
 from gpukit import evidence
-from gpulab.core.recorded_cells import BUNDLE_KIND, MANIFEST, cell_body, magic_line, source_hash
+from gpulab.core.recorded_cells import BUNDLE_KIND, MANIFEST, cell_body, magic_line, skipped_here, source_hash
 
 SCHEMA_VERSION = evidence.SCHEMA_VERSION  # one number for what the kit writes from now on
 IMAGE_LIMIT_BYTES = 48 * 1024  # an image's base64 text; larger ones are left out (their text/plain stays)
-SKIP_LINE = "Skipped on this machine:"  # how %%gpu starts its output where it does not run the cell
 CHAPTER = re.compile(r"^\d{2}_[\w-]+\.ipynb$")
 MACHINE_KEYS = {"gpus": list, "driver": str, "cuda": str, "torch": str, "python": str}
 
@@ -46,7 +45,7 @@ def folder_name(date: str, gpu_name: str) -> str:
 def _ran(outputs: list[dict[str, Any]]) -> bool:
     """Did the cell run here? Not when nbval never ran it (no output, no error) or the magic printed its skip."""
     text = "".join("".join(o.get("text", "")) for o in outputs if o.get("output_type") == "stream")
-    return bool(outputs) and not text.lstrip().startswith(SKIP_LINE)
+    return bool(outputs) and not skipped_here(text)
 
 
 def trim(nb: dict[str, Any], limit: int = IMAGE_LIMIT_BYTES) -> int:

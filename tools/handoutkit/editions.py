@@ -47,15 +47,14 @@ def edition_of(nb: nbformat.NotebookNode, edition: Edition | str) -> nbformat.No
     return out
 
 
-SKIP_LINE = "Skipped on this machine:"  # how %%gpu starts its output where it does not run the cell
-
-
 def _stream_text(cell: nbformat.NotebookNode) -> str:
     return "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream")
 
 
 def _skipped(cell: nbformat.NotebookNode) -> bool:
-    return _stream_text(cell).lstrip().startswith(SKIP_LINE)
+    from gpulab.core.recorded_cells import skipped_here  # %%gpu's skip line, today's or an older run's
+
+    return skipped_here(_stream_text(cell))
 
 
 def recorded_edition(nb: nbformat.NotebookNode, chapter: str, cells: list | None = None) -> tuple[Any, int]:

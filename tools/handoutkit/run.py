@@ -64,6 +64,11 @@ def execute(
         client = NotebookClient(
             nb,
             timeout=timeout_s,
+            # ipykernel 7 logs "Kernel is running over TCP without encryption" as it starts, once per chapter, in
+            # the middle of make site's and make handouts' output. The kernel listens on 127.0.0.1 for this process
+            # alone (a build machine's own loopback), so the warning tells a builder nothing: its log shows errors
+            # only. What the chapter's code prints, warnings included, still reaches the page.
+            extra_arguments=["--IPKernelApp.log_level=ERROR"],
             kernel_name="python3",
             store_widget_state=True,
             resources={"metadata": {"path": str(work)}},

@@ -7,4 +7,6 @@ sphinx-book-theme builds into a static site (``make site``).
     conf.py     Sphinx's configuration (copied beside the staged pages): myst-nb renders, the book theme lays out
     mathml.py   math as MathML (the browser draws it), so no page loads MathJax from a CDN
     site.css    the few styles the theme lacks (the chapter's launch bar, the recorded GPU outputs)
+    search.js   search snippets from the article around the query's words, and results that land on them
+    quiet       which run a timing chapter's page shows (never one its own line calls not quiet)
 """

@@ -167,6 +167,36 @@ def chapter_page(
     return nb
 
 
+def gpu_cell_counts(page: nbformat.NotebookNode) -> dict[str, int]:
+    """A chapter page's GPU cells that did not run here: those showing a recorded GPU run, and those with none yet."""
+    from gpulab.core.recorded_cells import magic_line, skipped_here
+
+    counts = {"recorded": 0, "waiting": 0}
+    for cell in page.cells:
+        if cell.cell_type != "code" or magic_line(cell.source) is None:
+            continue
+        text = "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream")
+        if "recorded" in cell.metadata.get("tags", []):
+            counts["recorded"] += 1
+        elif skipped_here(text):
+            counts["waiting"] += 1
+    return counts
+
+
+def gpu_footer(recorded: int, waiting: int) -> str:
+    """The footer's sentence on the GPU cells that did not run where the site was built, true to what it shows."""
+    if recorded == 0 and waiting == 0:
+        return "Every GPU cell ran on this machine."
+    if recorded == 0:
+        return f"The {waiting} GPU cells did not run here and have no recorded GPU output yet: each says what it needs."
+    many = recorded > 1
+    shown = f"{recorded} GPU cell{'s' if many else ''} that could not run here show{'' if many else 's'} what a "
+    shown += "recorded GPU run printed, labelled with that GPU and date"
+    if waiting == 0:
+        return shown + "."
+    return f"{shown}; {waiting} more have no recorded GPU output yet and say what they need."
+
+
 def home_page(src: Sources, titles: dict[Path, str], repo_web: str | None) -> str:
     """The home page: the README's opening (what the course is), how to start, and the table of contents."""
     readme = src.root / "README.md"
@@ -187,7 +217,10 @@ def home_page(src: Sources, titles: dict[Path, str], repo_web: str | None) -> st
         f"[{titles[first]}]({rel[first]})."
         if first
         else "- **Read** the chapters here.",
-        "- **Run** a chapter in Colab or Kaggle from the links at the top of its page, or download it.",
+        "- **Run** a chapter in Colab or Kaggle from the links at the top of its page, or download it."
+        if repo_web
+        else "- **Run** a chapter: download it from the top of its page and open it in Jupyter (this build names "
+        "no GitHub repository, so its pages carry no Colab or Kaggle links).",
         "- **On your own machine**: clone the repository and run `make lab`; it installs what the course needs.",
     ]
     if src.guide:
@@ -216,10 +249,13 @@ def stage(
     *,
     repo_url: str | None,
     branch: str,
-    made: str,
+    made: str | Callable[[], str],
     say: Callable[[str], None] = print,
 ) -> None:
-    """Write the Sphinx project for ``src`` into ``out`` (emptied first); ``runs(chapter)`` is a chapter's run."""
+    """Write the Sphinx project for ``src`` into ``out`` (emptied first); ``runs(chapter)`` is a chapter's run.
+
+    ``made`` (or the function that gives it, once every chapter ran) opens every page's footer; the footer then says
+    what the GPU cells show across the site: how many show a recorded GPU run, and how many none yet."""
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     gh = links.github_repo(repo_url) if repo_url else None
@@ -232,6 +268,7 @@ def stage(
     order = [(p.stem, titles[p]) for p in src.chapters]
     extra = out / "_extra"
     told = False
+    gpu_cells = {"recorded": 0, "waiting": 0}
     for i, path in enumerate(src.chapters):
         rel = path.relative_to(src.root)
         (extra / "files").mkdir(parents=True, exist_ok=True)
@@ -245,6 +282,8 @@ def stage(
             told = True
         bar = launch_bar(index=i, order=order, launch=launch, download=f"../files/{path.name}")
         page = chapter_page(runs(path), path, src, repo_web, bar)
+        for kind, n in gpu_cell_counts(page).items():
+            gpu_cells[kind] += n
         (out / rel).parent.mkdir(parents=True, exist_ok=True)
         nbformat.write(page, out / rel)
     if src.guide:
@@ -262,7 +301,8 @@ def stage(
     (out / "index.md").write_text(home_page(src, titles, repo_web), encoding="utf-8")
     shutil.copy2(HERE / "conf.py", out / "conf.py")
     (out / "_static").mkdir(exist_ok=True)
-    for name in ("site.css", "favicon.svg"):
+    for name in ("site.css", "favicon.svg", "search.js"):
         shutil.copy2(HERE / name, out / "_static" / name)
-    settings = {"made": made, "repo_web": repo_web, "kit": str(HERE.parent)}
+    footer = f"{made() if callable(made) else made} {gpu_footer(**gpu_cells)}".strip()
+    settings = {"made": footer, "repo_web": repo_web, "kit": str(HERE.parent)}
     (out / "site.json").write_text(json.dumps(settings, indent=1), encoding="utf-8")
