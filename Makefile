@@ -84,7 +84,7 @@ test-notebooks: $(STAMP)
 
 # Every chapter, and the workshop guide, run again here (fast mode) and written back normalised: text outputs only, no timestamps, widget
 # state, ANSI codes or machine paths (tools/execute_notebooks.py, tools/normalise_notebook.py). The chapters whose
-# lessons read timings (04, 05, 07) are saved only from a quiet machine: 2 independent processes must reach 1.7× one
+# lessons read timings (04, 05, 07, 08) are saved only from a quiet machine: 2 independent processes must reach 1.7× one
 # (gpulab.scaling.how_quiet), before the run and on the chapter's own top line; otherwise the file is left as it was,
 # with the reason. GPULAB_ALLOW_NOISY=1 make notebooks saves them anyway (their top line then says "not quiet").
 notebooks: $(STAMP)

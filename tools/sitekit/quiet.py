@@ -1,9 +1,9 @@
 """The site never publishes a run that its own chapter calls not quiet.
 
-A timing chapter (04, 05, 07: any chapter whose first cell prints ``this run's machine: … → quiet``) reads its lesson
-from timings, and on a busy machine they are the machine's, not the lesson's: "ceiling 0.99× → not quiet", a model
-error of 63 %. ``make notebooks`` refuses to save such a run; the site, which runs every chapter on whatever machine
-builds it, chooses in this order (docs/publishing.md says why):
+A timing chapter (04, 05, 07 and 08: any chapter whose first cell prints ``this run's machine: … → quiet``) reads
+its lesson from timings, and on a busy machine they are the machine's, not the lesson's: "ceiling 0.99× → not
+quiet", a model error of 63 %. ``make notebooks`` refuses to save such a run; the site, which runs every chapter on
+whatever machine builds it, chooses in this order (docs/publishing.md says why):
 
 1. the build's run, where it says quiet (or where the chapter times nothing);
 2. one more run, where the first was not quiet: a moment of load (another build, an editor's indexer) often passes;
