@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 PORT   ?= 8888
 export GPULAB_FAST ?= 1
 
-.PHONY: lab lint format test test-slow test-unit test-notebooks test-gpu test-kit test-compat wheelhouse install notebooks handouts site clean
+.PHONY: lab lint format test test-slow test-cluster test-unit test-notebooks test-gpu test-kit test-compat wheelhouse install notebooks handouts site clean
 
 # JupyterHub's proxy is a Node program (npm), not on PyPI: installed beside the venv where npm exists, for the Hub
 # test (tests/server/test_hub.py) and tools/jupyterhub_config.py (c.ConfigurableHTTPProxy.command). .ci/run installs
@@ -59,6 +59,12 @@ format: $(STAMP)
 # The tests marked slow (a chapter run once more, or minutes of their own); .ci/run runs them after make test.
 test-slow: $(STAMP)
 	$(TEST_ENV) $(PY) -m pytest -m slow tests
+
+# The course on a real SLURM cluster: two nodes on this machine, the batch file submitted unchanged with sbatch
+# (tools/test_cluster.py, tests/cluster/). Root only; installs Debian's SLURM and MUNGE with apt-get where missing,
+# and says in one line why it skipped elsewhere. Stops every daemon it started and fails if one is left.
+test-cluster: $(STAMP)
+	$(TEST_ENV) $(PY) tools/test_cluster.py
 
 test-unit: $(STAMP)
 	$(TEST_ENV) $(PY) -m pytest tests

@@ -32,4 +32,12 @@ def test_nothing_runs_before_set_e_and_every_leg_runs_in_order():
     commands = _commands()
     assert commands[0] == "set -euo pipefail", f".ci/run runs {commands[0]!r} before it stops on errors"
     legs = [c for c in commands if c.startswith("make ")]
-    assert legs == ["make lint", "make site", "make test", "make test-slow", "make test-compat", "make test-kit"], legs
+    assert legs == [
+        "make lint",
+        "make site",
+        "make test",
+        "make test-cluster",
+        "make test-slow",
+        "make test-compat",
+        "make test-kit",
+    ], legs
