@@ -56,6 +56,7 @@ PURE = [
     "core/shares",
     "core/memory_cap_text",
     "core/reservable",
+    "core/scheduler",
     "placement/selection",
     "placement/explanation",
     "monitoring/ring_buffer",

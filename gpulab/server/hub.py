@@ -74,7 +74,14 @@ from ..reservations import (
 from .hub_message import no_gpu_message
 from .owners import HubServer, hub_servers
 
-__all__ = ["gpu_hooks", "NoGpuForServer", "hub_policy", "hub_reservations", "reclaim_surviving_servers"]
+__all__ = [
+    "gpu_hooks",
+    "NoGpuForServer",
+    "hub_policy",
+    "hub_reservations",
+    "reclaim_surviving_servers",
+    "scheduler_spawner",
+]
 
 log = logging.getLogger("gpulab.hub")
 
@@ -121,6 +128,19 @@ def hub_reservations() -> dict[tuple[str, str], str]:
     """The reservations this Hub process holds now: ``(user, server name) -> CUDA_VISIBLE_DEVICES``."""
     with _RESERVATIONS_LOCK:
         return {k: r.visible_devices for k, r in _RESERVATIONS.items() if r.held}
+
+
+SCHEDULER_SPAWNERS = {"batchspawner": "a batch scheduler (SLURM, PBS, …)", "kubespawner": "Kubernetes"}
+
+
+def scheduler_spawner(spawner_class: type) -> str | None:
+    """The scheduler that places a server started by this spawner class (batchspawner's or KubeSpawner's, or a
+    subclass of one), in words; None for a spawner that starts servers on the Hub's own machine."""
+    for cls in spawner_class.__mro__:
+        scheduler = SCHEDULER_SPAWNERS.get(cls.__module__.split(".")[0])
+        if scheduler is not None:
+            return scheduler
+    return None
 
 
 @renamed_keywords(gpus="n_gpus")
@@ -176,6 +196,15 @@ def gpu_hooks(
         reclaim_surviving_servers(machine, folder)
 
     async def pre_spawn_hook(spawner: Any) -> None:
+        scheduler = scheduler_spawner(type(spawner))
+        if scheduler is not None:  # the scheduler allocates on its own nodes: nothing here is the server's
+            log.warning(
+                "gpulab: %s starts servers through %s, which gives them their GPUs: the GPU hooks reserve nothing. "
+                "Remove gpu_hooks from jupyterhub_config.py (docs/clusters.md).",
+                type(spawner).__name__,
+                scheduler,
+            )
+            return
         key = (spawner.user.name, spawner.name)
         _release(key)  # a reservation left from a start that failed before post_stop_hook ran
         env = dict(spawner.environment)

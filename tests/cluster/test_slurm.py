@@ -82,3 +82,37 @@ def test_slurm_sets_cuda_visible_devices_only_for_a_job_that_asked_for_gpus(clus
     assert two.stdout.split() == ["0,1", "0,1"], two.stderr
     assert none.stdout.split() == ["unset", "unset"], none.stderr
     assert os.environ.get("SLURM_JOB_ID") is None  # the tests themselves run outside any job
+
+
+@pytest.mark.timeout(180)
+def test_gpulab_reads_what_slurm_really_set(cluster):
+    """The scheduler-aware helpers' reading (``gpulab.core.scheduler``), in real job steps with and without GPUs."""
+    code = "import os; from gpulab.core.scheduler import allocation; print(allocation(os.environ))"
+    env = {**cluster.env, "PYTHONPATH": str(ROOT)}
+    with_gpus = subprocess.run(
+        ["srun", "-N1", "--gpus=2", sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+    )
+    without = subprocess.run(
+        ["srun", "-N1", sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert re.fullmatch(r"SLURM job \d+: GPU\(s\) 0,1 \(SLURM_STEP_GPUS\)\n", with_gpus.stdout), with_gpus.stderr
+    assert re.fullmatch(r"SLURM job \d+: no GPU\n", without.stdout), without.stderr
+
+
+@pytest.mark.timeout(180)
+def test_a_cpu_only_server_stays_cpu_only_when_the_variable_is_set_inside_the_step(cluster, tmp_path):
+    """SLURM removes CUDA_VISIBLE_DEVICES from a job without GPUs, so an empty one set by the Hub does not survive;
+    the batch script's line from docs/clusters.md sets it again inside the step, where SLURM no longer touches it."""
+    show = "echo [${CUDA_VISIBLE_DEVICES-unset}]"
+    line = f"srun env CUDA_VISIBLE_DEVICES=\"${{CUDA_VISIBLE_DEVICES-}}\" bash -c '{show}'"
+    assert line in (ROOT / "docs" / "clusters.md").read_text().replace("jupyterhub-singleuser", f"bash -c '{show}'")
+    out = {}
+    for name, gpus in (("none", []), ("two", ["--gpus=2"])):
+        path = tmp_path / f"{name}.out"
+        done = subprocess.run(
+            ["sbatch", "--wait", "-N1", *gpus, f"--output={path}", "--wrap", line],
+            env={**cluster.env, "CUDA_VISIBLE_DEVICES": ""}, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        out[name] = path.read_text().strip()
+    assert out == {"none": "[]", "two": "[0,1]"}
