@@ -17,7 +17,7 @@ CHP         := $(VENV)/node/node_modules/.bin/configurable-http-proxy
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -c constraints.txt -e '.[dev,lightning,lab,hub,site]'
+	$(PY) -m pip install --quiet -c constraints.txt -e '.[dev,lightning,lab,hub,kubernetes,site]'
 	if command -v npm >/dev/null 2>&1; then \
 	  npm install --silent --no-audit --no-fund --prefix $(VENV)/node configurable-http-proxy@$(CHP_VERSION); \
 	else echo "no npm here: JupyterHub's proxy (configurable-http-proxy) is not installed, the Hub test will fail"; fi
