@@ -73,6 +73,7 @@ from ..reservations import (
 )
 from .hub_message import no_gpu_message
 from .owners import HubServer, hub_servers
+from .scheduler_spawners import scheduler_spawner
 
 __all__ = [
     "gpu_hooks",
@@ -80,7 +81,6 @@ __all__ = [
     "hub_policy",
     "hub_reservations",
     "reclaim_surviving_servers",
-    "scheduler_spawner",
 ]
 
 log = logging.getLogger("gpulab.hub")
@@ -128,19 +128,6 @@ def hub_reservations() -> dict[tuple[str, str], str]:
     """The reservations this Hub process holds now: ``(user, server name) -> CUDA_VISIBLE_DEVICES``."""
     with _RESERVATIONS_LOCK:
         return {k: r.visible_devices for k, r in _RESERVATIONS.items() if r.held}
-
-
-SCHEDULER_SPAWNERS = {"batchspawner": "a batch scheduler (SLURM, PBS, …)", "kubespawner": "Kubernetes"}
-
-
-def scheduler_spawner(spawner_class: type) -> str | None:
-    """The scheduler that places a server started by this spawner class (batchspawner's or KubeSpawner's, or a
-    subclass of one), in words; None for a spawner that starts servers on the Hub's own machine."""
-    for cls in spawner_class.__mro__:
-        scheduler = SCHEDULER_SPAWNERS.get(cls.__module__.split(".")[0])
-        if scheduler is not None:
-            return scheduler
-    return None
 
 
 @renamed_keywords(gpus="n_gpus")
@@ -198,11 +185,9 @@ def gpu_hooks(
     async def pre_spawn_hook(spawner: Any) -> None:
         scheduler = scheduler_spawner(type(spawner))
         if scheduler is not None:  # the scheduler allocates on its own nodes: nothing here is the server's
+            kind = type(spawner).__name__
             log.warning(
-                "gpulab: %s starts servers through %s, which gives them their GPUs: the GPU hooks reserve nothing. "
-                "Remove gpu_hooks from jupyterhub_config.py (docs/clusters.md).",
-                type(spawner).__name__,
-                scheduler,
+                "gpulab: %s leaves GPUs to %s: the GPU hooks reserve nothing (docs/clusters.md)", kind, scheduler
             )
             return
         key = (spawner.user.name, spawner.name)

@@ -10,7 +10,8 @@ import types
 import pytest
 from jupyterhub.spawner import LocalProcessSpawner
 
-from gpulab.server.hub import gpu_hooks, scheduler_spawner
+from gpulab.server.hub import gpu_hooks
+from gpulab.server.scheduler_spawners import scheduler_spawner
 
 
 def _spawner_class(module: str, name: str) -> type:
@@ -44,4 +45,4 @@ def test_with_a_batch_spawner_the_hooks_reserve_nothing(tmp_path, monkeypatch, c
     post(spawner)
     assert spawner.environment == {"KEEP": "1"}
     assert not any(p.name.startswith("GPU-") for p in tmp_path.rglob("*"))
-    assert "the GPU hooks reserve nothing" in caplog.text and "docs/clusters.md" in caplog.text
+    assert "leaves GPUs to a batch scheduler" in caplog.text and "the GPU hooks reserve nothing" in caplog.text
