@@ -6,8 +6,8 @@ STAMP  := $(VENV)/.installed
 PORT   ?= 8888
 export GPULAB_FAST ?= 1
 
-.PHONY: lab env lint format test test-extended test-slow test-unit test-notebooks test-gpu test-kit test-compat wheelhouse install notebooks \
-        handouts site clean
+.PHONY: lab env lint format test test-extended test-slow test-cluster test-unit test-notebooks test-gpu test-kit test-compat wheelhouse \
+        install notebooks handouts site clean
 
 # JupyterHub's proxy is a Node program (npm), not on PyPI: installed beside the venv where npm exists, for the Hub
 # test (tests/server/test_hub.py) and tools/jupyterhub_config.py (c.ConfigurableHTTPProxy.command). .ci/run installs
@@ -18,7 +18,7 @@ CHP         := $(VENV)/node/node_modules/.bin/configurable-http-proxy
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -c constraints.txt -e '.[dev,lightning,lab,hub,site]'
+	$(PY) -m pip install --quiet -c constraints.txt -e '.[dev,lightning,lab,hub,kubernetes,site]'
 	if command -v npm >/dev/null 2>&1; then \
 	  npm install --silent --no-audit --no-fund --prefix $(VENV)/node configurable-http-proxy@$(CHP_VERSION); \
 	else echo "no npm here: JupyterHub's proxy (configurable-http-proxy) is not installed, the Hub test will fail"; fi
@@ -57,10 +57,10 @@ TEST_ENV     := OMP_WAIT_POLICY=$(or $(OMP_WAIT_POLICY),PASSIVE)
 # before a commit. make test-extended: the tests conftest.py marks extended (the browser, the site, the handouts, the
 # package index's dry runs, every chapter on a simulated 8-GPU server, whole scripts under torchrun); CI runs both.
 test: $(STAMP)
-	$(TEST_ENV) $(PY) -m pytest $(XDIST) -m 'not slow and not extended' tests notebooks
+	$(TEST_ENV) $(PY) -m pytest $(XDIST) -m 'not slow and not extended and not cluster' tests notebooks
 
 test-extended: $(STAMP)
-	$(TEST_ENV) $(PY) -m pytest $(XDIST) -m 'extended and not slow' tests notebooks
+	$(TEST_ENV) $(PY) -m pytest $(XDIST) -m 'extended and not slow and not cluster' tests notebooks
 
 # ruff: the Python files are formatted and checked (pyproject.toml's [tool.ruff]); the chapters are not (lesson text).
 # make format rewrites them as make lint wants.
@@ -75,6 +75,12 @@ format: $(STAMP)
 # The tests marked slow (a chapter run once more, or minutes of their own); .ci/run runs them after make test.
 test-slow: $(STAMP)
 	$(TEST_ENV) $(PY) -m pytest -m slow tests
+
+# The course on a real SLURM cluster: two nodes on this machine, the batch file submitted unchanged with sbatch
+# (tools/test_cluster.py, tests/cluster/). Root only; installs Debian's SLURM and MUNGE with apt-get where missing,
+# and says in one line why it skipped elsewhere. Stops every daemon it started and fails if one is left.
+test-cluster: $(STAMP)
+	$(TEST_ENV) $(PY) tools/test_cluster.py
 
 test-unit: $(STAMP)
 	$(TEST_ENV) $(PY) -m pytest tests
@@ -163,7 +169,7 @@ $(COMPAT_STAMP): pyproject.toml constraints-lowest.txt
 	touch $(COMPAT_STAMP)
 
 test-compat: $(COMPAT_STAMP)
-	$(TEST_ENV) GPULAB_COMPAT=1 $(COMPAT_PY) -m pytest $(XDIST) -m 'not browser and not slow' \
+	$(TEST_ENV) GPULAB_COMPAT=1 $(COMPAT_PY) -m pytest $(XDIST) -m 'not browser and not slow and not cluster' \
 	  --ignore=tests/test_chapters_simulated.py tests notebooks
 
 clean:

@@ -96,6 +96,7 @@ EXTENDED = {
     "tests/exercises/test_ddp_script.py": "learners' DDP scripts under torchrun, hangs and wrong answers included",
     "tests/exercises/test_resume_script.py": "learners' resumable scripts under torchrun, a rank killed in each",
     "tests/ranks/test_scripts.py": "the chapters' scripts under torchrun, as one and two nodes",
+    "tests/lightning/test_in_a_slurm_job.py": "Lightning fits in fresh interpreters, as SLURM's tasks would run them",
 }
 
 

@@ -36,6 +36,7 @@ def test_nothing_runs_before_set_e_and_every_leg_runs_in_order():
         "make lint",
         "make site",
         "make test",
+        "make test-cluster",
         "make test-extended",
         "make test-slow",
         "make test-compat",

@@ -57,6 +57,7 @@ PURE = [
     "core/memory_cap_text",
     "core/reservable",
     "core/dependencies",
+    "core/scheduler",
     "placement/selection",
     "placement/explanation",
     "monitoring/ring_buffer",

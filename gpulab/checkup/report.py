@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from ..core.recorded_cells import RecordedCell, read_bundles, recordings_folder
 from ..core.renamed import renamed_keywords
+from ..core.scheduler import Allocation, allocation
 from ..core.tables import html_table, text_table
 from ..core.visible import VisibleMap, visible_map
 from ..machine.cuda import CudaState, cuda_state
@@ -51,6 +52,7 @@ class EnvReport:
     cuda_started_by: CudaStart | None = None  # the line that started CUDA here (or tried to)
     cuda: CudaState | None = None  # whether CUDA has read CUDA_VISIBLE_DEVICES here, and the driver's own answer
     recordings: tuple[RecordedCell, ...] = ()  # the GPU cells recorded on GPU machines (make test-gpu's bundles)
+    scheduler: Allocation | None = None  # the SLURM job or Kubernetes pod that gave this process its GPUs, if any
 
     def _sections(self) -> list[tuple[str, list[str], list[list[str]]]]:
         t = self.torch
@@ -88,8 +90,14 @@ class EnvReport:
         chapter_rows = [[c.name, c.title, c.plan(self.usable_gpus)] for c in self.chapters] or [
             ["(none found)", "not a checkout of the course: the chapters are its notebooks/NN_*.ipynb", ""]
         ]
+        scheduler_rows = (
+            [["allocation", str(self.scheduler)], ["course tools", self.scheduler.course_tools()]]
+            if self.scheduler is not None
+            else [["none", "no SLURM job or Kubernetes pod: gpulab's reservations share this machine's GPUs"]]
+        )
         return [
             ("PyTorch and driver", ["what", "value"], torch_rows),
+            ("Scheduler", ["what", "value"], scheduler_rows),
             ("Chapters here, and what they will do", ["chapter", "question", "on this machine"], chapter_rows),
             (
                 "GPU recordings (shown under GPU cells that skip here)",
@@ -221,4 +229,5 @@ def environment_report(machine: GpuReader | str | None = None, *, torch: TorchFa
         started.started_by,
         started,
         tuple(read_bundles()),
+        allocation(os.environ),
     )

@@ -4,8 +4,9 @@
 SIMULATED), and ``described`` checks such a description as it loads; ``resolve`` turns what a learner wrote for
 ``machine=`` into a reader; ``inventory`` lists every GPU and the CPU side (``gpulab.devices()``); ``host`` reads cores
 and RAM (cgroup-aware); ``software`` the versions; ``cuda`` how many GPUs CUDA would give this process and whether CUDA
-has started here; ``memory_cap`` caps a kernel that shares its GPU as CUDA starts in it. Taught in
-``notebooks/00_setup.ipynb``.
+has started here; ``memory_cap`` caps a kernel that shares its GPU as CUDA starts in it; ``probe_noise`` and
+``srun_notice`` keep two kinds of noise that say nothing about the learner's code out of a notebook (driver probes
+where no driver exists, Lightning's srun advice where no SLURM job runs). Taught in ``notebooks/00_setup.ipynb``.
 """
 
 from ..core.lazy import export_lazily

@@ -115,12 +115,15 @@ def front_end_context(shell: Any) -> tuple[str | None, str | None]:
 
 def load_ipython_extension(ipython: Any) -> None:
     """``%load_ext gpulab``: ``%%gpu``, ``%%ranks``, tracebacks that show the learner's line and where it failed,
-    and no driver-probe noise from torch's timer and profiler where no CUDA driver exists (``machine.probe_noise``)."""
+    no driver-probe noise from torch's timer and profiler where no CUDA driver exists (``machine.probe_noise``), and
+    no Lightning warning about an unused ``srun`` where no SLURM job runs the kernel (``machine.srun_notice``)."""
     from ..machine.probe_noise import quiet_cuda_probes
+    from ..machine.srun_notice import quiet_srun_notice
     from ..ranks.cells import ranks_cell
     from .tracebacks import install
 
     quiet_cuda_probes()  # a machine without a CUDA driver: no driver-probe noise under torch.utils.benchmark's cells
+    quiet_srun_notice()  # SLURM's client installed, no job: Lightning's srun advice cannot apply to a notebook
 
     def gpu(line: str, cell: str) -> None:
         chapter, cell_id = front_end_context(ipython)

@@ -27,6 +27,7 @@ from ..core.arguments import function, seconds, whole_number
 from ..core.readings import GpuInfo
 from ..core.renamed import renamed_keywords
 from ..core.reservable import device_readings
+from ..core.scheduler import Allocation, allocation
 from ..core.shares import GpuShare
 from ..core.visible import visible_map
 from ..machine.nvml import GpuReader
@@ -208,6 +209,8 @@ def reserve_gpus(
     function(clock, "clock", example="time.monotonic")
     function(sleep, "sleep", example="time.sleep")
     details = validated_details(details)
+    if machine is None:  # this machine's own GPUs: a scheduler may have handed them out already
+        _within_allocation(n, allocation(os.environ))
     d = reservations_dir(reservations)
     deadline = clock() + wait_s
     while True:
@@ -241,6 +244,19 @@ def reserve_gpus(
                     fds[g.uuid] = fd
                 return Reservation(choice, d, fds)
         sleep(min(poll_s, max(0.0, deadline - clock())))
+
+
+def _within_allocation(n: int, granted: Allocation | None) -> None:
+    """Inside a SLURM job or a Kubernetes pod, refuse ``n`` GPUs the scheduler did not give (decided from its
+    variables, ``gpulab.core.scheduler``); where it gave enough, ``CUDA_VISIBLE_DEVICES`` already limits the choice."""
+    if granted is None or granted.gpus is None or len(granted.gpus) >= n:
+        return
+    given = "no GPU" if not granted.gpus else f"{len(granted.gpus)} GPU(s) ({','.join(granted.gpus)})"
+    raise NoFreeGpu(
+        f"asked for {n} GPU(s), but this runs in {granted.scheduler} {granted.job}, which was given {given}: the "
+        f"scheduler hands out GPUs here, and gpulab takes none it did not give (other jobs may be using them). "
+        f"To get them, {granted.how_to_ask(n)}. Without a GPU, run on the CPU (device='cpu')."
+    )
 
 
 def _share_of_mine(holder) -> bool:

@@ -6,7 +6,8 @@ draws one reading as text and HTML, ``owners`` says whose process is which (Unix
 lists each reservation's holder (user, kernel, notebook, idle time), ``release`` ends one's own. ``provisioner`` is the
 jupyter_client kernel provisioner that gives each kernel free GPUs, through ``reservation_start``; ``kernelspec``
 installs the kernelspecs that use it (``python -m gpulab kernelspec install``); ``hub`` holds JupyterHub's hooks for
-its "every server reserves" model (``gpu_hooks``). Taught in
+its "every server reserves" model (``gpu_hooks``), which step aside where a scheduler places the servers
+(``scheduler_spawners``: batchspawner, KubeSpawner). Taught in
 ``notebooks/workshop_guide.ipynb``.
 """
 

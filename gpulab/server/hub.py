@@ -73,8 +73,15 @@ from ..reservations import (
 )
 from .hub_message import no_gpu_message
 from .owners import HubServer, hub_servers
+from .scheduler_spawners import scheduler_spawner
 
-__all__ = ["gpu_hooks", "NoGpuForServer", "hub_policy", "hub_reservations", "reclaim_surviving_servers"]
+__all__ = [
+    "gpu_hooks",
+    "NoGpuForServer",
+    "hub_policy",
+    "hub_reservations",
+    "reclaim_surviving_servers",
+]
 
 log = logging.getLogger("gpulab.hub")
 
@@ -176,6 +183,13 @@ def gpu_hooks(
         reclaim_surviving_servers(machine, folder)
 
     async def pre_spawn_hook(spawner: Any) -> None:
+        scheduler = scheduler_spawner(type(spawner))
+        if scheduler is not None:  # the scheduler allocates on its own nodes: nothing here is the server's
+            kind = type(spawner).__name__
+            log.warning(
+                "gpulab: %s leaves GPUs to %s: the GPU hooks reserve nothing (docs/clusters.md)", kind, scheduler
+            )
+            return
         key = (spawner.user.name, spawner.name)
         _release(key)  # a reservation left from a start that failed before post_stop_hook ran
         env = dict(spawner.environment)

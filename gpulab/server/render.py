@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from ..core.readings import GpuInfo, Unavailable, is_known
 from ..core.reservable import device_readings
+from ..core.scheduler import Allocation
 from ..core.units import format_bytes
 from ..placement.selection import rank_gpus
 
@@ -48,6 +49,7 @@ class ServerView:
     unheld: tuple[str, ...] = ()  # JupyterHub servers that run on GPUs no reservation holds, in words
     yours: Mapping[str, str] = field(default_factory=dict)  # UUIDs held for the watching process, or its server
     shares: Mapping[str, tuple[int, int]] = field(default_factory=dict)  # a card held in shares: (held, of how many)
+    scheduler: Allocation | None = None  # the SLURM job or Kubernetes pod the watching process runs in, if any
 
     def __str__(self) -> str:
         return render_text(self)
@@ -140,7 +142,7 @@ def _free_shares(view: ServerView) -> tuple[int, str]:
 def render_text(view: ServerView, color: bool = False) -> str:
     """The view as lines of text, one row per GPU (and per MIG slice), who is on it on the right."""
     b = (lambda k: _ANSI[k]) if color else (lambda k: "")
-    out = [f"{b('bold')}{_title(view)}{b('end')}"]
+    out = [f"{b('bold')}{_title(view)}{b('end')}", *_scheduler_lines(view)]
     if view.error:
         return "\n".join(out + [f"No GPU can be read: {view.error}"])
     if not view.gpus:
@@ -179,6 +181,13 @@ def render_text(view: ServerView, color: bool = False) -> str:
     return "\n".join(out)
 
 
+def _scheduler_lines(view: ServerView) -> list[str]:
+    """Under a scheduler: its allocation, and why the reservations shown below decide less than it does."""
+    if view.scheduler is None:
+        return []
+    return [f"in {view.scheduler}", f"  ({view.scheduler.course_tools()})"]
+
+
 def _reservation_lines(view: ServerView) -> list[str]:
     if not view.reservations:
         return []
@@ -201,6 +210,7 @@ def render_html(view: ServerView) -> str:
     head = f"<b>{e(_title(view))}</b>"
     if view.simulated:
         head = head.replace("SIMULATED", "<span style='color:#b00'>SIMULATED</span>")
+    head += "".join(f"<br>{e(line)}" for line in _scheduler_lines(view))
     if view.error or not view.gpus:
         return f"<div>{head}<p>{e(view.error or 'NVML sees no GPU on this machine.')}</p></div>"
     rows = []

@@ -23,6 +23,7 @@ from typing import Any, TextIO
 from ..core.arguments import is_real_number
 from ..core.readings import Unavailable
 from ..core.renamed import renamed_keywords
+from ..core.scheduler import allocation
 from ..core.widget_view import widget_bundle
 from ..machine.nvml import GpuReader
 from ..machine.resolve import as_reader
@@ -101,6 +102,7 @@ def read_server(
         tuple(unheld),
         yours,
         {u: (len(h.shares), max(n for _, n, _ in h.shares)) for u, h in holders.items() if h.shares},
+        allocation(os.environ),
     )
 
 

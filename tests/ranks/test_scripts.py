@@ -193,7 +193,8 @@ def test_the_slurm_node_script_runs_as_two_nodes_with_slurms_variables(tmp_path)
     )
     assert accuracy > 0.3 and (tmp_path / "digits.pt").is_file()
     batch = (SCRIPTS / "digits_ddp.sbatch").read_text()
-    assert "#SBATCH --nodes=2" in batch and 'srun bash "$(dirname "$0")/node.sh"' in batch
+    assert "#SBATCH --nodes=2" in batch and 'srun bash "$SCRIPTS/node.sh"' in batch
+    assert "SLURM_SUBMIT_DIR" in batch and "$0" not in batch.split("#SBATCH --time")[1]  # sbatch runs a copy
 
 
 def test_the_deprecated_launcher_warns_and_the_old_argument_is_refused():

@@ -187,3 +187,14 @@ def test_the_command_line_watch_runs_on_a_described_server():
         [sys.executable, "-m", "gpulab", "watch", "--interval", "0.1"], capture_output=True, text=True, timeout=120
     )
     assert bad.returncode == 2 and "use 0.5 or more" in bad.stderr
+
+
+def test_inside_a_slurm_job_watch_names_the_job_its_gpus_and_what_the_course_tools_do_not_decide(tmp_path, monkeypatch):
+    for name, value in {"SLURM_JOB_ID": "77", "SLURM_JOB_GPUS": "2,3", "CUDA_VISIBLE_DEVICES": "2,3"}.items():
+        monkeypatch.setenv(name, value)
+    view = read_server(W8, tmp_path)
+    text, page = render_text(view), render_html(view)
+    assert "in SLURM job 77: GPU(s) 2,3 (SLURM_JOB_GPUS); not confined" in text
+    assert "gpulab's reservations only choose among them" in text and "GPU hooks and share caps" in page
+    monkeypatch.delenv("SLURM_JOB_ID")
+    assert "SLURM" not in render_text(read_server(W8, tmp_path))
