@@ -28,7 +28,7 @@ CHAPTER_MODULES: dict[str, str] = {
     "ch07": "ch07_scaling",
 }
 # how many exercises each chapter has (a test holds this to the modules, so a typo is caught without importing them)
-COUNTS: dict[str, int] = {"ch00": 3, "ch01": 4, "ch02": 3, "ch03": 2, "ch04": 3, "ch05": 3, "ch06": 4, "ch07": 2}
+COUNTS: dict[str, int] = {"ch00": 3, "ch01": 4, "ch02": 3, "ch03": 2, "ch04": 3, "ch05": 4, "ch06": 4, "ch07": 2}
 
 
 def exercise_names() -> list[str]:

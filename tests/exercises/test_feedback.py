@@ -171,6 +171,26 @@ def smi_most_used(csv_text):
     return max(_smi_rows(csv_text), key=lambda r: (int(r[1].split()[0]), int(r[2].split()[0])))[0]
 
 
+def _evaluate_summing_tensors(model, loader):  # chapter 05's leak: every batch's graph lives in the sum
+    total_loss = 0.0
+    for xb, yb in loader:
+        total_loss += torch.nn.functional.cross_entropy(model(xb), yb)
+    return total_loss / len(loader)
+
+
+def _evaluate_keeping_a_list(model, loader):  # numbers returned, but the loss tensors kept in a list
+    losses = [torch.nn.functional.cross_entropy(model(xb), yb) for xb, yb in loader]
+    _evaluate_keeping_a_list.kept = losses
+    return sum(loss.item() for loss in losses) / len(losses)
+
+
+def _evaluate_the_last_batch(model, loader):
+    with torch.no_grad():
+        for xb, yb in loader:
+            loss = torch.nn.functional.cross_entropy(model(xb), yb).item()
+    return loss
+
+
 WRONG = [
     ("ch00-ex1", "1,6", ["wrong order", "order you write them"], ["6,1"]),
     ("ch00-ex1", "6,1,3", ["also see physical GPU(s) 3"], ["6,1"]),
@@ -187,6 +207,9 @@ WRONG = [
     ("ch05-ex3", top_by("self_cpu_time_total"), ["took the most time", "self_cpu_memory_usage"], []),
     ("ch05-ex3", top_by("cpu_memory_usage"), ["largest total", "includes what the operations it called"], []),
     ("ch05-ex3", lambda step: "mm", ["with its namespace: 'aten::mm'"], []),
+    ("ch05-ex4", _evaluate_summing_tensors, ["carries the autograd graph", "loss.item()"], []),
+    ("ch05-ex4", _evaluate_keeping_a_list, ["carries no graph, but", "a list of tensors?"], []),
+    ("ch05-ex4", _evaluate_the_last_batch, ["not the mean loss over the batches"], []),
     ("ch01-ex1", weighted_loss_criterion_left_behind, ["class weights", "buffer", "section 3"], []),
     ("ch01-ex1", weighted_loss_unassigned_to, ["returns a new tensor", "section 2"], []),
     ("ch01-ex1", weighted_loss_fixed_cuda, ["reached for CUDA", "device parameter"], []),
