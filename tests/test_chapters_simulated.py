@@ -2,8 +2,9 @@
 
 ``GPULAB_SIMULATE_GPUS=workshop-8`` makes NVML's answers come from eight described A100s (some busy, some free) while
 PyTorch still sees no GPU. Each chapter is executed by nbclient in a fresh kernel — the engine nbval and nbconvert use —
-and must run without an error outside the cells tagged ``raises-exception`` (those must raise), and leave nothing in
-its temporary folder once the kernel has ended. ``GPULAB_TEST_PRESETS=workshop-8,kaggle-2xT4,colab-T4,two-gpus-mig``
+and must run without an error outside the cells tagged ``raises-exception`` (those must raise), give the committed
+output in every cell tagged ``nbval-check-output`` (compared as nbval compares them), and leave nothing in its
+temporary folder once the kernel has ended. ``GPULAB_TEST_PRESETS=workshop-8,kaggle-2xT4,colab-T4,two-gpus-mig``
 runs the chapters under more described machines (the default, in CI, is workshop-8 alone: one run per chapter).
 """
 
@@ -15,6 +16,8 @@ from pathlib import Path
 import nbformat
 import pytest
 from nbclient import NotebookClient
+
+from .checked_outputs import checked_differences
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")) + [ROOT / "notebooks" / "workshop_guide.ipynb"]
@@ -41,6 +44,7 @@ def test_the_chapter_runs_on_a_described_machine_and_leaves_nothing_behind(
     monkeypatch.setenv("GPULAB_FAST", "1")
     monkeypatch.setenv("TMPDIR", str(scratch))  # the kernel's tempfile.* lands here, so leftovers can be seen
     monkeypatch.setenv("GPULAB_RESERVATIONS_DIR", str(tmp_path / "reservations"))  # not the machine's shared one
+    committed = nbformat.read(path, as_version=4)
     nb = nbformat.read(path, as_version=4)
     for cell in nb.cells:
         if cell.cell_type == "code":
@@ -58,6 +62,10 @@ def test_the_chapter_runs_on_a_described_machine_and_leaves_nothing_behind(
             assert any(o.output_type == "error" for o in cell.outputs), (
                 f"tagged raises-exception but did not raise under {preset}: {cell.source[:80]}"
             )
+    changed = checked_differences(committed, nb)
+    assert changed == [], f"{path.name} under {preset}: checked outputs differ from the committed ones:\n" + "\n".join(
+        changed
+    )
     left = sorted(
         str(p.relative_to(scratch))
         for p in scratch.iterdir()

@@ -84,10 +84,6 @@ VALUES: dict[str, tuple[str, str]] = {
         "CUDA reads the list from the left and stops at the first entry it cannot use, keeping the entries before it",
         HOW_CUDA_READS,
     ),
-    "1gpu2,4ampere": (
-        "an index is read like C's strtoul: its leading digits count and the rest of the entry is ignored",
-        HOW_CUDA_READS,
-    ),
     "4,6,4": ("a GPU named twice makes the whole list invalid", HOW_CUDA_READS),
     "3,,5": ("an empty entry is one CUDA cannot use", HOW_CUDA_READS),
     "GPU-6544817b,3": (
@@ -125,8 +121,7 @@ def _stops(answer: Any) -> str:
             raise Hint(f"{raw!r}: you said {said}, which is not how CUDA reads this value. Remember: {idea}.", section)
     return (
         "every value read as CUDA reads it, on the described workshop-8 server (SIMULATED): CUDA stops at the "
-        "first entry it cannot use, reads an index's leading digits, refuses a repeated GPU and a change from "
-        "UUIDs to indices."
+        "first entry it cannot use, refuses a repeated GPU and a change from UUIDs to indices."
     )
 
 

@@ -1,5 +1,6 @@
 """Checkers for the exercises of notebooks/05_live_monitor.ipynb: reporting a loop's work to the monitor, reading its
-records (NaN where a value could not be read), and finding with torch.profiler the operation that allocates most."""
+records (NaN where a value could not be read), finding with torch.profiler the operation that allocates most, and an
+evaluation loop that keeps no graph alive."""
 
 from __future__ import annotations
 
@@ -208,4 +209,69 @@ def _top_allocator(answer: Any) -> str:
     return (
         f"the largest self-allocating operation in each step: {'; '.join(found)}. The profiler counts memory an "
         "operation allocated itself apart from what the operations it called allocated."
+    )
+
+
+LEAK = "“A memory leak, found with torch's tools”"
+LEAK_MIB = 2.0  # an evaluation that keeps each batch's graph holds tens of MiB here; a number holds none
+
+
+def leak_run(evaluate: Any) -> tuple[Any, float, float]:
+    """Run the learner's ``evaluate(model, loader)`` on the digits' training images under torch.profiler: what it
+    returned, the MiB it allocated and had not freed while that result was still held, and the true mean loss."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    from ..workload import load_digits, mlp
+
+    torch.manual_seed(0)
+    model, loader = mlp(), load_digits().loader(batch_size=32)
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        result = evaluate(model, loader)  # held until the end of this function: what it keeps alive, stays
+    held_mib = sum(e.self_cpu_memory_usage for e in prof.key_averages()) / 2**20  # allocated minus freed, in the block
+    with torch.no_grad():
+        truth = sum(torch.nn.functional.cross_entropy(model(x), y).item() for x, y in loader) / len(loader)
+    return result, held_mib, truth
+
+
+@exercise(
+    EXERCISES,
+    "ch05-ex4",
+    "find the leak",
+    section=LEAK,
+    expects="a function evaluate(model, loader) that returns the mean loss as a number and keeps no graph",
+)
+def _no_leak(answer: Any) -> str:
+    from .feedback import empty_body
+
+    if answer is ... or empty_body(answer):
+        raise NotAnswered("Write evaluate(model, loader) in the cell, then run the check again.")
+    if not callable(answer):
+        raise WrongType(f"evaluate should be a function (model, loader); got {kind(answer)}.")
+    result, held_mib, truth = call_learner(
+        leak_run, answer, name="evaluate", expects="a function evaluate(model, loader)"
+    )
+    if getattr(result, "grad_fn", None) is not None:
+        raise Hint(
+            "your evaluate returns a tensor that still carries the autograd graph, and with it every batch's "
+            "activations, held as long as the result lives: keep loss.item() (a number) or loss.detach() of each "
+            "batch, or evaluate under torch.no_grad().",
+            LEAK,
+        )
+    if held_mib > LEAK_MIB:
+        raise Hint(
+            f"your result carries no graph, but {held_mib:.1f} MiB stayed allocated while it lived: something still "
+            "holds each batch's loss or output (a list of tensors?). Keep numbers, not tensors.",
+            LEAK,
+        )
+    value = float(result.item() if hasattr(result, "item") else result) if result is not None else math.nan
+    if not is_real_number(value) or math.isnan(value) or abs(value - truth) > 1e-3 * max(1.0, abs(truth)):
+        raise Hint(
+            f"no leak, but your evaluate returned {result!r}, not the mean loss over the batches ({truth:.4f}): sum "
+            "each batch's cross-entropy and divide by the number of batches.",
+            LEAK,
+        )
+    return (
+        f"the mean loss ({value:.4f}) with {held_mib:.2f} MiB held: a number in the running sum keeps no batch's "
+        "graph alive, so nothing waits for the loop to end to be freed."
     )

@@ -145,8 +145,8 @@ def _loss(model: Any, x: Any) -> Any:
 def accumulation_in_rank(step_fn: Any) -> dict[str, Any]:
     """In each of 2 gloo ranks: wrap the tiny model in DDP with a comm hook that counts all-reduces (PyTorch's own
     ``allreduce_hook`` inside), run the learner's ``step_fn(model, optimizer, micro_batches)`` for 2 steps, and
-    compare the weights with plain SGD on the gradients of all ranks' micro-batches (summed, or averaged over the 4:
-    both conventions are right). Returns what the checker reads."""
+    compare the weights with plain SGD on the mean gradient of all ranks' micro-batches (each loss divided by 4), and
+    with the undivided sum, which trains as if the learning rate were 4 times larger. Returns what the checker reads."""
     import torch
     import torch.distributed as dist
     from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
@@ -168,7 +168,7 @@ def accumulation_in_rank(step_fn: Any) -> dict[str, Any]:
         step_fn(model, optimizer, _micro_batches(rank, step))
         per_step.append(calls[0] - before)
     refs = {}
-    for scale in (1.0, 1.0 / MICRO):  # loss summed over the micro-batches, or averaged over them
+    for scale in (1.0 / MICRO, 1.0):  # the mean over the micro-batches (right), and their undivided sum (wrong)
         ref = _tiny()
         for step in range(STEPS_CHECKED):
             ref.zero_grad()
@@ -184,7 +184,8 @@ def accumulation_in_rank(step_fn: Any) -> dict[str, Any]:
     return {
         "allreduces": per_step,
         "unchanged": all(same_tensor(a, b) for a, b in zip(mine, start)),
-        "matches": any(all(close_tensor(a, b) for a, b in zip(mine, ref.parameters())) for ref in refs.values()),
+        "matches": all(close_tensor(a, b) for a, b in zip(mine, refs[1.0 / MICRO].parameters())),
+        "matches_sum": all(close_tensor(a, b) for a, b in zip(mine, refs[1.0].parameters())),
     }
 
 
@@ -232,6 +233,13 @@ def _accumulate(answer: Any) -> str:
         )
     if counts[0] != counts[1] or counts[0] != 1:
         raise Hint(f"the steps all-reduced {counts} buckets; one step of this model all-reduces one bucket, once.")
+    if result["matches_sum"]:
+        raise Hint(
+            f"one all-reduce per step, but the weights are those of the {MICRO} micro-batches' gradients summed, "
+            f"not averaged: that trains as if the learning rate were {MICRO} times larger. Divide each micro-batch's "
+            f"loss by the number of micro-batches ({MICRO}) before backward, so the step uses their mean.",
+            KNOBS,
+        )
     if not result["matches"]:
         raise Hint(
             "one all-reduce per step, but after 2 steps the weights differ from SGD on the gradients of the 4 "
@@ -241,6 +249,6 @@ def _accumulate(answer: Any) -> str:
         )
     return (
         "one all-reduce per step of 4 micro-batches on each of 2 gloo ranks, and the weights of SGD on all 8 "
-        "micro-batches' gradients: no_sync() let the first 3 gradients add up in each rank, and the 4th backward "
-        "all-reduced the sum."
+        "micro-batches' mean gradient: no_sync() let the first 3 gradients (each loss divided by 4) add up in each "
+        "rank, and the 4th backward all-reduced them, so DDP averaged the ranks' means."
     )

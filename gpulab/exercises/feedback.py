@@ -131,6 +131,16 @@ def unanswered(answer: Any) -> bool:
     return isinstance(answer, (list, tuple, set, frozenset)) and any(v is ... for v in answer)
 
 
+def _skeleton() -> None: ...
+
+
+def empty_body(function: Any) -> bool:
+    """A function whose body is still only ``...`` (or ``pass``, or comments): Python compiles each of these to the
+    same code as the skeleton's, which does nothing and returns None."""
+    code = getattr(function, "__code__", None)
+    return code is not None and code.co_code == _skeleton.__code__.co_code and not code.co_names
+
+
 def kind(value: Any) -> str:
     """``an int (61)``, ``a str ('6 1')``: what the learner gave, for a wrong-type message."""
     name = type(value).__name__
@@ -168,6 +178,10 @@ def call_learner(
         if hint is not None:
             raise hint from None
         raise Hint(f"your {name} raised {type(exc).__name__}: {first_line(exc)}") from None
+    if result is None and empty_body(function):
+        raise NotAnswered(
+            f"your {name} is still the skeleton (its body is ...): write its body, then run the check again."
+        )
     if result is None and not none_ok:
         raise NotAnswered(
             f"your {name} returned None: write its body (it should return something), then run the check again."

@@ -38,8 +38,16 @@ def never_syncs(model, optimizer, micro_batches):
 def never_zeroes(model, optimizer, micro_batches):
     for i, x in enumerate(micro_batches):
         with model.no_sync() if i < len(micro_batches) - 1 else contextlib.nullcontext():
-            model(x).square().mean().backward()
+            (model(x).square().mean() / len(micro_batches)).backward()
     optimizer.step()
+
+
+def never_divides(model, optimizer, micro_batches):
+    for i, x in enumerate(micro_batches):
+        with model.no_sync() if i < len(micro_batches) - 1 else contextlib.nullcontext():
+            model(x).square().mean().backward()  # the sum of 4 micro-batches' gradients: 4 times the learning rate
+    optimizer.step()
+    optimizer.zero_grad()
 
 
 def does_nothing(model, optimizer, micro_batches):
@@ -61,6 +69,7 @@ def test_the_right_step_passes(no_process_left):
     [
         (every_micro_batch_syncs, "each step all-reduced 4 times, once per micro-batch"),
         (never_syncs, "every backward ran under no_sync(), so the gradients never left the rank"),
+        (never_divides, "trains as if the learning rate were 4 times larger. Divide each micro-batch's loss"),
         (never_zeroes, "then optimizer.zero_grad(), so that the next step starts from zero"),
         (does_nothing, "ran but trained nothing"),
         (raises, "your accumulate_step failed in a rank"),

@@ -171,6 +171,26 @@ def smi_most_used(csv_text):
     return max(_smi_rows(csv_text), key=lambda r: (int(r[1].split()[0]), int(r[2].split()[0])))[0]
 
 
+def _evaluate_summing_tensors(model, loader):  # chapter 05's leak: every batch's graph lives in the sum
+    total_loss = 0.0
+    for xb, yb in loader:
+        total_loss += torch.nn.functional.cross_entropy(model(xb), yb)
+    return total_loss / len(loader)
+
+
+def _evaluate_keeping_a_list(model, loader):  # numbers returned, but the loss tensors kept in a list
+    losses = [torch.nn.functional.cross_entropy(model(xb), yb) for xb, yb in loader]
+    _evaluate_keeping_a_list.kept = losses
+    return sum(loss.item() for loss in losses) / len(losses)
+
+
+def _evaluate_the_last_batch(model, loader):
+    with torch.no_grad():
+        for xb, yb in loader:
+            loss = torch.nn.functional.cross_entropy(model(xb), yb).item()
+    return loss
+
+
 WRONG = [
     ("ch00-ex1", "1,6", ["wrong order", "order you write them"], ["6,1"]),
     ("ch00-ex1", "6,1,3", ["also see physical GPU(s) 3"], ["6,1"]),
@@ -188,6 +208,9 @@ WRONG = [
     ("ch05-ex3", top_by("self_cpu_time_total"), ["took the most time", "self_cpu_memory_usage"], []),
     ("ch05-ex3", top_by("cpu_memory_usage"), ["largest total", "includes what the operations it called"], []),
     ("ch05-ex3", lambda step: "mm", ["with its namespace: 'aten::mm'"], []),
+    ("ch05-ex4", _evaluate_summing_tensors, ["carries the autograd graph", "loss.item()"], []),
+    ("ch05-ex4", _evaluate_keeping_a_list, ["carries no graph, but", "a list of tensors?"], []),
+    ("ch05-ex4", _evaluate_the_last_batch, ["not the mean loss over the batches"], []),
     ("ch01-ex1", weighted_loss_criterion_left_behind, ["class weights", "buffer", "section 3"], []),
     ("ch01-ex1", weighted_loss_unassigned_to, ["returns a new tensor", "section 2"], []),
     ("ch01-ex1", weighted_loss_fixed_cuda, ["reached for CUDA", "device parameter"], []),
@@ -202,19 +225,19 @@ WRONG = [
     ("ch02-ex1", {"cuda:0": 0, "cuda:1": 1}, ["not physical GPU k"], []),
     (
         "ch02-ex2",
-        {"0,7,-1,1": 1, "1gpu2,4ampere": 4, "4,6,4": None, "3,,5": None, "GPU-6544817b,3": None},
+        {"0,7,-1,1": 1, "4,6,4": None, "3,,5": None, "GPU-6544817b,3": None},
         ["'0,7,-1,1'", "stops at the first entry"],
         [],
     ),
     (
         "ch02-ex2",
-        {"0,7,-1,1": 7, "1gpu2,4ampere": 4, "4,6,4": 6, "3,,5": None, "GPU-6544817b,3": None},
+        {"0,7,-1,1": 7, "4,6,4": 6, "3,,5": None, "GPU-6544817b,3": None},
         ["'4,6,4'", "named twice"],
         [],
     ),
     (
         "ch02-ex2",
-        {"0,7,-1,1": 7, "1gpu2,4ampere": 4, "4,6,4": None, "3,,5": None, "GPU-6544817b,3": 3},
+        {"0,7,-1,1": 7, "4,6,4": None, "3,,5": None, "GPU-6544817b,3": 3},
         ["UUIDs must go on with UUIDs"],
         [],
     ),
@@ -334,7 +357,7 @@ WRONG_TYPES = [
     ("ch01-ex3", "163852800", "a number of bytes"),
     ("ch02-ex1", [7, 2], "give a dict"),
     ("ch02-ex1", {"cuda:0": "7", "cuda:1": 2}, "a physical GPU number (an int) or None"),
-    ("ch02-ex2", {"0,7,-1,1": 7}, "answer for each of the 5 values"),
+    ("ch02-ex2", {"0,7,-1,1": 7}, "answer for each of the 4 values"),
     ("ch03-ex2", [8, 8, 8, 6], "the keys 30 and 9"),
     ("ch04-ex1", lambda *a: 5, "list of item indices"),
     ("ch04-ex2", "3,7,0", "list of whole numbers"),
@@ -440,3 +463,19 @@ def test_whatever_is_given_as_an_answer_is_answered_with_feedback_and_never_rais
 def test_the_crossover_computed_with_numpy_or_torch_counts_as_a_number(answer):
     # a learner who fits the printed sweep with NumPy or torch ends with a 0-d array or tensor, not a float
     assert gpulab.check("ch07-ex1", answer).passed
+
+
+def _skeleton_load(model, state_dict):
+    # the saved keys start with "module."; the model's do not
+    ...
+
+
+def _strict_false_load(model, state_dict):
+    model.load_state_dict(state_dict, strict=False)
+
+
+def test_an_untouched_function_skeleton_is_not_answered_yet_and_strict_false_is_named():
+    untouched = gpulab.check("ch03-ex1", _skeleton_load)
+    assert untouched.verdict == "not answered yet" and "still the skeleton" in str(untouched), str(untouched)
+    quiet = gpulab.check("ch03-ex1", _strict_false_load)
+    assert quiet.verdict == "not yet" and "strict=False" in str(quiet), str(quiet)

@@ -60,6 +60,7 @@ def accuracies(*outputs: str) -> list[float]:
         "digits_ddp_resume.py",
         "digits_ddp_restart.py",
         "digits_fsdp.py",
+        "lightning_ddp.py",
     ],
 )
 def test_a_script_the_chapter_shows_imports_no_gpulab(name):
@@ -82,6 +83,17 @@ def test_the_one_device_script_trains_with_no_arguments(tmp_path):
     assert [line.split(":")[0] for line in done.stdout.splitlines()[:5]] == [f"epoch {e}" for e in range(5)]
     [acc] = accuracies(done.stdout)
     assert acc > 0.8 and (tmp_path / "digits.pt").is_file()
+
+
+@pytest.mark.parametrize("launch", ["python", "torchrun"])
+def test_the_lightning_script_trains_on_two_cpu_processes_with_no_arguments_and_rank_0_reports(launch, tmp_path):
+    script = str(SCRIPTS / "lightning_ddp.py")
+    command = [sys.executable, script] if launch == "python" else torchrun("--standalone", "--nproc-per-node=2", script)
+    done = run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300, env=cpu_env())
+    assert done.returncode == 0, done.stderr[-3000:]
+    [report] = [line for line in done.stdout.splitlines() if line.startswith("world size")]  # one rank prints
+    assert report.startswith("world size 2, validation over both ranks: {'val_loss': ") and "'val_acc': " in report
+    assert list((tmp_path / "checkpoints").iterdir()) == [tmp_path / "checkpoints" / "best.ckpt"]
 
 
 def test_the_ddp_script_trains_on_two_cpu_ranks_with_no_arguments_and_only_rank_0_writes(tmp_path):
