@@ -29,6 +29,8 @@ from typing import Any
 import torch
 from torch.utils.data import DistributedSampler
 
+from ..core.arguments import is_whole_number
+
 __all__ = ["main", "record_name"]
 
 SEEN: dict[str, Any] = {"saves": [], "loads": [], "optimizer_loads": 0, "epochs": []}
@@ -55,7 +57,7 @@ def _holds(obj: Any) -> dict[str, bool]:
     return {
         "optimizer": bool(optimizer),
         "momentum": any(bool(v["state"]) for v in optimizer),
-        "epoch": any(isinstance(v, int) and not isinstance(v, bool) for v in values),
+        "epoch": any(is_whole_number(v) for v in values),
     }
 
 
