@@ -28,7 +28,7 @@ from ..core.widget_view import widget_bundle
 from ..machine.nvml import GpuReader
 from ..machine.resolve import as_reader
 from ..reservations import reservation_holders, yours_and_others
-from .owners import hub_servers, process_owner
+from .owners import Owner, hub_servers, process_owner
 from .render import ServerView, render_html, render_text
 from .reservation_list import reservation_rows
 
@@ -68,9 +68,10 @@ def read_server(
             # a described machine's pids are not this machine's processes: name them as described
             owners[p.pid] = f"pid {p.pid} {p.name} (described)" if simulated else str(process_owner(p.pid))
     # a holder that wrote its name: that user, and what its pid is (a kernel, a script) as the room knows it
-    # (a reservation of this very process reads "this notebook", as in the picker)
+    # (a reservation of this very process reads "this notebook", as in the picker); a kernel whose command line names
+    # no connection file (a provisioned kernel) is named by the kernel id its reservation wrote
     holder_text = {
-        uuid: str(replace(process_owner(h.pid), user=h.user))
+        uuid: str(_named_owner(h.pid, h.user, h.details.get("kernel")))
         if h.pid is not None and h.user is not None and not h.mine
         else h.text
         for uuid, h in holders.items()
@@ -218,3 +219,10 @@ def watch_gpus(
     """``gpulab.server.watch.watch_gpus()`` as a cell's last line: the server view, redrawn every ``interval_s``
     until ``.stop()``. ``python -m gpulab watch`` is the same in a terminal."""
     return ServerWatch(machine, interval_s=interval_s, frames=frames, reservations=reservations)
+
+
+def _named_owner(pid: int, user: str, reserved_kernel: str | None) -> Owner:
+    """The holder's process as ``process_owner`` sees it, under the user its reservation names, and named by the
+    kernel id its reservation wrote where its command line names no connection file (``kernel ?``)."""
+    owner = replace(process_owner(pid), user=user)
+    return replace(owner, kernel=reserved_kernel) if owner.kernel == "?" and reserved_kernel else owner

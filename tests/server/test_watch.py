@@ -58,6 +58,28 @@ def test_the_text_view_names_every_gpu_and_who_is_on_it():
     assert "<table" in html and "reserved by alice" in html and "color:#b00'>SIMULATED" in html
 
 
+def test_a_reserved_kernel_without_a_connection_file_in_its_command_line_is_named_by_its_reservation():
+    from gpulab.server.watch import _named_owner
+
+    # a provisioned kernel: ipykernel in its command line, no kernel-<id>.json (the workshop guide's "kernel ?")
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(60)", "ipykernel_launcher", "-f", "/tmp/connection.json"],
+        start_new_session=True,
+    )
+    try:
+        for _ in range(100):  # the new process's command line is empty for a moment while it starts
+            if "-f" in psutil.Process(child.pid).cmdline():
+                break
+            time.sleep(0.05)
+        assert process_owner(child.pid).kernel == "?"
+        named = _named_owner(child.pid, "alice", "56569379-aaaa")
+        unnamed = _named_owner(child.pid, "alice", None)
+    finally:
+        kill_group(child)
+    assert str(named) == f"alice: kernel 56569379 (pid {child.pid})"
+    assert str(unnamed) == f"alice: kernel ? (pid {child.pid})"  # nothing better to say: the reservation named none
+
+
 def test_views_without_gpus_say_why():
     assert "No GPU can be read: no NVIDIA driver" in render_text(ServerView((), error="no NVIDIA driver library"))
     assert "NVML sees no GPU" in render_html(ServerView(()))
