@@ -26,6 +26,7 @@ __all__ = ["check_resume_script", "ARGUMENTS", "EPOCHS", "TIMEOUT_S", "SECTION"]
 EXERCISES: dict[str, Exercise] = {}
 SECTION = "section 2 · “A run that survives a killed rank”"
 EPOCHS, WORLD, SNAPSHOT = 3, 2, "snapshot.pt"
+RESTARTS = 1  # torchrun --max-restarts: the checker kills one rank once, so attempts 0 and 1
 ARGUMENTS = ["--epochs", str(EPOCHS), "--batch-size", "8", "--lr", "0.05", "--seed", "0", "--train-size", "512"]
 ARGUMENTS += ["--out", "model.pt", "--snapshot", SNAPSHOT]
 TIMEOUT_S = 240.0  # two worlds of 2 ranks, each importing torch: 20–60 s on a laptop
@@ -68,8 +69,11 @@ def _snapshots(notes: dict) -> list[dict]:
 
 
 def _every_rank_writes(folder: Path) -> None:
-    """Checked before the exit code: two ranks writing one file may also make the run fail (a rename that races)."""
-    if any(_snapshots(n) for n in _notes(folder, 0)[1:]):
+    """Checked before the exit code: two ranks writing one file may also make the run fail (a rename that races). In
+    every attempt: the kill can come before rank 1 reached its first save, and the restarted world's race then ends
+    the run."""
+    others = [folder / record_name(attempt, rank) for attempt in range(RESTARTS + 1) for rank in range(1, WORLD)]
+    if any(_snapshots(json.loads(f.read_text())) for f in others if f.exists()):
         raise Hint(
             "rank 1 wrote the snapshot too: every rank saved it, and two processes writing one file can leave it "
             "garbled, or fail when one renames the file the other just renamed. The ranks' copies are equal "
@@ -153,7 +157,7 @@ def check_resume_script(answer: Any, timeout_s: float = TIMEOUT_S) -> str:
             timeout_s=timeout_s,
             probe=f"{__package__}.resume_probe",
             env={"GPULAB_PROBE_DIR": name},
-            max_restarts=1,
+            max_restarts=RESTARTS,
             kill_a_rank_when=(folder / SNAPSHOT).exists,
         )
         _every_rank_writes(folder)
