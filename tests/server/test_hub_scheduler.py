@@ -8,10 +8,12 @@ import logging
 import types
 
 import pytest
-from jupyterhub.spawner import LocalProcessSpawner
 
-from gpulab.server.hub import gpu_hooks
-from gpulab.server.scheduler_spawners import scheduler_spawner
+pytest.importorskip("jupyterhub", reason="JupyterHub is in the hub extra: pip install -e '.[hub]'")
+from jupyterhub.spawner import LocalProcessSpawner  # noqa: E402
+
+from gpulab.server.hub import gpu_hooks  # noqa: E402
+from gpulab.server.scheduler_spawners import scheduler_spawner  # noqa: E402
 
 
 def _spawner_class(module: str, name: str) -> type:
