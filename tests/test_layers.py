@@ -59,6 +59,7 @@ PURE = [
     "core/dependencies",
     "core/scheduler",
     "placement/selection",
+    "placement/allowed",
     "placement/explanation",
     "monitoring/ring_buffer",
     "monitoring/limits",

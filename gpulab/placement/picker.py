@@ -27,6 +27,7 @@ from ..core.widget_view import widget_bundle
 from ..machine.nvml import GpuReader
 from ..machine.resolve import as_reader
 from ..reservations import reservation_holders, yours_and_others
+from .allowed import usable_gpus
 from .picker_text import (
     BADGE,
     BAR_STYLE,
@@ -80,6 +81,8 @@ class GpuPicker:
         self.this_kernel = (not self.simulated) if this_kernel is None else this_kernel
         # The environment the kernel started with decides which GPUs it may use; a described machine is not this one.
         self.env = dict(env) if env is not None else (dict(os.environ) if self.this_kernel else {})
+        # this machine's GPUs (or those env describes) obey its SLURM job's or Kubernetes pod's scheduler
+        self._scheduler_env = dict(env) if env is not None else dict(os.environ) if machine is None else None
         self.reservations = path_or_none(reservations, "reservations")
         self._order: list[int | str] = []  # physical indices, and "0/mig1" for a MIG slice
         self.gpus: tuple[GpuInfo, ...] = ()
@@ -92,12 +95,9 @@ class GpuPicker:
             tooltip="set CUDA_VISIBLE_DEVICES in this kernel (before CUDA starts)",
         )
         # how many GPUs "Pick N free" ticks: the learner sets it, and the button says it
+        start = pick if isinstance(pick, int) else max(1, len(pick or ()))
         self.count = w.BoundedIntText(
-            value=pick if isinstance(pick, int) else max(1, len(pick or ())),
-            min=1,
-            max=64,
-            description="how many",
-            layout=w.Layout(width="150px"),
+            value=start, min=1, max=64, description="how many", layout=w.Layout(width="150px")
         )
         self.free_button = w.Button(
             description=f"Pick {self.count.value} free", tooltip="tick the freest GPUs, as many as the number beside it"
@@ -108,24 +108,15 @@ class GpuPicker:
         self.free_button.on_click(lambda _: self._clicked(lambda: self.pick_free(self.count.value)))
         self.refresh_button.on_click(lambda _: self.refresh())
         self._boxes: dict[int | str, w.Checkbox] = {}
-        banner = SIMULATED_BANNER if self.simulated else ""
-        self.rule_view = w.HTML()
-        self.header = _header()
-        self.widget = w.VBox(
-            [
-                w.HTML(banner),
-                self.header,
-                self.rows_box,
-                self.rule_view,
-                w.HBox([self.count, self.free_button, self.apply_button, self.refresh_button]),
-                self.mapping_view,
-                self.status,
-            ]
-        )
+        banner = w.HTML(SIMULATED_BANNER if self.simulated else "")
+        self.rule_view, self.header = w.HTML(), _header()
+        controls = w.HBox([self.count, self.free_button, self.apply_button, self.refresh_button])
+        rows = [banner, self.header, self.rows_box, self.rule_view, controls, self.mapping_view, self.status]
+        self.widget = w.VBox(rows)
         self.refresh()
-        if isinstance(pick, int):
+        if isinstance(pick, int) and not self.shortfall:  # given no GPU, the status line says how to ask for one
             self.pick_free(pick)
-        elif pick is not None:
+        elif pick is not None and not self.shortfall:
             self.select(pick)
 
     # -- reading the machine ---------------------------------------------------------------------------------------
@@ -133,7 +124,8 @@ class GpuPicker:
         """Read the GPUs again (memory, utilisation, processes, reservations) and redraw the rows."""
         self.gpus = tuple(self.reader.info(i) for i in range(self.reader.count()))
         self.devices = device_readings(self.gpus)  # the rows: each GPU, and in place of one in MIG mode its slices
-        self._cards = {d.physical_index for d in visible_map(self.gpus, self.env).devices}
+        self._usable = usable_gpus(self.gpus, self.env, self._scheduler_env)
+        self._cards = {g.physical_index for g in self.gpus if self._usable.allows(g.physical_index)}
         self._by_key = {device_key(d): d for d in self.devices}
         self._allowed = {k for k, d in self._by_key.items() if d.physical_index in self._cards}
         holders = reservation_holders([d.uuid for d in self.devices], self.reservations)
@@ -149,8 +141,10 @@ class GpuPicker:
         for i in self._order:
             if i in self._boxes:
                 self._boxes[i].value = True
-        self.apply_button.disabled = self.free_button.disabled = not self.gpus
+        self.apply_button.disabled = self.free_button.disabled = not self.gpus or not self._allowed
         self._update()
+        if self.shortfall:  # the scheduler gave this job no GPU: the line says how to ask it for one
+            self._say(self.shortfall, ok=False)
 
     def _row(self, g: GpuInfo) -> w.HBox:
         key = device_key(g)
@@ -192,8 +186,13 @@ class GpuPicker:
         """The free rule in one sentence, as the widget states it under the table."""
         return free_rule(self.policy)
 
+    @property
+    def shortfall(self) -> str:
+        """In a SLURM job or Kubernetes pod given no GPU: how to ask for one (the status line); else ``""``."""
+        return self._usable.shortfall(1)
+
     def _who(self, g: GpuInfo) -> str:
-        return who_uses(g, self._cards, self._holders)
+        return who_uses(g, self._cards, self._holders, self._usable.hidden_because)
 
     def _cpu_lines(self) -> list[str]:
         return cpu_lines(getattr(self.reader, "error", None))
@@ -256,7 +255,7 @@ class GpuPicker:
         """
         n = whole_number(n, "n", minimum=1, example="pick_free(2)")
         chosen, fewer = choose_up_to(
-            n, self.gpus, self.policy, taken=self._taken, yours=self._yours, allowed=self._cards
+            n, self.gpus, self.policy, taken=self._taken, yours=self._yours, allowed=self._usable
         )
         self.select(chosen)
         if fewer:
@@ -328,6 +327,8 @@ class GpuPicker:
         """The text form: every GPU under the widget's header, with the same badges, then the selection."""
         label = "SIMULATED machine (described GPUs, not this computer's): " if self.simulated else ""
         head = f"{label}{len(self.gpus)} GPU(s); selected: {', '.join(map(str, self._order)) or 'none'}"
+        if self.shortfall:
+            head += f"\n  {self.shortfall}"
         if not self.gpus:
             return "\n".join([head] + [f"  {line}".replace("`", "") for line in self._cpu_lines()])
         rows = [[g, self.state(device_key(g)), self._who(g)] for g in self.devices]

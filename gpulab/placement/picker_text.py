@@ -67,12 +67,17 @@ def free_rule(policy: Policy | None) -> str:
     )
 
 
-def who_uses(g: GpuInfo, allowed: set[int], holders: dict[str, str]) -> str:
-    """The "in use by" column: hidden from this kernel, whose reservation (``holders``: the words, "reserved by …" or
-    "reserved for …"), which processes (or why unknown)."""
+def who_uses(
+    g: GpuInfo,
+    allowed: set[int],
+    holders: dict[str, str],
+    hidden: str = "hidden from this kernel by CUDA_VISIBLE_DEVICES",
+) -> str:
+    """The "in use by" column: hidden from this kernel (``hidden``: why), whose reservation (``holders``: the words,
+    "reserved by …" or "reserved for …"), which processes (or why unknown)."""
     who = []
     if g.physical_index not in allowed:
-        who.append("hidden from this kernel by CUDA_VISIBLE_DEVICES")
+        who.append(hidden)
     if g.uuid in holders:
         who.append(holders[g.uuid])
     if isinstance(g.processes, Unavailable):

@@ -27,7 +27,6 @@ from ..core.arguments import function, seconds, whole_number
 from ..core.readings import GpuInfo
 from ..core.renamed import renamed_keywords
 from ..core.reservable import device_readings
-from ..core.scheduler import Allocation, allocation
 from ..core.shares import GpuShare
 from ..core.visible import visible_map
 from ..machine.nvml import GpuReader
@@ -41,6 +40,7 @@ from ..reservations import (
     selection_lock,
     yours_and_others,
 )
+from .allowed import usable_gpus
 from .selection import Choice, NoFreeGpu, Policy, choose_gpus, rank_gpus, validated_policy
 from .setter import set_visible_devices
 
@@ -184,7 +184,9 @@ def reserve_gpus(
 ) -> Reservation:
     """Pick ``n`` free GPUs and hold them against every other process on this machine.
 
-    Candidates are the GPUs this process may use (those ``CUDA_VISIBLE_DEVICES`` allows, if set), read through
+    Candidates are the GPUs this process may use (those ``CUDA_VISIBLE_DEVICES`` allows, if set, and for this
+    machine's GPUs, inside a SLURM job or a Kubernetes pod, only those the scheduler gave: ``placement.allowed``;
+    where it gave fewer than ``n``, ``NoFreeGpu`` says how to ask it for more), read through
     ``machine`` (default: NVML, or ``GPULAB_SIMULATE_GPUS``; or a preset name such as ``"workshop-8"``); ``policy`` says
     what free means. GPUs reserved by others are passed over. With ``wait_s`` it retries every ``poll_s`` seconds until
     then; otherwise, or after that, ``NoFreeGpu`` says why each GPU was passed over. ``details`` (short strings: kernel
@@ -209,15 +211,15 @@ def reserve_gpus(
     function(clock, "clock", example="time.monotonic")
     function(sleep, "sleep", example="time.sleep")
     details = validated_details(details)
-    if machine is None:  # this machine's own GPUs: a scheduler may have handed them out already
-        _within_allocation(n, allocation(os.environ))
     d = reservations_dir(reservations)
     deadline = clock() + wait_s
     while True:
         gpus = [reader.info(i) for i in range(reader.count())]
-        allowed = None
-        if "CUDA_VISIBLE_DEVICES" in os.environ:
-            allowed = {dev.physical_index for dev in visible_map(gpus).devices}
+        # this machine's own GPUs: a SLURM job's or a Kubernetes pod's scheduler may have handed them out already
+        usable = usable_gpus(gpus, os.environ, os.environ if machine is None else None)
+        if usable.shortfall(n):  # the scheduler gave too few: waiting will not change that
+            raise NoFreeGpu(usable.shortfall(n))
+        allowed = usable.physical_indices
         with selection_lock(d):
             holders = reservation_holders([g.uuid for g in device_readings(gpus)], d)  # MIG slices too
             yours, taken = yours_and_others(holders)
@@ -226,7 +228,7 @@ def reserve_gpus(
                 ranking = rank_gpus(gpus, policy, taken=taken, yours=yours)
                 return Reservation(Choice(tuple(server_held[:n]), ranking), d, {}, yours[server_held[0].uuid])
             try:
-                choice = choose_gpus(n, gpus, policy, taken=taken, yours=yours, allowed=allowed, prefer=prefer)
+                choice = choose_gpus(n, gpus, policy, taken=taken, yours=yours, allowed=usable, prefer=prefer)
             except NoFreeGpu:
                 if clock() >= deadline:
                     raise
@@ -244,19 +246,6 @@ def reserve_gpus(
                     fds[g.uuid] = fd
                 return Reservation(choice, d, fds)
         sleep(min(poll_s, max(0.0, deadline - clock())))
-
-
-def _within_allocation(n: int, granted: Allocation | None) -> None:
-    """Inside a SLURM job or a Kubernetes pod, refuse ``n`` GPUs the scheduler did not give (decided from its
-    variables, ``gpulab.core.scheduler``); where it gave enough, ``CUDA_VISIBLE_DEVICES`` already limits the choice."""
-    if granted is None or granted.gpus is None or len(granted.gpus) >= n:
-        return
-    given = "no GPU" if not granted.gpus else f"{len(granted.gpus)} GPU(s) ({','.join(granted.gpus)})"
-    raise NoFreeGpu(
-        f"asked for {n} GPU(s), but this runs in {granted.scheduler} {granted.job}, which was given {given}: the "
-        f"scheduler hands out GPUs here, and gpulab takes none it did not give (other jobs may be using them). "
-        f"To get them, {granted.how_to_ask(n)}. Without a GPU, run on the CPU (device='cpu')."
-    )
 
 
 def _share_of_mine(holder) -> bool:

@@ -15,12 +15,13 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ..core.arguments import flag, gpu_list, index_list, is_real_number, shown, whole_number
+from ..core.arguments import flag, gpu_list, is_real_number, shown, whole_number
 from ..core.readings import NOT_READ, GpuInfo, Unavailable, is_known
 from ..core.renamed import renamed_keywords
 from ..core.reservable import NO_MIG_SLICE, ONE_MIG_SLICE, device_key, device_readings
 from ..core.tables import Table, TableView
 from ..core.units import format_bytes
+from .allowed import Usable, as_usable
 
 __all__ = [
     "Policy",
@@ -247,12 +248,14 @@ def choose_gpus(
     *,
     taken: Mapping[str, str] | None = None,
     yours: Mapping[str, str] | None = None,
-    allowed: Collection[int] | None = None,
+    allowed: Collection[int] | Usable | None = None,
     prefer: Collection[str] = (),
 ) -> Choice:
     """Pick the ``n`` best free GPUs of ``gpus`` (GPUs already read: ``gpulab.devices(...)``, or a reader, read here
     with its processes; pure otherwise), free by ``judge``'s rule. ``allowed`` limits the candidates to these physical
-    indices; free GPUs whose UUID is in ``prefer`` come first (a restarted kernel gets its GPUs back when they are still
+    indices; left out, inside a SLURM job or a Kubernetes pod, this machine's GPUs are limited to those the scheduler
+    gave (``placement.allowed``), and where it gave fewer than ``n`` the error says how to ask it. Free GPUs whose
+    UUID is in ``prefer`` come first (a restarted kernel gets its GPUs back when they are still
     free). GPUs in ``yours`` are held for this process already: the table says so, and they are not chosen again.
 
     A GPU in MIG mode offers its slices instead, each judged as a GPU and chosen by its ``MIG-…`` UUID; a slice is
@@ -264,14 +267,8 @@ def choose_gpus(
     gpus = gpu_list(gpus, "gpus", processes=True)
     policy = validated_policy(policy)
     taken, yours = _taken(taken), _taken(yours, "yours")
-    if allowed is not None:
-        if isinstance(allowed, (str, bytes)) or not isinstance(allowed, Collection):
-            raise TypeError(
-                f"allowed={shown(allowed)}: allowed takes the physical GPU numbers this process may use, "
-                "e.g. allowed={2, 3}, or None for all."
-            )
-        allowed = set(index_list(list(allowed), "allowed", example="{2, 3}"))
-    pool = [g for g in device_readings(gpus) if allowed is None or g.physical_index in allowed]
+    usable = as_usable(allowed, gpus)
+    pool = [g for g in device_readings(gpus) if usable.allows(g.physical_index)]
     ranking = rank_gpus(pool, policy, taken=taken, yours=yours)
     if isinstance(prefer, (str, bytes)) or not isinstance(prefer, Collection):
         raise TypeError(
@@ -281,6 +278,9 @@ def choose_gpus(
     free = sorted((v.gpu for v in ranking if v.free), key=lambda g: g.uuid not in prefer)  # stable: ranking kept
     slices = [g.label for g in free if g.mig_index is not None] if n > 1 else []
     free = [g for g in free if n == 1 or g.mig_index is None]
+    shortfall = usable.shortfall(n)
+    if shortfall:  # the scheduler gave too few: the free ones it gave are in the ranking, the way to get more here
+        raise NoFreeGpu(shortfall, ranking, [f"  ({shortfall})"])
     if len(free) < n:
         if not gpus:
             raise NoFreeGpu(
@@ -290,11 +290,8 @@ def choose_gpus(
         notes = []
         if slices:
             notes.append(f"  (MIG slice(s) {', '.join(slices)} are free, but {ONE_MIG_SLICE}: ask for 1)")
-        if len({g.physical_index for g in pool}) < len(gpus):
-            notes.append(
-                f"  (only GPU(s) {sorted(allowed or ())} may be used by this process: CUDA_VISIBLE_DEVICES "
-                "hides the others)"
-            )
+        if len({g.physical_index for g in pool}) < len(gpus) or usable.unseen:
+            notes.append(usable.note())
         lines = "\n".join([_passed_over(v) for v in ranking] + notes)
         label = "SIMULATED machine (described GPUs, not this computer's): " if any(g.simulated for g in gpus) else ""
         raise NoFreeGpu(
@@ -318,14 +315,15 @@ def choose_up_to(
     *,
     taken: Mapping[str, str] | None = None,
     yours: Mapping[str, str] | None = None,
-    allowed: Collection[int] | None = None,
+    allowed: Collection[int] | Usable | None = None,
 ) -> tuple[tuple[int | str, ...], str]:
     """The picker's "Pick N": the GPUs that are yours already (``judge``), then the best free ones, ``n`` in all; or,
     where fewer are yours or free, all that are (a MIG slice only alone), with a sentence saying so and why each other
     GPU was passed over ("" when ``n`` were found). ``NoFreeGpu`` when none is yours or free. Each is named by its
     ``core.reservable.device_key``: its physical index, or ``"0/mig1"`` for a slice."""
     gpus = gpu_list(gpus, "gpus", processes=True)
-    pool = [g for g in gpus if allowed is None or g.physical_index in allowed]
+    allowed = as_usable(allowed, gpus)
+    pool = [g for g in gpus if allowed.allows(g.physical_index)]
     mine = [v.gpu for v in rank_gpus(device_readings(pool), policy, taken=taken, yours=yours) if v.yours][:n]
     picked: tuple[int | str, ...] = tuple(device_key(g) for g in mine)
     if len(mine) == n:
