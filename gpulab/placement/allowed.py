@@ -10,10 +10,10 @@ did not give may be another job's. The scheduler names its GPUs in its own way, 
 - **A SLURM node's indices** (``SLURM_STEP_GPUS``/``SLURM_JOB_GPUS``, ``"2,3"``). Where NVML lists exactly as many
   GPUs as the job was given, it sees only the job's own (device confinement, ``ConstrainDevices=yes``: the job's
   ``CUDA_VISIBLE_DEVICES`` is renumbered ``"0,1"``), so every GPU it lists is the job's. Where it lists more, it sees
-  the whole node, and the node's index k is taken as NVML's GPU k. SLURM numbers a node's GPUs in ``gres.conf``'s
-  order of device files, NVML (and nvidia-smi) by PCI bus: the two agree where the site lists them in bus order,
-  as ``AutoDetect=nvml`` does (``docs/clusters.md``). ``CUDA_VISIBLE_DEVICES`` then further limits the choice only
-  where it counts in NVML's numbering, not where confinement renumbered it on a node NVML sees whole.
+  the whole node, and the node's index k is taken as NVML's GPU k. SLURM numbers a node's GPUs by device file
+  (``/dev/nvidiaN``), NVML (and nvidia-smi) by PCI bus: the two agree where the node's device files follow its bus
+  order, which a site checks (``docs/clusters.md``); gpulab cannot. ``CUDA_VISIBLE_DEVICES`` further limits the
+  choice only where it counts in NVML's numbering, not where confinement renumbered it on a node NVML sees whole.
 
 Taught in ``docs/clusters.md``; the helpers that apply it in ``notebooks/02_choosing_gpus.ipynb``.
 """
