@@ -67,6 +67,7 @@ class Inventory:
     cuda_driver_version: str | Unavailable
     nvml_error: str | None
     simulated: bool = False  # described GPUs (SimulatedGpuReader), not this computer's
+    this_machine: bool = False  # read with machine=None: NVML, or the described machine GPULAB_SIMULATE_GPUS names
 
     @property
     def gpu_count(self) -> int:
@@ -151,4 +152,5 @@ def devices(machine: GpuReader | str | None = None, *, processes: bool = True) -
         reader.cuda_driver_version(),
         reader.error,
         simulated=bool(getattr(reader, "simulated", False)),
+        this_machine=machine is None,
     )

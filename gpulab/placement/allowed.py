@@ -132,14 +132,15 @@ def usable_gpus(
     return Usable(frozenset(given), granted, unseen)
 
 
-def as_usable(allowed: object, gpus: Sequence[GpuInfo]) -> Usable:
+def as_usable(allowed: object, gpus: Sequence[GpuInfo], this_machine: bool | None = None) -> Usable:
     """``choose_gpus``'s ``allowed``: these physical indices, this answer, or (None) what this machine's scheduler
-    gave, for readings of this machine (or of the described one ``GPULAB_SIMULATE_GPUS`` puts in its place)."""
+    gave, for readings of this machine: ``this_machine`` (``Inventory.this_machine``: ``gpulab.devices()``, also where
+    ``GPULAB_SIMULATE_GPUS`` describes this machine), or, where that is not known, readings of a real driver."""
     if isinstance(allowed, Usable):
         return allowed
     if allowed is None:
-        this_machine = not any(g.simulated for g in gpus) or bool(os.environ.get("GPULAB_SIMULATE_GPUS", "").strip())
-        return usable_gpus(gpus, {}, os.environ if this_machine else None)
+        mine = not any(g.simulated for g in gpus) if this_machine is None else this_machine
+        return usable_gpus(gpus, {}, os.environ if mine else None)
     if isinstance(allowed, (str, bytes)) or not isinstance(allowed, Collection):
         raise TypeError(
             f"allowed={shown(allowed)}: allowed takes the physical GPU numbers this process may use, "

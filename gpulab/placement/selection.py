@@ -253,10 +253,11 @@ def choose_gpus(
 ) -> Choice:
     """Pick the ``n`` best free GPUs of ``gpus`` (GPUs already read: ``gpulab.devices(...)``, or a reader, read here
     with its processes; pure otherwise), free by ``judge``'s rule. ``allowed`` limits the candidates to these physical
-    indices; left out, inside a SLURM job or a Kubernetes pod, this machine's GPUs are limited to those the scheduler
-    gave (``placement.allowed``), and where it gave fewer than ``n`` the error says how to ask it. Free GPUs whose
-    UUID is in ``prefer`` come first (a restarted kernel gets its GPUs back when they are still
-    free). GPUs in ``yours`` are held for this process already: the table says so, and they are not chosen again.
+    indices; left out, inside a SLURM job or a Kubernetes pod, this machine's GPUs (``gpulab.devices()``, or NVML's
+    readings) are limited to those the scheduler gave (``placement.allowed``), and where it gave fewer than ``n`` the
+    error says how to ask it. Free GPUs whose UUID is in ``prefer`` come first (a restarted kernel gets its GPUs
+    back when they are still free). GPUs in ``yours`` are held for this process already: the table says so, and
+    they are not chosen again.
 
     A GPU in MIG mode offers its slices instead, each judged as a GPU and chosen by its ``MIG-…`` UUID; a slice is
     chosen only alone (``n=1``): CUDA lets a process use one MIG slice only.
@@ -264,10 +265,11 @@ def choose_gpus(
     Raises ``NoFreeGpu`` (saying why each GPU was passed over) when fewer than ``n`` are free.
     """
     n = whole_number(n, "n", minimum=1, what="how many GPUs you want", example="choose_gpus(2, gpulab.devices())")
+    this_machine = getattr(gpus, "this_machine", None)  # gpulab.devices() says; GPUs read otherwise, their driver
     gpus = gpu_list(gpus, "gpus", processes=True)
     policy = validated_policy(policy)
     taken, yours = _taken(taken), _taken(yours, "yours")
-    usable = as_usable(allowed, gpus)
+    usable = as_usable(allowed, gpus, this_machine)
     pool = [g for g in device_readings(gpus) if usable.allows(g.physical_index)]
     ranking = rank_gpus(pool, policy, taken=taken, yours=yours)
     if isinstance(prefer, (str, bytes)) or not isinstance(prefer, Collection):

@@ -133,10 +133,18 @@ def test_a_kubernetes_pod_chooses_its_own_gpu_by_uuid_and_a_cpu_pod_none(inside,
     assert choose_gpus(1, gpulab.devices()).physical_indices == (1,)
 
 
-def test_a_described_machine_is_not_the_jobs_node_and_is_chosen_from_whole(inside, monkeypatch, tmp_path):
+@pytest.mark.parametrize("here", ["workshop-8", None])
+def test_a_described_machine_is_not_the_jobs_node_and_is_chosen_from_whole(here, inside, monkeypatch, tmp_path):
+    """Chapter 02's calls on workshop-8 in a job without a GPU, with this machine described as the same preset (the
+    readings alike: gpulab.devices() says which is this machine's), or not described at all."""
     inside(dict(JOB))
-    monkeypatch.delenv("GPULAB_SIMULATE_GPUS")
+    if here is None:
+        monkeypatch.delenv("GPULAB_SIMULATE_GPUS")
+    else:
+        with pytest.raises(NoFreeGpu, match="which was given no GPU"):
+            choose_gpus(1, gpulab.devices())
     assert choose_gpus(2, gpulab.devices("workshop-8")).physical_indices == (1, 3)
+    assert choose_gpus(2, gpulab.devices("workshop-8").gpus).physical_indices == (1, 3)
     with reserve_gpus(1, "workshop-8", reservations=tmp_path) as r:
         assert r.physical_indices == (1,)
     picker = GpuPicker("workshop-8", selected="free:1", reservations=str(tmp_path))
