@@ -78,11 +78,19 @@ class Usable:
         granted = self.granted
         if granted is None or granted.gpus is None or len(granted.gpus) >= n:
             return ""
+        return f"asked for {n} GPU(s), but {self._given(n)}"
+
+    def none_given(self) -> str:
+        """Where the scheduler gave no GPU at all, the picker's line: what happened, why, what to do; else ``""``."""
+        return f"No GPU to choose: {self._given(1)}" if self.shortfall(1) else ""
+
+    def _given(self, n: int) -> str:
+        granted = self.granted
         given = "no GPU" if not granted.gpus else f"{len(granted.gpus)} GPU(s) ({','.join(granted.gpus)})"
         return (
-            f"asked for {n} GPU(s), but this runs in {granted.scheduler} {granted.job}, which was given {given}: the "
-            f"scheduler hands out GPUs here, and gpulab takes none it did not give (other jobs may be using them). "
-            f"To get them, {granted.how_to_ask(n)}. Without a GPU, run on the CPU (device='cpu')."
+            f"this runs in {granted.scheduler} {granted.job}, which was given {given}: the scheduler hands out GPUs "
+            f"here, and gpulab takes none it did not give (other jobs may be using them). To get "
+            f"{'one' if n == 1 else 'them'}, {granted.how_to_ask(n)}. Without a GPU, run on the CPU (device='cpu')."
         )
 
 

@@ -189,7 +189,7 @@ class GpuPicker:
     @property
     def shortfall(self) -> str:
         """In a SLURM job or Kubernetes pod given no GPU: how to ask for one (the status line); else ``""``."""
-        return self._usable.shortfall(1)
+        return self._usable.none_given()
 
     def _who(self, g: GpuInfo) -> str:
         return who_uses(g, self._cards, self._holders, self._usable.hidden_because)

@@ -98,7 +98,8 @@ def test_a_job_without_a_gpu_chooses_and_reserves_none_and_says_how_to_ask_slurm
         reserve_gpus(1, reservations=tmp_path)
     picker = GpuPicker(selected="free:1", reservations=str(tmp_path))  # no traceback: a line in the widget
     assert picker.selected == () and _hidden(picker) == list(range(8))
-    assert "which was given no GPU" in picker.status.value and "salloc --gpus=1" in picker.status.value
+    assert "No GPU to choose: this runs in SLURM job 42, which was given no GPU" in picker.status.value
+    assert "To get one, ask SLURM for GPUs" in picker.status.value and "salloc --gpus=1" in picker.status.value
     assert "color:#b00" in picker.status.value and picker.free_button.disabled and picker.apply_button.disabled
     assert "salloc --gpus=1" in str(picker)
     picker.refresh()
