@@ -115,6 +115,14 @@ def test_a_job_with_fewer_gpus_than_asked_takes_what_it_has_in_the_picker_and_sa
     assert "only 1 is free" in picker.status.value and "--gpus=2" in picker.status.value
 
 
+def test_where_the_jobs_gpus_are_busy_the_error_says_they_are_all_it_may_use(inside):
+    inside({**JOB, "CUDA_VISIBLE_DEVICES": "0,2", "SLURM_JOB_GPUS": "0,2"})  # both busy; 1, 3 and 5 are free
+    with pytest.raises(
+        NoFreeGpu, match=r"(?s)GPU 0: .* used.*\(only GPU\(s\) \[0, 2\] may be used by this process: SLURM gave"
+    ):
+        choose_gpus(1, gpulab.devices())
+
+
 def test_a_jobs_gpu_that_nvml_does_not_list_is_named(inside):
     inside({**JOB, "CUDA_VISIBLE_DEVICES": "9", "SLURM_JOB_GPUS": "9"})
     with pytest.raises(NoFreeGpu, match=r"SLURM's GPU\(s\) 9 match no GPU NVML lists here"):
