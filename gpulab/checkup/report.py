@@ -26,7 +26,8 @@ from ..machine.inventory import Inventory, devices
 from ..machine.nvml import GpuReader
 from ..machine.resolve import as_reader
 from ..machine.software import PACKAGES, TorchFacts, detect_platform, package_version, torch_facts
-from ..reservations import reservation_holders, yours_and_others
+from ..reservations.holders import reservation_holders
+from ..reservations.yours import yours_and_others
 from .chapters import Chapter, chapters
 from .diagnosis import diagnose, headline
 from .facts import Facts, Finding

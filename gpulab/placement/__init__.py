@@ -14,7 +14,6 @@ export_lazily(
     __name__,
     {
         "set_visible_devices": "setter",
-        "CudaAlreadyStarted": "setter",
         "patched_environ": "setter",
         "choose_gpus": "selection",
         "NoFreeGpu": "selection",
