@@ -14,7 +14,6 @@ import os
 import textwrap
 from dataclasses import dataclass
 
-from ..core.recorded_cells import RecordedCell, read_bundles, recordings_folder
 from ..core.renamed import renamed_keywords
 from ..core.scheduler import Allocation, allocation
 from ..core.tables import html_table, text_table
@@ -31,6 +30,7 @@ from ..reservations.yours import yours_and_others
 from .chapters import Chapter, chapters
 from .diagnosis import diagnose, headline
 from .facts import Facts, Finding
+from .recorded_cells import RecordedCell, read_bundles, recordings_folder
 
 __all__ = ["Finding", "EnvReport", "environment_report"]
 
