@@ -80,6 +80,7 @@ PURE = [
     "exercises/check",
     "scaling/cost",
     "scaling/published",
+    "scaling/run_verdicts",
 ]
 VIEWS = [
     "__main__",

@@ -15,15 +15,10 @@ reach these through ``gpulab.``'s verbs.
 
 from .lazy import export_lazily
 
-# the verdicts a chapter cell prints about its own measurement (notebooks/05_live_monitor.ipynb, 07_scaling.ipynb)
+# the shares of a GPU that kernels hold (notebooks/02_choosing_gpus.ipynb, the workshop guide)
 export_lazily(
     __name__,
     {
-        "Verdict": "verdicts",
-        "NotMeasured": "verdicts",
-        "crossover_verdict": "verdicts",
-        "overhead_verdict": "verdicts",
-        # the shares of a GPU that kernels hold (notebooks/02_choosing_gpus.ipynb)
         "shares_of": "shares",
         "share_cap_bytes": "shares",
     },
