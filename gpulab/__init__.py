@@ -5,7 +5,7 @@ subpackage, whose names read as the course's contents (floor by floor: each impo
 in this list, ``tests/test_layers.py``):
 
     gpulab.core          units, tables, settings, readings, verdicts, argument validation, CUDA_VISIBLE_DEVICES's
-                         grammar, the GPU cells' recordings (pure: the standard library only)
+                         grammar (pure: the standard library only)
     gpulab.reservations  who holds which GPU: the lock files that placement, checkup and server share
     gpulab.machine       NVML reader, described (simulated) GPUs, which machine a learner meant, inventory, host,
                          software, CUDA state and the line that started it, the one door to private torch APIs (compat)
@@ -13,9 +13,9 @@ in this list, ``tests/test_layers.py``):
     gpulab.measure       timing, transfers, memory sizing
     gpulab.placement     the guarded setter, explain, selection, reserve_gpus, the picker
     gpulab.monitoring    the live monitor
-    gpulab.ranks         ranks from a notebook cell (the launcher, %%ranks), DDP speed
+    gpulab.ranks         ranks from a notebook cell (the launcher, %%ranks), each rank's device, DDP speed
     gpulab.dataparallel  DataParallel by hand, its gradients, throughput and GPU footprint
-    gpulab.checkup       the environment report and its checklist
+    gpulab.checkup       the environment report and its checklist, the GPU cells' recordings
     gpulab.server        the whole server's GPUs and who holds them (the watch view)
     gpulab.lightning     Lightning's old Trainer flags translated, the monitor callback, the fork/OpenMP experiment
     gpulab.scaling       when a second device pays: a DDP step predicted, measured and swept

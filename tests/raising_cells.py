@@ -30,8 +30,8 @@ from typing import Any
 
 import pytest
 
-from gpulab.core.recorded_cells import SKIP_LINE as GPU_SKIP_LINE  # noqa: F401  (tests/test_raising_cells.py uses it)
-from gpulab.core.recorded_cells import skipped_here
+from gpulab.checkup.recorded_cells import SKIP_LINE as GPU_SKIP_LINE  # noqa: F401  (tests/test_raising_cells.py uses it)
+from gpulab.checkup.recorded_cells import skipped_here
 
 SANITIZE_FILE = Path(__file__).resolve().parents[1] / "notebooks" / "nbval_sanitize.cfg"
 

@@ -34,14 +34,14 @@ FLOORS = {
     "exercises": 6,
     "notebook": 6,  # checks every chapter's answers; the magics (%%ranks, %gpulab doctor)
 }
-# a store that several rooms share stands on a floor of its own, and they reach it only through its package's __all__
+# a store that several rooms share stands on a floor of its own, and they take from each of its modules only the names
+# in that module's __all__
 STORES = ["reservations"]
 TOP = ["__init__", "__main__", "testing"]  # the entry points above every floor
 PURE = [
     "core/units",
     "core/readings",
     "core/verdicts",
-    "core/cuda_evidence",
     "core/arguments",
     "core/tables",
     "core/settings",
@@ -51,8 +51,6 @@ PURE = [
     "core/renamed",
     "core/visible",
     "core/visible_text",
-    "core/rank_devices",
-    "core/recorded_cells",
     "core/shares",
     "core/memory_cap_text",
     "core/reservable",
@@ -68,6 +66,9 @@ PURE = [
     "monitoring/panels",
     "monitoring/watched",
     "machine/described",
+    "machine/cuda_evidence",
+    "ranks/rank_devices",
+    "checkup/recorded_cells",
     "server/render",
     "lightning/call",
     "lightning/flag_history",
@@ -80,6 +81,7 @@ PURE = [
     "exercises/check",
     "scaling/cost",
     "scaling/published",
+    "scaling/run_verdicts",
 ]
 VIEWS = [
     "__main__",
@@ -365,18 +367,31 @@ def _imported_names(path: Path) -> list[tuple[str, str]]:
     return out
 
 
-def _store_api(store: str) -> set[str]:
-    tree = ast.parse((PKG / store / "__init__.py").read_text())
-    return next(
-        set(ast.literal_eval(n.value))
-        for n in tree.body
+def _listed(path: Path) -> set[str]:
+    """The names a module's ``__all__`` lists, read from its source (none when it has no ``__all__``)."""
+    return {
+        name
+        for n in ast.parse(path.read_text()).body
         if isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in n.targets)
-    )
+        for name in ast.literal_eval(n.value)
+    }
 
 
-def private_imports(importer: str, imported: list[tuple[str, str]], stores: dict[str, set[str]]) -> list[str]:
+def _store_api(store: str) -> dict[str, set[str]]:
+    """``gpulab.<store>`` and each of its modules (``gpulab.reservations.holders``) -> the names its ``__all__``
+    lists: what the other rooms may import from it."""
+    return {
+        ("gpulab." + _name(p).removesuffix("/__init__")).replace("/", "."): _listed(p)
+        for p in sorted((PKG / store).glob("*.py"))
+    }
+
+
+def private_imports(
+    importer: str, imported: list[tuple[str, str]], stores: dict[str, dict[str, set[str]]]
+) -> list[str]:
     """Each name ``importer`` takes from another room that is private to it: a ``_name`` of any room, and of a store
-    anything but its package's ``__all__`` (not its modules, not a name it keeps for itself)."""
+    anything but the names in the ``__all__`` of the module that defines them (not a whole module, not a name the
+    module keeps for the store itself)."""
     room = _subpackage(importer)
     out = []
     for module, name in imported:
@@ -386,10 +401,10 @@ def private_imports(importer: str, imported: list[tuple[str, str]], stores: dict
             continue
         if name.startswith("_") and not name.startswith("__"):
             out.append(f"{importer} imports {module}.{name}: a private name of {target}")
-        elif target in stores and (len(parts) > 2 or name not in stores[target]):
+        elif target in stores and name not in stores[target].get(module, set()):
             out.append(
-                f"{importer} imports {module}{'.' + name if name else ''}: only the names in "
-                f"gpulab.{target}.__all__ are {target}'s interface"
+                f"{importer} imports {module}{'.' + name if name else ''}: {target}'s interface is the names in the "
+                f"__all__ of the module that defines each, imported from it"
             )
     return out
 
@@ -400,30 +415,40 @@ def test_no_room_imports_a_private_name_of_another_and_stores_only_through_their
     assert found == []
 
 
-def test_the_private_import_rule_catches_a_private_name_a_store_module_and_a_name_outside_the_interface():
-    stores = {"reservations": {"reservation_holders", "hold"}}
+def test_the_private_import_rule_catches_a_private_name_a_whole_module_and_a_name_outside_the_interface():
+    stores = {
+        "reservations": {
+            "gpulab.reservations": set(),
+            "gpulab.reservations.holders": {"reservation_holders"},
+            "gpulab.reservations.folder": {"hold"},
+        }
+    }
     assert private_imports(
         "server/watch",
         [
             ("gpulab.reservations.folder", "open_lock_file"),
             ("gpulab.reservations", "_read_holder"),
-            ("gpulab.reservations", "try_lock"),
+            ("gpulab.reservations", "reservation_holders"),
             ("gpulab.reservations.holders", ""),
+            ("gpulab.reservations", "holders"),
             ("gpulab.scaling.cost", "_positive"),
         ],
         stores,
     ) == [
-        "server/watch imports gpulab.reservations.folder.open_lock_file: only the names in gpulab.reservations.__all__ "
-        "are reservations's interface",
+        "server/watch imports gpulab.reservations.folder.open_lock_file: reservations's interface is the names in "
+        "the __all__ of the module that defines each, imported from it",
         "server/watch imports gpulab.reservations._read_holder: a private name of reservations",
-        "server/watch imports gpulab.reservations.try_lock: only the names in gpulab.reservations.__all__ are "
-        "reservations's interface",
-        "server/watch imports gpulab.reservations.holders: only the names in gpulab.reservations.__all__ are "
-        "reservations's interface",
+        "server/watch imports gpulab.reservations.reservation_holders: reservations's interface is the names in the "
+        "__all__ of the module that defines each, imported from it",
+        "server/watch imports gpulab.reservations.holders: reservations's interface is the names in the __all__ of "
+        "the module that defines each, imported from it",
+        "server/watch imports gpulab.reservations.holders: reservations's interface is the names in the __all__ of "
+        "the module that defines each, imported from it",
         "server/watch imports gpulab.scaling.cost._positive: a private name of scaling",
     ]
     assert private_imports("reservations/holders", [("gpulab.reservations.folder", "try_lock")], stores) == []
-    assert private_imports("server/hub", [("gpulab.reservations", "hold")], stores) == []
+    assert private_imports("server/hub", [("gpulab.reservations.folder", "hold")], stores) == []
+    assert private_imports("server/hub", [("gpulab.reservations.holders", "reservation_holders")], stores) == []
 
 
 def _violations_of(name: str, source: str) -> list[str]:

@@ -29,8 +29,8 @@ from pathlib import Path
 
 import pytest
 
-from gpulab.core.verdicts import NEAR_ONE, QUIET_CEILING
 from gpulab.scaling import mlp_parameters
+from gpulab.scaling.run_verdicts import NEAR_ONE, QUIET_CEILING
 from tests.test_claims_ledger import BOUND
 from tests.test_evidence_citations import FILES as RECORDS
 from tests.test_evidence_citations import QUANTITY as RECORD_QUANTITY
@@ -120,9 +120,9 @@ CONSTANTS = [
     ),
     Constant("04_ddp.ipynb", "0451b614", "3 s", "a setting: timeout_s=3 in the cell below", 3),
     Constant("04_ddp.ipynb", "d4f1a0e3", "2 s", "a setting: rank 0 sleeps args=(2,) seconds in the cell below", 2),
-    Constant("07_scaling.ipynb", "c5884de5", "15 %", "gpulab.core.verdicts.NEAR_ONE", NEAR_ONE * 100),
+    Constant("07_scaling.ipynb", "c5884de5", "15 %", "gpulab.scaling.run_verdicts.NEAR_ONE", NEAR_ONE * 100),
     Constant("07_scaling.ipynb", "7d9e09be", "4×", "a setting: the knob '4 micro-batches, no_sync()'", 4),
-    Constant("07_scaling.ipynb", "c5884de5", "1.7×", "gpulab.core.verdicts.QUIET_CEILING", QUIET_CEILING),
+    Constant("07_scaling.ipynb", "c5884de5", "1.7×", "gpulab.scaling.run_verdicts.QUIET_CEILING", QUIET_CEILING),
     Constant(
         "07_scaling.ipynb",
         "67eae800",

@@ -26,8 +26,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
-from gpulab.core.recorded_cells import NO_RECORDING  # noqa: E402
-from gpulab.core.recorded_cells import SKIP_LINE as GPU_SKIP  # noqa: E402
+from gpulab.checkup.recorded_cells import NO_RECORDING  # noqa: E402
+from gpulab.checkup.recorded_cells import SKIP_LINE as GPU_SKIP  # noqa: E402
 from handoutkit.printing import find_chromium  # noqa: E402
 from sitekit import links  # noqa: E402
 from tests.process_group import run as run_in_group  # noqa: E402

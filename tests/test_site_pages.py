@@ -16,8 +16,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
-from gpulab.core.recorded_cells import NO_RECORDING  # noqa: E402
-from gpulab.core.recorded_cells import SKIP_LINE as GPU_SKIP  # noqa: E402
+from gpulab.checkup.recorded_cells import NO_RECORDING  # noqa: E402
+from gpulab.checkup.recorded_cells import SKIP_LINE as GPU_SKIP  # noqa: E402
 from handoutkit import editions, run  # noqa: E402
 from sitekit import links, pages  # noqa: E402
 from tests.process_group import run as run_in_group  # noqa: E402
@@ -128,7 +128,7 @@ def test_a_link_to_a_file_that_is_no_page_goes_to_the_repository_or_becomes_word
 
 def _executed(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     """``nb`` as if run here without a GPU: the %%gpu cell printed its skip and the one line (what the magic does)."""
-    from gpulab.core.recorded_cells import find
+    from gpulab.checkup.recorded_cells import find
 
     nb = nbformat.from_dict(nb)
     for cell in nb.cells:

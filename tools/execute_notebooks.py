@@ -42,7 +42,7 @@ class NotQuiet(RuntimeError):
 
 def refusal(name: str, ceiling: float, load: float | None, when: str) -> str:
     """Why ``name`` is not saved, and how to save it anyway."""
-    from gpulab.core.verdicts import QUIET_CEILING
+    from gpulab.scaling.run_verdicts import QUIET_CEILING
 
     busy = f", load average {load:.2f}" if load is not None else ""
     # a run refused at or above the quiet threshold can only have had its 1-process run slowed (2 processes cannot be

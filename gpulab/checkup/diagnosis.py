@@ -21,7 +21,7 @@ from ..core.units import format_bytes
 from ..core.visible import visible_map
 from ..core.visible_text import parse_visible_devices
 from ..placement.selection import rank_gpus
-from ..reservations import THIS_NOTEBOOK
+from ..reservations.holders import THIS_NOTEBOOK
 from .build_findings import build_findings, major_minor
 from .chapters import Chapter
 from .facts import Facts, Finding

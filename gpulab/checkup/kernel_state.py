@@ -107,7 +107,7 @@ def _reservation(
 ) -> tuple[tuple[tuple[int, str], ...], tuple[tuple[int, str], ...]]:
     """The GPUs held for this process: by itself, and for the server it runs in (JupyterHub's model)."""
     from ..machine.inventory import devices
-    from ..reservations import reservation_holders
+    from ..reservations.holders import reservation_holders
 
     gpus = devices(machine, processes=False).gpus
     holders = reservation_holders([g.uuid for g in gpus], reservations)

@@ -14,7 +14,6 @@ import os
 import textwrap
 from dataclasses import dataclass
 
-from ..core.recorded_cells import RecordedCell, read_bundles, recordings_folder
 from ..core.renamed import renamed_keywords
 from ..core.scheduler import Allocation, allocation
 from ..core.tables import html_table, text_table
@@ -26,10 +25,12 @@ from ..machine.inventory import Inventory, devices
 from ..machine.nvml import GpuReader
 from ..machine.resolve import as_reader
 from ..machine.software import PACKAGES, TorchFacts, detect_platform, package_version, torch_facts
-from ..reservations import reservation_holders, yours_and_others
+from ..reservations.holders import reservation_holders
+from ..reservations.yours import yours_and_others
 from .chapters import Chapter, chapters
 from .diagnosis import diagnose, headline
 from .facts import Facts, Finding
+from .recorded_cells import RecordedCell, read_bundles, recordings_folder
 
 __all__ = ["Finding", "EnvReport", "environment_report"]
 

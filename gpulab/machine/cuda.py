@@ -21,7 +21,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..core.cuda_evidence import DriverAnswer, driver_in_maps, mapped_drivers
+from .cuda_evidence import DriverAnswer, driver_in_maps, mapped_drivers
 from .cuda_start import CudaStart, cuda_started_by
 
 __all__ = [

@@ -8,7 +8,7 @@ A ``%%gpu 2`` cell runs only where two CUDA GPUs are usable; elsewhere it prints
 here: needs 2 GPUs, and PyTorch found no usable CUDA GPU on this machine."), so a learner on a laptop sees the reason
 instead of a traceback, and "Run All" carries on. Below it, what the same code printed on a GPU machine, labelled
 "recorded on <GPU>, torch <version>, <date>; not run here", from the newest bundle ``make test-gpu`` recorded
-(``core.recorded_cells``: matched on the chapter and the hash of the cell's code, and the cell id where the front end
+(``checkup.recorded_cells``: matched on the chapter and the hash of the cell's code, and the cell id where the front end
 sends one); or, on the same line, why there is none ("No recorded GPU output yet.").
 Cells that use it carry the notebook tag ``gpu`` (or ``multigpu`` for n ≥ 2), which ``make test-gpu`` selects; there
 ``GPULAB_FULL_GPU_CELLS=1`` runs them at the full sizes (``GPULAB_FAST=0`` while the cell runs).
@@ -21,7 +21,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from ..core.recorded_cells import SKIP_LINE, find, read_bundles
+from ..checkup.recorded_cells import SKIP_LINE, find, read_bundles
 from ..core.settings import env_flag
 from ..machine.cuda import too_few_gpus
 

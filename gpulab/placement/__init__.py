@@ -15,7 +15,6 @@ export_lazily(
     __name__,
     {
         "set_visible_devices": "setter",
-        "CudaAlreadyStarted": "setter",
         "patched_environ": "setter",
         "choose_gpus": "selection",
         "NoFreeGpu": "selection",

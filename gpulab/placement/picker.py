@@ -26,7 +26,8 @@ from ..core.visible_text import VisibleSpec, parse_visible_devices
 from ..core.widget_view import widget_bundle
 from ..machine.nvml import GpuReader
 from ..machine.resolve import as_reader
-from ..reservations import reservation_holders, yours_and_others
+from ..reservations.holders import reservation_holders
+from ..reservations.yours import yours_and_others
 from .allowed import usable_gpus
 from .picker_text import (
     BADGE,

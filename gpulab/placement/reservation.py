@@ -31,15 +31,9 @@ from ..core.shares import GpuShare
 from ..core.visible import visible_map
 from ..machine.nvml import GpuReader
 from ..machine.resolve import as_reader
-from ..reservations import (
-    hold,
-    let_go,
-    require_flock,
-    reservation_holders,
-    reservations_dir,
-    selection_lock,
-    yours_and_others,
-)
+from ..reservations.folder import hold, let_go, require_flock, reservations_dir, selection_lock
+from ..reservations.holders import reservation_holders
+from ..reservations.yours import yours_and_others
 from .allowed import usable_gpus
 from .selection import Choice, NoFreeGpu, Policy, choose_gpus, rank_gpus, validated_policy
 from .setter import set_visible_devices
@@ -194,8 +188,8 @@ def reserve_gpus(
     show. Free GPUs whose UUID is in ``prefer`` are picked first (a restarted kernel gets its GPUs back). Inside a
     server whose GPUs JupyterHub reserved for its user, those GPUs are returned as they are (``Reservation.held_for``
     says whose), in ``CUDA_VISIBLE_DEVICES``'s order. Nothing here creates a CUDA context. Details other than
-    ``gpulab.reservations.PUBLIC_DETAILS`` (the notebook, a server's name) are shown only to this user, root and the
-    instructor group.
+    ``gpulab.reservations.folder.PUBLIC_DETAILS`` (the notebook, a server's name) are shown only to this user, root
+    and the instructor group.
     """
     require_flock()  # on Windows, refuse before touching any directory
     n = whole_number(n, "n", minimum=1, example="reserve_gpus(2) for two GPUs")

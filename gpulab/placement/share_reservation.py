@@ -22,14 +22,10 @@ from ..core.shares import shares_of
 from ..core.visible import visible_map
 from ..machine.nvml import GpuReader
 from ..machine.resolve import as_reader
-from ..reservations import (
-    hold_share,
-    require_flock,
-    reservation_holders,
-    reservations_dir,
-    selection_lock,
-    yours_and_others,
-)
+from ..reservations.folder import require_flock, reservations_dir, selection_lock
+from ..reservations.holders import reservation_holders
+from ..reservations.share_slots import hold_share
+from ..reservations.yours import yours_and_others
 from .reservation import Reservation, validated_details
 from .selection import Choice, NoFreeGpu, Policy, judge, rank_gpus, validated_policy
 

@@ -4,7 +4,7 @@ A count on each node cannot see that two nodes share a GPU: two torchruns of one
 both see ``LOCAL_WORLD_SIZE=1`` and one GPU, both take ``cuda:0``, and NCCL refuses the duplicate GPU (seen on an
 H100, ``evidence/``, 2026-11-26). So each rank names the GPU it could use by its UUID (the same GPU has the same UUID
 in every process, on any node), the ranks gather all of them over a gloo process group (gloo needs only the CPU, so
-it starts anywhere), and every rank decides the same plan from the same facts (``core.rank_devices``): NCCL only
+it starts anywhere), and every rank decides the same plan from the same facts (``rank_devices``): NCCL only
 when each rank has a GPU of its own. The course's script (``notebooks/scripts/digits_ddp.py``) keeps the standard
 form, one count on each node; this is what a launcher that spans nodes can add.
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 import torch.distributed as dist
 
-from ..core.rank_devices import RankDevices, RankGpu, decide_rank_devices
+from .rank_devices import RankDevices, RankGpu, decide_rank_devices
 
 __all__ = ["this_rank_gpu", "agree_on_devices"]
 

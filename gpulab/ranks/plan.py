@@ -1,6 +1,6 @@
 """Which backend ``gpulab.launch`` starts and which device each rank gets, from this machine's facts.
 
-The decision itself is pure (``core.rank_devices``); this module reads the facts it needs on one machine — how many
+The decision itself is pure (``rank_devices``); this module reads the facts it needs on one machine — how many
 CUDA GPUs this process sees (through NVML: no CUDA context in the notebook) and whether NCCL is built in — and hands
 them over. Rank k may use ``cuda:k`` while k is below the count. Taught in ``notebooks/04_ddp.ipynb``.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch.distributed as dist
 
-from ..core.rank_devices import RankDevices, decide_rank_devices, gpus_of_one_machine
+from .rank_devices import RankDevices, decide_rank_devices, gpus_of_one_machine
 
 __all__ = ["plan_ranks", "choose_backend", "nccl_available"]
 

@@ -13,9 +13,10 @@ import os
 import re
 from dataclasses import dataclass
 
-from ..core.verdicts import DISTURBED_ABOVE, QUIET_CEILING, Verdict, quiet_verdict
+from ..core.verdicts import Verdict
 from ..machine.host import host_info
 from .probes import Ceiling, machine_ceiling
+from .run_verdicts import DISTURBED_ABOVE, QUIET_CEILING, quiet_verdict
 
 __all__ = ["Quietness", "how_quiet", "read_quietness", "QUIET_LINE"]
 

@@ -59,18 +59,10 @@ from ..machine.resolve import as_reader
 from ..placement.reservation import Reservation, reserve_gpus
 from ..placement.selection import Choice, NoFreeGpu, Policy, rank_gpus
 from ..placement.share_reservation import reserve_share
-from ..reservations import (
-    SERVER_TOKEN_ENV,
-    hold,
-    hold_share,
-    left_behind,
-    new_server_token,
-    parse_share_key,
-    reservations_dir,
-    selection_lock,
-    token_digest,
-    write_holder,
-)
+from ..reservations.folder import hold, reservations_dir, selection_lock, write_holder
+from ..reservations.holders import left_behind
+from ..reservations.server_token import SERVER_TOKEN_ENV, new_server_token, token_digest
+from ..reservations.share_slots import hold_share, parse_share_key
 from .hub_message import no_gpu_message
 from .owners import HubServer, hub_servers
 from .scheduler_spawners import scheduler_spawner

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..machine.resolve import as_reader
 from ..placement.selection import Policy, rank_gpus
-from ..reservations import reservation_holders
+from ..reservations.holders import reservation_holders
 
 __all__ = ["no_gpu_message"]
 

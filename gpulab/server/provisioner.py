@@ -203,7 +203,9 @@ class GpuKernelProvisioner(LocalProvisioner):  # type: ignore[misc]
 
         Only "now" can be written (``utime(path, None)``): the lock files may belong to another user, who alone
         could set an arbitrary time. So the idle time shown is accurate to ``activity_every_s``."""
-        from ..reservations import lock_path, reservation_holders, reservations_dir, share_key
+        from ..reservations.folder import lock_path, reservations_dir
+        from ..reservations.holders import reservation_holders
+        from ..reservations.share_slots import share_key
 
         folder = reservations_dir(self.reservations or None, create=False)
         seen = self._last_activity()

@@ -21,7 +21,7 @@ import time
 from collections.abc import Sequence
 
 from ..core.readings import GpuInfo
-from ..reservations import reservation_holders
+from ..reservations.holders import reservation_holders
 from .kernel_server import NoServer, find_kernel_server, shut_down_kernel
 from .reservation_list import ReservationRow, _uid_of, reservation_rows
 

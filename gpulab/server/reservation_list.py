@@ -28,15 +28,9 @@ from pathlib import Path
 from ..core.readings import GpuInfo, is_known
 from ..core.shares import share_cap_bytes
 from ..core.units import format_bytes
-from ..reservations import (
-    DEFAULT_INSTRUCTOR_GROUP,
-    INSTRUCTOR_GROUP_VAR,
-    Holder,
-    lock_path,
-    reservation_holders,
-    reservations_dir,
-    share_key,
-)
+from ..reservations.folder import DEFAULT_INSTRUCTOR_GROUP, INSTRUCTOR_GROUP_VAR, lock_path, reservations_dir
+from ..reservations.holders import Holder, reservation_holders
+from ..reservations.share_slots import share_key
 
 __all__ = [
     "ReservationRow",

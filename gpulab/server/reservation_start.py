@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     ports = reservation_ports(reservation.physical_indices)
     details = {**json.loads(args.details), "ports": format_ports(ports)}
-    from ..reservations import write_holder
+    from ..reservations.folder import write_holder
 
     for fd in reservation.lock_fds:  # the reservation's details, now with its port range
         write_holder(fd, details)

@@ -27,7 +27,8 @@ from ..core.scheduler import allocation
 from ..core.widget_view import widget_bundle
 from ..machine.nvml import GpuReader
 from ..machine.resolve import as_reader
-from ..reservations import reservation_holders, yours_and_others
+from ..reservations.holders import reservation_holders
+from ..reservations.yours import yours_and_others
 from .owners import Owner, hub_servers, process_owner
 from .render import ServerView, render_html, render_text
 from .reservation_list import reservation_rows

@@ -12,8 +12,8 @@ import pytest
 
 from gpulab.checkup.doctor import Doctor, findings
 from gpulab.checkup.kernel_state import KernelState
-from gpulab.core.cuda_evidence import DriverAnswer
 from gpulab.machine.cuda import CudaState
+from gpulab.machine.cuda_evidence import DriverAnswer
 from gpulab.machine.cuda_start import CodeLine, CudaStart
 from tests import process_group
 

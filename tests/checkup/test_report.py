@@ -9,8 +9,8 @@ import sys
 import pytest
 
 from gpulab.checkup.report import environment_report
-from gpulab.core.cuda_evidence import DriverAnswer
 from gpulab.machine.cuda import CudaState
+from gpulab.machine.cuda_evidence import DriverAnswer
 from gpulab.machine.simulated import SimulatedGpuReader
 from tests import process_group
 

@@ -10,10 +10,10 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpulab.core.cuda_evidence import DriverAnswer, driver_in_maps, mapped_drivers
 from gpulab.core.visible import visible_map
 from gpulab.core.visible_text import _strtoul, format_visible_devices, parse_visible_devices
 from gpulab.machine.cuda import CudaState
+from gpulab.machine.cuda_evidence import DriverAnswer, driver_in_maps, mapped_drivers
 from gpulab.machine.simulated import PRESETS, SimulatedGpuReader, simulated_gpu
 from gpulab.placement import setter
 from gpulab.placement.setter import CudaAlreadyStarted, CudaStartUnverified, patched_environ, set_visible_devices

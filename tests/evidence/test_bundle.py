@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 import gpu_run  # noqa: E402
 
 from gpukit import bundle, evidence  # noqa: E402
-from gpulab.core import recorded_cells as rc  # noqa: E402
+from gpulab.checkup import recorded_cells as rc  # noqa: E402
 from handoutkit import editions  # noqa: E402
 
 CHAPTER = "01_tiny.ipynb"

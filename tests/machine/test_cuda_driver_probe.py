@@ -246,7 +246,7 @@ def test_asking_never_loads_a_driver(stubs):
     """The probe opens only a libcuda already mapped (RTLD_NOLOAD): with a libcuda.so.1 on the library path and none
     loaded, cuda_state() leaves the process without one."""
     check = (
-        "import ctypes, gpulab; from gpulab.core.cuda_evidence import mapped_drivers\n"
+        "import ctypes, gpulab; from gpulab.machine.cuda_evidence import mapped_drivers\n"
         "s = gpulab.cuda_state()\n"
         "print(s.driver.loaded, mapped_drivers(open('/proc/self/maps').read()))\n"
         "ctypes.CDLL('libcuda.so.1'); print(len(mapped_drivers(open('/proc/self/maps').read())))\n"

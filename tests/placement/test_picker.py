@@ -176,7 +176,7 @@ def test_apply_button_shows_the_refusal_once_cuda_started(monkeypatch):
 
 
 def test_apply_button_sets_and_says_so_where_cuda_start_cannot_be_told(monkeypatch):
-    from gpulab.core.cuda_evidence import DriverAnswer
+    from gpulab.machine.cuda_evidence import DriverAnswer
 
     picker = GpuPicker(SimulatedGpuReader("kaggle-2xT4"), selected=[1], this_kernel=True)
     monkeypatch.setattr(setter, "cuda_state", lambda: CudaState(True, False, DriverAnswer.unlisted("win32")))

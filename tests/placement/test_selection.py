@@ -19,7 +19,8 @@ from gpulab.core.reservable import device_readings
 from gpulab.machine.simulated import SimulatedGpuReader, simulated_gpu
 from gpulab.placement.reservation import reserve_gpus
 from gpulab.placement.selection import NoFreeGpu, Policy, choose_gpus, choose_up_to, rank_gpus
-from gpulab.reservations import current_holders, reservation_holders, reservations_dir
+from gpulab.reservations.folder import reservations_dir
+from gpulab.reservations.holders import current_holders, reservation_holders
 from gpulab.testing import FakeClock
 from tests.other_user import readable_copy, system_python_for_nobody
 from tests.process_group import kill_group

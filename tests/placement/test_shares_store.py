@@ -21,7 +21,8 @@ from gpulab.machine.simulated import SimulatedGpuReader
 from gpulab.placement.reservation import reserve_gpus
 from gpulab.placement.selection import NoFreeGpu
 from gpulab.placement.share_reservation import reserve_share
-from gpulab.reservations import hold_share, reservation_holders
+from gpulab.reservations.holders import reservation_holders
+from gpulab.reservations.share_slots import hold_share
 
 from .. import process_group
 from ..process_group import kill_group
@@ -31,7 +32,7 @@ RACER = """
 import json, os, sys, time
 from pathlib import Path
 from gpulab.reservations.folder import hold
-from gpulab.reservations import hold_share
+from gpulab.reservations.share_slots import hold_share
 d, kind, go = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
 while not go.exists():
     pass

@@ -11,9 +11,9 @@ from __future__ import annotations
 import pytest
 import torch.distributed as dist
 
-from gpulab.core.rank_devices import RankGpu
 from gpulab.ranks.agree import agree_on_devices, this_rank_gpu
 from gpulab.ranks.launcher import launch
+from gpulab.ranks.rank_devices import RankGpu
 
 
 def _agree(uuids):

@@ -9,7 +9,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from gpulab.core.recorded_cells import skipped_here
+from gpulab.checkup.recorded_cells import skipped_here
 from gpulab.scaling.published import SETUPS
 
 CHAPTER = Path(__file__).resolve().parents[2] / "notebooks" / "07_scaling.ipynb"

@@ -14,7 +14,7 @@ import signal
 from pathlib import Path
 
 from gpulab.machine.simulated import SimulatedGpuReader
-from gpulab.reservations import reservation_holders
+from gpulab.reservations.holders import reservation_holders
 from gpulab.server.kernelspec import install_kernelspec
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 
 from gpulab.machine.simulated import SimulatedGpuReader
-from gpulab.reservations import reservation_holders
+from gpulab.reservations.holders import reservation_holders
 
 from .jupyter import jupyter
 

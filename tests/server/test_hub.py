@@ -30,7 +30,7 @@ import pytest
 
 from gpulab.core.shares import share_cap_bytes
 from gpulab.machine.simulated import SimulatedGpuReader
-from gpulab.reservations import reservation_holders
+from gpulab.reservations.holders import reservation_holders
 from gpulab.server.kernelspec import install_kernelspec
 from tests import process_group
 from tests.process_group import kill_group

@@ -22,7 +22,7 @@ from types import SimpleNamespace
 import pytest
 
 from gpulab.machine.simulated import SimulatedGpuReader
-from gpulab.reservations import reservation_holders
+from gpulab.reservations.holders import reservation_holders
 from gpulab.server import hub
 from gpulab.server.hub import gpu_hooks
 from gpulab.server.render import render_text

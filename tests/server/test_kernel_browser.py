@@ -32,7 +32,7 @@ pytestmark = [
 ]
 
 CELL = """import os
-from gpulab.reservations import reservation_holders
+from gpulab.reservations.holders import reservation_holders
 visible = os.environ["CUDA_VISIBLE_DEVICES"]
 reservation = reservation_holders([visible])[visible]
 print("CUDA_VISIBLE_DEVICES =", visible)

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from gpulab.machine.simulated import SimulatedGpuReader
-from gpulab.reservations import reservation_holders
+from gpulab.reservations.holders import reservation_holders
 from gpulab.server.reservation_list import HIDDEN, HIDDEN_SERVER, reservation_rows
 from tests.other_user import readable_copy, system_python_for_nobody
 from tests.process_group import kill_group, run
@@ -46,7 +46,7 @@ PEEK = """
 import json, os, sys
 from pathlib import Path
 from gpulab.machine.simulated import SimulatedGpuReader
-from gpulab.reservations import reservation_holders
+from gpulab.reservations.holders import reservation_holders
 r = SimulatedGpuReader("workshop-8")
 read = {}
 for path in sorted(Path(sys.argv[1]).iterdir()):

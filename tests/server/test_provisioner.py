@@ -34,7 +34,7 @@ def workshop(tmp_path, monkeypatch):
 
 CELL = """
 import json, os
-from gpulab.reservations import reservation_holders
+from gpulab.reservations.holders import reservation_holders
 uuids = os.environ["CUDA_VISIBLE_DEVICES"].split(",")
 print(json.dumps({"visible": os.environ["CUDA_VISIBLE_DEVICES"], "master_port": os.environ["MASTER_PORT"],
                   "ports": os.environ["GPULAB_MASTER_PORTS"],

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from gpulab.machine.simulated import SimulatedGpuReader
-from gpulab.reservations import reservation_holders
+from gpulab.reservations.holders import reservation_holders
 from tests.process_group import run
 
 from .jupyter import ROOT, jupyter

@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from gpulab.machine.simulated import SimulatedGpuReader
-from gpulab.reservations import reservation_holders
+from gpulab.reservations.holders import reservation_holders
 from tests.process_group import kill_group, run
 
 from .jupyter import ROOT

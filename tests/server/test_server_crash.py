@@ -14,7 +14,7 @@ import psutil
 import pytest
 
 from gpulab.machine.simulated import SimulatedGpuReader
-from gpulab.reservations import reservation_holders
+from gpulab.reservations.holders import reservation_holders
 
 from .jupyter import jupyter
 

@@ -24,7 +24,7 @@ from gpulab.checkup.report import environment_report
 from gpulab.placement.picker import GpuPicker
 from gpulab.placement.reservation import reserve_gpus
 from gpulab.placement.selection import NoFreeGpu
-from gpulab.reservations import reservation_holders
+from gpulab.reservations.holders import reservation_holders
 from gpulab.server.watch import read_server
 
 SERVER_TOKEN_ENV = "GPULAB_SERVER_TOKEN"  # what the Hub puts in a server's environment (reservations.server_token)

@@ -6,7 +6,7 @@
     evidence/<date>-<gpu>/manifest.json     schema 3: the machine (GPU name and count, driver, CUDA, torch, Python,
                                             described or real), the date, the mode (fast/full, and the GPU cells'
                                             sizes), and for each %%gpu cell: id, position, GPUs needed, the hash of
-                                            its code (gpulab.core.recorded_cells.source_hash), whether it ran there
+                                            its code (gpulab.checkup.recorded_cells.source_hash), whether it ran there
     evidence/<date>-<gpu>.tar.gz            the bundle, the evidence file and its summary, and chapter 05's monitor
                                             run: one file to carry home from an offline node (not committed)
 
@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from gpukit import evidence
-from gpulab.core.recorded_cells import BUNDLE_KIND, MANIFEST, cell_body, magic_line, skipped_here, source_hash
+from gpulab.checkup.recorded_cells import BUNDLE_KIND, MANIFEST, cell_body, magic_line, skipped_here, source_hash
 
 SCHEMA_VERSION = evidence.SCHEMA_VERSION  # one number for what the kit writes from now on
 IMAGE_LIMIT_BYTES = 48 * 1024  # an image's base64 text; larger ones are left out (their text/plain stays)

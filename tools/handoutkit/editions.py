@@ -5,7 +5,7 @@ outputs; the instructor edition keeps them and labels them (the tag becomes the 
 
 The GPU edition (``recorded_edition``; ``make handouts GPU_EDITION=1``) is for a room with no GPUs: each ``%%gpu``
 cell that skipped in this run shows instead what the same code printed in the newest recorded GPU run
-(``gpulab.core.recorded_cells``), after the label "recorded on <GPU>, torch <version>, <date>; not run here"; a cell
+(``gpulab.checkup.recorded_cells``), after the label "recorded on <GPU>, torch <version>, <date>; not run here"; a cell
 with no recording of its code on enough GPUs keeps its skip and says why.
 """
 
@@ -52,7 +52,7 @@ def _stream_text(cell: nbformat.NotebookNode) -> str:
 
 
 def _skipped(cell: nbformat.NotebookNode) -> bool:
-    from gpulab.core.recorded_cells import skipped_here  # %%gpu's skip line, today's or an older run's
+    from gpulab.checkup.recorded_cells import skipped_here  # %%gpu's skip line, today's or an older run's
 
     return skipped_here(_stream_text(cell))
 
@@ -60,7 +60,7 @@ def _skipped(cell: nbformat.NotebookNode) -> bool:
 def recorded_edition(nb: nbformat.NotebookNode, chapter: str, cells: list | None = None) -> tuple[Any, int]:
     """A copy of the executed chapter ``nb`` (``chapter``: its file name) whose skipped ``%%gpu`` cells show their
     recorded outputs (``cells``: ``read_bundles()`` by default), labelled; and how many cells took a recording."""
-    from gpulab.core.recorded_cells import cell_body, find, magic_line, read_bundles
+    from gpulab.checkup.recorded_cells import cell_body, find, magic_line, read_bundles
 
     cells = read_bundles() if cells is None else cells
     out = copy.deepcopy(nb)

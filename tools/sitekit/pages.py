@@ -169,7 +169,7 @@ def chapter_page(
 
 def gpu_cell_counts(page: nbformat.NotebookNode) -> dict[str, int]:
     """A chapter page's GPU cells that did not run here: those showing a recorded GPU run, and those with none yet."""
-    from gpulab.core.recorded_cells import magic_line, skipped_here
+    from gpulab.checkup.recorded_cells import magic_line, skipped_here
 
     counts = {"recorded": 0, "waiting": 0}
     for cell in page.cells:

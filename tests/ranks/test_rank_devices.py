@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpulab.core.rank_devices import RankGpu, decide_rank_devices, gpus_of_one_machine
+from gpulab.ranks.rank_devices import RankGpu, decide_rank_devices, gpus_of_one_machine
 
 
 def _same_gpu_twice(uuid: str = "GPU-4b6a9119") -> list[RankGpu]:
