@@ -33,7 +33,7 @@ __all__ = ["StepPlan", "StepSplit", "time_plans", "own_work_seconds", "allreduce
 
 @dataclass(frozen=True)
 class StepPlan:
-    """What one measurement trains: the model's size, the batch per rank, and the DDP settings (the levers)."""
+    """What one measurement trains: the model's size, the batch per rank, and the DDP settings."""
 
     width: int
     batch: int
@@ -44,7 +44,6 @@ class StepPlan:
     bucket_cap_mb: float = 25.0
     gradient_as_bucket_view: bool = False
     static_graph: bool = False
-    lever: str = "default"
 
     def __post_init__(self) -> None:
         for name in ("width", "batch", "depth", "steps", "accumulate"):
