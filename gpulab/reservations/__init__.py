@@ -23,9 +23,9 @@ from .folder import (
     selection_lock,
     write_holder,
 )
-from .holders import THIS_NOTEBOOK, Holder, current_holders, left_behind, others_only, reservation_holders
+from .holders import THIS_NOTEBOOK, Holder, current_holders, left_behind, reservation_holders
 from .server_token import SERVER_TOKEN_ENV, new_server_token, this_server_digest, token_digest
-from .share_slots import card_in_shares, held_shares, hold_share, parse_share_key, share_key, share_lock_path
+from .share_slots import held_shares, hold_share, parse_share_key, share_key, share_lock_path
 from .yours import yours_and_others
 
 __all__ = [
@@ -43,11 +43,9 @@ __all__ = [
     "Holder",
     "reservation_holders",
     "current_holders",
-    "others_only",
     "left_behind",
     "hold_share",
     "held_shares",
-    "card_in_shares",
     "share_key",
     "parse_share_key",
     "share_lock_path",
