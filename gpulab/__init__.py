@@ -19,7 +19,7 @@ in this list, ``tests/test_layers.py``):
     gpulab.server        the whole server's GPUs and who holds them (the watch view)
     gpulab.lightning     Lightning's old Trainer flags translated, the monitor callback, the fork/OpenMP experiment
     gpulab.scaling       when a second device pays: a DDP step predicted, measured and swept
-    gpulab.notebook      the magics (%%gpu, %%ranks, %gpulab doctor), short tracebacks, the shell demo
+    gpulab.notebook      the magics (%%gpu, %%ranks), short tracebacks, the shell demo
     gpulab.exercises     the checkers behind each chapter's exercises (gpulab.check)
 
 Names are imported on first use (module ``__getattr__``), so ``import gpulab`` loads neither torch, ipywidgets,
@@ -75,7 +75,6 @@ _EXPORTS: dict[str, str] = {
     "launch": "ranks.launcher",
     "warm_up_launcher": "ranks.fork_server",
     "rank_speedup": "ranks.speed",
-    "doctor": "checkup.doctor",
     # 05 live monitor
     "monitor": "monitoring.live_monitor",
     # 06 Lightning's device flags, then and now

@@ -17,7 +17,7 @@ chapter 04 teaches; never ``nprocs=``, ``n_ranks=`` or an integer ``ranks=`` (``
 numbers). Only calls into torch keep torch's word (``mp.spawn(nprocs=...)``, torchrun's ``--nproc-per-node``).
 
 "Check" is what a learner does to an exercise (``gpulab.check("ch00-ex1", answer)``), the first check the chapters
-ask for. Every other idea has a word of its own: the report's and the doctor's rows are findings (``Finding``), an
+ask for. Every other idea has a word of its own: the report's rows are findings (``Finding``), an
 argument is validated (``validated_policy``), the fork/OpenMP hang is reproduced by an experiment
 (``fork_experiment``), cuDNN's autotuner is measured against its default (``autotune_comparison``). ``CHECK`` finds
 the word in a name; ``tests/test_public_signatures.py`` walks every public name of gpulab with it.
@@ -350,8 +350,9 @@ def test_the_walk_sees_every_subpackage_and_the_parameters_the_rules_are_about()
         "gpulab.placement.device_rules.explain",
         "gpulab.monitoring.live_monitor.Monitor.__init__",
         "gpulab.server.hub.gpu_hooks",
-        "gpulab.checkup.kernel_state._reservation",
+        "gpulab.checkup.report.environment_report",
     } <= set(machines)
+    assert "gpulab.checkup.diagnosis._cuda_finding" in functions  # private helpers are walked too
     assert "gpulab.server.kernelspec.install_kernelspec" in functions and "gpulab.core.visible.visible_map" in functions
 
 

@@ -9,7 +9,7 @@ passed, at the door; ``renamed`` refuses old keyword spellings by name; ``verdic
 prediction or bound, and names readings that cannot be true; ``frames``, ``cuda_evidence`` and ``widget_view`` serve
 the tracebacks, the CUDA state and the widgets; ``recorded_cells`` finds what a GPU printed for a cell that skips here
 (the GPU edition's bundles); ``lazy`` gives each subpackage its names on first use. Everything here uses the standard
-library only (``tests/test_layers.py``): what touches torch or the process (``compat``, ``cuda_start``, ``threads``)
+library only (``tests/test_layers.py``): what touches torch or the process (``compat``, ``cuda_start``)
 lives in ``gpulab.machine``. The chapters reach these through ``gpulab.``'s verbs.
 """
 

@@ -47,7 +47,6 @@ __all__ = [
     "cuda_lazy_init",
     "at_cuda_start",
     "ipython_cell_number",
-    "jupyter_ports",
 ]
 
 # torch releases (major, minor) whose private attributes below were read and tested: 2.14 is the course's,
@@ -264,27 +263,3 @@ def ipython_cell_number(filename: str) -> int | None:
         return int(str(label[1])[3:-1])
     except ValueError:
         return None
-
-
-def jupyter_ports() -> list[int]:
-    """TCP ports this process listens on for Jupyter itself: the kernel's five sockets (its connection file, public
-    ``ipykernel.connect.get_connection_info``) and the IOPub thread's pipe for output of forked children
-    (``IOPubThread._pipe_port``, read in ipykernel 6-7). Empty outside a kernel."""
-    if "ipykernel" not in sys.modules:
-        return []
-    ports: list[int] = []
-    try:
-        from ipykernel.connect import get_connection_info
-
-        info = get_connection_info(unpack=True)
-        ports += [int(v) for k, v in info.items() if k.endswith("_port") and v]
-    except (RuntimeError, OSError, ValueError, TypeError, AttributeError):
-        pass  # a kernel without a connection file (embedded, or a test's in-process one): nothing to add
-    app = sys.modules.get("ipykernel.kernelapp")
-    instance = getattr(getattr(app, "IPKernelApp", None), "instance", None)
-    initialized = getattr(getattr(app, "IPKernelApp", None), "initialized", None)
-    if callable(instance) and callable(initialized) and initialized():
-        pipe = getattr(getattr(instance(), "iopub_thread", None), "_pipe_port", None)
-        if isinstance(pipe, int):
-            ports.append(pipe)
-    return ports

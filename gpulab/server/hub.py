@@ -6,8 +6,9 @@ LocalProcessSpawner, SystemdSpawner, DockerSpawner). Before the server starts, t
 (UUIDs, so they name the same GPUs inside a container; for DockerSpawner also a ``device_requests`` entry). When the
 server stops, the reservation is released. The server knows its own reservation: the Hub puts a fresh token into its
 environment (``GPULAB_SERVER_TOKEN``) and the token's digest into the lock files
-(``gpulab.reservations.server_token``), so inside that server ``reserve_gpus``, the picker, ``watch`` and the doctor
-call those GPUs the student's own ("yours"), and ``reserve_gpus`` hands them over without a second reservation.
+(``gpulab.reservations.server_token``), so inside that server ``reserve_gpus``, the picker, ``watch`` and the
+environment report call those GPUs the student's own ("yours"), and ``reserve_gpus`` hands them over without a second
+reservation.
 JupyterHub has no GPU allocator of its own (dockerspawner #331, TLJH #318, zero-to-jupyterhub #3000): these two hooks
 are the smallest thing its documented extension points need.
 
