@@ -3,8 +3,7 @@
 The public API says ``reserve_gpus`` and ``Reservation`` first, so the package's identifiers, messages, docstrings and
 comments, the README, the chapters' cells and the server configs say "reservation" (and "reserve") too, never
 "lease"; the reservations' folder is ``reservations`` (``reservations_dir()``, ``$GPULAB_RESERVATIONS_DIR``).
-Retired names survive only where an old spelling is still accepted: a deprecation shim (``SHIMS``) or a line that says
-``deprecated``.
+Retired names survive only where an old spelling is still accepted, on a line that says ``deprecated``.
 
 One name per kind of value, too: ``gpus=`` always says *which* GPUs (indices, UUIDs, GPUs already read) and a number
 of GPUs is ``n_gpus=``; ``machine=`` always says which machine and is always resolved by the one door,
@@ -51,7 +50,6 @@ RETIRED = {
     r"\blockfiles\b": "gpulab.reservations (the store of held GPUs)",
     r"\bfork_?check\b|\bForkCheck\b": "fork_experiment / ForkExperiment (gpulab.check is the exercises' checker)",
 }
-SHIMS = {"gpulab/server/lease_start.py"}  # the old module name, kept so that kernels start across an upgrade
 # the word "check" in a name (check, Checks, checked_, ForkCheck, forkcheck), not checkup, checklist or checkpoint
 CHECK = re.compile(r"[Cc]heck(?:s|ed|ers?|ing)?(?![a-z])")
 CHECK_HOME = "gpulab.exercises"  # the exercises' checkers, and gpulab.check itself (gpulab.exercises.check)
@@ -84,14 +82,9 @@ def _texts() -> dict[str, str]:
     return out
 
 
-@pytest.mark.parametrize("name", sorted(set(_texts()) - SHIMS))
+@pytest.mark.parametrize("name", sorted(_texts()))
 def test_a_held_gpu_has_one_name(name):
     assert retired_words(_texts()[name]) == []
-
-
-def test_the_shims_still_exist_and_say_they_are_deprecated():
-    for name in SHIMS:
-        assert "deprecated" in (ROOT / name).read_text()
 
 
 def test_the_word_check_finds_every_spelling_of_a_retired_word_and_spares_the_rest():

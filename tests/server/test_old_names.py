@@ -1,65 +1,19 @@
 """What users already have keeps working after gpulab's names changed ("lease" became "reservation", a count of GPUs
 ``gpus`` became ``n_gpus``).
 
-A Jupyter server that imported an older gpulab keeps starting kernels as ``python -m gpulab.server.lease_start
---gpus N`` until it restarts; a kernel manager that saved a provisioner's state kept the reservation under the old
-key; an installed kernel.json holds its count under ``gpus``; a notebook may still read ``Reservation.directory``.
-Each still works, and the old module and attribute say what the new name is.
+A kernel manager that saved a provisioner's state kept the reservation under the old key; an installed kernel.json
+holds its count under ``gpus``; a notebook may still read ``Reservation.directory``. Each still works, and the old
+attribute says what the new name is.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
-import os
-import sys
-from pathlib import Path
 
 import pytest
 
 from gpulab.placement.reservation import reserve_gpus
 from gpulab.server.provisioner import GpuKernelProvisioner
-from tests.process_group import run
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def test_the_old_start_module_still_starts_a_kernel_holding_a_gpu_and_says_its_new_name(tmp_path):
-    report_r, report_w = os.pipe()
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "GPULAB_SIMULATE_GPUS": "idle-8"}
-    env.pop("CUDA_VISIBLE_DEVICES", None)
-    done = run(
-        [
-            sys.executable,
-            "-m",
-            "gpulab.server.lease_start",
-            "--report-fd",
-            str(report_w),
-            "--gpus",
-            "2",
-            "--reservations",
-            str(tmp_path),
-            "--",
-            sys.executable,
-            "-c",
-            "import os; print(os.environ['CUDA_VISIBLE_DEVICES'])",
-        ],
-        env=env,
-        pass_fds=(report_w,),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    os.close(report_w)
-    with os.fdopen(report_r) as f:
-        report = json.loads(f.read())
-    assert done.returncode == 0, done.stderr
-    assert report["ok"] and done.stdout.strip() == report["env"]["CUDA_VISIBLE_DEVICES"] != ""
-    assert len(report["uuids"]) == 2  # the old provisioner's --gpus is read as the count (the default is 1)
-    assert (
-        "python -m gpulab.server.lease_start is deprecated, and is now python -m "
-        "gpulab.server.reservation_start" in done.stderr
-    )
 
 
 def test_a_provisioner_state_saved_under_the_old_key_is_read_and_saved_under_the_new_one():
