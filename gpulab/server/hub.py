@@ -54,7 +54,6 @@ from tornado.web import HTTPError  # JupyterHub's own web framework, there where
 
 from ..core.arguments import shown, whole_number
 from ..core.readings import GpuInfo, is_known
-from ..core.renamed import renamed_keywords
 from ..core.shares import shares_of
 from ..machine.resolve import as_reader
 from ..placement.reservation import Reservation, reserve_gpus
@@ -131,7 +130,6 @@ def hub_reservations() -> dict[tuple[str, str], str]:
         return {k: r.visible_devices for k, r in _RESERVATIONS.items() if r.held}
 
 
-@renamed_keywords(gpus="n_gpus")
 def gpu_hooks(
     n_gpus: int = 1,
     *,

@@ -42,33 +42,3 @@ def test_a_kernelspec_an_older_gpulab_installed_keeps_its_gpu_count():
     be dropped and a no-GPU kernel would start holding one GPU (the default)."""
     assert GpuKernelProvisioner(gpus=0).n_gpus == 0 and GpuKernelProvisioner(gpus=2).n_gpus == 2
     assert GpuKernelProvisioner(n_gpus=3).n_gpus == 3 and GpuKernelProvisioner().n_gpus == 1
-
-
-def test_a_count_written_as_gpus_is_refused_with_its_new_name(tmp_path):
-    """gpus= names which GPUs everywhere; the kernelspec and the Hub hooks took a count under that name before."""
-    from gpulab.server.hub import gpu_hooks
-    from gpulab.server.kernelspec import install_kernelspec
-
-    with pytest.raises(TypeError, match=r"install_kernelspec\(\) has no gpus= any more: write n_gpus= \(how many GPUs"):
-        install_kernelspec(gpus=2, prefix=str(tmp_path))
-    with pytest.raises(TypeError, match=r"gpu_hooks\(\) has no gpus= any more: write n_gpus="):
-        gpu_hooks(gpus=1)
-    assert not any(tmp_path.iterdir()), "nothing is installed before the name is refused"
-
-
-@pytest.mark.parametrize("words", [["--gpus", "1"], ["--gpus=2", "--user"]])
-def test_the_command_lines_old_gpus_flag_names_n_gpus_and_installs_nothing(words, tmp_path, capsys, monkeypatch):
-    """``python -m gpulab kernelspec install --gpus 1`` stops as install_kernelspec(gpus=) does, naming --n-gpus,
-    instead of argparse's bare "unrecognized arguments"; nothing is installed."""
-    from gpulab.__main__ import main
-
-    monkeypatch.setenv("JUPYTER_DATA_DIR", str(tmp_path))
-    monkeypatch.setenv("HOME", str(tmp_path))
-    with pytest.raises(SystemExit) as stop:
-        main(["kernelspec", "install", *words])
-    assert stop.value.code == 2
-    err = capsys.readouterr().err
-    count = words[0].partition("=")[2] or words[1]
-    assert f"--gpus is now --n-gpus: write python -m gpulab kernelspec install --n-gpus {count}" in err
-    assert "unrecognized arguments" not in err
-    assert not list(tmp_path.rglob("kernel.json"))
