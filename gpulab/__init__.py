@@ -51,9 +51,7 @@ _EXPORTS: dict[str, str] = {
     "environment_report": "checkup.report",
     "devices": "machine.inventory",
     "cuda_gpu_count": "machine.cuda",
-    "too_few_gpus": "machine.cuda",
     "cuda_state": "machine.cuda",
-    "default_reader": "machine.nvml",
     "SimulatedGpuReader": "machine.simulated",
     # 01 CPU <-> GPU transfer
     "bandwidth_sweep": "measure.transfer",
@@ -63,7 +61,6 @@ _EXPORTS: dict[str, str] = {
     "parse_visible_devices": "core.visible_text",
     "visible_map": "core.visible",
     "set_visible_devices": "placement.setter",
-    "CudaAlreadyStarted": "placement.setter",
     "patched_environ": "placement.setter",
     "explain": "placement.device_rules",
     "choose_gpus": "placement.selection",

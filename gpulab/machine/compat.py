@@ -22,7 +22,6 @@ if TYPE_CHECKING:  # loaded on first use by __getattr__ below, so that importing
 
 __all__ = [
     "KNOWN_TORCH",
-    "torch_known",
     "rank_waitables",
     "ranks_running",
     "rank_processes",
@@ -74,15 +73,6 @@ def __getattr__(name: str) -> Any:
     value = getattr(importlib.import_module(home), name)
     globals()[name] = value
     return value
-
-
-def torch_known(version: str | None = None) -> bool:
-    """True when ``version`` (default: the installed torch's) is a release this module was tested on."""
-    if version is None:
-        import torch
-
-        version = torch.__version__
-    return _release(version) in KNOWN_TORCH
 
 
 def rank_waitables(ctx: Any) -> list[Any] | None:
