@@ -14,7 +14,7 @@ in this list, ``tests/test_layers.py``):
     gpulab.placement     the guarded setter, explain, selection, reserve_gpus, the picker
     gpulab.monitoring    the live monitor
     gpulab.ranks         ranks from a notebook cell (the launcher, %%ranks), DDP speed
-    gpulab.dataparallel  DataParallel by hand, its gradients, throughput and GPU footprint
+    gpulab.dataparallel  DataParallel by hand, its wrappers, throughput and GPU footprint
     gpulab.checkup       the environment report and its checklist
     gpulab.server        the whole server's GPUs and who holds them (the watch view)
     gpulab.lightning     Lightning's old Trainer flags translated, the monitor callback, the fork/OpenMP experiment
