@@ -50,11 +50,6 @@ def test_accumulation_and_no_overlap_are_measured_for_what_they_are(no_process_l
     assert views.allreduce_s > 0
 
 
-def test_one_process_without_ddp_never_all_reduces(no_process_left):
-    alone = splits([SMALL], 1, threads_per_rank=2, ddp=False)[0]
-    assert alone.allreduce_s == 0 and alone.threads_per_rank == 2
-
-
 def test_the_sweep_the_ceiling_and_the_link_are_measured_and_predicted(no_process_left):
     ceiling = machine_ceiling(matmul_size=64, chunks=3)
     link = gloo_link(launches=2)
@@ -119,7 +114,6 @@ def test_the_exposed_part_is_what_the_spans_cover_after_the_last_gradient():
         (lambda: StepPlan(8, 4, bucket_cap_mb=0), ValueError, r"bucket_cap_mb \(DDP's bucket size in MB\)"),
         (lambda: StepPlan(8, 4, bucket_cap_mb="25"), TypeError, r"bucket_cap_mb='25' is a str"),
         (lambda: splits([], 2), ValueError, "at least one StepPlan"),
-        (lambda: splits([SMALL], 2, ddp=False), ValueError, "ddp=False measures one process"),
         (lambda: splits([SMALL], 1, device="tpu"), ValueError, "device is 'cpu'"),
         (lambda: scaling_sweep([], [8], link=None, sync_s=0), ValueError, "at least one width"),
         (
