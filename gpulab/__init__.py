@@ -85,17 +85,11 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = list(_EXPORTS)
-_RENAMED = {"fork_check": "fork_experiment"}  # deprecated names -> today's, so that an older notebook learns the new
 
 
 def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
-        if name in _RENAMED:
-            raise AttributeError(
-                f"gpulab.{name} is now gpulab.{_RENAMED[name]}, with the same arguments: write that "
-                "instead (gpulab gives each idea one name; 'check' is the exercises' gpulab.check)."
-            )
         raise AttributeError(f"module 'gpulab' has no attribute {name!r}")
     try:
         value = getattr(importlib.import_module(f"{__name__}.{module}"), name)

@@ -124,13 +124,6 @@ def test_the_check_word_is_found_in_every_spelling_and_only_there():
     assert [n for n in spared if CHECK.search(n)] == []
 
 
-def test_a_renamed_top_level_name_says_what_it_is_now():
-    with pytest.raises(AttributeError, match=r"^gpulab\.fork_check is now gpulab\.fork_experiment, with the same "):
-        gpulab.fork_check  # noqa: B018
-    with pytest.raises(AttributeError, match="has no attribute 'no_such_name'"):
-        gpulab.no_such_name  # noqa: B018
-
-
 # -- gpus= says which GPUs and n_gpus= how many; machine= goes through the one door ------------------------------------
 EMPTY = inspect.Parameter.empty
 NUMBERS = {"int", "float", "bool"}
