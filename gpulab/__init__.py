@@ -14,12 +14,12 @@ in this list, ``tests/test_layers.py``):
     gpulab.placement     the guarded setter, explain, selection, reserve_gpus, the picker
     gpulab.monitoring    the live monitor
     gpulab.ranks         ranks from a notebook cell (the launcher, %%ranks), each rank's device, DDP speed
-    gpulab.dataparallel  DataParallel by hand, its gradients, throughput and GPU footprint
+    gpulab.dataparallel  DataParallel by hand, its wrappers, throughput and GPU footprint
     gpulab.checkup       the environment report and its checklist, the GPU cells' recordings
     gpulab.server        the whole server's GPUs and who holds them (the watch view)
     gpulab.lightning     Lightning's old Trainer flags translated, the monitor callback, the fork/OpenMP experiment
     gpulab.scaling       when a second device pays: a DDP step predicted, measured and swept
-    gpulab.notebook      the magics (%%gpu, %%ranks, %gpulab doctor), short tracebacks, the shell demo
+    gpulab.notebook      the magics (%%gpu, %%ranks), short tracebacks, the shell demo
     gpulab.exercises     the checkers behind each chapter's exercises (gpulab.check)
 
 Names are imported on first use (module ``__getattr__``), so ``import gpulab`` loads neither torch, ipywidgets,
@@ -51,9 +51,7 @@ _EXPORTS: dict[str, str] = {
     "environment_report": "checkup.report",
     "devices": "machine.inventory",
     "cuda_gpu_count": "machine.cuda",
-    "too_few_gpus": "machine.cuda",
     "cuda_state": "machine.cuda",
-    "default_reader": "machine.nvml",
     "SimulatedGpuReader": "machine.simulated",
     # 01 CPU <-> GPU transfer
     "bandwidth_sweep": "measure.transfer",
@@ -63,7 +61,6 @@ _EXPORTS: dict[str, str] = {
     "parse_visible_devices": "core.visible_text",
     "visible_map": "core.visible",
     "set_visible_devices": "placement.setter",
-    "CudaAlreadyStarted": "placement.setter",
     "patched_environ": "placement.setter",
     "explain": "placement.device_rules",
     "choose_gpus": "placement.selection",
@@ -75,7 +72,6 @@ _EXPORTS: dict[str, str] = {
     "launch": "ranks.launcher",
     "warm_up_launcher": "ranks.fork_server",
     "rank_speedup": "ranks.speed",
-    "doctor": "checkup.doctor",
     # 05 live monitor
     "monitor": "monitoring.live_monitor",
     # 06 Lightning's device flags, then and now
@@ -89,17 +85,11 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = list(_EXPORTS)
-_RENAMED = {"fork_check": "fork_experiment"}  # deprecated names -> today's, so that an older notebook learns the new
 
 
 def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
-        if name in _RENAMED:
-            raise AttributeError(
-                f"gpulab.{name} is now gpulab.{_RENAMED[name]}, with the same arguments: write that "
-                "instead (gpulab gives each idea one name; 'check' is the exercises' gpulab.check)."
-            )
         raise AttributeError(f"module 'gpulab' has no attribute {name!r}")
     try:
         value = getattr(importlib.import_module(f"{__name__}.{module}"), name)

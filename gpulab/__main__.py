@@ -42,7 +42,6 @@ def main(argv: list[str] | None = None) -> int:
         metavar="N",
         help="how many GPUs each kernel holds (1; 0: a kernel with no GPU)",
     )
-    p_in.add_argument("--gpus", default=None, dest="old_gpus", help=argparse.SUPPRESS)  # renamed --n-gpus
     p_in.add_argument(
         "--policy",
         default=None,
@@ -66,12 +65,6 @@ def main(argv: list[str] | None = None) -> int:
     p_rm = ks.add_parser("remove", help="remove one of gpulab's kernelspecs")
     p_rm.add_argument("name")
     args = parser.parse_args(argv)
-    if getattr(args, "old_gpus", None) is not None:
-        p_in.error(
-            f"--gpus is now --n-gpus: write python -m gpulab kernelspec install --n-gpus {args.old_gpus}. "
-            "gpulab's --n-gpus (n_gpus=) is how many GPUs each kernel holds, as install_kernelspec(n_gpus=) "
-            "takes it; gpus= always names which GPUs."
-        )
     if args.command == "kernelspec" and args.action is None:
         p_ks.print_help()
         return 2

@@ -85,6 +85,7 @@ def test_numpy_integers_are_whole_numbers_wherever_one_is_taken():
     from gpulab.core.arguments import index_list, whole_number, whole_numbers
     from gpulab.dataparallel.by_hand import sample_weights
     from gpulab.lightning.fork_hang import ForkVariant
+    from gpulab.machine.cuda import too_few_gpus
     from gpulab.measure.timing import benchmark
     from gpulab.scaling import StepPlan, allreduce_s, crossover_batch, mlp_parameters, predict_step, train_flops
     from gpulab.scaling.sweep import steps_for
@@ -98,7 +99,7 @@ def test_numpy_integers_are_whole_numbers_wherever_one_is_taken():
     assert index_list(np.arange(2, 4).tolist(), "gpus") == index_list([i(2), i(3)], "gpus") == (2, 3)
     w8 = gpulab.devices("workshop-8")
     assert gpulab.choose_gpus(i(2), w8).physical_indices == gpulab.choose_gpus(2, w8).physical_indices
-    assert gpulab.too_few_gpus(i(1)) == gpulab.too_few_gpus(1)
+    assert too_few_gpus(i(1)) == too_few_gpus(1)
     assert sample_weights((i(2), np.int16(1))) == sample_weights((2, 1))
     assert mlp_parameters(i(8), np.int32(2)) == mlp_parameters(8, 2)
     assert train_flops(i(100), i(4)) == train_flops(100, 4)

@@ -38,8 +38,9 @@ def test_import_gpulab_loads_no_heavy_module_and_starts_nothing():
     assert (
         _python("""
         import sys, gpulab
+        from gpulab.machine.nvml import default_reader
         heavy = [m for m in ("torch", "ipywidgets", "IPython", "matplotlib", "pynvml", "lightning") if m in sys.modules]
-        print(heavy, gpulab.default_reader()._started)
+        print(heavy, default_reader()._started)
     """)
         == "[] False"
     )

@@ -32,7 +32,7 @@ FLOORS = {
     "lightning": 5,
     "scaling": 5,
     "exercises": 6,
-    "notebook": 6,  # checks every chapter's answers; the magics (%%ranks, %gpulab doctor)
+    "notebook": 6,  # checks every chapter's answers; the magics (%%gpu, %%ranks)
 }
 # a store that several rooms share stands on a floor of its own, and they take from each of its modules only the names
 # in that module's __all__
@@ -48,7 +48,6 @@ PURE = [
     "core/lazy",
     "core/frames",
     "core/widget_view",
-    "core/renamed",
     "core/visible",
     "core/visible_text",
     "core/shares",
@@ -123,7 +122,7 @@ RUN_TIME = "?"  # what a module reaches with getattr(gpulab, <a name known only 
 def imports_in(source: str, name: str) -> set[str]:
     """Every module and name that module ``name`` (``"notebook/magics"``) imports, at any depth, as absolute dotted
     names (``from .readings import GpuInfo``: ``gpulab.core.readings.GpuInfo``), and every public name it reaches
-    through the package itself (``import gpulab`` then ``gpulab.doctor``, or ``from .. import doctor``): the package's
+    through the package itself (``import gpulab`` then ``gpulab.launch``, or ``from .. import launch``): the package's
     ``__init__`` imports those on first use (``_EXPORTS``), a side door past the floors unless it is followed."""
     package = ["gpulab"] + name.split("/")[:-1]
     out: set[str] = set()
@@ -175,7 +174,7 @@ def _name(path: Path) -> str:
 
 def resolve(dotted: str) -> str | None:
     """The gpulab module that an imported ``gpulab.…`` name lives in (``core/readings`` for
-    ``gpulab.core.readings.GpuInfo``, ``checkup/doctor`` for the public ``gpulab.doctor``, ``machine/__init__`` for
+    ``gpulab.core.readings.GpuInfo``, ``ranks/launcher`` for the public ``gpulab.launch``, ``machine/__init__`` for
     ``gpulab.machine``, ``RUN_TIME`` for a name known only at run time); ``None`` outside gpulab."""
     parts = dotted.split(".")
     if parts[0] != "gpulab":
@@ -458,19 +457,21 @@ def _violations_of(name: str, source: str) -> list[str]:
 def test_the_floor_rule_follows_names_reached_through_the_package_itself():
     """``import gpulab`` inside the package reaches every public name's module (the lazy ``_EXPORTS``): a side door
     that skipped the floors while the rule saw only an import of ``__init__``."""
-    doctor = "checkup/doctor (floor 5)"
-    assert _violations_of("machine/x", "import gpulab\n\ndef f():\n    return gpulab.doctor()\n") == [
-        f"machine/x (floor 3) -> {doctor}"
+    report = "checkup/report (floor 5)"
+    assert _violations_of("machine/x", "import gpulab\n\ndef f():\n    return gpulab.environment_report()\n") == [
+        f"machine/x (floor 3) -> {report}"
     ]
-    assert _violations_of("machine/x", "from .. import doctor\n") == [f"machine/x (floor 3) -> {doctor}"]
-    assert _violations_of("machine/x", "from gpulab import doctor\n") == [f"machine/x (floor 3) -> {doctor}"]
+    assert _violations_of("machine/x", "from .. import environment_report\n") == [f"machine/x (floor 3) -> {report}"]
+    assert _violations_of("machine/x", "from gpulab import environment_report\n") == [
+        f"machine/x (floor 3) -> {report}"
+    ]
     assert _violations_of("machine/x", "import gpulab as g\ng.launch()\n") == [
         "machine/x (floor 3) -> ranks/launcher (floor 4)"
     ]
-    assert _violations_of("machine/x", "import gpulab\ngetattr(gpulab, 'doctor')()\n") == [
-        f"machine/x (floor 3) -> {doctor}"
+    assert _violations_of("machine/x", "import gpulab\ngetattr(gpulab, 'environment_report')()\n") == [
+        f"machine/x (floor 3) -> {report}"
     ]
-    assert _violations_of("machine/x", "import gpulab\nname = 'doctor'\ngetattr(gpulab, name)()\n") == [
+    assert _violations_of("machine/x", "import gpulab\nname = 'environment_report'\ngetattr(gpulab, name)()\n") == [
         "machine/x -> gpulab.<a name known only at run time>: import what it uses from its module"
     ]
     assert _violations_of("checkup/x", "import gpulab\ngpulab.__version__, gpulab.launch, gpulab.devices\n") == []

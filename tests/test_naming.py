@@ -3,8 +3,7 @@
 The public API says ``reserve_gpus`` and ``Reservation`` first, so the package's identifiers, messages, docstrings and
 comments, the README, the chapters' cells and the server configs say "reservation" (and "reserve") too, never
 "lease"; the reservations' folder is ``reservations`` (``reservations_dir()``, ``$GPULAB_RESERVATIONS_DIR``).
-Retired names survive only where an old spelling is still accepted: a deprecation shim (``SHIMS``) or a line that says
-``deprecated``.
+Retired names survive only where an old spelling is still accepted, on a line that says ``deprecated``.
 
 One name per kind of value, too: ``gpus=`` always says *which* GPUs (indices, UUIDs, GPUs already read) and a number
 of GPUs is ``n_gpus=``; ``machine=`` always says which machine and is always resolved by the one door,
@@ -17,7 +16,7 @@ chapter 04 teaches; never ``nprocs=``, ``n_ranks=`` or an integer ``ranks=`` (``
 numbers). Only calls into torch keep torch's word (``mp.spawn(nprocs=...)``, torchrun's ``--nproc-per-node``).
 
 "Check" is what a learner does to an exercise (``gpulab.check("ch00-ex1", answer)``), the first check the chapters
-ask for. Every other idea has a word of its own: the report's and the doctor's rows are findings (``Finding``), an
+ask for. Every other idea has a word of its own: the report's rows are findings (``Finding``), an
 argument is validated (``validated_policy``), the fork/OpenMP hang is reproduced by an experiment
 (``fork_experiment``), cuDNN's autotuner is measured against its default (``autotune_comparison``). ``CHECK`` finds
 the word in a name; ``tests/test_public_signatures.py`` walks every public name of gpulab with it.
@@ -51,7 +50,6 @@ RETIRED = {
     r"\blockfiles\b": "gpulab.reservations (the store of held GPUs)",
     r"\bfork_?check\b|\bForkCheck\b": "fork_experiment / ForkExperiment (gpulab.check is the exercises' checker)",
 }
-SHIMS = {"gpulab/server/lease_start.py"}  # the old module name, kept so that kernels start across an upgrade
 # the word "check" in a name (check, Checks, checked_, ForkCheck, forkcheck), not checkup, checklist or checkpoint
 CHECK = re.compile(r"[Cc]heck(?:s|ed|ers?|ing)?(?![a-z])")
 CHECK_HOME = "gpulab.exercises"  # the exercises' checkers, and gpulab.check itself (gpulab.exercises.check)
@@ -84,14 +82,9 @@ def _texts() -> dict[str, str]:
     return out
 
 
-@pytest.mark.parametrize("name", sorted(set(_texts()) - SHIMS))
+@pytest.mark.parametrize("name", sorted(_texts()))
 def test_a_held_gpu_has_one_name(name):
     assert retired_words(_texts()[name]) == []
-
-
-def test_the_shims_still_exist_and_say_they_are_deprecated():
-    for name in SHIMS:
-        assert "deprecated" in (ROOT / name).read_text()
 
 
 def test_the_word_check_finds_every_spelling_of_a_retired_word_and_spares_the_rest():
@@ -129,13 +122,6 @@ def test_the_check_word_is_found_in_every_spelling_and_only_there():
     spared = ["checkup", "checklist", "checkpoint", "checkout", "Checkbox", "enable_checkpointing", "finding"]
     assert [n for n in named if not CHECK.search(n)] == []
     assert [n for n in spared if CHECK.search(n)] == []
-
-
-def test_a_renamed_top_level_name_says_what_it_is_now():
-    with pytest.raises(AttributeError, match=r"^gpulab\.fork_check is now gpulab\.fork_experiment, with the same "):
-        gpulab.fork_check  # noqa: B018
-    with pytest.raises(AttributeError, match="has no attribute 'no_such_name'"):
-        gpulab.no_such_name  # noqa: B018
 
 
 # -- gpus= says which GPUs and n_gpus= how many; machine= goes through the one door ------------------------------------
@@ -350,8 +336,9 @@ def test_the_walk_sees_every_subpackage_and_the_parameters_the_rules_are_about()
         "gpulab.placement.device_rules.explain",
         "gpulab.monitoring.live_monitor.Monitor.__init__",
         "gpulab.server.hub.gpu_hooks",
-        "gpulab.checkup.kernel_state._reservation",
+        "gpulab.checkup.report.environment_report",
     } <= set(machines)
+    assert "gpulab.checkup.diagnosis._cuda_finding" in functions  # private helpers are walked too
     assert "gpulab.server.kernelspec.install_kernelspec" in functions and "gpulab.core.visible.visible_map" in functions
 
 

@@ -69,7 +69,7 @@ def test_the_walk_sees_every_function_that_takes_a_machine_gpus_or_reservations(
 @pytest.mark.parametrize("fn, p", list(_parameters()), ids=lambda v: v if isinstance(v, str) else v.name)
 def test_one_name_per_meaning(fn, p):
     kind = _annotation(p)
-    assert p.name not in OLD_NAMES, f"{fn}({p.name}=): renamed; see gpulab.core.renamed.MEANINGS"
+    assert p.name not in OLD_NAMES, f"{fn}({p.name}=): renamed machine= and reservations="
     assert ("GpuReader" in kind) == (p.name == "machine"), f"{fn}({p.name}: {kind}): a machine is always machine="
     if "GpuInfo" in kind:
         assert p.name == "gpus", f"{fn}({p.name}: {kind}): GPUs already read are gpus="
@@ -79,34 +79,6 @@ def test_one_name_per_meaning(fn, p):
         assert "str" in kind and "PathLike" in kind or kind == "str | None", f"{fn}(reservations: {kind})"
     if p.kind is p.VAR_KEYWORD:
         assert (fn, p.name) in PASS_THROUGH, f"{fn}(**{p.name}) hides its parameters from Tab and ?"
-
-
-OLD_SPELLINGS = [
-    (lambda: gpulab.devices(reader="workshop-8"), "devices", "reader", "machine"),
-    (lambda: gpulab.environment_report(reader="workshop-8"), "environment_report", "reader", "machine"),
-    (lambda: gpulab.reserve_gpus(1, reader="workshop-8"), "reserve_gpus", "reader", "machine"),
-    (lambda: gpulab.reserve_gpus(1, "workshop-8", directory="/tmp/x"), "reserve_gpus", "directory", "reservations"),
-    (lambda: gpulab.GpuPicker(reader="workshop-8"), "GpuPicker", "reader", "machine"),
-    (lambda: gpulab.GpuPicker("workshop-8", directory="/tmp/x"), "GpuPicker", "directory", "reservations"),
-    (lambda: gpulab.monitor("t", reader="workshop-8"), "monitor", "reader", "machine"),
-    (lambda: gpulab.set_visible_devices(devices=[1]), "set_visible_devices", "devices", "gpus"),
-    (lambda: watch.watch_gpus(reader="workshop-8"), "watch_gpus", "reader", "machine"),
-    (lambda: watch.watch_terminal("workshop-8", directory="/tmp/x"), "watch_terminal", "directory", "reservations"),
-    (lambda: watch.read_server(reader="workshop-8"), "read_server", "reader", "machine"),
-    (lambda: watch.ServerWatch("workshop-8", directory="/tmp/x"), "ServerWatch", "directory", "reservations"),
-    (lambda: gpulab.launch(print, nprocs=2), "launch", "nprocs", "world_size"),  # checked before any process starts
-]
-
-
-@pytest.mark.parametrize("call, fn, old, new", OLD_SPELLINGS, ids=[f"{f}({o}=)" for _, f, o, _ in OLD_SPELLINGS])
-def test_an_old_spelling_is_refused_with_the_new_name(call, fn, old, new):
-    with pytest.raises(TypeError, match=rf"^{fn}\(\) has no {old}= any more: write {new}= \("):
-        call()
-
-
-def test_a_keyword_that_never_existed_gets_the_closest_one():
-    with pytest.raises(TypeError, match=r"reserve_gpus\(\) has no option 'reservation'; did you mean reservations=\?"):
-        gpulab.reserve_gpus(1, "workshop-8", reservation="/tmp/x")
 
 
 def test_monitor_writes_its_parameters_out():

@@ -20,7 +20,7 @@ from types import ModuleType
 import pytest
 
 import gpulab
-from tests.test_naming import CHECK, CHECK_HOME, ROOT, SHIMS, retired_words
+from tests.test_naming import CHECK, CHECK_HOME, ROOT, retired_words
 
 
 @dataclass(frozen=True)
@@ -108,15 +108,8 @@ def unannotated(items: list[Public]) -> list[str]:
 
 
 def retired(items: list[Public]) -> list[str]:
-    """``path: name`` for each name or parameter that uses a retired word, shims aside."""
-    shims = {s.removesuffix(".py").replace("/", ".") for s in SHIMS}
-    return [
-        f"{p.path}: {n}"
-        for p in items
-        if not any(p.path.startswith(s) for s in shims)
-        for n in _names(p)
-        if retired_words(n)
-    ]
+    """``path: name`` for each name or parameter that uses a retired word."""
+    return [f"{p.path}: {n}" for p in items for n in _names(p) if retired_words(n)]
 
 
 def misplaced_checks(items: list[Public], home: str = CHECK_HOME) -> list[str]:

@@ -104,8 +104,8 @@ PASSES = [  # (cell, tags)
     ("if gpulab.cuda_gpu_count() == 0:   # chapter 02\n    dp = torch.nn.DataParallel(m, device_ids=[2, 3])", []),
     ("gpus = gpulab.cuda_gpu_count()\nids = list(range(gpus))\nif len(ids) >= 2:\n    model.cuda(1)", []),
     ("x = model.cuda(1) if torch.cuda.device_count() > 1 else model", []),
-    ("if reason := gpulab.too_few_gpus(2):\n    print(reason)\nelse:\n    model.cuda(1)", []),
-    ("if gpulab.too_few_gpus(2) is None:\n    dp = torch.nn.DataParallel(m, device_ids=[0, 1])", []),
+    ("if reason := too_few_gpus(2):\n    print(reason)\nelse:\n    model.cuda(1)", []),
+    ("if too_few_gpus(2) is None:\n    dp = torch.nn.DataParallel(m, device_ids=[0, 1])", []),
     ("if gpulab.cuda_gpu_count() >= helper():\n    model.cuda(1)", []),  # a test it cannot evaluate: trusted
     ("model.cuda(1)", ["raises-exception"]),  # meant to fail
     ("dp = torch.nn.DataParallel(m, device_ids=[0, 1])", ["raises-exception", "nbval-check-output"]),

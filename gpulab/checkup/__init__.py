@@ -2,8 +2,6 @@
 
 ``report`` gathers the facts (the machine, torch, reservations, ``CUDA_VISIBLE_DEVICES``) and shows them,
 ``diagnosis`` decides each finding from those facts alone (``facts`` holds both as data, ``build_findings`` the
-rules on torch's build and the driver), ``chapters`` reads what each chapter needs. ``doctor`` looks at this kernel
-as it is now (``kernel_state`` reads it; ``launcher_findings`` holds what it says of Lightning's and accelerate's
-notebook launchers).
+rules on torch's build and the driver), ``chapters`` reads what each chapter needs.
 Taught in ``notebooks/00_setup.ipynb``.
 """

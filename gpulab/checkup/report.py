@@ -14,7 +14,6 @@ import os
 import textwrap
 from dataclasses import dataclass
 
-from ..core.renamed import renamed_keywords
 from ..core.scheduler import Allocation, allocation
 from ..core.tables import html_table, text_table
 from ..core.visible import VisibleMap, visible_map
@@ -185,7 +184,6 @@ def _indent(text: str) -> str:
     return "\n".join("  " + line for line in text.splitlines())
 
 
-@renamed_keywords(reader="machine")
 def environment_report(machine: GpuReader | str | None = None, *, torch: TorchFacts | None = None) -> EnvReport:
     """Collect the report. ``machine`` defaults to NVML (or the described GPUs named by ``GPULAB_SIMULATE_GPUS``); a
     preset name (``"workshop-8"``) reports on that described machine, labelled SIMULATED. ``torch`` defaults to this

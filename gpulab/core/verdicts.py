@@ -12,10 +12,10 @@ one scaling run (a quiet machine, the crossover) live beside it, in ``gpulab.sca
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-__all__ = ["Verdict", "NotMeasured", "fastest_setup", "rises_verdict"]
+__all__ = ["Verdict", "NotMeasured", "rises_verdict"]
 
 
 @dataclass(frozen=True)
@@ -44,20 +44,6 @@ class NotMeasured:
 
     def __bool__(self) -> bool:
         return False
-
-
-def fastest_setup(speeds: Mapping[str, float], *, using_both: tuple[str, ...] = ()) -> str:
-    """Which setup was fastest (``speeds``: label -> samples per second), and, when it is not one of ``using_both``,
-    which of those won: "fastest here: A (B at 0.54×, C at 0.42×); of the setups that use both cores, B"."""
-    if not speeds:
-        raise ValueError("fastest_setup needs at least one setup's speed, as {label: samples per second}.")
-    best = max(speeds, key=speeds.__getitem__)
-    others = ", ".join(f"{k} at {v / speeds[best]:.2f}×" for k, v in speeds.items() if k != best)
-    line = f"fastest here: {best}" + (f" ({others})" if others else "")
-    both = [k for k in using_both if k in speeds]
-    if both and best not in both:
-        line += f"; of the setups that use both cores, {max(both, key=speeds.__getitem__)}"
-    return line
 
 
 def rises_verdict(

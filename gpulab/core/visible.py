@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 
 from .arguments import environment, gpu_list, shown, whole_number
 from .readings import GpuInfo
-from .renamed import renamed_keywords
 from .tables import Table, TableView
 from .visible_text import Entry, parse_visible_devices
 
@@ -92,7 +91,6 @@ def _cuda_order(gpus: Sequence[GpuInfo], order: str, notes: list[str]) -> list[G
     return ordered
 
 
-@renamed_keywords()
 def visible_map(gpus: Sequence[GpuInfo], env: Mapping[str, str] | None = None) -> VisibleMap:
     """Map each ``cuda:k`` to a physical GPU for a process started with ``env`` (default: this process's environment).
 

@@ -22,7 +22,6 @@ if TYPE_CHECKING:  # loaded on first use by __getattr__ below, so that importing
 
 __all__ = [
     "KNOWN_TORCH",
-    "torch_known",
     "rank_waitables",
     "ranks_running",
     "rank_processes",
@@ -47,7 +46,6 @@ __all__ = [
     "cuda_lazy_init",
     "at_cuda_start",
     "ipython_cell_number",
-    "jupyter_ports",
 ]
 
 # torch releases (major, minor) whose private attributes below were read and tested: 2.14 is the course's,
@@ -75,15 +73,6 @@ def __getattr__(name: str) -> Any:
     value = getattr(importlib.import_module(home), name)
     globals()[name] = value
     return value
-
-
-def torch_known(version: str | None = None) -> bool:
-    """True when ``version`` (default: the installed torch's) is a release this module was tested on."""
-    if version is None:
-        import torch
-
-        version = torch.__version__
-    return _release(version) in KNOWN_TORCH
 
 
 def rank_waitables(ctx: Any) -> list[Any] | None:
@@ -264,27 +253,3 @@ def ipython_cell_number(filename: str) -> int | None:
         return int(str(label[1])[3:-1])
     except ValueError:
         return None
-
-
-def jupyter_ports() -> list[int]:
-    """TCP ports this process listens on for Jupyter itself: the kernel's five sockets (its connection file, public
-    ``ipykernel.connect.get_connection_info``) and the IOPub thread's pipe for output of forked children
-    (``IOPubThread._pipe_port``, read in ipykernel 6-7). Empty outside a kernel."""
-    if "ipykernel" not in sys.modules:
-        return []
-    ports: list[int] = []
-    try:
-        from ipykernel.connect import get_connection_info
-
-        info = get_connection_info(unpack=True)
-        ports += [int(v) for k, v in info.items() if k.endswith("_port") and v]
-    except (RuntimeError, OSError, ValueError, TypeError, AttributeError):
-        pass  # a kernel without a connection file (embedded, or a test's in-process one): nothing to add
-    app = sys.modules.get("ipykernel.kernelapp")
-    instance = getattr(getattr(app, "IPKernelApp", None), "instance", None)
-    initialized = getattr(getattr(app, "IPKernelApp", None), "initialized", None)
-    if callable(instance) and callable(initialized) and initialized():
-        pipe = getattr(getattr(instance(), "iopub_thread", None), "_pipe_port", None)
-        if isinstance(pipe, int):
-            ports.append(pipe)
-    return ports

@@ -45,7 +45,8 @@ def cuda_gpu_count() -> int:
 def too_few_gpus(needed: int = 1) -> str | None:
     """Why this process has fewer than ``needed`` CUDA GPUs, in one sentence; ``None`` when it has enough.
 
-    ``if reason := too_few_gpus(2): ...`` reads as it means. Taught in ``notebooks/01_cpu_gpu_transfer.ipynb``."""
+    ``if reason := too_few_gpus(2): ...`` reads as it means. The ``%%gpu`` cells' skip line says it
+    (``notebook.magics``)."""
     import torch
 
     from ..core.arguments import whole_number

@@ -4,7 +4,7 @@
 late: every launcher's answer is "restart the kernel", and none says which line did it. With gpulab imported, the
 first call that starts CUDA here is recorded with its Python stack, reduced to the learner's line ("cell [7], line 3:
 ``x = torch.ones(2).cuda()``"), and the messages that say CUDA has started quote it (``gpulab.cuda_state()``, the
-guarded setter, the launcher, the environment report, ``gpulab.doctor()``).
+guarded setter, the launcher, the environment report).
 
 Two calls start CUDA, and both are watched (``tests/cuda_tripwire.py`` watches the same two):
 

@@ -39,13 +39,11 @@ def install() -> None:
 
 
 def _torch_cuda_imported(module: ModuleType) -> None:
-    """``torch.cuda`` has just run: count torch's own threads (before any CPU work can start OpenMP's), hook, and queue
-    the kernel's memory cap for CUDA's start (``memory_cap``: only where ``GPULAB_MEMORY_CAP`` is set)."""
+    """``torch.cuda`` has just run: hook it, and queue the kernel's memory cap for CUDA's start (``memory_cap``: only
+    where ``GPULAB_MEMORY_CAP`` is set)."""
     from .cuda_start import hook
     from .memory_cap import watch
-    from .threads import note_torch_imported
 
-    note_torch_imported()
     hook(module)
     watch(module)
 

@@ -10,7 +10,6 @@ from dataclasses import dataclass
 
 from ..core.arguments import flag
 from ..core.readings import GpuInfo, Unavailable, is_known
-from ..core.renamed import renamed_keywords
 from ..core.reservable import ReservableDevice, reservable_devices
 from ..core.tables import html_table, text_table
 from ..core.units import format_bytes
@@ -134,7 +133,6 @@ class Inventory:
         return self.html()
 
 
-@renamed_keywords(reader="machine")
 def devices(machine: GpuReader | str | None = None, *, processes: bool = True) -> Inventory:
     """List the physical GPUs and the CPU side, without creating a CUDA context (NVML only).
 

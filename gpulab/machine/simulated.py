@@ -146,11 +146,6 @@ class SimulatedGpuReader:
         self._error = error
         self.calls = 0  # how many questions were asked (tests read it)
 
-    @classmethod
-    def from_env(cls, value: str) -> SimulatedGpuReader:
-        """The reader that ``GPULAB_SIMULATE_GPUS=value`` asks for: a preset name or a JSON file."""
-        return cls(value)
-
     @property
     def error(self) -> str | None:
         """``None``, or the NVML failure this described machine plays (``error=`` when made)."""

@@ -19,7 +19,6 @@ from os import PathLike
 from typing import Any
 
 from ..core.arguments import shown, whole_number
-from ..core.renamed import renamed_keywords
 from ..machine.nvml import GpuReader
 from .frontend import frontend_available
 from .options import validated_options
@@ -35,7 +34,6 @@ __all__ = ["monitor", "Monitor", "MonitorSummary", "PeakMemory", "History", "fro
 class Monitor:
     """A monitored stretch of code. Use ``gpulab.monitor(...)`` as a context manager; one Monitor records one run."""
 
-    @renamed_keywords(reader="machine")
     def __init__(
         self,
         title: str = "",
@@ -299,7 +297,6 @@ class Monitor:
         display(summary)
 
 
-@renamed_keywords(reader="machine")
 def monitor(
     title: str = "",
     *,

@@ -1,8 +1,7 @@
 """IPython cell magics for the chapters: ``%load_ext gpulab`` then ``%%gpu [n]`` at the top of a GPU-only cell.
 
-``%gpulab doctor`` shows ``gpulab.doctor()``. ``%%ranks n`` runs a cell's code in n ranks (``gpulab.ranks.cells``,
-taught in ``notebooks/04_ddp.ipynb``). Loading the extension also makes tracebacks short (``tracebacks``): the learner's
-line and the line that raised.
+``%%ranks n`` runs a cell's code in n ranks (``gpulab.ranks.cells``, taught in ``notebooks/04_ddp.ipynb``). Loading
+the extension also makes tracebacks short (``tracebacks``): the learner's line and the line that raised.
 
 A ``%%gpu 2`` cell runs only where two CUDA GPUs are usable; elsewhere it prints one line for the reader ("Not run
 here: needs 2 GPUs, and PyTorch found no usable CUDA GPU on this machine."), so a learner on a laptop sees the reason
@@ -136,26 +135,4 @@ def load_ipython_extension(ipython: Any) -> None:
         return ranks_cell(line, cell, ipython.user_ns)
 
     ipython.register_magic_function(ranks, magic_kind="cell", magic_name="ranks")
-    ipython.register_magic_function(gpulab_line, magic_kind="line", magic_name="gpulab")
     install(ipython)
-
-
-def _doctor() -> Any:
-    from ..checkup.doctor import doctor  # on the floor below; imported when asked for, as the other magics'
-
-    return doctor()
-
-
-# %gpulab's commands: what each shows, and the function that shows it
-_LINE_COMMANDS: dict[str, tuple[str, Callable[[], Any]]] = {
-    "doctor": ("this kernel's GPU state, each problem with its fix (gpulab.doctor())", _doctor),
-}
-
-
-def gpulab_line(line: str) -> Any:
-    """``%gpulab doctor``: the doctor's screen (the same as ``gpulab.doctor()``)."""
-    command = line.strip()
-    if command not in _LINE_COMMANDS:
-        known = "; ".join(f"%gpulab {k}: {what}" for k, (what, _) in _LINE_COMMANDS.items())
-        raise ValueError(f"%gpulab does not know {command!r}. It knows: {known}.")
-    return _LINE_COMMANDS[command][1]()

@@ -17,7 +17,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..core.arguments import gpu_list, shown
-from ..core.renamed import renamed_keywords
 from ..core.visible import LogicalDevice, VisibleMap, visible_map
 from ..machine.nvml import GpuReader
 from ..machine.resolve import as_reader
@@ -261,7 +260,6 @@ def _describe(vmap: VisibleMap, d: LogicalDevice) -> str:
     return f"cuda:{d.cuda_index} is physical GPU {d.physical_index} ({d.name}{slice_}): {because}"
 
 
-@renamed_keywords()
 def explain(
     code: str,
     machine: GpuReader | str | None = None,

@@ -18,7 +18,6 @@ import ipywidgets as w
 
 from ..core.arguments import environment, index_list, path_or_none, shown, whole_number
 from ..core.readings import GpuInfo, is_known
-from ..core.renamed import renamed_keywords
 from ..core.reservable import device_key, device_readings, one_slice_note
 from ..core.tables import html_with_code
 from ..core.visible import VisibleMap, visible_map
@@ -57,7 +56,6 @@ __all__ = ["GpuPicker", "parse_pick"]
 class GpuPicker:
     """``GpuPicker()`` in a cell shows the widget; ``picker.selected``/``picker.value``/``picker.mapping`` read it."""
 
-    @renamed_keywords(reader="machine", directory="reservations")
     def __init__(
         self,
         machine: GpuReader | str | None = None,

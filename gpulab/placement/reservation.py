@@ -25,7 +25,6 @@ from pathlib import Path
 
 from ..core.arguments import function, seconds, whole_number
 from ..core.readings import GpuInfo
-from ..core.renamed import renamed_keywords
 from ..core.reservable import device_readings
 from ..core.shares import GpuShare
 from ..core.visible import visible_map
@@ -162,7 +161,6 @@ def validated_details(details: Mapping[str, str] | None) -> dict[str, str]:
     return dict(details)
 
 
-@renamed_keywords(reader="machine", directory="reservations")
 def reserve_gpus(
     n: int = 1,
     machine: GpuReader | str | None = None,

@@ -1,6 +1,6 @@
 """Which GPUs are free: a pure policy over ``GpuInfo`` readings (the replacement for Lightning's ``auto_select_gpus``).
 
-``judge`` is the one rule every view applies (``choose_gpus``, ``reserve_gpus``, the picker, ``watch``, the doctor):
+``judge`` is the one rule every view applies (``choose_gpus``, ``reserve_gpus``, the picker, ``watch``, the report):
 a GPU is **yours** when its reservation is held for this process already (this notebook's own reservation, or the one
 of the server this kernel runs in); else **busy** when someone else holds it, or a process has a CUDA context on it,
 or more than a little of its memory is used, or it is not nearly idle (a GPU whose processes were not read cannot be
@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 
 from ..core.arguments import flag, gpu_list, is_real_number, shown, whole_number
 from ..core.readings import NOT_READ, GpuInfo, Unavailable, is_known
-from ..core.renamed import renamed_keywords
 from ..core.reservable import NO_MIG_SLICE, ONE_MIG_SLICE, device_key, device_readings
 from ..core.tables import Table, TableView
 from ..core.units import format_bytes
@@ -240,7 +239,6 @@ class Choice(TableView):
         return Table(self._HEAD, self.rows(), title=f"{label}Picked physical GPU(s) {picked}")
 
 
-@renamed_keywords()
 def choose_gpus(
     n: int,
     gpus: Sequence[GpuInfo],

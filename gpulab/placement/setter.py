@@ -17,7 +17,6 @@ from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 
 from ..core.arguments import is_whole_number, shown
-from ..core.renamed import renamed_keywords
 from ..core.visible_text import VisibleSpec, format_visible_devices, parse_visible_devices
 from ..machine.cuda import CudaState, cuda_state
 
@@ -43,7 +42,6 @@ class CudaStartUnverified(UserWarning):
     """Warned after writing ``CUDA_VISIBLE_DEVICES`` where gpulab could not tell whether CUDA had already read it."""
 
 
-@renamed_keywords(devices="gpus")
 def set_visible_devices(gpus: Sequence[int | str] | str | None, *, order: str | None = "PCI_BUS_ID") -> VisibleSpec:
     """Set ``CUDA_VISIBLE_DEVICES`` (and ``CUDA_DEVICE_ORDER``) for this process, if CUDA has not read them yet.
 

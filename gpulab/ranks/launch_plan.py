@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.arguments import seconds, whole_number
-from ..core.renamed import renamed_keywords
 from .fork_server import choose_start_method
 from .plan import plan_ranks
 from .ports import store_ports
@@ -53,7 +52,6 @@ class LaunchPlan:
         return {**self.environments[rank], "MASTER_PORT": str(port)}
 
 
-@renamed_keywords(nprocs="world_size")
 def plan_launch(
     fn: Callable[..., Any],
     world_size: int = 2,

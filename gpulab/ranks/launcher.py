@@ -23,7 +23,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..core.renamed import renamed_keywords
 from .failures import RankFailed
 from .launch_plan import LaunchPlan, default_threads_per_rank, plan_launch
 from .plan import choose_backend, plan_ranks
@@ -41,7 +40,6 @@ __all__ = [
 ]
 
 
-@renamed_keywords(nprocs="world_size")
 def launch(
     fn: Callable[..., Any],
     world_size: int = 2,

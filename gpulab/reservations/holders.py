@@ -26,7 +26,7 @@ from .folder import (
 )
 from .server_token import this_server_digest
 
-__all__ = ["THIS_NOTEBOOK", "Holder", "reservation_holders", "current_holders", "others_only", "left_behind"]
+__all__ = ["THIS_NOTEBOOK", "Holder", "reservation_holders", "current_holders", "left_behind"]
 
 # How a reservation held by this very process is named everywhere (picker, watch, environment report): the learner's
 # own kernel is not a stranger to be warned about.
@@ -188,11 +188,6 @@ def _flock_pids(fd: int) -> list[int]:
 def current_holders(uuids: list[str], reservations: str | os.PathLike[str] | None = None) -> dict[str, str]:
     """Which of these GPUs someone holds right now, and who, in words (see ``reservation_holders``)."""
     return {uuid: str(h) for uuid, h in reservation_holders(uuids, reservations).items()}
-
-
-def others_only(holders: dict[str, Holder]) -> dict[str, str]:
-    """The holders that are not this process, in words: what this kernel's own choices must keep away from."""
-    return {uuid: str(h) for uuid, h in holders.items() if not h.mine}
 
 
 def reservation_holders(uuids: list[str], reservations: str | os.PathLike[str] | None = None) -> dict[str, Holder]:

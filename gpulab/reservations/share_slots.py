@@ -32,7 +32,6 @@ __all__ = [
     "share_lock_path",
     "hold_share",
     "held_shares",
-    "card_in_shares",
 ]
 
 _SHARE = re.compile(r"^(?P<uuid>.+)\.share-(?P<k>[0-9]+)-of-(?P<n>[0-9]+)$")
@@ -73,26 +72,6 @@ def _shared_lock(fd: int) -> bool:
         return True
     except BlockingIOError:
         return False
-
-
-def card_in_shares(reservations: Path, uuid: str) -> bool:
-    """Whether the card is held in shares now (some process holds its lock file's shared lock, nobody the exclusive
-    one). Creates no file."""
-    path = lock_path(reservations, uuid)
-    if not path.exists():
-        return False
-    fcntl = require_flock()
-    fd = open_lock_file(path)
-    try:
-        if try_lock(fd):
-            fcntl.flock(fd, fcntl.LOCK_UN)
-            return False
-        if _shared_lock(fd):
-            fcntl.flock(fd, fcntl.LOCK_UN)
-            return True
-        return False  # held whole
-    finally:
-        os.close(fd)
 
 
 def held_shares(reservations: Path, uuid: str) -> SharesHeld:

@@ -4,10 +4,9 @@
 figures (pure); ``steps`` measures a step's split into compute and tail, and its all-reduce and exposed part, in
 ranks; ``probes`` runs those measurements on ranks and measures this machine's own ceiling on speed-up, gloo's link
 and what DDP pays to meet; ``sweep`` runs the sweep of work per step on 1 and 2 ranks beside the model's predictions;
-``crossover_levers`` measures what moves the crossover (batch, accumulation, buckets, overlap) and threads against
-ranks; ``on_gpus`` compares the model with a real NCCL run on two GPUs; ``quiet`` says how quiet the machine is (the
-line at the top of a chapter that reads timings) and ``run_verdicts`` judges a run by its ceiling and its crossover
-(pure). Taught in ``notebooks/07_scaling.ipynb``.
+``on_gpus`` compares the model with a real NCCL run on two GPUs; ``quiet`` says how quiet the machine is (the line at
+the top of a chapter that reads timings) and ``run_verdicts`` judges a run by its ceiling and its crossover (pure).
+Taught in ``notebooks/07_scaling.ipynb``.
 """
 
 from ..core.lazy import export_lazily
@@ -32,9 +31,6 @@ export_lazily(
         "StepPlan": "steps",
         "scaling_sweep": "sweep",
         "steps_for": "sweep",
-        "FAST_LEVERS": "crossover_levers",
-        "levers": "crossover_levers",
-        "threads_vs_ranks": "crossover_levers",
         "compare_on_gpus": "on_gpus",
         "how_quiet": "quiet",
         "crossover_verdict": "run_verdicts",

@@ -28,15 +28,11 @@ LATENCY_BYTES, SMALL_BYTES, LARGE_BYTES = 4, 4 * 1024, 8 * 1024 * 1024
 TINY = StepPlan(8, 1, depth=1, steps=200)
 
 
-def splits(
-    plans: list[StepPlan], world_size: int, *, threads_per_rank: int = 1, ddp: bool = True, device: str = "cpu"
-) -> list[StepSplit]:
-    """Every plan measured on ``world_size`` ranks (``ddp=False``: one process, no DDP, for the threads comparison)."""
+def splits(plans: list[StepPlan], world_size: int, *, device: str = "cpu") -> list[StepSplit]:
+    """Every plan measured on ``world_size`` DDP ranks of one thread each."""
     if not plans:
         raise ValueError("splits needs at least one StepPlan to measure.")
     _refuse_other_than_plans("splits", plans)
-    if not ddp and world_size != 1:
-        raise ValueError(f"ddp=False measures one process without DDP; got world_size={world_size}. Use world_size=1.")
     if device not in ("cpu", "cuda"):
         raise ValueError(f"device is 'cpu' (gloo) or 'cuda' (NCCL, a GPU per rank); got {device!r}.")
     if device == "cuda":  # refused before any process starts where a rank would have no GPU of its own
@@ -46,12 +42,11 @@ def splits(
         world_size,
         args=(plans,),
         all_ranks=True,
-        threads_per_rank=threads_per_rank,
-        init_process_group=ddp,
+        threads_per_rank=1,
         backend="nccl" if device == "cuda" else "gloo",
         timeout_s=120,
     )
-    return summarise(plans, per_rank, threads_per_rank)
+    return summarise(plans, per_rank, 1)
 
 
 @dataclass(frozen=True)

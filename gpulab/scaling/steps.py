@@ -22,40 +22,27 @@ when work was *queued*, not done, so there only the step time (synchronised) is 
 from __future__ import annotations
 
 import time
-from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..core.arguments import positive_number, whole_number
+from ..core.arguments import whole_number
 
 __all__ = ["StepPlan", "StepSplit", "time_plans", "own_work_seconds", "allreduce_seconds", "matmul_seconds"]
 
 
 @dataclass(frozen=True)
 class StepPlan:
-    """What one measurement trains: the model's size, the batch per rank, and the DDP settings (the levers)."""
+    """What one measurement trains: the model's size, the batch per rank, and how many steps (DDP's defaults)."""
 
     width: int
     batch: int
     depth: int = 3
     steps: int = 6
-    accumulate: int = 1  # micro-batches per step; all but the last under no_sync()
-    overlap: bool = True  # False: backward under no_sync(), then one all-reduce of all gradients after it
-    bucket_cap_mb: float = 25.0
-    gradient_as_bucket_view: bool = False
-    static_graph: bool = False
-    lever: str = "default"
 
     def __post_init__(self) -> None:
-        for name in ("width", "batch", "depth", "steps", "accumulate"):
+        for name in ("width", "batch", "depth", "steps"):
             value = getattr(self, name)
             whole_number(value, f"StepPlan.{name}", minimum=1, example="StepPlan(width=64, batch=8)")
-        positive_number(
-            self.bucket_cap_mb,
-            "bucket_cap_mb",
-            what="DDP's bucket size in MB",
-            example="StepPlan(64, 8, bucket_cap_mb=25)",
-        )
 
     def but(self, **changes: Any) -> StepPlan:
         """This plan with ``changes`` (``plan.but(batch=64)``), validated again."""
@@ -79,7 +66,7 @@ class StepSplit:
     @property
     def samples_per_s(self) -> float:
         """Samples per second over all ranks at this step time."""
-        return self.world_size * self.plan.batch * self.plan.accumulate / self.step_s
+        return self.world_size * self.plan.batch / self.step_s
 
     @property
     def hidden_s(self) -> float:
@@ -128,13 +115,7 @@ def _one_plan(plan: StepPlan, device: str, ddp: bool = True) -> list[tuple[float
     spans: list[tuple[float, float]] = []
     if ddp:
         ids = [torch.device(device).index or 0] if device.startswith("cuda") else None
-        model = torch.nn.parallel.DistributedDataParallel(
-            model,
-            device_ids=ids,
-            bucket_cap_mb=plan.bucket_cap_mb,
-            gradient_as_bucket_view=plan.gradient_as_bucket_view,
-            static_graph=plan.static_graph,
-        )
+        model = torch.nn.parallel.DistributedDataParallel(model, device_ids=ids)
 
         def timed_allreduce(_state, bucket):  # no annotations: DDP checks them against its own types
             start = time.perf_counter()
@@ -157,26 +138,12 @@ def _one_plan(plan: StepPlan, device: str, ddp: bool = True) -> list[tuple[float
             dist.barrier()
         spans.clear()
         sync()
-        t0, tail, exposed = time.perf_counter(), 0.0, 0.0
-        for micro in range(plan.accumulate):
-            quiet = ddp and (micro < plan.accumulate - 1 or not plan.overlap)
-            before = len(spans)
-            with model.no_sync() if quiet else nullcontext():
-                model(x).square().mean().backward()
-            end = time.perf_counter()
-            tail += end - last_grad[0]
-            exposed += _clipped_s(spans[before:], last_grad[0])
-        if ddp and not plan.overlap:  # the all-reduce only starts once the whole backward pass is done
-            start = time.perf_counter()
-            grads = [p.grad for p in model.parameters()]
-            flat = torch.cat([g.flatten() for g in grads]).div_(world_size)
-            dist.all_reduce(flat)
-            spans.append((start, time.perf_counter()))
-            torch.nn.utils.vector_to_parameters(flat, grads)  # copies the reduced values back into each gradient
-            exposed += spans[-1][1] - start
-            tail += time.perf_counter() - start
+        t0 = time.perf_counter()
+        model(x).square().mean().backward()
+        tail = time.perf_counter() - last_grad[0]
+        exposed = _clipped_s(spans, last_grad[0])
         opt.step()
-        opt.zero_grad(set_to_none=not plan.gradient_as_bucket_view)
+        opt.zero_grad(set_to_none=True)
         sync()
         step_s = time.perf_counter() - t0
         if step >= 2:

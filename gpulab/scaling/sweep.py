@@ -68,7 +68,7 @@ def predict_two_ranks(
     each rank owns its device; a measured ceiling above 2 counts as 2), ``link``, ``sync_s`` and the fraction
     ``hidden`` of the all-reduce under the backward pass."""
     params = mlp_parameters(one.plan.width, one.plan.depth)
-    flops = train_flops(params, one.plan.batch) * one.plan.accumulate
+    flops = train_flops(params, one.plan.batch)
     rate = flops / one.step_s  # the FLOP rate this work size reaches on one core: measured, per-step overhead included
     kw = dict(flops_per_s=rate, link=link, sync_s=meeting_seconds(sync_s), hidden=hidden)
     return speedup(

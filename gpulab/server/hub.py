@@ -6,8 +6,9 @@ LocalProcessSpawner, SystemdSpawner, DockerSpawner). Before the server starts, t
 (UUIDs, so they name the same GPUs inside a container; for DockerSpawner also a ``device_requests`` entry). When the
 server stops, the reservation is released. The server knows its own reservation: the Hub puts a fresh token into its
 environment (``GPULAB_SERVER_TOKEN``) and the token's digest into the lock files
-(``gpulab.reservations.server_token``), so inside that server ``reserve_gpus``, the picker, ``watch`` and the doctor
-call those GPUs the student's own ("yours"), and ``reserve_gpus`` hands them over without a second reservation.
+(``gpulab.reservations.server_token``), so inside that server ``reserve_gpus``, the picker, ``watch`` and the
+environment report call those GPUs the student's own ("yours"), and ``reserve_gpus`` hands them over without a second
+reservation.
 JupyterHub has no GPU allocator of its own (dockerspawner #331, TLJH #318, zero-to-jupyterhub #3000): these two hooks
 are the smallest thing its documented extension points need.
 
@@ -53,7 +54,6 @@ from tornado.web import HTTPError  # JupyterHub's own web framework, there where
 
 from ..core.arguments import shown, whole_number
 from ..core.readings import GpuInfo, is_known
-from ..core.renamed import renamed_keywords
 from ..core.shares import shares_of
 from ..machine.resolve import as_reader
 from ..placement.reservation import Reservation, reserve_gpus
@@ -122,7 +122,6 @@ def hub_reservations() -> dict[tuple[str, str], str]:
         return {k: r.visible_devices for k, r in _RESERVATIONS.items() if r.held}
 
 
-@renamed_keywords(gpus="n_gpus")
 def gpu_hooks(
     n_gpus: int = 1,
     *,

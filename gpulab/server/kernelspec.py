@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 from ..core.arguments import whole_number
-from ..core.renamed import renamed_keywords
 from ..placement.selection import Policy
 
 __all__ = [
@@ -126,7 +125,6 @@ def _validate(name: str, wait_s: float) -> None:
         )
 
 
-@renamed_keywords(gpus="n_gpus")
 def install_kernelspec(
     n_gpus: int = 1,
     *,

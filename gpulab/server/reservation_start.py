@@ -40,8 +40,6 @@ def _arguments(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog=f"python -m {START_MODULE}")
     parser.add_argument("--report-fd", type=int, required=True)
     parser.add_argument("--n-gpus", type=int, default=1, help="how many GPUs to reserve")
-    # deprecated: what an older provisioner passes (through lease_start) until its server restarts
-    parser.add_argument("--gpus", dest="n_gpus", type=int, default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     parser.add_argument("--shares", type=int, default=1, help="kernels per GPU: >1 reserves one share of a GPU")
     parser.add_argument("--policy", default="{}", help="JSON: Policy's fields")
     parser.add_argument("--wait-s", type=float, default=0.0)

@@ -22,7 +22,6 @@ from typing import Any, TextIO
 
 from ..core.arguments import is_real_number
 from ..core.readings import Unavailable
-from ..core.renamed import renamed_keywords
 from ..core.scheduler import allocation
 from ..core.widget_view import widget_bundle
 from ..machine.nvml import GpuReader
@@ -53,7 +52,6 @@ def _validated_interval(interval_s: float) -> float:
     return float(interval_s)
 
 
-@renamed_keywords(reader="machine", directory="reservations")
 def read_server(
     machine: GpuReader | str | None = None, reservations: str | os.PathLike[str] | None = None, interval_s: float = 2.0
 ) -> ServerView:
@@ -108,7 +106,6 @@ def read_server(
     )
 
 
-@renamed_keywords(reader="machine", directory="reservations")
 def watch_terminal(
     machine: GpuReader | str | None = None,
     *,
@@ -149,7 +146,6 @@ class ServerWatch:
     ``stop()`` (or the end of a ``with`` block) ends the thread; ``frames`` bounds it. The widget is shown from the
     thread that made it; only its value is set from the watching thread (the ipywidgets pattern for threads)."""
 
-    @renamed_keywords(reader="machine", directory="reservations")
     def __init__(
         self,
         machine: GpuReader | str | None = None,
@@ -209,7 +205,6 @@ class ServerWatch:
         return widget_bundle(self.widget.model_id, str(self))  # not the widget's own: ipywidgets 7 has none
 
 
-@renamed_keywords(reader="machine", directory="reservations")
 def watch_gpus(
     machine: GpuReader | str | None = None,
     *,

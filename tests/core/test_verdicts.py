@@ -4,20 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpulab.core.verdicts import NotMeasured, fastest_setup, rises_verdict
-
-
-def test_the_fastest_setup_is_the_fastest_row_not_only_of_the_two_core_setups():
-    # chapter 07 once showed 1 process × 1 thread fastest, then "faster here: 2 threads"
-    line = fastest_setup({"1 thread": 57619, "2 threads": 31080, "2 ranks": 24191}, using_both=("2 threads", "2 ranks"))
-    assert line == (
-        "fastest here: 1 thread (2 threads at 0.54×, 2 ranks at 0.42×); of the setups that use both cores, 2 threads"
-    )
-    assert fastest_setup({"1 thread": 1.0, "2 ranks": 1.5}, using_both=("2 ranks",)) == (
-        "fastest here: 2 ranks (1 thread at 0.67×)"
-    )
-    with pytest.raises(ValueError, match="at least one setup's speed"):
-        fastest_setup({})
+from gpulab.core.verdicts import NotMeasured, rises_verdict
 
 
 def test_not_measured_prints_its_reason_and_is_falsy():

@@ -16,9 +16,8 @@ from gpulab.machine import compat
 
 
 def test_the_installed_torch_is_one_this_module_knows():
-    assert compat.torch_known(), f"torch {torch.__version__}: read its private APIs and add it to KNOWN_TORCH"
-    assert compat.torch_known("2.11.0") and compat.torch_known("2.14.1+cu130")
-    assert not compat.torch_known("2.5.1") and not compat.torch_known("3.0.0") and not compat.torch_known("nightly")
+    release = tuple(int(part) for part in torch.__version__.split("+")[0].split(".")[:2])
+    assert release in compat.KNOWN_TORCH, f"torch {torch.__version__}: read its private APIs and add it to KNOWN_TORCH"
 
 
 def test_elastics_names_are_reached_through_here():

@@ -8,7 +8,7 @@ commit refused anyway (lines H and I). NVIDIA's driver API reference (Initializa
 driver call returns ``CUDA_ERROR_NOT_INITIALIZED`` (3); after it, ``cuDeviceGetCount`` returns ``CUDA_SUCCESS`` (0)
 and the count. This machine has no driver, so each test compiles a stand-in ``libcuda.so.1`` with ``cc`` that
 answers exactly so (3 before its ``cuInit``, 0 and one GPU after), loads it with ctypes into a fresh interpreter (its
-own process group), and reads what ``cuda_state()``, the setter, the environment report and the doctor say there.
+own process group), and reads what ``cuda_state()``, the setter, and the environment report say there.
 """
 
 from __future__ import annotations
@@ -48,8 +48,6 @@ import gpulab
 from gpulab.machine.cuda import cuda_state
 from gpulab.placement.setter import CudaAlreadyStarted, set_visible_devices
 from gpulab.checkup.report import environment_report
-from gpulab.checkup.doctor import findings
-from gpulab.checkup.kernel_state import KernelState
 from gpulab.machine.software import TorchFacts
 from gpulab.ranks.fork_server import choose_start_method
 
@@ -78,7 +76,6 @@ for step in sys.argv[1:]:
                 setter = "refused: " + str(exc)
         report = environment_report("colab-T4", torch=TORCH)
         row = next(c for c in report.findings if c.what.startswith("CUDA not yet started"))
-        doctor = findings(KernelState(state, None, None, None, True, None, 0, None, (), None))[0]
         try:
             choose_start_method("fork")
         except ValueError as exc:  # the launcher always refuses fork; it quotes this process's state when it has one
@@ -87,7 +84,7 @@ for step in sys.argv[1:]:
             see=step[4:], torch="torch" in sys.modules, read=state.variable_read, state=str(state), setter=setter,
             warned=[str(w.message) for w in said if w.category.__name__ == "CudaStartUnverified"],
             report=[row.mark, row.what, row.meaning], driver_row=report.cuda.driver.summary,
-            doctor=[doctor.mark, doctor.what, doctor.meaning], fork=fork,
+            fork=fork,
             cuinit_calls=lib.stub_cuinit_calls() if lib is not None and hasattr(lib, "stub_cuinit_calls") else None,
         )), flush=True)
 """
@@ -172,7 +169,6 @@ def test_a_loaded_driver_that_was_not_initialised_lets_the_variable_be_set(stubs
         "the CUDA driver (libcuda) is loaded but not initialised (libcuda.so.1 answers CUDA_ERROR_NOT_INITIALIZED"
     )
     assert loaded["driver_row"].startswith("loaded, not initialised (")
-    assert loaded["doctor"][:2] == ["✔", "CUDA not started"] and "loaded but not initialised" in loaded["doctor"][2]
     assert loaded["cuinit_calls"] == 0  # asking the driver started nothing
     assert "Here:" not in loaded["fork"] and "start_method='fork' is refused" in loaded["fork"]
 
@@ -189,8 +185,6 @@ def test_a_loaded_driver_that_was_not_initialised_lets_the_variable_be_set(stubs
         and "Restart the kernel and run this cell first" in done["setter"]
     )
     assert done["report"][:2] == ["✘", "CUDA not yet started in this kernel"]
-    assert done["doctor"][:2] == ["✘", "CUDA started in this kernel"]
-    assert "not through torch, so the line is unknown" in done["doctor"][2]
     assert "Here: The CUDA driver in this process says it has started" in done["fork"]
 
 
@@ -204,7 +198,6 @@ def test_a_failed_first_call_counts_as_read_only_where_a_driver_is_loaded(stubs)
         "CUDA was first asked for by <string>" in alone["state"]
         and "(through torch.cuda.is_available())" in alone["state"]
     )
-    assert alone["doctor"][:2] == ["✘", "CUDA asked for in this kernel"]  # the laptop's lesson: that line starts CUDA
     import torch
 
     loaded = seen["driver loaded"]
@@ -215,14 +208,13 @@ def test_a_failed_first_call_counts_as_read_only_where_a_driver_is_loaded(stubs)
         "A CUDA call has already reached the CUDA driver in this process and failed"
     )
     assert loaded["setter"].startswith("refused: not setting CUDA_VISIBLE_DEVICES='1': A CUDA call has already")
-    assert loaded["report"][0] == "✘" and loaded["doctor"][:2] == ["✘", "CUDA started in this kernel"]
-    assert "CUDA was first asked for by <string>" in loaded["doctor"][2]
+    assert loaded["report"][0] == "✘"
 
 
 @pytest.mark.parametrize("which", ["unclear", "mute"])
 def test_a_driver_without_a_clear_answer_is_said_and_not_refused(stubs, which):
-    """Neither 0 nor 3 (or no cuDeviceGetCount at all): gpulab cannot tell. The setter sets and warns, the report and
-    the doctor mark it "?" with how to be sure; nothing claims more than that."""
+    """Neither 0 nor 3 (or no cuDeviceGetCount at all): gpulab cannot tell. The setter sets and warns, the report
+    marks it "?" with how to be sure; nothing claims more than that."""
     seen = _run("torch", f"load:{stubs[which]}", "see:it")["it"]
     assert seen["read"] is None and seen["setter"] == "set 1"
     said = {
@@ -239,7 +231,6 @@ def test_a_driver_without_a_clear_answer_is_said_and_not_refused(stubs, which):
     )
     assert "restart the kernel and run this cell first" in seen["warned"][0]
     assert seen["report"][:2] == ["?", "CUDA not yet started in this kernel: cannot tell"]
-    assert seen["doctor"][:2] == ["?", "CUDA started in this kernel? cannot tell"]
 
 
 def test_asking_never_loads_a_driver(stubs):

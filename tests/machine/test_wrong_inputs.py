@@ -14,6 +14,8 @@ from hypothesis import strategies as st
 
 import gpulab
 from gpulab.core.visible import visible_map
+from gpulab.machine.cuda import too_few_gpus
+from gpulab.machine.nvml import default_reader
 from gpulab.machine.resolve import as_reader
 from gpulab.machine.simulated import PRESETS, SimulatedGpuReader, simulated_gpu
 from gpulab.placement.selection import rank_gpus
@@ -109,8 +111,8 @@ WRONG = [
         r"machine=<object object at .*> is a object, not a "
         r"machine to read",
     ),
-    (lambda: gpulab.too_few_gpus("2"), TypeError, r"needed='2' is a str; needed takes a whole number ≥ 1"),
-    (lambda: gpulab.too_few_gpus(0), ValueError, r"needed=0: needed must be a whole number ≥ 1"),
+    (lambda: too_few_gpus("2"), TypeError, r"needed='2' is a str; needed takes a whole number ≥ 1"),
+    (lambda: too_few_gpus(0), ValueError, r"needed=0: needed must be a whole number ≥ 1"),
 ]
 
 
@@ -137,7 +139,7 @@ def test_a_json_file_of_the_wrong_type_is_refused_at_load_naming_the_field(tmp_p
 
 
 def test_a_preset_name_or_path_is_taken_wherever_a_reader_is():
-    assert as_reader("workshop-8").count() == 8 and isinstance(as_reader(None), gpulab.default_reader().__class__)
+    assert as_reader("workshop-8").count() == 8 and isinstance(as_reader(None), default_reader().__class__)
     r = SimulatedGpuReader("kaggle-2xT4")
     assert as_reader(r) is r
     assert gpulab.devices("workshop-8").gpu_count == 8 and gpulab.devices("colab-T4").gpu_count == 1
@@ -228,7 +230,7 @@ def test_junk_where_a_machine_goes_is_refused_with_our_message(a, b):
         lambda: SimulatedGpuReader(a),
         lambda: as_reader(a),
         lambda: gpulab.devices(a, processes=b),
-        lambda: gpulab.too_few_gpus(a),
+        lambda: too_few_gpus(a),
     ):
         try:
             call()

@@ -1,8 +1,9 @@
 """One rule for "free" (``selection.judge``): every view gives every GPU the same verdict, however the machine is given.
 
-``choose_gpus`` (given ``gpulab.devices(...)`` or a reader), ``reserve_gpus``, the picker, ``watch`` and the doctor
-are compared GPU by GPU on every described machine, with no reservation, and on workshop-8 with a reservation of this
-process ("yours") and one of another process ("busy"). The picker's legend is checked against the widget it draws.
+``choose_gpus`` (given ``gpulab.devices(...)`` or a reader), ``reserve_gpus``, the picker, ``watch`` and the
+environment report are compared GPU by GPU on every described machine, with no reservation, and on workshop-8 with a
+reservation of this process ("yours") and one of another process ("busy"). The picker's legend is checked against the
+widget it draws.
 """
 
 from __future__ import annotations
@@ -86,7 +87,7 @@ def test_gpus_whose_processes_were_not_read_are_not_judged_free():
 
 def test_a_reservation_of_this_process_is_yours_in_every_view_and_anothers_is_busy(tmp_path, monkeypatch):
     """Chapter 02's scene: this notebook holds GPU 1, another learner's kernel GPU 3; GPU 5 stays free."""
-    monkeypatch.setenv("GPULAB_RESERVATIONS_DIR", str(tmp_path))  # the doctor reads the shared folder
+    monkeypatch.setenv("GPULAB_RESERVATIONS_DIR", str(tmp_path))  # the report reads the shared folder
     mine = reserve_gpus(1, "workshop-8", reservations=tmp_path)
     with held_elsewhere(1, "workshop-8", tmp_path) as (_, theirs):
         assert mine.physical_indices == (1,) and theirs == [3]

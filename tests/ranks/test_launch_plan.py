@@ -109,11 +109,6 @@ def test_without_a_process_group_the_plan_starts_no_backend_yet_still_places_eac
             r"world_size=0: world_size \(how many processes \(ranks\) to start\) must be",
         ),
         (lambda: plan_launch(_work, True), TypeError, "world_size=True is a bool"),
-        (
-            lambda: plan_launch(_work, nprocs=2),
-            TypeError,
-            r"plan_launch\(\) has no nprocs= any more: write world_size=",
-        ),
         (lambda: plan_launch(_work, 2, args=5), TypeError, "note the comma for one argument"),
         (lambda: plan_launch(_work, 2, kwargs=[1]), TypeError, "kwargs is a dict"),
         (lambda: plan_launch(_work, 2, timeout_s=-1), ValueError, "timeout_s must be a positive number of seconds"),

@@ -7,7 +7,6 @@ import math
 import pytest
 
 from gpulab.scaling.cost import Link, Meeting
-from gpulab.scaling.crossover_levers import FAST_LEVERS, lever_plans, levers, threads_vs_ranks
 from gpulab.scaling.probes import TINY, Ceiling, ddp_sync_s, gloo_link, machine_ceiling, meeting_from, splits
 from gpulab.scaling.steps import StepPlan, StepSplit, _clipped_s, _union_s, own_work_seconds
 from gpulab.scaling.sweep import (
@@ -38,24 +37,6 @@ def test_on_2_ranks_the_all_reduce_is_timed_and_compute_plus_tail_is_the_step(no
     assert two.samples_per_s == pytest.approx(2 * 4 / two.step_s)
 
 
-def test_accumulation_and_no_overlap_are_measured_for_what_they_are(no_process_left):
-    plans = [
-        SMALL.but(accumulate=3, lever="acc"),
-        SMALL.but(overlap=False, lever="after"),
-        SMALL.but(gradient_as_bucket_view=True, static_graph=True, bucket_cap_mb=1),
-    ]
-    acc, after, views = splits(plans, 2)
-    assert acc.plan.accumulate == 3 and acc.samples_per_s == pytest.approx(2 * 4 * 3 / acc.step_s)
-    assert after.allreduce_s > 0 and after.exposed_s == pytest.approx(after.allreduce_s)  # nothing hidden: all exposed
-    assert after.tail_s >= after.exposed_s  # and the tail holds it, with the copy back into .grad
-    assert views.allreduce_s > 0
-
-
-def test_one_process_without_ddp_never_all_reduces(no_process_left):
-    alone = splits([SMALL], 1, threads_per_rank=2, ddp=False)[0]
-    assert alone.allreduce_s == 0 and alone.threads_per_rank == 2
-
-
 def test_the_sweep_the_ceiling_and_the_link_are_measured_and_predicted(no_process_left):
     ceiling = machine_ceiling(matmul_size=64, chunks=3)
     link = gloo_link(launches=2)
@@ -79,16 +60,6 @@ def test_the_sweep_the_ceiling_and_the_link_are_measured_and_predicted(no_proces
     assert "ceiling (2 independent processes ÷ 1, each doing the point's own work without DDP)" in text
     assert f"2 ranks meeting: {sync}" in text and "0.00 ms" not in text
     assert "<table" in sweep._repr_html_()
-
-
-def test_levers_and_threads_are_measured_on_real_ranks(no_process_left):
-    result = levers(SMALL, only=("default", "no overlap"))
-    assert [r.one.plan.lever for r in result.rows] == ["default", "no overlap"]
-    assert "fast mode: measured only default, no overlap; not measured here: larger batch ×4" in str(result)
-    assert result.speedup("default") > 0
-    both = threads_vs_ranks(SMALL)
-    assert both.threads.threads_per_rank == 2 and both.threads.plan.batch == 8 and both.ranks.plan.batch == 4
-    assert "fastest here:" in str(both)
 
 
 def test_the_table_says_from_which_batch_2_ranks_paid():
@@ -126,17 +97,8 @@ def test_the_exposed_part_is_what_the_spans_cover_after_the_last_gradient():
             r"StepPlan\(width=64, batch=8\)\)",
         ),
         (lambda: StepPlan(8, 4.0), TypeError, "StepPlan.batch=4.0 is a float; StepPlan.batch takes a whole number ≥ 1"),
-        (lambda: StepPlan(8, 4, accumulate=0), ValueError, "StepPlan.accumulate"),
-        (lambda: StepPlan(8, 4, bucket_cap_mb=0), ValueError, r"bucket_cap_mb \(DDP's bucket size in MB\)"),
-        (lambda: StepPlan(8, 4, bucket_cap_mb="25"), TypeError, r"bucket_cap_mb='25' is a str"),
         (lambda: splits([], 2), ValueError, "at least one StepPlan"),
-        (lambda: splits([SMALL], 2, ddp=False), ValueError, "ddp=False measures one process"),
         (lambda: splits([SMALL], 1, device="tpu"), ValueError, "device is 'cpu'"),
-        (
-            lambda: levers(SMALL, only=("bigger buckets",)),
-            ValueError,
-            "no lever is called 'bigger buckets'; the levers",
-        ),
         (lambda: scaling_sweep([], [8], link=None, sync_s=0), ValueError, "at least one width"),
         (
             lambda: scaling_sweep([8], [8], link=None, sync_s=0, tries=0),
@@ -180,12 +142,6 @@ def test_the_exposed_part_is_what_the_spans_cover_after_the_last_gradient():
 def test_wrong_settings_are_refused(call, error, words):
     with pytest.raises(error, match=words):
         call()
-
-
-def test_every_lever_changes_one_setting():
-    plans = lever_plans(SMALL)
-    assert [p.lever for p in plans][:1] == ["default"] and len({p.lever for p in plans}) == len(plans) == 8
-    assert set(FAST_LEVERS) <= {p.lever for p in plans}
 
 
 def test_a_points_ceiling_is_its_own_work_on_independent_processes(no_process_left):

@@ -440,7 +440,8 @@ print(next(f.meaning for f in environment_report().findings if f.what == "a free
 @pytest.mark.parametrize("session", ["server"], indirect=True)
 def test_in_the_server_model_a_servers_processes_find_its_gpus_their_own(session):
     """A process started with alice's server's environment (as her kernels and terminals are) reserves, picks and
-    asks the doctor: her three GPUs are hers ("yours"), handed over without a second reservation; bob's are not."""
+    asks the environment report: her three GPUs are hers ("yours"), handed over without a second reservation; bob's
+    are not."""
     hub = session.hub
     proc = session.launch()
     for user in ("alice", "bob"):

@@ -1,65 +1,19 @@
 """What users already have keeps working after gpulab's names changed ("lease" became "reservation", a count of GPUs
 ``gpus`` became ``n_gpus``).
 
-A Jupyter server that imported an older gpulab keeps starting kernels as ``python -m gpulab.server.lease_start
---gpus N`` until it restarts; a kernel manager that saved a provisioner's state kept the reservation under the old
-key; an installed kernel.json holds its count under ``gpus``; a notebook may still read ``Reservation.directory``.
-Each still works, and the old module and attribute say what the new name is.
+A kernel manager that saved a provisioner's state kept the reservation under the old key; an installed kernel.json
+holds its count under ``gpus``; a notebook may still read ``Reservation.directory``. Each still works, and the old
+attribute says what the new name is.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
-import os
-import sys
-from pathlib import Path
 
 import pytest
 
 from gpulab.placement.reservation import reserve_gpus
 from gpulab.server.provisioner import GpuKernelProvisioner
-from tests.process_group import run
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def test_the_old_start_module_still_starts_a_kernel_holding_a_gpu_and_says_its_new_name(tmp_path):
-    report_r, report_w = os.pipe()
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "GPULAB_SIMULATE_GPUS": "idle-8"}
-    env.pop("CUDA_VISIBLE_DEVICES", None)
-    done = run(
-        [
-            sys.executable,
-            "-m",
-            "gpulab.server.lease_start",
-            "--report-fd",
-            str(report_w),
-            "--gpus",
-            "2",
-            "--reservations",
-            str(tmp_path),
-            "--",
-            sys.executable,
-            "-c",
-            "import os; print(os.environ['CUDA_VISIBLE_DEVICES'])",
-        ],
-        env=env,
-        pass_fds=(report_w,),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    os.close(report_w)
-    with os.fdopen(report_r) as f:
-        report = json.loads(f.read())
-    assert done.returncode == 0, done.stderr
-    assert report["ok"] and done.stdout.strip() == report["env"]["CUDA_VISIBLE_DEVICES"] != ""
-    assert len(report["uuids"]) == 2  # the old provisioner's --gpus is read as the count (the default is 1)
-    assert (
-        "python -m gpulab.server.lease_start is deprecated, and is now python -m "
-        "gpulab.server.reservation_start" in done.stderr
-    )
 
 
 def test_a_provisioner_state_saved_under_the_old_key_is_read_and_saved_under_the_new_one():
@@ -88,33 +42,3 @@ def test_a_kernelspec_an_older_gpulab_installed_keeps_its_gpu_count():
     be dropped and a no-GPU kernel would start holding one GPU (the default)."""
     assert GpuKernelProvisioner(gpus=0).n_gpus == 0 and GpuKernelProvisioner(gpus=2).n_gpus == 2
     assert GpuKernelProvisioner(n_gpus=3).n_gpus == 3 and GpuKernelProvisioner().n_gpus == 1
-
-
-def test_a_count_written_as_gpus_is_refused_with_its_new_name(tmp_path):
-    """gpus= names which GPUs everywhere; the kernelspec and the Hub hooks took a count under that name before."""
-    from gpulab.server.hub import gpu_hooks
-    from gpulab.server.kernelspec import install_kernelspec
-
-    with pytest.raises(TypeError, match=r"install_kernelspec\(\) has no gpus= any more: write n_gpus= \(how many GPUs"):
-        install_kernelspec(gpus=2, prefix=str(tmp_path))
-    with pytest.raises(TypeError, match=r"gpu_hooks\(\) has no gpus= any more: write n_gpus="):
-        gpu_hooks(gpus=1)
-    assert not any(tmp_path.iterdir()), "nothing is installed before the name is refused"
-
-
-@pytest.mark.parametrize("words", [["--gpus", "1"], ["--gpus=2", "--user"]])
-def test_the_command_lines_old_gpus_flag_names_n_gpus_and_installs_nothing(words, tmp_path, capsys, monkeypatch):
-    """``python -m gpulab kernelspec install --gpus 1`` stops as install_kernelspec(gpus=) does, naming --n-gpus,
-    instead of argparse's bare "unrecognized arguments"; nothing is installed."""
-    from gpulab.__main__ import main
-
-    monkeypatch.setenv("JUPYTER_DATA_DIR", str(tmp_path))
-    monkeypatch.setenv("HOME", str(tmp_path))
-    with pytest.raises(SystemExit) as stop:
-        main(["kernelspec", "install", *words])
-    assert stop.value.code == 2
-    err = capsys.readouterr().err
-    count = words[0].partition("=")[2] or words[1]
-    assert f"--gpus is now --n-gpus: write python -m gpulab kernelspec install --n-gpus {count}" in err
-    assert "unrecognized arguments" not in err
-    assert not list(tmp_path.rglob("kernel.json"))

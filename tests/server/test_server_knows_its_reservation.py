@@ -3,8 +3,8 @@
 Another process plays the Hub: it runs ``gpu_hooks``' real ``pre_spawn_hook`` for alice's and bob's servers on the
 described workshop-8 (alice gets GPU 1, bob GPU 3) and holds both reservations, as the Hub's process does. This test's
 process then plays a kernel of alice's server, with the environment the hook gave that server: ``reserve_gpus``, the
-picker, ``watch`` and the doctor call GPU 1 alice's ("yours"), without a second reservation, and bob's GPU busy. The
-real Hub shows the same in ``tests/server/test_hub.py`` (slow).
+picker, ``watch`` and the environment report call GPU 1 alice's ("yours"), without a second reservation, and bob's GPU
+busy. The real Hub shows the same in ``tests/server/test_hub.py`` (slow).
 """
 
 from __future__ import annotations
