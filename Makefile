@@ -7,6 +7,7 @@ PORT   ?= 8888
 export GPULAB_FAST ?= 1
 
 .PHONY: lab env lint format test test-extended test-slow test-cluster test-unit test-notebooks test-gpu test-kit test-compat wheelhouse \
+        venvs-ahead \
         install notebooks handouts site clean
 
 # JupyterHub's proxy is a Node program (npm), not on PyPI: installed beside the venv where npm exists, for the Hub
@@ -150,18 +151,23 @@ site: $(STAMP)
 # The oldest versions the README supports, in a second venv: the platform first as Colab holds it (torch 2.11.0,
 # torchvision 0.26.0, ipywidgets 7.7.1, the classic Notebook, no JupyterLab), pip asked whether installing gpulab would
 # change any of it (it must not), then gpulab with every direct dependency at its lower bound (constraints-lowest.txt),
-# and the platform's versions compared once more. Then the unit tests and every chapter under nbval, as make test runs
-# them; the browser tests are left out (they drive JupyterLab, which this leg has not).
+# and the platform's versions compared once more. Then what make test runs: the unit and meta tests and every chapter
+# under nbval. The extended tests run once, in the main venv (make test-extended).
 COMPAT_VENV  ?= .venv-compat
 COMPAT_PY    := $(COMPAT_VENV)/bin/python
 COMPAT_STAMP := $(COMPAT_VENV)/.installed
+COMPAT_BASE  := $(COMPAT_VENV)/.platform
 PLATFORM     := torch torchvision ipywidgets matplotlib 'notebook<7'
 
-$(COMPAT_STAMP): pyproject.toml constraints-lowest.txt
+# The platform alone first (its own stamp): it does not touch the checkout, so .ci/run builds it while other legs run.
+$(COMPAT_BASE): constraints-lowest.txt
 	rm -rf $(COMPAT_VENV) && $(PYTHON) -m venv $(COMPAT_VENV)
 	$(COMPAT_PY) -m pip install --quiet --upgrade pip
 	$(COMPAT_PY) -m pip install --quiet -c constraints-lowest.txt $(PLATFORM)
 	$(COMPAT_PY) -m pip freeze --exclude-editable > $(COMPAT_VENV)/platform.txt
+	touch $(COMPAT_BASE)
+
+$(COMPAT_STAMP): $(COMPAT_BASE) pyproject.toml
 	$(COMPAT_PY) tools/install_changes.py -e '.[lightning]'
 	$(COMPAT_PY) tools/install_changes.py .
 	$(COMPAT_PY) -m pip install --quiet -c constraints-lowest.txt -e '.[dev,lightning]'
@@ -169,8 +175,12 @@ $(COMPAT_STAMP): pyproject.toml constraints-lowest.txt
 	touch $(COMPAT_STAMP)
 
 test-compat: $(COMPAT_STAMP)
-	$(TEST_ENV) GPULAB_COMPAT=1 $(COMPAT_PY) -m pytest $(XDIST) -m 'not browser and not slow and not cluster' \
-	  --ignore=tests/test_chapters_simulated.py tests notebooks
+	$(TEST_ENV) GPULAB_COMPAT=1 $(COMPAT_PY) -m pytest $(XDIST) -m 'not slow and not extended and not cluster' \
+	  tests notebooks
+
+# The two venvs that only pip builds (the compat leg's platform, the GPU kit's torch): nothing of the checkout is
+# installed into them, so .ci/run builds them in the background while the first legs run.
+venvs-ahead: $(COMPAT_BASE) $(KIT_STAMP)
 
 clean:
 	rm -rf $(VENV) $(COMPAT_VENV) $(KIT_VENV) .gpu-deps .pytest_cache build _site *.egg-info

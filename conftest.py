@@ -83,9 +83,11 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
 
 
 # make test is what a maintainer runs before a commit: the unit and meta tests, and every chapter and the workshop
-# guide under nbval once. What takes minutes of its own beyond that is marked ``extended`` here, by file, and run by
-# make test-extended (CI runs both): the test drives a browser, builds the site or a handout, asks a package index,
-# runs every chapter again on a described server, or runs whole scripts under torchrun (hangs, wrong answers).
+# guide under nbval once. What takes minutes of its own beyond that is marked ``extended`` here, by file or by test
+# (``path::test_name``, its parametrised cases included), and run by make test-extended (CI runs both): the test
+# drives a browser, builds the site or a handout, asks a package index, runs every chapter again on a described
+# server, runs whole scripts or Lightning fits in fresh interpreters, or drills the launcher's processes (signals,
+# fork servers, hangs). The chapters run the same launcher, Lightning and checkers in make test, once each.
 EXTENDED = {
     "tests/test_chapters_simulated.py": "every chapter again, on a simulated 8-GPU server",
     "tests/test_site.py": "the website built and browsed in Chromium",
@@ -97,13 +99,31 @@ EXTENDED = {
     "tests/exercises/test_resume_script.py": "learners' resumable scripts under torchrun, a rank killed in each",
     "tests/ranks/test_scripts.py": "the chapters' scripts under torchrun, as one and two nodes",
     "tests/lightning/test_in_a_slurm_job.py": "Lightning fits in fresh interpreters, as SLURM's tasks would run them",
+    "tests/lightning/test_spawn_script.py": "Lightning's ddp_spawn as a script, without and with its main guard",
+    "tests/machine/test_srun_notice.py::test_real_lightning_warns_twice_without_it_and_not_at_all_with_it": (
+        "real Lightning fits in fresh interpreters with an srun on PATH"
+    ),
+    "tests/exercises/test_solutions.py::test_the_solution_passes_and_the_skeleton_does_not": (
+        "every exercise's solution and skeleton through its checker, scripts under torchrun included"
+    ),
+    "tests/ranks/test_isolation.py": "the launcher's process drills: fork servers, signals, hangs, spawn on macOS",
+    "tests/ranks/test_launcher.py::test_twenty_reruns_in_a_row_each_on_a_port_the_system_picked_leave_no_process": (
+        "twenty launches in a row"
+    ),
+    "tests/test_site_pages.py::test_a_broken_link_in_a_page_fails_the_build_and_says_what_to_do": "a Sphinx build",
+    "tests/test_site_pages.py::test_a_missing_notebook_or_engine_is_reported": "a Sphinx build",
+    "tests/evidence/test_bundle.py::test_make_handouts_gpu_edition_prints_the_recordings_in_place_of_the_skips": (
+        "a chapter run and printed as the handouts' GPU edition"
+    ),
+    "tests/test_chapter_runs.py::test_under_xdist_the_workers_counts_are_added_up": "a pytest run under xdist",
 }
 
 
 def pytest_itemcollected(item: pytest.Item) -> None:
     """Marks the ``EXTENDED`` files' tests, before ``-m`` selects (at collection's end)."""
-    path = item.nodeid.split("::", 1)[0]
-    if path in EXTENDED or item.get_closest_marker("browser"):
+    path, _, name = item.nodeid.partition("::")
+    test = f"{path}::{name.split('[', 1)[0]}"
+    if path in EXTENDED or test in EXTENDED or item.get_closest_marker("browser"):
         item.add_marker(pytest.mark.extended)
 
 

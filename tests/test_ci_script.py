@@ -42,3 +42,25 @@ def test_nothing_runs_before_set_e_and_every_leg_runs_in_order():
         "make test-compat",
         "make test-kit",
     ], legs
+
+
+def test_the_venvs_built_in_the_background_are_waited_for_before_the_legs_that_use_them():
+    commands = _commands()
+    started = commands.index("setsid make venvs-ahead > build/venvs-ahead.log 2>&1 &")
+    waited = next(i for i, c in enumerate(commands) if c.startswith('if ! wait "$ahead"'))
+    assert commands.index("make lint") < started < waited < commands.index("make test-compat"), commands
+
+
+def test_each_extended_entry_names_a_test_file_and_a_test_that_exist():
+    """A renamed file or test would drop out of conftest.py's EXTENDED table silently, back into make test."""
+    import re
+
+    from conftest import EXTENDED
+
+    for entry in EXTENDED:
+        path, _, name = entry.partition("::")
+        assert (ROOT / path).is_file(), f"EXTENDED names {path}, which does not exist"
+        if name:
+            assert re.search(rf"^def {re.escape(name)}\(", (ROOT / path).read_text(), re.M), (
+                f"EXTENDED names {entry}, but {path} defines no test {name}"
+            )
