@@ -10,6 +10,7 @@ importing the module would hide the function).
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import re
 import sys
@@ -57,22 +58,37 @@ def test_every_subpackage_says_what_it_holds():
     assert not empty, f"{empty}: say in the __init__ what the subpackage holds and where it is taught"
 
 
-@pytest.mark.parametrize("package", [p for p in SUBPACKAGES if _exports(p)])
+EXPORTING = [p for p in SUBPACKAGES if _exports(p)]
+
+
+@functools.cache
+def _faces_as_imported() -> dict[str, str]:
+    """For each exporting subpackage, in one fresh interpreter (torch and Lightning imported once): its modules
+    imported first, by their module paths as another module of gpulab would, then each exported name looked up on the
+    package. "ok", or what was wrong. Importing a module sets the package's attribute of that name for the rest of the
+    process, so the order of the packages cannot hide a name that a module shadows."""
+    code = (
+        f"import importlib, json, types\nfaces = { ({p: _exports(p) for p in EXPORTING})!r}\nout = {{}}\n"
+        "for package, exports in faces.items():\n"
+        "    for m in sorted(set(exports.values())): importlib.import_module(f'gpulab.{package}.{m}')\n"
+        "    p = importlib.import_module(f'gpulab.{package}')\n"
+        "    wrong = [(n, repr(getattr(p, n))) for n, m in exports.items()\n"
+        "             if getattr(p, n) is not getattr(importlib.import_module(f'gpulab.{package}.{m}'), n)\n"
+        "             or isinstance(getattr(p, n), types.ModuleType)]\n"
+        "    if sorted(p.__all__) != sorted(exports) or not set(exports) <= set(dir(p)):\n"
+        "        wrong.append(('__all__', sorted(p.__all__)))\n"
+        "    out[package] = 'ok' if not wrong else repr(wrong)\n"
+        "print(json.dumps(out))\n"
+    )
+    return json.loads(_run(code).strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("package", EXPORTING)
 def test_each_exported_name_lives_in_the_module_named_and_is_that_object(package):
     exports = _exports(package)
     missing = [f"{m}.py" for m in set(exports.values()) if not (PKG / package / f"{m}.py").exists()]
     assert not missing, f"gpulab.{package} names module files that do not exist: {missing}"
-    # each name's module imported first, by the module path as another module of gpulab would: the name must win
-    code = (
-        f"import importlib, types\nexports = {exports!r}\n"
-        f"for m in sorted(set(exports.values())): importlib.import_module('gpulab.{package}.' + m)\n"
-        f"import gpulab.{package} as p\n"
-        "for n, m in exports.items():\n"
-        f"    v = getattr(p, n); w = getattr(importlib.import_module('gpulab.{package}.' + m), n)\n"
-        "    assert v is w and not isinstance(v, types.ModuleType), (n, v)\n"
-        "assert sorted(p.__all__) == sorted(exports) and set(exports) <= set(dir(p))\nprint('ok')\n"
-    )
-    assert _run(code).strip() == "ok"
+    assert _faces_as_imported()[package] == "ok", f"gpulab.{package}: {_faces_as_imported()[package]}"
 
 
 def test_importing_a_subpackage_loads_nothing_heavy():
