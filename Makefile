@@ -77,8 +77,9 @@ format: $(STAMP)
 test-slow: $(STAMP)
 	$(TEST_ENV) $(PY) -m pytest -m slow tests
 
-# The course on a real SLURM cluster: two nodes on this machine, the batch file submitted unchanged with sbatch
-# (tools/test_cluster.py, tests/cluster/). Root only; installs Debian's SLURM and MUNGE with apt-get where missing,
+# The course on a real SLURM cluster: two nodes on this machine, the batch file submitted unchanged with sbatch, and
+# a JupyterHub whose servers are SLURM jobs (deploy/batchspawner_config.py) (tools/test_cluster.py, tests/cluster/).
+# Root only; installs Debian's SLURM and MUNGE with apt-get where missing,
 # and says in one line why it skipped elsewhere. Stops every daemon it started and fails if one is left.
 test-cluster: $(STAMP)
 	$(TEST_ENV) $(PY) tools/test_cluster.py
