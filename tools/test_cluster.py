@@ -4,7 +4,8 @@ Needs root (the daemons run as root) and Debian's SLURM and MUNGE: installed her
 and this is root with apt (as .ci/run installs chromium); elsewhere one line says why the tier was skipped, and it
 exits 0. Then the tests marked ``cluster`` run in one pytest process (no workers: they share one cluster), and the
 time the tier took is printed. Every daemon is started, and stopped, by tests/cluster/local_slurm.py; a line at the
-end names any SLURM or MUNGE process still running, and the tier then fails.
+end names any SLURM or MUNGE process still running, or a JupyterHub, proxy or single-user server the batchspawner
+test started, and the tier then fails.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ["slurmctld", "slurmd", "slurm-client", "munge"]
 COMMANDS = ["slurmctld", "slurmd", "sbatch", "srun", "munged", "mungekey"]
 LEFT = ("munged", "slurmctld", "slurmd", "slurmstepd")
+LEFT_COMMANDS = ("jupyterhub", "configurable-http-proxy", "jupyterhub-singleuser", "batchspawner-singleuser")
 
 
 def _install() -> str | None:
@@ -41,7 +43,8 @@ def _install() -> str | None:
 
 
 def _still_running() -> list[str]:
-    """SLURM and MUNGE processes alive now (zombies aside: they run nothing), as 'pid name'."""
+    """SLURM and MUNGE processes, and JupyterHub's (the Hub, its proxy, a single-user server), alive now (zombies
+    aside: they run nothing), as 'pid name'."""
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -49,10 +52,12 @@ def _still_running() -> list[str]:
         try:
             name = (entry / "comm").read_text().strip()
             state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            words = (entry / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if name in LEFT and state != "Z":
-            found.append(f"{entry.name} {name}")
+        hub = next((c for w in words for c in LEFT_COMMANDS if Path(w.decode(errors="replace")).name == c), None)
+        if (name in LEFT or hub) and state != "Z":
+            found.append(f"{entry.name} {hub or name}")
     return found
 
 
@@ -67,7 +72,7 @@ def main() -> int:
     code = subprocess.run(args, cwd=ROOT).returncode
     left = sorted(set(_still_running()) - before)
     if left:
-        print(f"make test-cluster left SLURM or MUNGE processes running: {', '.join(left)}")
+        print(f"make test-cluster left processes running: {', '.join(left)}")
         code = code or 1
     print(f"make test-cluster took {time.monotonic() - start:.0f} s (pytest and its cluster)")
     return code
