@@ -10,10 +10,10 @@ import pytest
 import torch
 
 from gpulab.dataparallel.by_hand import data_parallel_step, resolve_devices, sample_weights, scatter_batch
-from gpulab.testing import requires_gpus
 from gpulab.workload import mlp
 from gpulab.workload.models import cnn
 from tests.dataparallel.gradients import compare_gradients, full_batch_gradients, gradients
+from tests.seams import requires_gpus
 
 
 def _batch(n: int, features: int = 16, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:

@@ -20,7 +20,7 @@ from gpulab.measure.timing import (  # noqa: E402
     quartiles,
     resolve_device,
 )
-from gpulab.testing import FakeClock, requires_gpus  # noqa: E402
+from tests.seams import FakeClock, requires_gpus  # noqa: E402
 
 
 def work_that_takes(clock: FakeClock, durations: list[float], *, then: float | None = None):

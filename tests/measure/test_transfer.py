@@ -10,7 +10,7 @@ import pytest  # noqa: E402
 
 from gpulab.measure.timing import CUDA_TIMER  # noqa: E402
 from gpulab.measure.transfer import bandwidth_sweep  # noqa: E402
-from gpulab.testing import requires_gpus  # noqa: E402
+from tests.seams import requires_gpus  # noqa: E402
 
 
 def test_cpu_bandwidth_sweep_measures_host_copies() -> None:

@@ -18,7 +18,7 @@ from gpulab.machine.simulated import SimulatedGpuReader
 from gpulab.monitoring import Monitor, MonitorSummary, monitor
 from gpulab.monitoring.sampler import SAMPLER_THREAD_NAME
 from gpulab.monitoring.view import RENDER_THREAD_NAME
-from gpulab.testing import FakeClock
+from tests.seams import FakeClock
 
 MONITOR_THREADS = {SAMPLER_THREAD_NAME, RENDER_THREAD_NAME}
 

@@ -19,8 +19,8 @@ import pytest
 from gpulab.machine.host import host_info, host_sample
 from gpulab.machine.simulated import SimulatedGpuReader
 from gpulab.monitoring.sampler import SAMPLER_THREAD_NAME, Progress, Sampler
-from gpulab.testing import FakeClock, requires_gpus
 from tests import process_group
+from tests.seams import FakeClock, requires_gpus
 
 MiB = 1024**2
 

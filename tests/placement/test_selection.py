@@ -21,9 +21,9 @@ from gpulab.placement.reservation import reserve_gpus
 from gpulab.placement.selection import NoFreeGpu, Policy, choose_gpus, choose_up_to, rank_gpus
 from gpulab.reservations.folder import reservations_dir
 from gpulab.reservations.holders import current_holders, reservation_holders
-from gpulab.testing import FakeClock
 from tests.other_user import readable_copy, system_python_for_nobody
 from tests.process_group import kill_group
+from tests.seams import FakeClock
 
 ROOT = Path(__file__).resolve().parents[2]
 W8 = SimulatedGpuReader("workshop-8")

@@ -1,4 +1,4 @@
-"""Test seams: a fake clock and the ``gpu``/``multigpu`` skip markers.
+"""Test seams: a fake clock and the ``gpu``/``multigpu`` skip markers (only the tests use them).
 
 Only our own seam in front of missing hardware (NVML) is faked: tests describe GPUs with
 ``gpulab.machine.simulated.SimulatedGpuReader`` (default: two GPUs, one a MIG parent, one with a refused field).
@@ -11,7 +11,7 @@ import threading
 
 import pytest
 
-from .machine.cuda import too_few_gpus
+from gpulab.machine.cuda import too_few_gpus
 
 __all__ = ["FakeClock", "requires_gpus"]
 
