@@ -47,11 +47,6 @@ class ModuleSize(TableView):
         return sum(getattr(s, field) for s in self.shares if s.kind == kind)
 
     @property
-    def parameter_count(self) -> int:
-        """How many numbers the parameters hold (``numel`` summed)."""
-        return self._sum("parameters", "numel")
-
-    @property
     def parameter_bytes(self) -> int:
         """Bytes the parameters occupy (``nbytes`` summed over every dtype)."""
         return self._sum("parameters", "nbytes")

@@ -94,11 +94,6 @@ class BenchmarkResult:
         """The fastest repeat's seconds per call."""
         return min(self.times_s)
 
-    @property
-    def max_s(self) -> float:
-        """The slowest repeat's seconds per call."""
-        return max(self.times_s)
-
     def _summary(self) -> list[str]:
         return [
             self.label,
