@@ -8,9 +8,8 @@ each seeing ``LOCAL_WORLD_SIZE=1`` and one GPU) make NCCL refuse the duplicate G
 by their UUIDs, which only a comparison *across* ranks can see — and NCCL is built in; otherwise gloo, every rank on
 the CPU. ``backend="nccl"`` asked where it cannot work is refused with what to do instead.
 
-The facts come from whoever can see them: the launcher (one machine, ``cuda:k`` for rank k while k < the count) or a
-torchrun script (each rank's GPU UUID, gathered over a gloo group: ``gpulab.ranks.agree``). Tests give them directly
-for 0, 1, 2 and 8 GPUs. Taught in ``notebooks/04_ddp.ipynb``.
+The facts come from the launcher (one machine, ``cuda:k`` for rank k while k < the count). Tests give them directly
+for 0, 1, 2 and 8 GPUs, and for two ranks that report one UUID. Taught in ``notebooks/04_ddp.ipynb``.
 """
 
 from __future__ import annotations
