@@ -5,8 +5,8 @@ A GPU runs work asynchronously: ``y = x @ x`` on CUDA returns to Python as soon 
 machine with an accelerator its clock synchronises the device before every reading. ``benchmark`` times each block of
 calls with such a Timer (``Timer.timeit``) and adds only what torch's timer lacks:
 
-- a fixed number of timed repeats kept one by one (``times_s``), so that the spread (IQR, min, max) and a plot of the
-  repeats can be read, and two results can be compared round by round (the chapter alternates A/B rounds);
+- a fixed number of timed repeats kept one by one (``times_s``), so that the spread (IQR, min, max) of the repeats can
+  be read, and two results can be compared round by round (the chapter alternates A/B rounds);
 - the device check: a device that cannot run work here is refused with the reason and the next step;
 - an injectable clock, so that tests drive it with a fake one.
 
@@ -116,30 +116,6 @@ class BenchmarkResult:
 
     def _repr_html_(self) -> str:
         return html_table(self.HEADERS, [self._summary()])
-
-    def plot(self, ax: Any = None) -> Any:
-        """Each repeat as a dot, the median as a line and the IQR as a band; returns the matplotlib Axes."""
-        if ax is None:
-            import matplotlib.pyplot as plt
-
-            _, ax = plt.subplots(figsize=(6, 3))
-        scale, unit = _plot_scale(self.median_s)
-        xs = range(1, self.repeats + 1)
-        ax.plot(xs, [t / scale for t in self.times_s], "o", ms=3, label="repeats")
-        ax.axhline(self.median_s / scale, color="C1", label="median")
-        ax.axhspan(self.q1_s / scale, self.q3_s / scale, color="C1", alpha=0.2, label="IQR")
-        ax.set_xlabel("repeat")
-        ax.set_ylabel(f"time per call ({unit})")
-        ax.set_title(f"{self.label} on {self.device}")
-        ax.legend(loc="best", fontsize="small")
-        return ax
-
-
-def _plot_scale(seconds: float) -> tuple[float, str]:
-    for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs")):
-        if seconds >= scale:
-            return scale, unit
-    return 1e-9, "ns"
 
 
 def resolve_device(device: DeviceLike) -> Any:

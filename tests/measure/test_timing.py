@@ -5,22 +5,18 @@ from __future__ import annotations
 
 import statistics
 
-import matplotlib
+import pytest
+import torch
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pytest  # noqa: E402
-import torch  # noqa: E402
-
-from gpulab.machine.cuda import cuda_gpu_count  # noqa: E402
-from gpulab.measure.timing import (  # noqa: E402
+from gpulab.machine.cuda import cuda_gpu_count
+from gpulab.measure.timing import (
     CUDA_TIMER,
     BenchmarkResult,
     benchmark,
     quartiles,
     resolve_device,
 )
-from tests.seams import FakeClock, requires_gpus  # noqa: E402
+from tests.seams import FakeClock, requires_gpus
 
 
 def work_that_takes(clock: FakeClock, durations: list[float], *, then: float | None = None):
@@ -83,18 +79,12 @@ def test_quartiles_interpolate_like_numpy_and_reject_empty() -> None:
         quartiles([])
 
 
-def test_result_renders_as_text_html_and_plot() -> None:
+def test_result_renders_as_text_and_html() -> None:
     r = BenchmarkResult("x @ x", "cpu", (0.002, 0.0021, 0.0019), 1, 3, "perf_counter")
     text = str(r)
     assert "x @ x on cpu: median 2.00 ms" in text and "3 repeats × 1 call(s)" in text and "perf_counter" in text
     page = r._repr_html_()
     assert page.startswith("<table") and "x @ x" in page and "2.00 ms" in page
-    ax = r.plot()
-    assert ax.get_ylabel() == "time per call (ms)" and len(ax.lines) == 2  # dots + median line
-    plt.close(ax.figure)
-    fig, ax2 = plt.subplots()
-    assert r.plot(ax=ax2) is ax2
-    plt.close(fig)
 
 
 @pytest.mark.parametrize(
