@@ -83,7 +83,6 @@ def test_numpy_integers_are_whole_numbers_wherever_one_is_taken():
 
     import gpulab
     from gpulab.core.arguments import index_list, whole_number, whole_numbers
-    from gpulab.dataparallel.by_hand import sample_weights
     from gpulab.lightning.fork_hang import ForkVariant
     from gpulab.machine.cuda import too_few_gpus
     from gpulab.measure.timing import benchmark
@@ -100,7 +99,6 @@ def test_numpy_integers_are_whole_numbers_wherever_one_is_taken():
     w8 = gpulab.devices("workshop-8")
     assert gpulab.choose_gpus(i(2), w8).physical_indices == gpulab.choose_gpus(2, w8).physical_indices
     assert too_few_gpus(i(1)) == too_few_gpus(1)
-    assert sample_weights((i(2), np.int16(1))) == sample_weights((2, 1))
     assert mlp_parameters(i(8), np.int32(2)) == mlp_parameters(8, 2)
     assert train_flops(i(100), i(4)) == train_flops(100, 4)
     assert steps_for(i(64), i(8), i(3), i(4), step_s=np.float32(0.01)) == steps_for(64, 8, 3, 4, step_s=0.01)
