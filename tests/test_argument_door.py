@@ -86,7 +86,8 @@ def test_numpy_integers_are_whole_numbers_wherever_one_is_taken():
     from gpulab.lightning.fork_hang import ForkVariant
     from gpulab.machine.cuda import too_few_gpus
     from gpulab.measure.timing import benchmark
-    from gpulab.scaling import StepPlan, allreduce_s, crossover_batch, mlp_parameters, predict_step, train_flops
+    from gpulab.scaling import StepPlan, allreduce_s
+    from gpulab.scaling.cost import Link, crossover_batch, mlp_parameters, predict_step, train_flops
     from gpulab.scaling.sweep import steps_for
     from gpulab.workload import load_digits
     from gpulab.workload.models import cnn
@@ -103,7 +104,7 @@ def test_numpy_integers_are_whole_numbers_wherever_one_is_taken():
     assert train_flops(i(100), i(4)) == train_flops(100, 4)
     assert steps_for(i(64), i(8), i(3), i(4), step_s=np.float32(0.01)) == steps_for(64, 8, 3, 4, step_s=0.01)
     assert StepPlan(i(64), i(8)) == StepPlan(64, 8)
-    link = gpulab.scaling.Link(np.float64(1e9), np.float32(1e-5))
+    link = Link(np.float64(1e9), np.float32(1e-5))
     assert allreduce_s(np.float32(4e6), i(2), link) == pytest.approx(allreduce_s(4e6, 2, link))
     assert predict_step(1e9, 4e6, i(2), flops_per_s=np.float64(1e10), link=link).step_s == pytest.approx(
         predict_step(1e9, 4e6, 2, flops_per_s=1e10, link=link).step_s
