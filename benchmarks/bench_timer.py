@@ -45,7 +45,14 @@ def cases(device: str) -> list[tuple[str, object, int | None]]:
 
 
 def ours(fn: object, number: int | None, device: str) -> float:
-    return benchmark(fn, device=device, warmup=2, repeats=15, number=number, min_block_s=2e-3).median_s
+    if number is None:  # the smallest power of two of calls whose block lasts 2 ms (capped at a million)
+        number = 1
+        while (
+            number < 1_000_000
+            and benchmark(fn, device=device, warmup=0, repeats=1, number=number).median_s * number < 2e-3
+        ):
+            number *= 2
+    return benchmark(fn, device=device, warmup=2, repeats=15, number=number).median_s
 
 
 def theirs(fn: object, number: int | None) -> float:

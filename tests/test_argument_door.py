@@ -83,11 +83,11 @@ def test_numpy_integers_are_whole_numbers_wherever_one_is_taken():
 
     import gpulab
     from gpulab.core.arguments import index_list, whole_number, whole_numbers
-    from gpulab.dataparallel.by_hand import sample_weights
     from gpulab.lightning.fork_hang import ForkVariant
     from gpulab.machine.cuda import too_few_gpus
     from gpulab.measure.timing import benchmark
-    from gpulab.scaling import StepPlan, allreduce_s, crossover_batch, mlp_parameters, predict_step, train_flops
+    from gpulab.scaling import StepPlan, allreduce_s
+    from gpulab.scaling.cost import Link, crossover_batch, mlp_parameters, predict_step, train_flops
     from gpulab.scaling.sweep import steps_for
     from gpulab.workload import load_digits
     from gpulab.workload.models import cnn
@@ -100,12 +100,11 @@ def test_numpy_integers_are_whole_numbers_wherever_one_is_taken():
     w8 = gpulab.devices("workshop-8")
     assert gpulab.choose_gpus(i(2), w8).physical_indices == gpulab.choose_gpus(2, w8).physical_indices
     assert too_few_gpus(i(1)) == too_few_gpus(1)
-    assert sample_weights((i(2), np.int16(1))) == sample_weights((2, 1))
     assert mlp_parameters(i(8), np.int32(2)) == mlp_parameters(8, 2)
     assert train_flops(i(100), i(4)) == train_flops(100, 4)
     assert steps_for(i(64), i(8), i(3), i(4), step_s=np.float32(0.01)) == steps_for(64, 8, 3, 4, step_s=0.01)
     assert StepPlan(i(64), i(8)) == StepPlan(64, 8)
-    link = gpulab.scaling.Link(np.float64(1e9), np.float32(1e-5))
+    link = Link(np.float64(1e9), np.float32(1e-5))
     assert allreduce_s(np.float32(4e6), i(2), link) == pytest.approx(allreduce_s(4e6, 2, link))
     assert predict_step(1e9, 4e6, i(2), flops_per_s=np.float64(1e10), link=link).step_s == pytest.approx(
         predict_step(1e9, 4e6, 2, flops_per_s=1e10, link=link).step_s

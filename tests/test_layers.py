@@ -37,7 +37,7 @@ FLOORS = {
 # a store that several rooms share stands on a floor of its own, and they take from each of its modules only the names
 # in that module's __all__
 STORES = ["reservations"]
-TOP = ["__init__", "__main__", "testing"]  # the entry points above every floor
+TOP = ["__init__", "__main__"]  # the entry points above every floor
 PURE = [
     "core/units",
     "core/readings",
@@ -539,7 +539,7 @@ def test_every_module_opens_with_a_line_saying_its_job():
 
 def test_no_utils_bucket_and_no_flat_modules_beyond_the_entry_points():
     top = sorted(p.name for p in PKG.glob("*.py"))
-    assert top == ["__init__.py", "__main__.py", "testing.py"]
+    assert top == ["__init__.py", "__main__.py"]
     assert not [p for p in PKG.rglob("*util*")]
 
 

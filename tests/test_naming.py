@@ -515,7 +515,7 @@ def test_the_number_of_ranks_is_world_size_in_every_public_signature():
         "gpulab.ranks.watchdog.LaunchWatch.__init__",
         "gpulab.ranks.speed.RankSpeedup.ratio",
         "gpulab.ranks.speed.SpeedRow.__init__",
-        "gpulab.ranks.rank_devices.gpus_of_one_machine",
+        "gpulab.ranks.rank_devices.decide_rank_devices",
         "gpulab.scaling.cost.predict_step",
         "gpulab.scaling.cost.crossover_batch",
         "gpulab.scaling.probes.splits",

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from gpulab.scaling import mlp_parameters
+from gpulab.scaling.cost import mlp_parameters
 from gpulab.scaling.run_verdicts import NEAR_ONE, QUIET_CEILING
 from tests.test_claims_ledger import BOUND
 from tests.test_evidence_citations import FILES as RECORDS

@@ -113,8 +113,3 @@ class GpuInfo:
     def label(self) -> str:
         """``"4"`` for a whole GPU; ``"0/mig1"`` for MIG slice 1 of GPU 0, as ``gpulab.devices()`` lists it."""
         return str(self.physical_index) if self.mig_index is None else f"{self.physical_index}/mig{self.mig_index}"
-
-    @property
-    def short_uuid(self) -> str:
-        """``GPU-1a2b3c4d`` — enough of the UUID to recognise it (CUDA accepts unique prefixes too)."""
-        return self.uuid[:12]

@@ -39,11 +39,6 @@ class ReservableDevice:
     mig_profile: str = ""  # "3g.40gb" for a slice whose profile was read
 
     @property
-    def is_mig_slice(self) -> bool:
-        """True for a MIG slice, False for a whole GPU."""
-        return self.mig_index is not None
-
-    @property
     def visible_devices(self) -> str:
         """The ``CUDA_VISIBLE_DEVICES`` value that gives a process this device alone."""
         return self.uuid

@@ -54,10 +54,6 @@ class VisibleMap(TableView):
             )
         return self.devices[k]
 
-    def cuda_indices_of(self, physical_index: int) -> tuple[int, ...]:
-        """Which ``cuda:k`` (if any) is the physical GPU ``physical_index`` (several for MIG slices of one GPU)."""
-        return tuple(d.cuda_index for d in self.devices if d.physical_index == physical_index)
-
     def rows(self) -> list[list[str]]:
         """One row per visible device: ``cuda:k``, its physical index, its name and its UUID (the MIG slice's for a
         slice)."""

@@ -66,11 +66,6 @@ def _leading(s: str) -> tuple[int, str]:
     return min(value, ULONG_MAX), s[end:]
 
 
-def _strtoul(s: str) -> int:
-    """``"1gpu"`` → 1, ``"+2"`` → 2, ``"-0"`` → 0, ``"-1"`` → -1, ``"gpu1"``/``""``/``"+"`` → -1 (see ``_leading``)."""
-    return _leading(s)[0]
-
-
 def _read_as(elem: str, x: int, rest: str) -> str | None:
     """A note when CUDA reads an entry as something other than what it seems to say (``0x1``, ``2;3``, huge)."""
     if x == ULONG_MAX:

@@ -17,13 +17,12 @@ one thread per replica, ``torch.cat``. Taught in ``notebooks/03_dataparallel.ipy
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import chain
 
 import torch
 
-from ..core.arguments import whole_numbers
 from ..core.tables import Table, TableView
 
 __all__ = [
@@ -36,22 +35,6 @@ __all__ = [
     "resolve_devices",
 ]
 
-LossFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
-
-
-def sample_weights(chunk_sizes: Sequence[int], *, per_replica: bool = False) -> tuple[float, ...]:
-    """The weight of each example's loss in the total, example by example in batch order (pure).
-
-    A loss averaged over the whole batch of B examples gives each example 1/B. Averaged within each of n chunks and
-    then over the chunks, an example in a chunk of c weighs 1/(n·c) instead: the same only when every chunk has B/n
-    examples (10 examples on 4 devices are chunks of 3, 3, 3, 1: the lone one counts 2.5 times as much as it should).
-    """
-    chunk_sizes = whole_numbers(
-        chunk_sizes, "chunk_sizes", minimum=1, example="(3, 3, 2)", empty_ok=False, what="examples in each chunk"
-    )
-    total, n = sum(chunk_sizes), len(chunk_sizes)
-    return tuple(1 / (n * c) if per_replica else 1 / total for c in chunk_sizes for _ in range(c))
-
 
 @dataclass(frozen=True)
 class ParallelStep(TableView):
@@ -61,26 +44,16 @@ class ParallelStep(TableView):
     output_device: str
     chunk_sizes: tuple[int, ...]
     loss: float
-    replica_losses: tuple[float, ...] | None  # set when the loss was averaged per replica (the broken variant)
     replica_grad_norms: tuple[float, ...]  # ‖gradient‖ of each replica, over all parameters
     reduce_error: float  # max |parameter.grad − Σ replica gradients|: 0 up to rounding means the reduce is a sum
     torch_primitives: bool  # True: torch.nn.parallel's functions did it; False: the plain-code CPU steps
-
-    @property
-    def sample_weights(self) -> tuple[float, ...]:
-        """The weight each image's loss got in the total: 1 / batch for all when the loss is over the whole batch."""
-        return sample_weights(self.chunk_sizes, per_replica=self.replica_losses is not None)
 
     def table(self) -> Table:
         """The step as a table: each replica's chunk, loss and gradient norm, the gathered loss, and how exactly the
         reduce summed the gradients."""
         torch_way, cpu = self.torch_primitives, not self.torch_primitives
         chunks = ", ".join(f"{n} → {d}" for n, d in zip(self.chunk_sizes, self.devices))
-        if self.replica_losses is None:
-            loss = f"outputs gathered on {self.output_device}; loss over the whole batch = {self.loss:.4f}"
-        else:
-            each = ", ".join(f"{v:.4f}" for v in self.replica_losses)
-            loss = f"a loss per replica ({each}), averaged: {self.loss:.4f}"
+        loss = f"outputs gathered on {self.output_device}; loss over the whole batch = {self.loss:.4f}"
         rows = [
             [
                 "1 scatter",
@@ -97,15 +70,7 @@ class ParallelStep(TableView):
                 f"{len(self.devices)} replicas, one thread each",
                 "threading.Thread" if cpu else "torch.nn.parallel.parallel_apply",
             ],
-            [
-                "4 gather + loss",
-                loss,
-                "a loss per chunk, then .mean()"
-                if self.replica_losses is not None
-                else "torch.cat"
-                if cpu
-                else "torch.nn.parallel.gather",
-            ],
+            ["4 gather + loss", loss, "torch.cat" if cpu else "torch.nn.parallel.gather"],
             [
                 "5 reduce",
                 "replica gradients (norms "
@@ -114,14 +79,9 @@ class ParallelStep(TableView):
                 "backward of the copy" if cpu else "Broadcast.backward (ReduceAddCoalesced)",
             ],
         ]
-        weights = sorted(set(round(w, 6) for w in self.sample_weights))
-        note = (
-            f"each image's loss weighs {weights[0]:.4g} in the total (1/{sum(self.chunk_sizes)}), as in one pass "
-            "over the whole batch"
-            if len(weights) == 1
-            else f"images weigh {', '.join(f'{w:.4g}' for w in weights)} in the total instead of "
-            f"{1 / sum(self.chunk_sizes):.4g} each: chunks of unequal size count unequally"
-        )
+        batch = sum(self.chunk_sizes)
+        weight = round(1 / batch, 6)
+        note = f"each image's loss weighs {weight:.4g} in the total (1/{batch}), as in one pass over the whole batch"
         how = "torch.nn.parallel's primitives" if torch_way else "plain code (torch.nn.parallel refuses CPU devices)"
         return Table(
             ["step", "what happened", "done by"], rows, title=f"one DataParallel step by hand, {how}", notes=[note]
@@ -254,20 +214,13 @@ def data_parallel_step(
     inputs: torch.Tensor,
     targets: torch.Tensor,
     devices: Sequence[str | torch.device],
-    *,
-    output_device: str | torch.device | None = None,
-    loss_fn: LossFn = torch.nn.functional.cross_entropy,
-    loss_per_replica: bool = False,
 ) -> ParallelStep:
-    """Forward and backward of one batch the way DataParallel does it; afterwards each parameter's ``.grad`` holds
-    the batch's gradient (cleared first, like ``optimizer.zero_grad()``).
-
-    ``module`` must sit on ``devices[0]``. ``loss_per_replica=True`` is the classic mistake: each replica averages
-    the loss over its own chunk (as when the loss is computed inside the wrapped module and the per-GPU losses are
-    then ``.mean()``-ed), which weighs the images of a smaller chunk more.
+    """Forward and backward of one batch the way DataParallel does it, with a cross-entropy loss over the gathered
+    batch; afterwards each parameter's ``.grad`` holds the batch's gradient (cleared first, like
+    ``optimizer.zero_grad()``). ``module`` must sit on ``devices[0]``, where the outputs are gathered.
     """
     devs = resolve_devices(devices)
-    out_dev = torch.device(output_device) if output_device is not None else devs[0]
+    out_dev = devs[0]
     if not isinstance(inputs, torch.Tensor) or inputs.dim() == 0 or len(inputs) == 0:
         raise ValueError("inputs must be a batch: a tensor whose first dimension counts at least one example.")
     if not isinstance(targets, torch.Tensor) or targets.dim() == 0 or len(targets) != len(inputs):
@@ -285,14 +238,7 @@ def data_parallel_step(
     for t in chain.from_iterable(copies):
         t.retain_grad()
     outputs = apply_in_parallel(replicas, chunks, used)  # 3
-    if loss_per_replica:  # 4, broken on purpose: mean within each chunk, then mean of the means
-        target_chunks = scatter_batch(targets, used)
-        losses = [loss_fn(o, t) for o, t in zip(outputs, target_chunks)]
-        loss = torch.stack([v.to(out_dev) for v in losses]).mean()
-        replica_losses: tuple[float, ...] | None = tuple(v.item() for v in losses)
-    else:  # 4: gather, one loss over the whole batch
-        loss = loss_fn(gather_outputs(outputs, out_dev), targets.to(out_dev))
-        replica_losses = None
+    loss = torch.nn.functional.cross_entropy(gather_outputs(outputs, out_dev), targets.to(out_dev))  # 4
     loss.backward()  # 5: autograd sums the replicas' gradients into the parameters
     params = dict(module.named_parameters())
     error, norms = 0.0, []
@@ -308,7 +254,6 @@ def data_parallel_step(
         str(out_dev),
         tuple(len(c) for c in chunks),
         loss.item(),
-        replica_losses,
         tuple(norms),
         error,
         devs[0].type == "cuda",

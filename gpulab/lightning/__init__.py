@@ -22,6 +22,5 @@ export_lazily(
         "FAST_PLAN": "fork_hang",
         "FULL_PLAN": "fork_hang",
         "MonitorCallback": "callback",
-        "DigitsClassifier": "classifier",
     },
 )

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..core.tables import html_table, text_table
+from ..core.tables import text_table
 
 __all__ = [
     "FlagHistory",
@@ -213,10 +213,6 @@ PRECISION_ALIASES: dict[object, str] = {
 }
 
 
-def flag_history_table(html: bool = False) -> str:
-    """The old flags, when they were deprecated and removed, and what replaced them: text, or HTML with ``html``."""
-    headers = ("old flag", "deprecated in", "removed in", "today")
-    rows = [h.row() for h in FLAG_HISTORY.values()]
-    if html:
-        return html_table(headers, rows, caption="Lightning Trainer flags, then and now")
-    return text_table(headers, rows)
+def flag_history_table() -> str:
+    """The old flags, when they were deprecated and removed, and what replaced them, as a text table."""
+    return text_table(("old flag", "deprecated in", "removed in", "today"), [h.row() for h in FLAG_HISTORY.values()])

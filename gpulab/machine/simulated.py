@@ -134,7 +134,7 @@ PRESETS: dict[str, dict[str, Any]] = {
 
 
 class SimulatedGpuReader:
-    """A ``GpuReader`` over described GPUs. Thread-safe; usage can be changed while it is read (``set_usage``)."""
+    """A ``GpuReader`` over described GPUs. Thread-safe: tests change usage while it is read (``tests.seams``)."""
 
     simulated = True
 
@@ -171,18 +171,6 @@ class SimulatedGpuReader:
 
     def _value(self, g: dict[str, Any], key: str) -> Any:
         return Unavailable(_NOT_SUPPORTED) if key in g.get("unsupported", ()) else g[key]
-
-    def set_usage(
-        self, i: int, *, memory_used_bytes: int | None = None, utilization_gpu_percent: int | None = None
-    ) -> None:
-        """Change GPU ``i``'s memory used or utilisation, so that a monitor or a choice sees a busy GPU
-        (thread-safe)."""
-        with self._lock:
-            g = self._gpu(i)
-            if memory_used_bytes is not None:
-                g["memory_used_bytes"] = int(memory_used_bytes)
-            if utilization_gpu_percent is not None:
-                g["utilization_gpu_percent"] = int(utilization_gpu_percent)
 
     def sample(self, i: int) -> GpuSample:
         """Described GPU ``i``'s memory and utilisation now."""

@@ -19,7 +19,6 @@ from typing import Any
 from ..core.arguments import no_argument_function, text
 from ..core.tables import Table, TableView, html_table
 from ..core.units import format_bytes
-from .timing import resolve_device
 
 __all__ = ["DtypeShare", "ModuleSize", "module_size", "Allocation", "allocated_bytes"]
 
@@ -45,11 +44,6 @@ class ModuleSize(TableView):
 
     def _sum(self, kind: str, field: str) -> int:
         return sum(getattr(s, field) for s in self.shares if s.kind == kind)
-
-    @property
-    def parameter_count(self) -> int:
-        """How many numbers the parameters hold (``numel`` summed)."""
-        return self._sum("parameters", "numel")
 
     @property
     def parameter_bytes(self) -> int:
@@ -215,36 +209,26 @@ def _malloc_bytes() -> int | None:
     return int(info.uordblks + info.hblkhd)
 
 
-def allocated_bytes(make: Callable[[], object], *, device: Any = "cpu", what: str = "result") -> Allocation:
-    """Measure the memory ``make()`` allocates and keeps, then free it.
+def allocated_bytes(make: Callable[[], object], *, what: str = "result") -> Allocation:
+    """Measure the host memory ``make()`` allocates and keeps, then free it (on a GPU, torch counts its own:
+    ``torch.cuda.memory_allocated``).
 
-    On CUDA: the change in ``torch.cuda.memory_allocated`` (the caching allocator's live bytes). On the CPU with glibc
-    (Linux): the change in what malloc holds (``mallinfo2``), which counts a tensor's block whether malloc mapped new
-    pages for it or reused freed ones. Elsewhere: the change in this process's resident memory, right for a large
-    tensor in a fresh process and low once freed memory is reused; ``make`` must then touch what it allocates
+    With glibc (Linux): the change in what malloc holds (``mallinfo2``), which counts a tensor's block whether malloc
+    mapped new pages for it or reused freed ones. Elsewhere: the change in this process's resident memory, right for a
+    large tensor in a fresh process and low once freed memory is reused; ``make`` must then touch what it allocates
     (``torch.ones`` does; ``torch.empty`` leaves pages unmapped). Taught in ``notebooks/01_cpu_gpu_transfer.ipynb``.
     """
-    import torch
-
     no_argument_function(make, "make", example="lambda: torch.ones(2**20)")
     text(what, "what", example="'a 1 MiB tensor'")
-    dev = resolve_device(device)
-    if dev.type == "cuda":
-        torch.cuda.synchronize(dev)
-        before = torch.cuda.memory_allocated(dev)
+    gc.collect()
+    if _malloc_bytes() is not None:
+        before = _malloc_bytes()
         kept = make()
-        torch.cuda.synchronize(dev)
-        used, method = torch.cuda.memory_allocated(dev) - before, "torch.cuda.memory_allocated"
+        used, method = (_malloc_bytes() or 0) - (before or 0), "bytes malloc holds for it (glibc mallinfo2)"
     else:
-        gc.collect()
-        if _malloc_bytes() is not None:
-            before = _malloc_bytes()
-            kept = make()
-            used, method = (_malloc_bytes() or 0) - (before or 0), "bytes malloc holds for it (glibc mallinfo2)"
-        else:
-            before = _rss_bytes()
-            kept = make()
-            used, method = _rss_bytes() - before, "process resident memory (psutil RSS)"
+        before = _rss_bytes()
+        kept = make()
+        used, method = _rss_bytes() - before, "process resident memory (psutil RSS)"
     del kept
     gc.collect()
-    return Allocation(what, str(dev), used, method)
+    return Allocation(what, "cpu", used, method)

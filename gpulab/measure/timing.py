@@ -5,8 +5,8 @@ A GPU runs work asynchronously: ``y = x @ x`` on CUDA returns to Python as soon 
 machine with an accelerator its clock synchronises the device before every reading. ``benchmark`` times each block of
 calls with such a Timer (``Timer.timeit``) and adds only what torch's timer lacks:
 
-- a fixed number of timed repeats kept one by one (``times_s``), so that the spread (IQR, min, max) and a plot of the
-  repeats can be read, and two results can be compared round by round (the chapter alternates A/B rounds);
+- a fixed number of timed repeats kept one by one (``times_s``), so that the spread (IQR, min, max) of the repeats can
+  be read, and two results can be compared round by round (the chapter alternates A/B rounds);
 - the device check: a device that cannot run work here is refused with the reason and the next step;
 - an injectable clock, so that tests drive it with a fake one.
 
@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.arguments import function, is_whole_number, no_argument_function, seconds, shown, text, whole_number
+from ..core.arguments import function, is_whole_number, no_argument_function, shown, text, whole_number
 from ..core.tables import html_table
 from ..core.units import format_seconds
 from ..machine.cuda import cuda_gpu_count, too_few_gpus
@@ -34,12 +34,10 @@ __all__ = [
     "resolve_device",
     "synchronize",
     "quartiles",
-    "calibrate",
     "CUDA_TIMER",
 ]
 
 DeviceLike = Any  # str | torch.device; kept loose so this module imports no torch at import time
-MAX_NUMBER = 1_000_000
 
 
 def quartiles(values: list[float] | tuple[float, ...]) -> tuple[float, float, float]:
@@ -94,11 +92,6 @@ class BenchmarkResult:
         """The fastest repeat's seconds per call."""
         return min(self.times_s)
 
-    @property
-    def max_s(self) -> float:
-        """The slowest repeat's seconds per call."""
-        return max(self.times_s)
-
     def _summary(self) -> list[str]:
         return [
             self.label,
@@ -121,30 +114,6 @@ class BenchmarkResult:
 
     def _repr_html_(self) -> str:
         return html_table(self.HEADERS, [self._summary()])
-
-    def plot(self, ax: Any = None) -> Any:
-        """Each repeat as a dot, the median as a line and the IQR as a band; returns the matplotlib Axes."""
-        if ax is None:
-            import matplotlib.pyplot as plt
-
-            _, ax = plt.subplots(figsize=(6, 3))
-        scale, unit = _plot_scale(self.median_s)
-        xs = range(1, self.repeats + 1)
-        ax.plot(xs, [t / scale for t in self.times_s], "o", ms=3, label="repeats")
-        ax.axhline(self.median_s / scale, color="C1", label="median")
-        ax.axhspan(self.q1_s / scale, self.q3_s / scale, color="C1", alpha=0.2, label="IQR")
-        ax.set_xlabel("repeat")
-        ax.set_ylabel(f"time per call ({unit})")
-        ax.set_title(f"{self.label} on {self.device}")
-        ax.legend(loc="best", fontsize="small")
-        return ax
-
-
-def _plot_scale(seconds: float) -> tuple[float, str]:
-    for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs")):
-        if seconds >= scale:
-            return scale, unit
-    return 1e-9, "ns"
 
 
 def resolve_device(device: DeviceLike) -> Any:
@@ -224,7 +193,7 @@ def _blocks(timer: Any) -> Callable[[Callable[[], object], int], float]:
     return block
 
 
-def _validate_counts(warmup: int, repeats: int, number: int | None, min_block_s: float) -> None:
+def _validate_counts(warmup: int, repeats: int, number: int) -> None:
     whole_number(
         repeats,
         "repeats",
@@ -233,25 +202,7 @@ def _validate_counts(warmup: int, repeats: int, number: int | None, min_block_s:
         example="benchmark(fn, repeats=20)",
     )
     whole_number(warmup, "warmup", what="untimed calls before timing", example="benchmark(fn, warmup=3)")
-    if number is not None:
-        whole_number(
-            number,
-            "number",
-            minimum=1,
-            what="calls per repeat, or None to calibrate",
-            example="benchmark(fn, number=10)",
-        )
-    seconds(min_block_s, "min_block_s", allow_zero=False, example="1e-3")
-
-
-def calibrate(block: Callable[[Callable[[], object], int], float], fn: Callable[[], object], min_block_s: float) -> int:
-    """Smallest power of two of calls whose block takes at least ``min_block_s`` (capped at a million)."""
-    n = 1
-    while n < MAX_NUMBER:
-        if block(fn, n) >= min_block_s:
-            return n
-        n *= 2
-    return MAX_NUMBER
+    whole_number(number, "number", minimum=1, what="calls per repeat", example="benchmark(fn, number=10)")
 
 
 def benchmark(
@@ -260,8 +211,7 @@ def benchmark(
     device: DeviceLike = "cpu",
     warmup: int = 3,
     repeats: int = 20,
-    number: int | None = None,
-    min_block_s: float = 1e-3,
+    number: int = 1,
     label: str | None = None,
     clock: Callable[[], float] = time.perf_counter,
 ) -> BenchmarkResult:
@@ -269,10 +219,9 @@ def benchmark(
 
     ``warmup`` untimed calls first (caches, lazy initialisation, cuBLAS handles), then ``repeats`` timed blocks of
     ``number`` calls each, each block timed by ``torch.utils.benchmark.Timer.timeit(number)`` (which itself makes
-    max(number // 100, 2) untimed calls before the block). ``number=None`` calibrates it: the smallest power of two
-    whose block lasts ``min_block_s``, so that microsecond operations are not lost in the clock's resolution. On CUDA
-    the Timer's own clock synchronises the GPU at each reading; elsewhere it reads ``clock`` (``time.perf_counter``;
-    inject a fake in tests). Taught in ``notebooks/01_cpu_gpu_transfer.ipynb``.
+    max(number // 100, 2) untimed calls before the block). On CUDA the Timer's own clock synchronises the GPU at each
+    reading; elsewhere it reads ``clock`` (``time.perf_counter``; inject a fake in tests). Taught in
+    ``notebooks/01_cpu_gpu_transfer.ipynb``.
     """
     if not callable(fn):
         raise TypeError(
@@ -280,7 +229,7 @@ def benchmark(
             f"e.g. benchmark(lambda: x @ x, device='cpu')."
         )
     no_argument_function(fn, "fn", example="lambda: x @ x")
-    _validate_counts(warmup, repeats, number, min_block_s)
+    _validate_counts(warmup, repeats, number)
     function(clock, "clock", example="time.perf_counter")
     if label is not None:
         text(label, "label", example="'matmul 1024'")
@@ -291,6 +240,5 @@ def benchmark(
     for _ in range(warmup):
         fn()
     synchronize(dev)
-    n = number if number is not None else calibrate(block, fn, min_block_s)
-    times = tuple(block(fn, n) / n for _ in range(repeats))
-    return BenchmarkResult(label=name, device=str(dev), times_s=times, number=n, warmup=warmup, timer=clock_name)
+    times = tuple(block(fn, number) / number for _ in range(repeats))
+    return BenchmarkResult(label=name, device=str(dev), times_s=times, number=number, warmup=warmup, timer=clock_name)

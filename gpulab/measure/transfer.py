@@ -80,13 +80,6 @@ class BandwidthSweep(TableView):
         where = "host-to-host copies (device is the CPU)" if self.device == "cpu" else f"copies to/from {self.device}"
         return f"Copy bandwidth, {where}, non_blocking={self.non_blocking}"
 
-    def peak_gbps(self, direction: str, pinned: bool) -> float:
-        """Best median bandwidth over the sizes for one series (the big copies usually)."""
-        found = [m.bandwidth_gbps for m in self.measurements if m.direction == direction and m.pinned == pinned]
-        if not found:
-            raise KeyError(f"no {direction} {'pinned' if pinned else 'pageable'} copies were measured in this sweep.")
-        return max(found)
-
     def table(self) -> Table:
         """Each copy's direction, memory kind, size, median time, spread and bandwidth."""
         return Table(self.HEADERS, self._rows(), title=self._title())

@@ -15,9 +15,6 @@ export_lazily(
     {
         "monitor": "live_monitor",
         "Monitor": "live_monitor",
-        "frontend_available": "frontend",
-        "MonitorSummary": "summary",
-        "PeakMemory": "summary",
         "record_run": "recorded",
         "latest_recorded_run": "recorded",
     },

@@ -79,7 +79,7 @@ def _number(value: Any) -> float:
 class Sampler:
     """Reads everything once per ``interval_s`` on a daemon thread named ``gpulab-monitor-sampler``.
 
-    ``clock`` and ``sleep`` are injectable (tests pass ``gpulab.testing.FakeClock``); by default the thread sleeps on
+    ``clock`` and ``sleep`` are injectable (tests pass ``tests.seams.FakeClock``); by default the thread sleeps on
     an event, so ``stop()`` wakes it at once. ``gpus`` picks physical indices (nvidia-smi numbering); default all.
     """
 

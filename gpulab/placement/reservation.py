@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import os
 import time
-import warnings
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,17 +53,6 @@ class Reservation:
     """For whom the Hub holds these GPUs (``"reserved for alice's server, …"``); empty when this process holds them."""
     share: GpuShare | None = None
     """The share of the one GPU held, when an instructor lets kernels share GPUs (``reserve_share``); None: whole."""
-
-    @property
-    def directory(self) -> Path:
-        """The old name of ``reservations``."""
-        warnings.warn(
-            "Reservation.directory is now Reservation.reservations (the folder has one name in gpulab, "
-            "as in reserve_gpus(reservations=...)); directory will be removed.",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return self.reservations
 
     @property
     def gpus(self) -> tuple[GpuInfo, ...]:

@@ -16,7 +16,6 @@ export_lazily(
     {
         "launch": "launcher",
         "last_launch": "launcher",
-        "plan_ranks": "plan",
         "RankFailed": "failures",
         "warm_up_launcher": "fork_server",
         "rank_speedup": "speed",

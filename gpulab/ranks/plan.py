@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch.distributed as dist
 
-from .rank_devices import RankDevices, decide_rank_devices, gpus_of_one_machine
+from .rank_devices import RankDevices, decide_rank_devices
 
 __all__ = ["plan_ranks", "choose_backend", "nccl_available"]
 
@@ -24,8 +24,8 @@ def plan_ranks(requested: str, world_size: int) -> RankDevices:
         raise ValueError(
             f"backend={requested!r} is not available in this PyTorch build; use 'auto', 'gloo' or, with GPUs, 'nccl'."
         )
-    gpus = gpus_of_one_machine(world_size, cuda_gpu_count() if requested in ("auto", "nccl") else 0)
-    return decide_rank_devices(gpus, nccl_available=nccl_available(), requested=requested)
+    gpus = cuda_gpu_count() if requested in ("auto", "nccl") else 0
+    return decide_rank_devices(world_size, gpus, nccl_available=nccl_available(), requested=requested)
 
 
 def nccl_available() -> bool:

@@ -26,7 +26,7 @@ from .folder import (
 )
 from .server_token import this_server_digest
 
-__all__ = ["THIS_NOTEBOOK", "Holder", "reservation_holders", "current_holders", "left_behind"]
+__all__ = ["THIS_NOTEBOOK", "Holder", "reservation_holders", "left_behind"]
 
 # How a reservation held by this very process is named everywhere (picker, watch, environment report): the learner's
 # own kernel is not a stranger to be warned about.
@@ -183,11 +183,6 @@ def _flock_pids(fd: int) -> list[int]:
         if len(f) >= 6 and f[1] == "FLOCK" and f[5] == inode and f[4].isdigit() and int(f[4]) > 0:
             pids.append(int(f[4]))
     return pids
-
-
-def current_holders(uuids: list[str], reservations: str | os.PathLike[str] | None = None) -> dict[str, str]:
-    """Which of these GPUs someone holds right now, and who, in words (see ``reservation_holders``)."""
-    return {uuid: str(h) for uuid, h in reservation_holders(uuids, reservations).items()}
 
 
 def reservation_holders(uuids: list[str], reservations: str | os.PathLike[str] | None = None) -> dict[str, Holder]:

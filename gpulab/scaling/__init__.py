@@ -14,14 +14,7 @@ from ..core.lazy import export_lazily
 export_lazily(
     __name__,
     {
-        "Link": "cost",
         "allreduce_s": "cost",
-        "crossover_batch": "cost",
-        "mlp_parameters": "cost",
-        "predict_step": "cost",
-        "ring_bytes": "cost",
-        "speedup": "cost",
-        "train_flops": "cost",
         "SETUPS": "published",
         "predicted_speedups": "published",
         "ddp_sync_s": "probes",

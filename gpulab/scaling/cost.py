@@ -217,18 +217,14 @@ def crossover_batch(
     allreduce_seconds: float,
     world_size: int = 2,
     ceiling: float | None = None,
-    target: float = 1.0,
 ) -> float:
-    """The batch per rank from which ``world_size`` ranks reach ``target`` × one rank (1: they start to pay).
+    """The batch per rank from which ``world_size`` ranks start to pay: they reach the samples per second of one rank.
 
     With c seconds of compute per sample on one rank, a ceiling C (None: N) and an all-reduce of a:
-    N·b·c ÷ (b·c·N/C + a) = target  →  b = target·a ÷ (c·N·(1 − target/C)). ``inf`` when no batch gets there
-    (a ceiling no higher than the target).
+    N·b·c ÷ (b·c·N/C + a) = 1  →  b = a ÷ (c·N·(1 − 1/C)). ``inf`` when no batch gets there (a ceiling of 1 or less).
     """
     n = _world_size(world_size)
     c = positive_number(seconds_per_sample, "seconds_per_sample", what="one rank's compute per sample")
     a = positive_number(allreduce_seconds, "allreduce_seconds", what="the all-reduce per step", zero_ok=True)
-    top = _ceiling(ceiling, n)
-    t = positive_number(target, "target", what="the speed-up to reach")
-    room = n * (1 - t / top)
-    return math.inf if room <= 0 else t * a / (c * room)
+    room = n * (1 - 1 / _ceiling(ceiling, n))
+    return math.inf if room <= 0 else a / (c * room)

@@ -68,11 +68,6 @@ class StepSplit:
         """Samples per second over all ranks at this step time."""
         return self.world_size * self.plan.batch / self.step_s
 
-    @property
-    def hidden_s(self) -> float:
-        """All-reduce time that ran under the backward pass (all-reduce − exposed, never below 0)."""
-        return max(0.0, self.allreduce_s - self.exposed_s)
-
 
 def _union_s(spans: list[tuple[float, float]]) -> float:
     total, end = 0.0, float("-inf")

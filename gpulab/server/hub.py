@@ -71,7 +71,6 @@ __all__ = [
     "gpu_hooks",
     "NoGpuForServer",
     "hub_policy",
-    "hub_reservations",
     "reclaim_surviving_servers",
 ]
 
@@ -114,12 +113,6 @@ def hub_policy(policy: object) -> Policy | None:
         "policy={'max_memory_used_fraction': 0.1, 'max_utilization_percent': 10}, a "
         "gpulab.placement.selection.Policy, or leave it out for the default."
     )
-
-
-def hub_reservations() -> dict[tuple[str, str], str]:
-    """The reservations this Hub process holds now: ``(user, server name) -> CUDA_VISIBLE_DEVICES``."""
-    with _RESERVATIONS_LOCK:
-        return {k: r.visible_devices for k, r in _RESERVATIONS.items() if r.held}
 
 
 def gpu_hooks(

@@ -47,9 +47,10 @@ class Digits:
 
 SCAN_SIZE = 8  # scikit-learn's scans are 8×8
 DIGIT_SHARE = 20 / 28  # MNIST: a 20×20 digit centred in a 28×28 frame
+TRAIN_FRACTION = 0.8  # the first 80 % of the scans train, the rest test
 
 
-def load_digits(*, flat: bool = True, train_fraction: float = 0.8, size: int = SCAN_SIZE) -> Digits:
+def load_digits(*, flat: bool = True, size: int = SCAN_SIZE) -> Digits:
     """The digits as float32 images in 0–1 and int64 labels: ``flat`` gives ``size²`` values per image, else
     ``(1, size, size)``. ``size`` above 8 enlarges each digit to ``size·20/28`` pixels and centres it in the frame."""
     size = whole_number(
@@ -59,11 +60,6 @@ def load_digits(*, flat: bool = True, train_fraction: float = 0.8, size: int = S
         example="load_digits(size=28), shaped like MNIST",
         what="the side of the square image in pixels; the scans are 8×8",
     )
-    if not 0.0 < train_fraction < 1.0:
-        raise ValueError(
-            f"train_fraction is the share of images used for training, between 0 and 1 (0.8 keeps 80 % "
-            f"for training and 20 % for the test); got {train_fraction!r}."
-        )
     pixels, labels = _scans()
     x = torch.tensor(pixels, dtype=torch.float32).view(-1, 1, SCAN_SIZE, SCAN_SIZE) / 16
     if size > SCAN_SIZE:
@@ -71,7 +67,7 @@ def load_digits(*, flat: bool = True, train_fraction: float = 0.8, size: int = S
     if flat:
         x = x.flatten(1)
     y = torch.tensor(labels)
-    n_train = int(train_fraction * len(x))
+    n_train = int(TRAIN_FRACTION * len(x))
     return Digits(TensorDataset(x[:n_train], y[:n_train]), TensorDataset(x[n_train:], y[n_train:]))
 
 

@@ -26,7 +26,7 @@ def test_each_slice_of_a_mig_card_is_a_device_of_its_own_and_the_card_is_not():
         "GPU 1 (NVIDIA GeForce RTX 3090, 24.0 GiB)",
     ]
     assert [d.visible_devices for d in devices] == [*MIG_UUIDS, inv.gpus[1].uuid]
-    assert [d.is_mig_slice for d in devices] == [True, True, False]
+    assert [d.mig_index is not None for d in devices] == [True, True, False]
     assert devices[0].name == "NVIDIA A100 80GB PCIe MIG 3g.40gb"  # as CUDA names the device
     assert devices[2].memory_used_bytes == inv.gpus[1].memory_used_bytes
 

@@ -9,7 +9,7 @@ import psutil
 import pytest
 
 from gpulab.dataparallel.footprint import GpuFootprint, context_footprint, run_until_ready
-from gpulab.testing import requires_gpus
+from tests.seams import requires_gpus
 
 
 def test_a_child_that_answers_is_left_running_until_told():

@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from gpulab.dataparallel.throughput import training_throughput
-from gpulab.testing import requires_gpus
 from gpulab.workload import mlp
+from tests.seams import requires_gpus
 
 
 def _tiny() -> torch.nn.Module:

@@ -24,9 +24,9 @@ from gpulab.lightning.call import Code, TranslationError  # noqa: E402
 from gpulab.lightning.flag_history import ACCELERATORS, PRECISIONS, STRATEGIES, TRAINER_PARAMETERS  # noqa: E402
 from gpulab.lightning.flags import translate_trainer  # noqa: E402
 from gpulab.lightning.trainer_args import trainer_kwargs  # noqa: E402
-from gpulab.testing import requires_gpus  # noqa: E402
 from tests import process_group  # noqa: E402
 from tests.lightning.rows import IDS, ROWS  # noqa: E402
+from tests.seams import requires_gpus  # noqa: E402
 
 
 @pytest.fixture(autouse=True)

@@ -9,6 +9,7 @@ import pytest
 import gpulab
 from gpulab.machine.host import host_info
 from gpulab.machine.simulated import SimulatedGpuReader
+from tests.seams import set_usage
 
 
 def test_inventory_lists_fake_gpus_with_mig_and_refused_fields():
@@ -63,7 +64,7 @@ def test_simulated_description_errors(tmp_path, content, words):
 
 def test_simulated_usage_can_change_while_read():
     r = SimulatedGpuReader("colab-T4")
-    r.set_usage(0, memory_used_bytes=2**30, utilization_gpu_percent=88)
+    set_usage(r, 0, memory_used_bytes=2**30, utilization_gpu_percent=88)
     s = r.sample(0)
     assert (s.memory_used_bytes, s.utilization_gpu_percent) == (2**30, 88)
     with pytest.raises(IndexError, match="1 simulated GPU"):

@@ -9,7 +9,7 @@ import torch
 
 from gpulab.measure.autotune import AutotuneComparison, autotune_comparison
 from gpulab.measure.timing import CUDA_TIMER, BenchmarkResult
-from gpulab.testing import requires_gpus
+from tests.seams import requires_gpus
 
 
 def test_the_comparison_runs_on_the_cpu_and_leaves_the_flag_as_it_found_it():

@@ -15,10 +15,10 @@ import torch
 from tqdm import tqdm
 
 from gpulab.machine.simulated import SimulatedGpuReader
-from gpulab.monitoring import Monitor, MonitorSummary, monitor
+from gpulab.monitoring import Monitor, monitor
 from gpulab.monitoring.sampler import SAMPLER_THREAD_NAME
 from gpulab.monitoring.view import RENDER_THREAD_NAME
-from gpulab.testing import FakeClock
+from tests.seams import FakeClock
 
 MONITOR_THREADS = {SAMPLER_THREAD_NAME, RENDER_THREAD_NAME}
 
@@ -47,7 +47,7 @@ def test_the_public_names():
     import gpulab.monitoring
 
     assert gpulab.monitor is monitor and gpulab.monitoring.Monitor is Monitor
-    assert gpulab.monitoring.MonitorSummary is MonitorSummary and "monitor" in gpulab.__all__
+    assert "monitor" in gpulab.__all__
 
 
 def test_a_block_that_completes_leaves_a_summary_and_no_thread():
@@ -274,7 +274,7 @@ def test_mistakes_are_explained():
 
 
 def test_live_auto_is_off_without_a_jupyter_server(monkeypatch, ipython_shell):
-    from gpulab.monitoring import frontend_available
+    from gpulab.monitoring.frontend import frontend_available
 
     monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
     monkeypatch.delenv("GPULAB_MONITOR_LIVE", raising=False)

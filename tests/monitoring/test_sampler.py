@@ -19,8 +19,8 @@ import pytest
 from gpulab.machine.host import host_info, host_sample
 from gpulab.machine.simulated import SimulatedGpuReader
 from gpulab.monitoring.sampler import SAMPLER_THREAD_NAME, Progress, Sampler
-from gpulab.testing import FakeClock, requires_gpus
 from tests import process_group
+from tests.seams import FakeClock, requires_gpus, set_usage
 
 MiB = 1024**2
 
@@ -41,7 +41,7 @@ def sampler_threads() -> list[threading.Thread]:
 def test_one_tick_reads_every_gpu_and_the_host():
     reader = SimulatedGpuReader("kaggle-2xT4")
     s = Sampler(reader=reader, clock=FakeClock())
-    reader.set_usage(1, memory_used_bytes=5000 * MiB, utilization_gpu_percent=88)
+    set_usage(reader, 1, memory_used_bytes=5000 * MiB, utilization_gpu_percent=88)
     s.tick()
     row = dict(zip(s.history.columns, s.history.snapshot()[1][-1]))
     assert s.gpus == [0, 1]
@@ -57,7 +57,7 @@ def test_usage_changes_show_up_in_the_next_reading():
     clock, reader = FakeClock(), SimulatedGpuReader("colab-T4")
     s = Sampler(reader=reader, clock=clock)
     for used in (100, 900, 300):
-        reader.set_usage(0, memory_used_bytes=used * MiB)
+        set_usage(reader, 0, memory_used_bytes=used * MiB)
         s.tick()
         clock.advance(0.2)
     assert (s.history.column("gpu0_memory_used_bytes") / MiB).tolist() == [100, 900, 300]

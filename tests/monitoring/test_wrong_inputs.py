@@ -12,8 +12,8 @@ from matplotlib.text import Text
 import gpulab
 from gpulab.monitoring.live_monitor import Monitor
 from gpulab.monitoring.sampler import SAMPLER_THREAD_NAME
-from gpulab.testing import FakeClock
 from tests.junk import JUNK, assert_ours
+from tests.seams import FakeClock
 
 WRONG = [
     (

@@ -13,7 +13,7 @@ import pytest
 from gpulab.machine.cuda import cuda_gpu_count
 from gpulab.machine.simulated import SimulatedGpuReader
 from gpulab.placement.device_rules import explain
-from gpulab.testing import requires_gpus
+from tests.seams import requires_gpus
 
 from .explain_evidence import CHAPTER_02, COUNTS_PROPERTY, KINDS, corpus, corpus_counts, disagreements, run, statements
 

@@ -20,14 +20,19 @@ from gpulab.machine.simulated import SimulatedGpuReader, simulated_gpu
 from gpulab.placement.reservation import reserve_gpus
 from gpulab.placement.selection import NoFreeGpu, Policy, choose_gpus, choose_up_to, rank_gpus
 from gpulab.reservations.folder import reservations_dir
-from gpulab.reservations.holders import current_holders, reservation_holders
-from gpulab.testing import FakeClock
+from gpulab.reservations.holders import reservation_holders
 from tests.other_user import readable_copy, system_python_for_nobody
 from tests.process_group import kill_group
+from tests.seams import FakeClock
 
 ROOT = Path(__file__).resolve().parents[2]
 W8 = SimulatedGpuReader("workshop-8")
 W8_GPUS = [W8.info(i) for i in range(W8.count())]
+
+
+def current_holders(uuids: list[str], reservations=None) -> dict[str, str]:
+    """Which of these GPUs someone holds right now, and who, in words."""
+    return {uuid: str(h) for uuid, h in reservation_holders(uuids, reservations).items()}
 
 
 # -- the pure policy --------------------------------------------------------------------------------------------------

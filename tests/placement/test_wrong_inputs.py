@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 import gpulab
 from gpulab.placement.device_rules import CannotExplain
 from gpulab.placement.selection import NoFreeGpu, Policy
-from gpulab.testing import FakeClock
 from tests.junk import JUNK, assert_ours
+from tests.seams import FakeClock
 
 W8 = gpulab.SimulatedGpuReader("workshop-8")
 GPUS = gpulab.devices(W8).gpus

@@ -2,17 +2,13 @@
 ``gpus`` became ``n_gpus``).
 
 A kernel manager that saved a provisioner's state kept the reservation under the old key; an installed kernel.json
-holds its count under ``gpus``; a notebook may still read ``Reservation.directory``. Each still works, and the old
-attribute says what the new name is.
+holds its count under ``gpus``. Each still works.
 """
 
 from __future__ import annotations
 
 import asyncio
 
-import pytest
-
-from gpulab.placement.reservation import reserve_gpus
 from gpulab.server.provisioner import GpuKernelProvisioner
 
 
@@ -27,13 +23,6 @@ def test_a_provisioner_state_saved_under_the_old_key_is_read_and_saved_under_the
     new = GpuKernelProvisioner(kernel_id="k1", kernel_spec=None)
     asyncio.run(new.load_provisioner_info({**base, "gpulab_reservation": held, "gpulab_lease": {"uuids": []}}))
     assert new.reservation == held
-
-
-def test_reservation_directory_still_answers_and_names_its_new_name(tmp_path):
-    with reserve_gpus(1, "idle-8", reservations=tmp_path) as r:
-        assert r.reservations == tmp_path
-        with pytest.warns(DeprecationWarning, match=r"Reservation.directory is now Reservation.reservations"):
-            assert r.directory == tmp_path
 
 
 def test_a_kernelspec_an_older_gpulab_installed_keeps_its_gpu_count():

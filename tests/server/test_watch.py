@@ -21,6 +21,7 @@ from gpulab.server.watch import WATCH_THREAD_NAME, ServerWatch, read_server, wat
 from tests import process_group
 from tests.placement.other_kernel import held_elsewhere
 from tests.process_group import kill_group
+from tests.seams import set_usage
 
 W8 = SimulatedGpuReader("workshop-8")
 W8_GPUS = tuple(W8.info(i) for i in range(W8.count()))
@@ -180,7 +181,7 @@ def test_the_notebook_view_is_redrawn_by_a_thread_that_ends(tmp_path):
     assert "SIMULATED" in bounded.widget.value and "GPU 1, 3, 5" in bounded.widget.value
     bounded._thread.join(10)
     assert bounded.frames_drawn == 3 and not bounded.running
-    W8.set_usage(5, memory_used_bytes=39 * 2**30, utilization_gpu_percent=99)
+    set_usage(W8, 5, memory_used_bytes=39 * 2**30, utilization_gpu_percent=99)
     try:
         with ServerWatch(W8, interval_s=0.5, reservations=tmp_path) as live:
             for _ in range(100):
@@ -190,7 +191,7 @@ def test_the_notebook_view_is_redrawn_by_a_thread_that_ends(tmp_path):
             assert "GPU 1, 3 —" in live.widget.value  # GPU 5 got busy: the next view says so
             assert live.running
     finally:
-        W8.set_usage(5, memory_used_bytes=4 * 2**20, utilization_gpu_percent=0)
+        set_usage(W8, 5, memory_used_bytes=4 * 2**20, utilization_gpu_percent=0)
     assert not live.running and _watch_threads() == []
     assert "application/vnd.jupyter.widget-view+json" in live._repr_mimebundle_()
 

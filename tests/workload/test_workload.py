@@ -49,7 +49,6 @@ def test_training_beats_chance_by_far_and_the_monitor_counts_every_batch():
             r"number ≥ 1 \(e.g. data.loader\(batch_size=64\)\)",
         ),
         (lambda d: d.loader(batch_size=2.5), TypeError, "batch_size=2.5 is a float"),
-        (lambda d: load_digits(train_fraction=80), ValueError, "between 0 and 1 .* got 80"),
         (
             lambda d: train(mlp(hidden=8), d.loader(), -1),
             ValueError,

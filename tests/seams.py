@@ -1,4 +1,5 @@
-"""Test seams: a fake clock and the ``gpu``/``multigpu`` skip markers.
+"""Test seams: a fake clock, the ``gpu``/``multigpu`` skip markers and a described GPU made busy (only the tests use
+them).
 
 Only our own seam in front of missing hardware (NVML) is faked: tests describe GPUs with
 ``gpulab.machine.simulated.SimulatedGpuReader`` (default: two GPUs, one a MIG parent, one with a refused field).
@@ -11,9 +12,10 @@ import threading
 
 import pytest
 
-from .machine.cuda import too_few_gpus
+from gpulab.machine.cuda import too_few_gpus
+from gpulab.machine.simulated import SimulatedGpuReader
 
-__all__ = ["FakeClock", "requires_gpus"]
+__all__ = ["FakeClock", "requires_gpus", "set_usage"]
 
 
 class FakeClock:
@@ -42,3 +44,20 @@ def requires_gpus(n: int = 1) -> pytest.MarkDecorator:
     """``@requires_gpus(2)``: skip with the reason unless n CUDA GPUs are usable. Use with the gpu/multigpu marker."""
     reason = too_few_gpus(n)
     return pytest.mark.skipif(reason is not None, reason=f"this test {reason}")
+
+
+def set_usage(
+    reader: SimulatedGpuReader,
+    i: int,
+    *,
+    memory_used_bytes: int | None = None,
+    utilization_gpu_percent: int | None = None,
+) -> None:
+    """Change described GPU ``i``'s memory used or utilisation while the reader is being read (under its lock), so that
+    a monitor or a choice sees a busy GPU."""
+    with reader._lock:
+        g = reader.description["gpus"][i]
+        if memory_used_bytes is not None:
+            g["memory_used_bytes"] = int(memory_used_bytes)
+        if utilization_gpu_percent is not None:
+            g["utilization_gpu_percent"] = int(utilization_gpu_percent)
