@@ -20,7 +20,6 @@ import secrets
 import signal
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 import uuid
@@ -29,6 +28,7 @@ from pathlib import Path
 import pytest
 
 from tests.cluster.local_slurm import LocalSlurm, free_ports, slurm_missing
+from tests.hub_processes import marked, until
 from tests.process_group import kill_group
 
 pytest.importorskip("batchspawner", reason="batchspawner is in the hub extra: pip install -e '.[hub]'")
@@ -80,31 +80,6 @@ c.JupyterHub.services = [{{"name": "gpulab-test", "api_token": {token!r}}}]
 c.JupyterHub.load_roles = [{{"name": "gpulab-test", "services": ["gpulab-test"],
                             "scopes": ["admin:users", "admin:servers", "admin:server_state", "access:servers"]}}]
 """
-
-
-def _marked(marker: str) -> list[int]:
-    """Every process whose environment carries this run's marker (the Hub, its proxy, the servers and kernels)."""
-    needle = f"GPULAB_HUB_TEST={marker}".encode()
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if needle in (entry / "environ").read_bytes().split(b"\0"):
-                    found.append(int(entry.name))
-            except OSError:
-                pass
-    return found
-
-
-def _wait(what: str, check, timeout_s: float = 120):
-    """Poll ``check`` until it returns something true (a guard against a hang, not a time to assert)."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.25)
-    raise AssertionError(f"gave up after {timeout_s} s waiting for {what}")
 
 
 ENDED = (
@@ -199,7 +174,7 @@ class SlurmHub:
             except subprocess.TimeoutExpired:
                 pass
         kill_group(self.proc)
-        for pid in _marked(self.marker):
+        for pid in marked(self.marker):
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
@@ -251,12 +226,12 @@ def test_a_hub_spawns_servers_as_slurm_jobs_runs_kernels_in_them_and_cancels_the
     assert CHP.exists(), f"JupyterHub's proxy is not installed at {CHP}: install npm and run make install"
     hub = SlurmHub(cluster, tmp_path)
     try:
-        _wait("the Hub behind its proxy", hub.up)
+        until("the Hub behind its proxy", hub.up, 120, 0.25)
         for user, options in USERS.items():
             status, body = hub.call("POST", f"/users/{user}/server", options)
             assert status in (201, 202), body
         for user in USERS:
-            _wait(f"{user}'s server to be ready", lambda user=user: hub.ready(user), 240)
+            until(f"{user}'s server to be ready", lambda user=user: hub.ready(user), 240, 0.25)
         jobs = {user: hub.server(user)["state"]["job_id"] for user in USERS}
         running = subprocess.run(
             ["squeue", "-h", "-o", "%i %T %j", "-j", ",".join(jobs.values())],
@@ -281,11 +256,11 @@ def test_a_hub_spawns_servers_as_slurm_jobs_runs_kernels_in_them_and_cancels_the
             status, body = hub.call("DELETE", f"/users/{user}/server")
             assert status in (202, 204), body
         for user in USERS:
-            _wait(f"{user}'s server to stop", lambda user=user: hub.server(user) is None, 60)
+            until(f"{user}'s server to stop", lambda user=user: hub.server(user) is None, 60, 0.25)
         assert cluster.settled() == [], "the stopped servers' jobs are still in the queue"
     except BaseException:
         print(hub.log_tail(), file=sys.stderr)
         raise
     finally:
         hub.close()
-    _wait("every Hub, proxy, server and kernel process of the run to end", lambda: not _marked(hub.marker), 30)
+    until("every Hub, proxy, server and kernel process of the run to end", lambda: not marked(hub.marker), 30, 0.25)

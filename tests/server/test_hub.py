@@ -33,6 +33,7 @@ from gpulab.machine.simulated import SimulatedGpuReader
 from gpulab.reservations.holders import reservation_holders
 from gpulab.server.kernelspec import install_kernelspec
 from tests import process_group
+from tests.hub_processes import marked
 from tests.process_group import kill_group
 
 pytestmark = pytest.mark.slow
@@ -153,20 +154,6 @@ def _environ(pid: int) -> dict[str, str]:
     return dict(item.decode().split("=", 1) for item in raw if b"=" in item)
 
 
-def _marked(marker: str) -> list[int]:
-    """Every process whose environment carries this run's marker (the Hub, its proxy, the servers)."""
-    needle = f"GPULAB_HUB_TEST={marker}".encode()
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if needle in (entry / "environ").read_bytes().split(b"\0"):
-                    found.append(int(entry.name))
-            except OSError:  # gone meanwhile, or not ours to read
-                pass
-    return found
-
-
 def _reservations(directory: Path) -> dict[str, str]:
     """GPU UUID -> the user whose server holds it, from the reservation files."""
     return {u: h.details.get("for_user", "?") for u, h in reservation_holders(UUIDS, directory).items()}
@@ -234,19 +221,19 @@ class HubSession:
     def stop(self, proc: subprocess.Popen) -> None:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=60)
-        self.hub.wait("every Hub, proxy and server process to end", lambda: not _marked(self.marker), timeout_s=30)
+        self.hub.wait("every Hub, proxy and server process to end", lambda: not marked(self.marker), timeout_s=30)
         assert _reservations(self.reservations_dir) == {}
 
     def close(self) -> None:
         for proc in self.procs:
             kill_group(proc)
-        for pid in _marked(self.marker):  # the proxy and servers run in sessions of their own: end them by pid
+        for pid in marked(self.marker):  # the proxy and servers run in sessions of their own: end them by pid
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
         deadline = time.monotonic() + 10  # a killed process's /proc entry lasts until its parent (init) reaps it
-        while _marked(self.marker) and time.monotonic() < deadline:
+        while marked(self.marker) and time.monotonic() < deadline:
             time.sleep(0.1)
         self.log.close()
 
@@ -258,7 +245,7 @@ def session(request, tmp_path):
         yield run
     finally:
         run.close()
-    assert not _marked(run.marker), "a Hub, proxy or server process of this test was left running"
+    assert not marked(run.marker), "a Hub, proxy or server process of this test was left running"
 
 
 @pytest.mark.parametrize("session", ["server"], indirect=True)

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 
 import psutil
 import pytest
 
 from gpulab.machine.simulated import SimulatedGpuReader
 from gpulab.reservations.holders import reservation_holders
+from tests.hub_processes import until
 
 from .jupyter import jupyter
 
@@ -23,24 +23,13 @@ IDLE8 = SimulatedGpuReader("idle-8")
 UUIDS = [IDLE8.info(i).uuid for i in range(8)]
 
 
-def _until(what: str, check, timeout_s: float = 60.0):
-    """Poll ``check`` until it returns something true (a guard against a hang, not a time to assert)."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"gave up after {timeout_s} s waiting for {what}")
-
-
 def test_a_kernel_whose_server_was_killed_ends_and_frees_its_gpu(tmp_path):
     with jupyter(tmp_path, env={"GPULAB_CULL_IDLE_S": "0"}) as server:
         kernel = server.api("/api/kernels", "POST", {"name": "gpulab-1-gpu"})["id"]
-        held = _until("the kernel's reservation", lambda: reservation_holders(UUIDS, tmp_path / "locks"))
+        held = until("the kernel's reservation", lambda: reservation_holders(UUIDS, tmp_path / "locks"))
         (holder,) = held.values()
         assert holder.details["kernel"] == kernel
         server_pid = psutil.Process(holder.pid).ppid()
         os.kill(server_pid, signal.SIGKILL)
-        _until("the orphaned kernel to end", lambda: not psutil.pid_exists(holder.pid))
+        until("the orphaned kernel to end", lambda: not psutil.pid_exists(holder.pid))
         assert reservation_holders(UUIDS, tmp_path / "locks") == {}
