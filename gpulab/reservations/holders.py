@@ -79,7 +79,8 @@ def _read_holder(fd: int, reservations: Path, uuid: str) -> Holder:
     newest = _newest_record(reservations, uuid)  # no /proc/locks here: the newest holder file, at its word
     if newest is None:
         return Holder(None, None, None, "another process (it has not written its name yet)")
-    return _named(*newest, reservations, uuid)
+    record, uid = newest
+    return _named(record, reservations, uuid, uid)
 
 
 def _this_server(record: dict) -> bool:
