@@ -56,7 +56,6 @@ def _cell_tags(item: pytest.Item) -> set[str]:
 # the most tests first, and files of equal count in the order collected; these one-test groups are put before the
 # other one-test files, so that none of them starts as the other worker runs out of work.
 SPREAD = (
-    "tests/test_chapters_simulated.py::",
     "tests/test_install_lines.py::",
     "tests/exercises/test_ddp_script.py::",
     "tests/exercises/test_resume_script.py::",
@@ -85,11 +84,10 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
 # make test is what a maintainer runs before a commit: the unit and meta tests, and every chapter and the workshop
 # guide under nbval once. What takes minutes of its own beyond that is marked ``extended`` here, by file or by test
 # (``path::test_name``, its parametrised cases included), and run by make test-extended (CI runs both): the test
-# drives a browser, builds the site or a handout, asks a package index, runs every chapter again on a described
-# server, runs whole scripts or Lightning fits in fresh interpreters, or drills the launcher's processes (signals,
+# drives a browser (every chapter again, on a described server), builds the site or a handout, asks a package index,
+# runs whole scripts or Lightning fits in fresh interpreters, or drills the launcher's processes (signals,
 # fork servers, hangs). The chapters run the same launcher, Lightning and checkers in make test, once each.
 EXTENDED = {
-    "tests/test_chapters_simulated.py": "every chapter again, on a simulated 8-GPU server",
     "tests/test_site.py": "the website built and browsed in Chromium",
     "tests/test_browser.py": "JupyterLab driven in Chromium",
     "tests/test_handouts.py": "handouts run, exported and printed through Chromium",

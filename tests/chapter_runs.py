@@ -1,7 +1,7 @@
 """Counts the kernels that run each chapter during a pytest session; a chapter run more than twice fails the session.
 
-A chapter runs once under nbval (against its committed outputs) and once on a described server under
-``GPULAB_SIMULATE_GPUS`` (``tests/test_chapters_simulated.py``). A test that needs executed outputs uses the
+A chapter runs once under nbval (against its committed outputs); its run on a described server is JupyterLab's
+(``tests/test_browser.py``), in a kernel of that server's, not counted here. A test that needs executed outputs uses the
 committed ones that nbval verifies, or a small chapter of its own; a test that must run a chapter once more is marked
 ``slow`` (``make test-slow``). Counted here, in this process: every nbval notebook's kernel, and every nbclient
 kernel started for a notebook whose cells are a chapter's (matched by cell ids). At the end of the session the
@@ -51,11 +51,7 @@ def chapter_of(nb: nbformat.NotebookNode) -> str | None:
 
 def over_limit(runs: Counter[str], limit: int = LIMIT) -> list[str]:
     """One line per chapter that ran more than ``limit`` times."""
-    return [
-        f"{name} ran {n} times in this session (at most {limit}: nbval and the simulated run)"
-        for name, n in sorted(runs.items())
-        if n > limit
-    ]
+    return [f"{name} ran {n} times in this session (at most {limit})" for name, n in sorted(runs.items()) if n > limit]
 
 
 def _count_nbclient() -> None:

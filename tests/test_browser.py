@@ -1,11 +1,16 @@
-"""Every chapter run in a real JupyterLab, in a real Chromium, as a learner runs it (marked ``browser``).
+"""Every chapter run in a real JupyterLab, in a real Chromium, as an instructor rehearses it on the workshop server
+(marked ``browser``).
 
 A JupyterLab server starts headless on 127.0.0.1 with a token, on a copy of notebooks/ (autosave never touches the
 committed files); Playwright drives Debian's Chromium (``/usr/bin/chromium``: Playwright's own browser download
-fails offline). Each chapter: open it, Run All, wait for the kernel, then assert
-- no error output outside cells tagged ``raises-exception``, and every code cell ran;
-- chapter 02 runs with its kernel started with ``GPULAB_SIMULATE_GPUS=workshop-8`` (a described 8-GPU server); the
-  picker, in a notebook of its own on that server, is a rendered widget, and ticking a GPU changes the
+fails offline). Every chapter's kernel describes a workshop server (``GPULAB_SIMULATE_GPUS=workshop-8``: eight A100s,
+some busy, that NVML answers for while PyTorch still sees no GPU; ``GPULAB_TEST_PRESET`` names another preset, e.g.
+``kaggle-2xT4``). This is CI's one run of each chapter on a described machine. Each chapter: open it, Run All, wait
+for the kernel, then assert
+- no error output outside cells tagged ``raises-exception``, each of which raised, and every code cell ran;
+- every cell tagged ``nbval-check-output`` gives its committed output, compared as nbval compares them;
+- once its kernel has shut down, nothing is left in the kernel's temporary folder;
+- chapter 02: the picker, in a notebook of its own on that server, is a rendered widget, and ticking a GPU changes the
   ``cuda:k → physical`` mapping it shows;
 - chapters with a monitor: the live image changed while the cell ran, and at the end the cell holds the static
   figure and the summary, with no widget left.
@@ -34,19 +39,24 @@ import time
 import urllib.request
 from pathlib import Path
 
+import nbformat
 import psutil
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 from handoutkit.printing import find_chromium  # noqa: E402
+from tests.checked_outputs import checked_differences  # noqa: E402
 from tests.process_group import kill_group  # noqa: E402
 
 CHROMIUM = find_chromium()
 SHOTS = Path(os.environ.get("GPULAB_SCREENSHOTS", ROOT / "build" / "browser-screenshots"))
 CHAPTER_TIMEOUT_S = 420
 QUIET_S = 5.0  # idle, no cell running, this long: the chapter has finished
-WORKSHOP_KERNEL = "gpulab-workshop-8"
+PRESET = os.environ.get("GPULAB_TEST_PRESET", "workshop-8")  # the described machine every chapter's kernel runs on
+WORKSHOP_KERNEL = "gpulab-described"
+# torch's own compile cache, made in $TMPDIR by the first optimiser step of any program: not the chapter's doing
+NOT_OURS = ("torchinductor_",)
 VIEWPORT = {"width": 1400, "height": 1000}  # a projector's screen, as the room sees it
 NEWS_POPUP = "Would you like to get notified about official Jupyter news?"
 # The picker's header row: the cells of the first row of text cells only (no checkbox), as shown.
@@ -105,20 +115,33 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _kernelspec(folder: Path) -> None:
-    """A kernel like python3 whose environment describes the workshop server (chapter 02's picker needs GPUs)."""
+def _kernelspec(folder: Path, tmp: Path) -> None:
+    """A kernel like python3 whose environment describes the workshop server (chapter 02's picker needs GPUs), with a
+    temporary folder of its own (``tmp``), so that what a chapter leaves there can be seen."""
     spec = folder / "kernels" / WORKSHOP_KERNEL
     spec.mkdir(parents=True)
     (spec / "kernel.json").write_text(
         json.dumps(
             {
                 "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-                "display_name": "Python 3 (workshop-8, described GPUs)",
+                "display_name": f"Python 3 ({PRESET}, described GPUs)",
                 "language": "python",
-                "env": {"GPULAB_SIMULATE_GPUS": "workshop-8"},
+                "env": {"GPULAB_SIMULATE_GPUS": PRESET, "TMPDIR": str(tmp)},
             }
         )
     )
+
+
+def _lightnings_empty_folder(path: Path) -> bool:
+    """Lightning's fork and spawn launchers save rank 0's weights as ``tempfile.mkdtemp()/.temp.ckpt`` for the parent
+    and remove the file but not its folder (lightning/pytorch/strategies/launchers/multiprocessing.py): one empty
+    ``tmp*`` folder per such fit, made by Lightning in the rank, not by the chapter."""
+    return path.is_dir() and path.name.startswith("tmp") and not any(path.iterdir())
+
+
+def _left_in(tmp: Path) -> list[str]:
+    """What a chapter's kernel left in its temporary folder, less what torch and Lightning leave there themselves."""
+    return sorted(p.name for p in tmp.iterdir() if not p.name.startswith(NOT_OURS) and not _lightnings_empty_folder(p))
 
 
 @pytest.fixture(scope="module")
@@ -126,17 +149,13 @@ def lab(tmp_path_factory):
     pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install playwright)")
     work = tmp_path_factory.mktemp("lab")
     shutil.copytree(ROOT / "notebooks", work / "notebooks")
-    for described in ("02_choosing_gpus.ipynb", "workshop_guide.ipynb"):  # their kernels describe workshop-8
+    for described in CHAPTERS:  # every chapter's kernel describes the workshop server
         nb = work / "notebooks" / described
-        if nb.exists():
-            data = json.loads(nb.read_text())
-            data["metadata"]["kernelspec"] = {
-                "name": WORKSHOP_KERNEL,
-                "display_name": "workshop-8",
-                "language": "python",
-            }
-            nb.write_text(json.dumps(data))
-    _kernelspec(work / "share")
+        data = json.loads(nb.read_text())
+        data["metadata"]["kernelspec"] = {"name": WORKSHOP_KERNEL, "display_name": PRESET, "language": "python"}
+        nb.write_text(json.dumps(data))
+    (work / "kernel-tmp").mkdir()
+    _kernelspec(work / "share", work / "kernel-tmp")
     (work / "settings").mkdir()  # a learner's own settings: none yet, so the news popup is off by the course's config
     port, token = _free_port(), secrets.token_hex(16)
     env = {
@@ -164,6 +183,10 @@ def lab(tmp_path_factory):
         f"--ServerApp.root_dir={work / 'notebooks'}",
         "--LabApp.expose_app_in_browser=True",
         "--ServerApp.port_retries=0",
+        # A chapter's clean-up (its TemporaryDirectory, the fork server's folder) runs as its kernel exits, which with
+        # torch loaded can take longer than the default 5 s on a loaded machine; killed before it ends, the kernel
+        # would leave them behind through no fault of the chapter's.
+        "--KernelManager.shutdown_wait_time=60",
         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
         f"--config={ROOT / 'tools' / 'jupyter_server_config.py'}",
     ]  # the server settings make lab uses
@@ -210,9 +233,9 @@ def _stop_with_parent() -> None:
         pass  # not Linux: the fixture's own teardown still stops it
 
 
-def _api(base: str, token: str, path: str, method: str = "GET") -> object:
+def _api(base: str, token: str, path: str, method: str = "GET", timeout_s: float = 10) -> object:
     req = urllib.request.Request(f"{base}{path}", method=method, headers={"Authorization": f"token {token}"})
-    with urllib.request.urlopen(req, timeout=10) as r:
+    with urllib.request.urlopen(req, timeout=timeout_s) as r:
         body = r.read()
     return json.loads(body) if body else None
 
@@ -434,10 +457,33 @@ def test_ticking_a_gpu_in_the_picker_changes_the_mapping(lab, browser):
 CHECKED_IN_BROWSER = ("02_", "05_", "workshop_guide")
 
 
+def _end_sessions(lab) -> None:
+    """Shut down every notebook's kernel, waiting for each to exit (its clean-up included)."""
+    for session in _api(lab["base"], lab["token"], "/api/sessions") or []:
+        _api(lab["base"], lab["token"], f"/api/sessions/{session['id']}", "DELETE", timeout_s=120)
+
+
+def _empty_kernel_tmp(lab) -> None:
+    _end_sessions(lab)
+    for p in (lab["work"] / "kernel-tmp").iterdir():
+        shutil.rmtree(p) if p.is_dir() else p.unlink()
+
+
+def _as_notebook(name: str, state: dict) -> nbformat.NotebookNode:
+    """The committed chapter with the outputs this run gave each cell (the page's cells, in the file's order)."""
+    nb = nbformat.read(ROOT / "notebooks" / name, as_version=4)
+    assert len(nb.cells) == len(state["cells"]), f"{name}: the page shows {len(state['cells'])} cells"
+    for cell, shown in zip(nb.cells, state["cells"]):
+        if cell.cell_type == "code":
+            cell.outputs = [nbformat.from_dict(o) for o in shown["outputs"]]
+    return nb
+
+
 @pytest.mark.parametrize(
     "name", [n if n.startswith(CHECKED_IN_BROWSER) else pytest.param(n, marks=pytest.mark.slow) for n in CHAPTERS]
 )
 def test_chapter_runs_in_jupyterlab(lab, browser, name):
+    _empty_kernel_tmp(lab)
     page = _open(browser, lab, name)
     try:
         state, frames = _run_all(page, name)
@@ -445,6 +491,16 @@ def test_chapter_runs_in_jupyterlab(lab, browser, name):
         assert _errors_outside_raises(state) == []
         not_run = [c["i"] for c in state["cells"] if c["type"] == "code" and c["count"] is None]
         assert not_run == [], f"cells that never ran: {not_run}"
+        silent = [
+            c["i"]
+            for c in state["cells"]
+            if "raises-exception" in c["tags"] and not any(o.get("output_type") == "error" for o in c["outputs"])
+        ]
+        assert silent == [], f"cells tagged raises-exception that did not raise under {PRESET}: {silent}"
+        changed = checked_differences(nbformat.read(ROOT / "notebooks" / name, as_version=4), _as_notebook(name, state))
+        assert changed == [], f"{name} under {PRESET}: checked outputs differ from the committed ones:\n" + "\n".join(
+            changed
+        )
         _check_monitor(state, frames, name)
         assert page.get_by_text(NEWS_POPUP).count() == 0, "the news popup covers the page"
         if name.startswith("02_"):  # its kernel describes workshop-8: a machine's GPU count must say SIMULATED
@@ -466,10 +522,14 @@ def test_chapter_runs_in_jupyterlab(lab, browser, name):
         if name.startswith("05_"):
             assert frames, "chapter 05 has a monitor cell to watch"
             _screenshot_output(page, state, "digits MLP on the CPU", SHOTS / "05-figure.png")
-    finally:
         page.close()
-        for session in _api(lab["base"], lab["token"], "/api/sessions") or []:  # one chapter's kernel at a time
-            _api(lab["base"], lab["token"], f"/api/sessions/{session['id']}", "DELETE")
+        _end_sessions(lab)  # its kernel has exited: what it left in its temporary folder is what stays
+        left = _left_in(lab["work"] / "kernel-tmp")
+        assert left == [], f"{name} left these in its temporary folder under {PRESET}: {left}"
+    finally:
+        if not page.is_closed():
+            page.close()
+        _empty_kernel_tmp(lab)  # one chapter's kernel at a time, and the next starts with an empty folder
 
 
 def test_a_claims_ledger_link_opens_its_chapter_at_the_cell(lab, browser):

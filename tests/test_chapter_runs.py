@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_a_third_run_of_a_chapter_is_reported_and_two_are_not():
     assert chapter_runs.over_limit(Counter({"02_choosing_gpus.ipynb": 2, "04_ddp.ipynb": 1})) == []
     assert chapter_runs.over_limit(Counter({"02_choosing_gpus.ipynb": 3})) == [
-        "02_choosing_gpus.ipynb ran 3 times in this session (at most 2: nbval and the simulated run)"
+        "02_choosing_gpus.ipynb ran 3 times in this session (at most 2)"
     ]
 
 

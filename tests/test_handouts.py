@@ -239,7 +239,7 @@ def test_a_cheat_sheet_check_can_fail():
     assert missing == ["absent"] and "shown" in out
 
 
-@pytest.mark.slow  # chapter 02 runs a third time here (nbval and the simulated run are the other two)
+@pytest.mark.slow  # chapter 02 runs once more here (nbval, the site and the browser are the others)
 @pytest.mark.browser
 @needs_chromium
 @needs_pdftoppm

@@ -1,5 +1,6 @@
 """The ready workflow that publishes the course's website (``.github/workflows/site.yml``, docs/publishing.md) cannot
-run here: this reads it, and checks that it builds with the same command as ``make site`` and CI, publishes the folder
+run here: this reads it, and checks that it builds with the same command as ``make site`` (the program CI's site tests
+run, ``tests/test_site.py``), publishes the folder
 that command writes on the branch the Colab links name, and that its publishing step, run by bash against a local
 repository, pushes the site as it is."""
 
@@ -42,12 +43,13 @@ def test_the_workflow_runs_on_pushes_to_main_and_by_hand(workflow):
 
 
 def test_it_builds_with_the_same_command_as_make_site_and_ci(workflow):
+    """The workflow runs make site; make site and CI's site tests run one program, tools/website.py."""
     builds = [s["run"] for s in _steps(workflow) if "make site" in s.get("run", "")]
     assert len(builds) == 1, builds
     words = shlex.split(builds[0].replace("${{ github.repository }}", "OWNER/REPO"))
     assert words[:2] == ["make", "site"] and words[2:] == ["REPO_URL=https://github.com/OWNER/REPO"]
     assert "$(PY) tools/website.py --size $(SITE_SIZE) $(if $(REPO_URL),--repo-url $(REPO_URL),)" in _make_site_recipe()
-    assert "make site" in (ROOT / ".ci" / "run").read_text().splitlines()
+    assert 'str(ROOT / "tools" / "website.py")' in (ROOT / "tests" / "test_site.py").read_text()
     python = next(s["with"]["python-version"] for s in _steps(workflow) if "setup-python" in s.get("uses", ""))
     minor = int(str(python).split(".")[1])
     assert 10 <= minor <= 13, f"the workflow's Python {python} is outside the supported 3.10-3.13"

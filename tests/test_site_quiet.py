@@ -52,6 +52,16 @@ def test_noisy_twice_falls_back_to_the_committed_quiet_run_and_says_so_on_the_pa
     assert page.cells[0].source == "# 04 · DDP" and page.cells[1].source.startswith("```{admonition} Which run")
 
 
+def test_without_a_second_run_a_noisy_run_falls_back_to_the_committed_quiet_run(tmp_path):
+    path, said = _chapter(tmp_path, _run(1.93)), []
+    chosen = quiet.quiet_run(path, run=lambda p: _run(1.2, "not quiet"), rerun=None, say=said.append)
+    assert chosen.committed and quiet.quietness_of(chosen.nb) == (1.93, True)
+    assert "ceiling 1.20× in its one run" in chosen.note
+    assert said == [
+        "site: 04_ddp.ipynb: not quiet in its one run; the page shows the committed quiet run (ceiling 1.93×)"
+    ]
+
+
 def test_with_no_quiet_run_anywhere_the_page_is_labelled_not_quiet(tmp_path):
     path = _chapter(tmp_path, _run(1.1, "not quiet"))
     noisy = lambda p: _run(1.2, "not quiet")  # noqa: E731

@@ -1,7 +1,7 @@
 """The course as a static website: every chapter with its figures and its GPU outputs, readable without installing.
 
     .venv/bin/python tools/website.py [notebooks/NN_x.ipynb ...] [--out _site] [--size auto|fast|full]
-                                      [--repo-url URL] [--pages-branch gh-pages] [--no-cache]
+                                      [--repo-url URL] [--pages-branch gh-pages] [--no-cache] [--once]
                                       (or: make site)
 
 Sphinx with myst-nb and sphinx-book-theme (Jupyter Book 1's engine) builds the site from the package index alone:
@@ -49,6 +49,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     p.add_argument("--cache", type=Path, default=run.CACHE, help="the chapters' runs, shared with the handouts")
     p.add_argument("--no-cache", dest="cache", action="store_const", const=None, help="run every chapter afresh")
+    p.add_argument(
+        "--once",
+        action="store_true",
+        help="never run a chapter a second time because its run was not quiet (show the committed quiet run instead)",
+    )
     return p.parse_args(argv)
 
 
@@ -114,7 +119,7 @@ def main(argv: list[str]) -> int:
             chosen = quiet.quiet_run(
                 path,
                 run=lambda p: run.executed(p, fast=fast, cache=args.cache),
-                rerun=lambda p: run.execute(p, fast=fast),
+                rerun=None if args.once else (lambda p: run.execute(p, fast=fast)),
             )
         except run.ChapterFailed as exc:
             raise SystemExit(f"site: {exc}") from None

@@ -6,7 +6,8 @@ quiet", a model error of 63 %. ``make notebooks`` refuses to save such a run; th
 whatever machine builds it, chooses in this order (docs/publishing.md says why):
 
 1. the build's run, where it says quiet (or where the chapter times nothing);
-2. one more run, where the first was not quiet: a moment of load (another build, an editor's indexer) often passes;
+2. one more run, where the first was not quiet: a moment of load (another build, an editor's indexer) often passes
+   (``website.py --once`` skips it: CI builds the site while other tests run, so a second run would be as busy);
 3. the committed run, where it says quiet: ``make notebooks`` saved it from a quiet machine. It has text outputs only
    (the repository keeps no images), so the page says, at its top, which run it shows and why;
 4. else the build's run, labelled at its top as not quiet, so that no reader takes its timings for the lesson's.
@@ -48,29 +49,34 @@ class Chosen:
 def quiet_run(
     path: Path,
     run: Callable[[Path], nbformat.NotebookNode],
-    rerun: Callable[[Path], nbformat.NotebookNode],
+    rerun: Callable[[Path], nbformat.NotebookNode] | None,
     say: Callable[[str], None] = print,
 ) -> Chosen:
-    """The run of chapter ``path`` to publish: ``run`` (the build's, maybe cached), ``rerun`` (a fresh one)."""
+    """The run of chapter ``path`` to publish: ``run`` (the build's, maybe cached), ``rerun`` (a fresh one; None:
+    none, step 2 is skipped)."""
     nb = run(path)
     found = quietness_of(nb)
     if found is None or found[1]:
         return Chosen(nb)
-    say(f"site: {path.name}: its run says the machine was not quiet (ceiling {found[0]:.2f}×); running it once more")
-    nb = rerun(path)
+    if rerun is not None:
+        say(
+            f"site: {path.name}: its run says the machine was not quiet (ceiling {found[0]:.2f}×); running it once more"
+        )
+        nb = rerun(path)
     again = quietness_of(nb)
     if again is None or again[1]:
         return Chosen(nb)
     committed = nbformat.read(path, as_version=4)
     kept = quietness_of(committed)
+    times = "twice" if rerun is not None else "in its one run"
     if kept is not None and kept[1]:
-        say(f"site: {path.name}: not quiet twice; the page shows the committed quiet run (ceiling {kept[0]:.2f}×)")
+        say(f"site: {path.name}: not quiet {times}; the page shows the committed quiet run (ceiling {kept[0]:.2f}×)")
         return Chosen(
             committed,
             note=(
                 "This page shows the chapter's committed run, saved from a quiet machine: the machine that built "
-                f"the site was busy (ceiling {again[0]:.2f}× twice), so its timings would not be the lesson's. The "
-                "committed run keeps text only: run the chapter to see its figures."
+                f"the site was busy (ceiling {again[0]:.2f}× {times}), so its timings would not be the lesson's. "
+                "The committed run keeps text only: run the chapter to see its figures."
             ),
             committed=True,
         )
