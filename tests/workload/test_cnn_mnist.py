@@ -66,11 +66,6 @@ def test_the_articles_cnn_has_its_layer_sizes_names_and_seed():
     [
         ({"channels": (8,)}, r"channels=\(8,\): .* two whole numbers ≥ 1, e.g. cnn\(channels=\(64, 128\)\)"),
         ({"channels": (8, 0)}, r"channels holds 0: .* are ≥ 1"),
-        (
-            {"image_size": 27},
-            r"image_size=27: the 2×2 pool halves the image, so its side is even, e.g. "
-            r"cnn\(image_size=28\)",
-        ),
     ],
 )
 def test_a_cnn_that_cannot_be_built_is_refused_with_the_reason(kwargs, match):
