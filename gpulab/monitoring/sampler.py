@@ -82,6 +82,7 @@ class Sampler:
 
     ``clock`` and ``sleep`` are injectable (tests pass ``tests.seams.FakeClock``); by default the thread sleeps on
     an event, so ``stop()`` wakes it at once. ``gpus`` picks physical indices (nvidia-smi numbering); default all.
+    ``interval_s`` is checked where a monitor is made (``options.validated_options``), not again here.
     """
 
     def __init__(
@@ -94,11 +95,6 @@ class Sampler:
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Any] | None = None,
     ) -> None:
-        if not interval_s > 0:
-            raise ValueError(
-                f"sampling intervals must be positive seconds; got interval_s={interval_s}. "
-                "0.2 s (5 Hz) suits GPU utilisation."
-            )
         self.reader = reader if reader is not None else default_reader()
         self.progress = progress if progress is not None else Progress(clock)
         self.interval_s = float(interval_s)
