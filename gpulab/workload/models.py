@@ -37,7 +37,6 @@ class DigitsCNN(torch.nn.Module):
         channels: tuple[int, int] = (64, 128),
         hidden: int = 1024,
         classes: int = 10,
-        dropout: float = 0.5,
     ) -> None:
         super().__init__()
         c1, c2 = channels
@@ -51,7 +50,7 @@ class DigitsCNN(torch.nn.Module):
         self.dense = torch.nn.Sequential(
             torch.nn.Linear((IMAGE_SIDE // 2) ** 2 * c2, hidden),
             torch.nn.ReLU(),
-            torch.nn.Dropout(p=dropout),
+            torch.nn.Dropout(p=0.5),
             torch.nn.Linear(hidden, classes),
         )
 
@@ -66,7 +65,6 @@ def cnn(
     hidden: int = 1024,
     classes: int = 10,
     *,
-    dropout: float = 0.5,
     seed: int = 0,
 ) -> DigitsCNN:
     """The article's CNN for 28×28 single-channel images (MNIST's), seeded; the defaults are its layer sizes
@@ -81,4 +79,4 @@ def cnn(
             "numbers ≥ 1, e.g. cnn(channels=(64, 128))."
         )
     torch.manual_seed(seed)
-    return DigitsCNN(tuple(channels), hidden, classes, dropout)
+    return DigitsCNN(tuple(channels), hidden, classes)
