@@ -114,7 +114,7 @@ def test_numpy_integers_are_whole_numbers_wherever_one_is_taken():
     assert gpulab.translate_trainer(gpus=2).for_cpu(devices=i(2)).kwargs["devices"] == 2
     data = load_digits(size=i(8))
     assert len(next(iter(data.loader(batch_size=i(16))))[0]) == 16
-    assert cnn((i(2), i(4)), 8, image_size=i(8))(torch.zeros(1, 1, 8, 8)).shape == (1, 10)
+    assert cnn((i(2), i(4)), 8)(torch.zeros(1, 1, 28, 28)).shape == (1, 10)
     assert benchmark(lambda: None, repeats=i(2), warmup=i(0), number=i(1)).repeats == 2
     with gpulab.monitor("numpy counts", machine="workshop-8", show=False, live=False) as mon:
         mon.step(i(4))

@@ -12,15 +12,14 @@ starts from the same weights and takes each step on both ranks' batches together
 
 from __future__ import annotations
 
-import os
 import tempfile
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from .feedback import Hint, NotAnswered, WrongType, kind
-from .torchrun_script import ScriptRun, run_under_torchrun
+from .feedback import Hint
+from .torchrun_script import ScriptRun, learners_script, run_under_torchrun
 
 __all__ = ["check_ddp_script", "ARGUMENTS", "TOLERANCE", "TIMEOUT_S"]
 
@@ -29,18 +28,6 @@ ARGUMENTS = ["--epochs", str(EPOCHS), "--batch-size", str(BATCH), "--lr", str(LR
 ARGUMENTS += ["--train-size", str(TRAIN_SIZE), "--out", "model.pt"]
 TOLERANCE = 1e-4  # the largest difference allowed between a weight of the script and of the one-process reference
 TIMEOUT_S = 180.0  # two ranks importing torch and training 2 short epochs take 10–30 s on a laptop
-
-
-def _script(answer: Any) -> Path:
-    if not isinstance(answer, (str, os.PathLike)):
-        raise WrongType(f'give the path of your script as a string, e.g. "my_ddp.py", not {kind(answer)}.')
-    path = Path(answer).expanduser()
-    if not path.is_file():
-        raise NotAnswered(
-            f"there is no file {os.fspath(answer)!r} (looked in {Path.cwd()}): copy scripts/digits_single.py to it, "
-            "make it a DDP script, then run this check again."
-        )
-    return path.resolve()
 
 
 def _ran(run: ScriptRun, sections: dict[str, str]) -> None:
@@ -146,7 +133,7 @@ def _weights(ranks: list[dict], reference: list[torch.Tensor] | None, sections: 
 def check_ddp_script(answer: Any, sections: dict[str, str], timeout_s: float = TIMEOUT_S) -> str:
     """Run the learner's script under torchrun with 2 gloo ranks and check it piece by piece (``Hint`` names the
     first piece missing); return what a passing script showed."""
-    script = _script(answer)
+    script = learners_script(answer, "my_ddp.py", "copy scripts/digits_single.py to it, make it a DDP script")
     with tempfile.TemporaryDirectory(prefix="gpulab-ddp-check-") as folder:
         probe_env = {"GPULAB_PROBE_DIR": folder, "GPULAB_PROBE_LR": str(LR), "GPULAB_PROBE_TRAIN_SIZE": str(TRAIN_SIZE)}
         run = run_under_torchrun(

@@ -12,14 +12,13 @@ which epochs each attempt began; the checker names the first piece missing.
 from __future__ import annotations
 
 import json
-import os
 import tempfile
 from pathlib import Path
 from typing import Any
 
-from .feedback import Exercise, Hint, NotAnswered, WrongType, exercise, kind
+from .feedback import Exercise, Hint, exercise
 from .resume_probe import record_name
-from .torchrun_script import ScriptRun, run_under_torchrun
+from .torchrun_script import ScriptRun, learners_script, run_under_torchrun
 
 __all__ = ["check_resume_script", "ARGUMENTS", "EPOCHS", "TIMEOUT_S", "SECTION"]
 
@@ -30,18 +29,6 @@ RESTARTS = 1  # torchrun --max-restarts: the checker kills one rank once, so att
 ARGUMENTS = ["--epochs", str(EPOCHS), "--batch-size", "8", "--lr", "0.05", "--seed", "0", "--train-size", "512"]
 ARGUMENTS += ["--out", "model.pt", "--snapshot", SNAPSHOT]
 TIMEOUT_S = 240.0  # two worlds of 2 ranks, each importing torch: 20–60 s on a laptop
-
-
-def _script(answer: Any) -> Path:
-    if not isinstance(answer, (str, os.PathLike)):
-        raise WrongType(f'give the path of your script as a string, e.g. "my_resume.py", not {kind(answer)}.')
-    path = Path(answer).expanduser()
-    if not path.is_file():
-        raise NotAnswered(
-            f"there is no file {os.fspath(answer)!r} (looked in {Path.cwd()}): copy scripts/digits_ddp_restart.py to "
-            "it, add the snapshot, then run this check again."
-        )
-    return path.resolve()
 
 
 def _ran(run: ScriptRun) -> None:
@@ -146,7 +133,7 @@ def _verdict(run: ScriptRun, folder: Path) -> str:
 def check_resume_script(answer: Any, timeout_s: float = TIMEOUT_S) -> str:
     """Run the learner's script under torchrun with 2 gloo ranks and one restart, kill a rank once the snapshot
     exists, and check what each attempt did (``Hint`` names the first piece missing)."""
-    script = _script(answer)
+    script = learners_script(answer, "my_resume.py", "copy scripts/digits_ddp_restart.py to it, add the snapshot")
     with tempfile.TemporaryDirectory(prefix="gpulab-resume-check-") as name:
         folder = Path(name)
         run = run_under_torchrun(

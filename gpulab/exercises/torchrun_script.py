@@ -23,8 +23,23 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-__all__ = ["ScriptRun", "run_under_torchrun", "torchrun_command"]
+from .feedback import NotAnswered, WrongType, kind
+
+__all__ = ["ScriptRun", "learners_script", "run_under_torchrun", "torchrun_command"]
+
+
+def learners_script(answer: Any, example: str, to_do: str) -> Path:
+    """The learner's script, from the path they gave (``example``: a name to show); ``to_do``: how to write one."""
+    if not isinstance(answer, (str, os.PathLike)):
+        raise WrongType(f'give the path of your script as a string, e.g. "{example}", not {kind(answer)}.')
+    path = Path(answer).expanduser()
+    if not path.is_file():
+        raise NotAnswered(
+            f"there is no file {os.fspath(answer)!r} (looked in {Path.cwd()}): {to_do}, then run this check again."
+        )
+    return path.resolve()
 
 
 @dataclass(frozen=True)

@@ -114,12 +114,12 @@ def bandwidth_sweep(
     *,
     device: Any = "cuda",
     pinned: Sequence[bool] = (False, True),
-    directions: Sequence[str] = DIRECTIONS,
     non_blocking: bool = False,
     warmup: int = 2,
     repeats: int = 10,
 ) -> BandwidthSweep:
-    """Time ``dst.copy_(src)`` for each size, direction and kind of host memory; returns a ``BandwidthSweep``.
+    """Time ``dst.copy_(src)`` for each size, both directions (host→device, device→host) and each kind of host
+    memory; returns a ``BandwidthSweep``.
 
     Buffers are allocated once per size, outside the timing, so only the copy is measured. Pinned (page-locked) host
     memory lets the GPU's copy engine read it directly; pageable memory is first staged through a pinned buffer by
@@ -128,14 +128,7 @@ def bandwidth_sweep(
     import torch
 
     dev = resolve_device(device)
-    given = directions
-    directions = (directions,) if isinstance(directions, str) else directions  # "h2d" alone is one direction
     pinned = (pinned,) if isinstance(pinned, bool) else pinned  # pinned=True: only pinned host memory
-    if not isinstance(directions, (list, tuple)) or not directions or any(d not in DIRECTIONS for d in directions):
-        raise ValueError(
-            f"directions={shown(given)}: use 'h2d' (host→device) and/or 'd2h' (device→host), e.g. "
-            "directions=('h2d', 'd2h')."
-        )
     if not isinstance(pinned, (list, tuple)) or not pinned or not all(isinstance(x, bool) for x in pinned):
         raise ValueError(f"pinned={shown(pinned)}: use True, False or both, e.g. pinned=(False, True).")
     sizes_bytes = whole_numbers(
@@ -162,7 +155,7 @@ def bandwidth_sweep(
         on_device = torch.ones(nbytes, dtype=torch.uint8, device=dev)
         for pin in pinned:
             host = _host_buffer(nbytes, pin)
-            for direction in directions:
+            for direction in DIRECTIONS:
                 src, dst = (host, on_device) if direction == "h2d" else (on_device, host)
                 r = benchmark(
                     lambda s=src, d=dst: d.copy_(s, non_blocking=non_blocking),

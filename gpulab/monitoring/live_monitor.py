@@ -30,6 +30,8 @@ from .watched import Watched
 
 __all__ = ["monitor", "Monitor", "MonitorSummary", "PeakMemory", "History", "frontend_available"]
 
+RENDER_INTERVAL_S = 1.0  # between redraws of the live figure: each takes the training loop's CPU time
+
 
 class Monitor:
     """A monitored stretch of code. Use ``gpulab.monitor(...)`` as a context manager; one Monitor records one run."""
@@ -41,33 +43,22 @@ class Monitor:
         machine: GpuReader | str | None = None,
         gpus: Sequence[int] | None = None,
         interval_s: float = 0.2,
-        process_interval_s: float = 2.0,
-        render_interval_s: float = 1.0,
-        capacity: int = 36_000,
         live: bool | str = "auto",
         show: bool = True,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Any] | None = None,
     ) -> None:
-        reader, gpus, interval_s, process_interval_s, render_interval_s = validated_options(
+        reader, gpus, interval_s = validated_options(
             title=title,
             reader=machine,
             gpus=gpus,
             interval_s=interval_s,
-            process_interval_s=process_interval_s,
-            render_interval_s=render_interval_s,
-            capacity=capacity,
             show=show,
             clock=clock,
             sleep=sleep,
         )
         if live not in (True, False, "auto"):
             raise ValueError(f"live= takes True, False or 'auto' (live only in JupyterLab); got {shown(live)}.")
-        if not render_interval_s >= 0.5:
-            raise ValueError(
-                f"render_interval_s={render_interval_s} would redraw more than twice a second; each "
-                "redraw takes the training loop's CPU time. Use 1.0 (the default) or at least 0.5."
-            )
         self.title = title
         self._clock = clock
         self._progress = Progress(clock)
@@ -76,13 +67,10 @@ class Monitor:
             progress=self._progress,
             gpus=gpus,
             interval_s=interval_s,
-            process_interval_s=process_interval_s,
-            capacity=capacity,
             clock=clock,
             sleep=sleep,
         )
         self._live_wanted = live
-        self._render_interval_s = render_interval_s
         self._show = show
         self.marks: list[tuple[float, str]] = []
         self._state = "new"  # new → running → stopped
@@ -143,7 +131,7 @@ class Monitor:
             from .view import LiveImage
 
             self._live = LiveImage(
-                self._build_figure(), self.history, self.marks, self._render_interval_s, missing=self._sampler.missing
+                self._build_figure(), self.history, self.marks, RENDER_INTERVAL_S, missing=self._sampler.missing
             )
         except ImportError as exc:
             raise ImportError(
@@ -303,9 +291,6 @@ def monitor(
     machine: GpuReader | str | None = None,
     gpus: Sequence[int] | None = None,
     interval_s: float = 0.2,
-    process_interval_s: float = 2.0,
-    render_interval_s: float = 1.0,
-    capacity: int = 36_000,
     live: bool | str = "auto",
     show: bool = True,
     clock: Callable[[], float] = time.monotonic,
@@ -314,19 +299,15 @@ def monitor(
     """``with gpulab.monitor("training") as mon:`` — watch memory, utilisation and speed while the block runs.
 
     ``machine``: this one (NVML) by default, or a preset name / reader for a described one; ``gpus``: physical
-    indices to watch (default all); ``interval_s``: between readings (0.2 = 5 Hz), ``process_interval_s`` between
-    process lists, ``render_interval_s`` between redraws; ``capacity``: readings kept; ``live``: True / False /
-    "auto" (live in JupyterLab when ``show``); ``show``: leave figure + summary at the end; ``clock``/``sleep``: the
-    time source (tests pass a fake). Taught in ``notebooks/05_live_monitor.ipynb``.
+    indices to watch (default all); ``interval_s``: between readings (0.2 = 5 Hz); ``live``: True / False / "auto"
+    (live in JupyterLab when ``show``); ``show``: leave figure + summary at the end; ``clock``/``sleep``: the time
+    source (tests pass a fake). Taught in ``notebooks/05_live_monitor.ipynb``.
     """
     return Monitor(
         title,
         machine=machine,
         gpus=gpus,
         interval_s=interval_s,
-        process_interval_s=process_interval_s,
-        render_interval_s=render_interval_s,
-        capacity=capacity,
         live=live,
         show=show,
         clock=clock,

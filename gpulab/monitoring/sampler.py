@@ -3,7 +3,7 @@
 It wakes on fixed deadlines (``start + k × interval``; a late sample skips the deadlines it missed instead of bursting)
 and appends one row per wake-up to a ``History``. Reading is cheap and never changes the process: NVML memory and
 utilisation every sample (5 Hz by default: the driver averages utilisation over 1/6 s to 1 s, so faster adds nothing),
-the GPU process list only every ``process_interval_s`` (it is slow and takes a driver lock), and torch's allocator
+the GPU process list only every ``PROCESS_INTERVAL_S`` (it is slow and takes a driver lock), and torch's allocator
 figures only once CUDA is initialised in this process — the sampler never imports torch and never initialises CUDA.
 What cannot be read becomes NaN in the row and one sentence in ``missing``, and the thread carries on.
 Taught in ``notebooks/05_live_monitor.ipynb``.
@@ -31,6 +31,7 @@ __all__ = ["Progress", "Sampler", "SAMPLER_THREAD_NAME"]
 
 SAMPLER_THREAD_NAME = "gpulab-monitor-sampler"
 NAN = float("nan")
+PROCESS_INTERVAL_S = 2.0  # between reads of the GPU process list: slow, and it takes a driver lock
 HOST_COLUMNS = (
     "host_memory_used_bytes",
     "host_memory_limit_bytes",
@@ -81,6 +82,7 @@ class Sampler:
 
     ``clock`` and ``sleep`` are injectable (tests pass ``tests.seams.FakeClock``); by default the thread sleeps on
     an event, so ``stop()`` wakes it at once. ``gpus`` picks physical indices (nvidia-smi numbering); default all.
+    ``interval_s`` is checked where a monitor is made (``options.validated_options``), not again here.
     """
 
     def __init__(
@@ -90,20 +92,12 @@ class Sampler:
         progress: Progress | None = None,
         gpus: Sequence[int] | None = None,
         interval_s: float = 0.2,
-        process_interval_s: float = 2.0,
-        capacity: int = 36_000,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Any] | None = None,
     ) -> None:
-        if not interval_s > 0 or not process_interval_s > 0:
-            raise ValueError(
-                f"sampling intervals must be positive seconds; got interval_s={interval_s}, "
-                f"process_interval_s={process_interval_s}. 0.2 s (5 Hz) suits GPU utilisation."
-            )
         self.reader = reader if reader is not None else default_reader()
         self.progress = progress if progress is not None else Progress(clock)
         self.interval_s = float(interval_s)
-        self.process_interval_s = float(process_interval_s)
         self._clock = clock
         self._stop = threading.Event()
         self._sleep = sleep if sleep is not None else self._stop.wait
@@ -116,7 +110,7 @@ class Sampler:
         columns = list(HOST_COLUMNS) + list(SPEED_COLUMNS)
         columns += [f"gpu{k}_{f}" for k in self.gpus for f in GPU_FIELDS]
         columns += [f"cuda{j}_{f}" for j in range(self.cuda_devices) for f in CUDA_FIELDS]
-        self.history = History(columns, capacity)
+        self.history = History(columns)
         self._row = np.full(len(columns), NAN)
         self._gpu_at = self.history.index(f"gpu{self.gpus[0]}_{GPU_FIELDS[0]}") if self.gpus else len(columns)
         self._cuda_at = self.history.index(f"cuda0_{CUDA_FIELDS[0]}") if self.cuda_devices else len(columns)
@@ -220,7 +214,7 @@ class Sampler:
     def _read_gpus(self, now: float, row: np.ndarray) -> None:
         slow = now >= self._next_process_t
         if slow:
-            self._next_process_t = now + self.process_interval_s
+            self._next_process_t = now + PROCESS_INTERVAL_S
         for n, k in enumerate(self.gpus):
             at = self._gpu_at + n * len(GPU_FIELDS)
             try:

@@ -123,6 +123,7 @@ class Reservation:
 
 
 MAX_DETAILS_BYTES = 2048  # holders read the first 8192 bytes of a holder's file
+POLL_S = 1.0  # between tries while waiting for a GPU: they free up in seconds, and each try takes the selection lock
 
 
 def validated_details(details: Mapping[str, str] | None) -> dict[str, str]:
@@ -156,7 +157,6 @@ def reserve_gpus(
     *,
     reservations: str | os.PathLike[str] | None = None,
     wait_s: float = 0.0,
-    poll_s: float = 1.0,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
     details: Mapping[str, str] | None = None,
@@ -168,7 +168,7 @@ def reserve_gpus(
     machine's GPUs, inside a SLURM job or a Kubernetes pod, only those the scheduler gave: ``placement.allowed``;
     where it gave fewer than ``n``, ``NoFreeGpu`` says how to ask it for more), read through
     ``machine`` (default: NVML, or ``GPULAB_SIMULATE_GPUS``; or a preset name such as ``"workshop-8"``); ``policy`` says
-    what free means. GPUs reserved by others are passed over. With ``wait_s`` it retries every ``poll_s`` seconds until
+    what free means. GPUs reserved by others are passed over. With ``wait_s`` it retries every ``POLL_S`` seconds until
     then; otherwise, or after that, ``NoFreeGpu`` says why each GPU was passed over. ``details`` (short strings: kernel
     id, notebook, the user a server was started for) are written into the reservation for ``watch`` and the picker to
     show. Free GPUs whose UUID is in ``prefer`` are picked first (a restarted kernel gets its GPUs back). Inside a
@@ -182,12 +182,6 @@ def reserve_gpus(
     reader = as_reader(machine)
     policy = validated_policy(policy)
     wait_s = seconds(wait_s, "wait_s", example="60")
-    poll_s = seconds(poll_s, "poll_s", allow_zero=False, example="1.0")
-    if poll_s < 0.05:
-        raise ValueError(
-            f"poll_s={poll_s:g}: asking more often than every 0.05 s holds the machine's selection lock "
-            "and the driver for nothing (GPUs free up in seconds, not microseconds). Use poll_s=1.0."
-        )
     function(clock, "clock", example="time.monotonic")
     function(sleep, "sleep", example="time.sleep")
     details = validated_details(details)
@@ -225,7 +219,7 @@ def reserve_gpus(
                         )
                     fds[g.uuid] = fd
                 return Reservation(choice, d, fds)
-        sleep(min(poll_s, max(0.0, deadline - clock())))
+        sleep(min(POLL_S, max(0.0, deadline - clock())))
 
 
 def _share_of_mine(holder) -> bool:

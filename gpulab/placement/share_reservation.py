@@ -26,7 +26,7 @@ from ..reservations.folder import require_flock, reservations_dir, selection_loc
 from ..reservations.holders import reservation_holders
 from ..reservations.share_slots import hold_share
 from ..reservations.yours import yours_and_others
-from .reservation import Reservation, validated_details
+from .reservation import POLL_S, Reservation, validated_details
 from .selection import Choice, NoFreeGpu, Policy, judge, rank_gpus, validated_policy
 
 __all__ = ["reserve_share"]
@@ -39,7 +39,6 @@ def reserve_share(
     *,
     reservations: str | os.PathLike[str] | None = None,
     wait_s: float = 0.0,
-    poll_s: float = 1.0,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
     details: Mapping[str, str] | None = None,
@@ -53,7 +52,6 @@ def reserve_share(
     reader = as_reader(machine)
     policy = validated_policy(policy) or Policy()
     wait_s = seconds(wait_s, "wait_s", example="60")
-    poll_s = seconds(poll_s, "poll_s", allow_zero=False, example="1.0")
     details = validated_details(details)
     d = reservations_dir(reservations)
     deadline = clock() + wait_s
@@ -81,7 +79,7 @@ def reserve_share(
                 return Reservation(Choice((g,), ranking), d, fds, share=share)
             if clock() >= deadline:
                 raise NoFreeGpu(_no_share(shares, len(gpus), why), ranking)
-        sleep(min(poll_s, max(0.0, deadline - clock())))
+        sleep(min(POLL_S, max(0.0, deadline - clock())))
 
 
 def _memory_total(g: GpuInfo) -> int:

@@ -61,28 +61,12 @@ class ServerState:
         return f"<code>{escape(str(self))}</code>"
 
 
-def choose_start_method(requested: str | None = None) -> str:
-    """``forkserver`` where the platform has it (Linux), otherwise ``spawn``; ``fork`` is refused with the reason."""
+def choose_start_method() -> str:
+    """``forkserver`` where the platform has it (Linux), otherwise ``spawn``. Never ``fork``: a rank forked from a
+    notebook that already ran CPU work inherits a broken OpenMP thread pool and hangs at its first multi-threaded op
+    (and one forked after CUDA started cannot use CUDA)."""
     available = multiprocessing.get_all_start_methods()
-    if requested is None:
-        return "forkserver" if sys.platform.startswith("linux") and "forkserver" in available else "spawn"
-    if requested == "fork":
-        from ..machine.cuda import cuda_state
-
-        started = cuda_state()
-        here = f" Here: {started}" if started.variable_read is True or started.started_by is not None else ""
-        raise ValueError(
-            "start_method='fork' is refused: a rank forked from a notebook that already ran CPU work "
-            "inherits a broken OpenMP thread pool and hangs at its first multi-threaded op (and one "
-            "forked after CUDA started cannot use CUDA)." + here + " Use the default (forkserver on "
-            "Linux) or 'spawn'."
-        )
-    if requested not in available:
-        raise ValueError(
-            f"start_method={requested!r} is not available on {sys.platform}; this Python offers "
-            f"{available}. Leave it out to get the fastest safe one."
-        )
-    return requested
+    return "forkserver" if sys.platform.startswith("linux") and "forkserver" in available else "spawn"
 
 
 def warm_up_launcher() -> ServerState:

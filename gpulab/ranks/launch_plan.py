@@ -63,7 +63,6 @@ def plan_launch(
     init_process_group: bool = True,
     timeout_s: float = 60.0,
     threads_per_rank: int | None = None,
-    start_method: str | None = None,
     watchdog: bool = True,
 ) -> LaunchPlan:
     """Validate ``launch``'s arguments and decide everything it will do (same arguments, same messages); start nothing.
@@ -73,7 +72,7 @@ def plan_launch(
     every rank on the CPU even where GPUs are.
     """
     world_size, timeout_s, threads_per_rank = _validated(fn, world_size, args, kwargs, timeout_s, threads_per_rank)
-    method = choose_start_method(start_method)
+    method = choose_start_method()
     decision = plan_ranks(backend, world_size)
     threads = threads_per_rank or default_threads_per_rank(world_size)
     payload = _pack_call(fn, tuple(args), dict(kwargs or {}))

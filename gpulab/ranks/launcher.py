@@ -51,7 +51,6 @@ def launch(
     init_process_group: bool = True,
     timeout_s: float = 60.0,
     threads_per_rank: int | None = None,
-    start_method: str | None = None,
     watchdog: bool = True,
 ) -> Any:
     """Run ``fn(*args, **kwargs)`` in ``world_size`` processes (ranks) and return rank 0's result (every rank's, in rank
@@ -77,7 +76,6 @@ def launch(
         init_process_group=init_process_group,
         timeout_s=timeout_s,
         threads_per_rank=threads_per_rank,
-        start_method=start_method,
         watchdog=watchdog,
     )
     try:

@@ -130,7 +130,6 @@ def rank_speedup(
     epochs: int = 2,
     images: int | None = None,
     device: str = "cpu",
-    cores: int | None = None,
 ) -> RankSpeedup:
     """Measure one process and DDP on 1 and 2 ranks at each batch size (per rank), side by side.
 
@@ -160,7 +159,7 @@ def rank_speedup(
         what="timed passes over the data, after one untimed",
         example="rank_speedup((64,), epochs=2)",
     )
-    cores = cores or host_info().usable_cores
+    cores = host_info().usable_cores  # the 1-process run uses them all
     backend = _ddp_backend(device)
     rows = []
     for batch in batch_sizes:

@@ -26,7 +26,7 @@ from .folder import (
 )
 from .server_token import this_server_digest
 
-__all__ = ["THIS_NOTEBOOK", "Holder", "reservation_holders", "left_behind"]
+__all__ = ["THIS_NOTEBOOK", "Holder", "reservation_holders", "left_behind", "uid_of", "user_name"]
 
 # How a reservation held by this very process is named everywhere (picker, watch, environment report): the learner's
 # own kernel is not a stranger to be warned about.
@@ -69,10 +69,10 @@ def _read_holder(fd: int, reservations: Path, uuid: str) -> Holder:
         return Holder(os.getpid(), None, socket.gethostname(), THIS_NOTEBOOK, mine=True, details=details, hidden=hidden)
     if lockers:
         pid = lockers[0]
-        uid = _uid_of(pid)
+        uid = uid_of(pid)
         record = read_record(reservations, uuid, uid) if uid is not None else None
         if record is None or record.get("pid") != pid:
-            user = _user_name(uid)
+            user = user_name(uid)
             who = f"{user}, " if user else ""
             return Holder(pid, user, None, f"pid {pid} ({who}it has not written its name)")
         return _named(record, reservations, uuid, uid)
@@ -150,15 +150,18 @@ def _newest_record(reservations: Path, uuid: str) -> tuple[dict, int] | None:
     return record, uid
 
 
-def _uid_of(pid: int) -> int | None:
-    """The real owner of a process (``/proc/<pid>``'s owner), None where it cannot be seen."""
+def uid_of(pid: int | None) -> int | None:
+    """The real owner of a process (``/proc/<pid>``'s owner), None where it cannot be seen (another container)."""
+    if pid is None:
+        return None
     try:
         return os.stat(f"/proc/{pid}").st_uid
     except OSError:
         return None
 
 
-def _user_name(uid: int | None) -> str | None:
+def user_name(uid: int | None) -> str | None:
+    """The login name of ``uid`` (``uid N`` where this machine has none, as in a container); None for no uid."""
     import pwd
 
     if uid is None:

@@ -83,21 +83,15 @@ class Ceiling:
         return f"{reading:.2f}×" if isinstance(reading, float) else str(reading)
 
 
-MATMULS = (512, 8, 5)  # machine_ceiling's matmuls without a plan: their side, chunks, matmuls per chunk
+MATMUL_SIDE, CHUNKS, PER_CHUNK = 512, 8, 5  # machine_ceiling's matmuls without a plan: side, chunks, per chunk
 
 
-def machine_ceiling(
-    plan: StepPlan | None = None,
-    *,
-    matmul_size: int = MATMULS[0],
-    chunks: int = MATMULS[1],
-    per_chunk: int = MATMULS[2],
-) -> Ceiling:
+def machine_ceiling(plan: StepPlan | None = None, *, chunks: int = CHUNKS) -> Ceiling:
     """How much faster 2 ranks can run at most here: 2 independent single-threaded processes ÷ 1, each step (or chunk)
     started together after a barrier (nothing else is shared); a step of the pair lasts as long as its slower process,
     and the fastest step counts on both sides (other programs only ever slow a step down).
 
-    Without ``plan``: ``chunks`` chunks of ``per_chunk`` float32 ``matmul_size``×``matmul_size`` matmuls, work that
+    Without ``plan``: ``chunks`` chunks of ``PER_CHUNK`` float32 ``MATMUL_SIDE``² matmuls (5 of 512×512), work that
     stays in a core's cache (what the cores allow). With ``plan``: that plan's own training steps without DDP (no
     all-reduce), as many as the plan has, which is the ceiling the cost model needs for that point, because
 
@@ -109,25 +103,20 @@ def machine_ceiling(
       always interrupted, so on a busy machine the ceiling falls as the work per step grows."""
     if plan is not None:
         _refuse_other_than_plans("machine_ceiling", [plan])
-        if (matmul_size, chunks, per_chunk) != MATMULS:
+        if chunks != CHUNKS:
             raise ValueError(
-                f"machine_ceiling times {plan!r}'s own steps, so matmul_size, chunks and per_chunk (the matmuls "
-                "timed without a plan) do not apply. Pass either a plan or the matmuls' sizes."
+                f"machine_ceiling times {plan!r}'s own steps, so chunks (of the matmuls timed without a plan) "
+                "does not apply. Pass either a plan or chunks."
             )
         one = launch(own_work_seconds, 1, args=([plan],), threads_per_rank=1, backend="gloo")[0]
         two = launch(own_work_seconds, 2, args=([plan],), threads_per_rank=1, backend="gloo", all_ranks=True)
         return Ceiling(min(one), _fastest_pair([rank[0] for rank in two]))
-    size = whole_number(
-        matmul_size, "matmul_size", minimum=1, what="the matmuls' side", example="machine_ceiling(matmul_size=512)"
-    )
     chunks = whole_number(
         chunks, "chunks", minimum=1, what="how many chunks of matmuls are timed", example="machine_ceiling(chunks=8)"
     )
-    per_chunk = whole_number(
-        per_chunk, "per_chunk", minimum=1, what="the matmuls in one chunk", example="machine_ceiling(per_chunk=5)"
-    )
-    one = launch(matmul_seconds, 1, args=(size, chunks, per_chunk), threads_per_rank=1, backend="gloo")
-    two = launch(matmul_seconds, 2, args=(size, chunks, per_chunk), threads_per_rank=1, backend="gloo", all_ranks=True)
+    work = (MATMUL_SIDE, chunks, PER_CHUNK)
+    one = launch(matmul_seconds, 1, args=work, threads_per_rank=1, backend="gloo")
+    two = launch(matmul_seconds, 2, args=work, threads_per_rank=1, backend="gloo", all_ranks=True)
     return Ceiling(min(one), _fastest_pair(two))
 
 

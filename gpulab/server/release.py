@@ -21,9 +21,9 @@ import time
 from collections.abc import Sequence
 
 from ..core.readings import GpuInfo
-from ..reservations.holders import reservation_holders
+from ..reservations.holders import reservation_holders, uid_of
 from .kernel_server import NoServer, find_kernel_server, shut_down_kernel
-from .reservation_list import ReservationRow, _uid_of, reservation_rows
+from .reservation_list import ReservationRow, reservation_rows
 
 __all__ = ["release_gpu", "ReleaseRefused"]
 
@@ -100,7 +100,7 @@ def release_gpu(
     g = by_index[physical_index]
     row = _pick(physical_index, reservation_rows([g], reservations), share)
     what = _part(row)
-    uid = _uid_of(row.pid)
+    uid = uid_of(row.pid)
     me = os.geteuid()
     if row.pid is None or uid is None:
         raise ReleaseRefused(

@@ -29,7 +29,7 @@ from ..core.readings import GpuInfo, is_known
 from ..core.shares import share_cap_bytes
 from ..core.units import format_bytes
 from ..reservations.folder import DEFAULT_INSTRUCTOR_GROUP, INSTRUCTOR_GROUP_VAR, lock_path, reservations_dir
-from ..reservations.holders import Holder, reservation_holders
+from ..reservations.holders import Holder, reservation_holders, uid_of, user_name
 from ..reservations.share_slots import share_key
 
 __all__ = [
@@ -87,27 +87,6 @@ class ReservationRow:
 def _duration(seconds: float) -> str:
     s = max(0, int(seconds))
     return f"{s} s" if s < 60 else f"{s // 60} min" if s < 3600 else f"{s // 3600} h {s % 3600 // 60:02d} min"
-
-
-def _uid_of(pid: int | None) -> int | None:
-    """The real owner of a process (``/proc/<pid>``'s owner), None where it cannot be seen (another container)."""
-    if pid is None:
-        return None
-    try:
-        return os.stat(f"/proc/{pid}").st_uid
-    except OSError:
-        return None
-
-
-def _user_name(uid: int | None, fallback: str | None) -> str:
-    import pwd
-
-    if uid is None:
-        return fallback or "?"
-    try:
-        return pwd.getpwuid(uid).pw_name
-    except KeyError:  # a uid with no name here (a container's user)
-        return f"uid {uid}"
 
 
 def may_see_all_paths(uid: int | None = None) -> bool:
@@ -191,7 +170,7 @@ def _row(
     share: str = "",
 ) -> ReservationRow:
     """One row of ``watch``: holder ``h`` of GPU ``g`` (or of its share ``key``), as the viewer may see it."""
-    uid = _uid_of(h.pid)
+    uid = uid_of(h.pid)
     own = see_all or (uid is not None and uid == viewer)
     notebook = HIDDEN if "notebook" in h.hidden else h.details.get("notebook", "")
     if notebook and not own:  # this process could read it (root), but the viewer asked about may not
@@ -200,7 +179,7 @@ def _row(
         idle = clock() - os.stat(lock_path(d, key)).st_mtime if h.details.get("kernel") else None
     except OSError:
         idle = None
-    user = _user_name(uid, h.user)
+    user = user_name(uid) or h.user or "?"
     if h.details.get("for_user"):  # a JupyterHub reservation (gpulab.server.hub): the Hub holds it for a user
         user = f"{h.details['for_user']} via {user}"
     server = HIDDEN_SERVER if "server" in h.hidden or (h.details.get("server") and not own) else ""

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import torch
 
-from ..core.arguments import whole_number, whole_numbers
+from ..core.arguments import whole_numbers
 
 __all__ = ["mlp", "cnn", "DigitsCNN"]
+
+IMAGE_SIDE = 28  # MNIST's images, 28×28 pixels: the 2×2 pool halves the side to 14
 
 
 def mlp(inputs: int = 64, hidden: int = 1024, classes: int = 10, *, seed: int = 0) -> torch.nn.Module:
@@ -35,8 +37,6 @@ class DigitsCNN(torch.nn.Module):
         channels: tuple[int, int] = (64, 128),
         hidden: int = 1024,
         classes: int = 10,
-        image_size: int = 28,
-        dropout: float = 0.5,
     ) -> None:
         super().__init__()
         c1, c2 = channels
@@ -48,9 +48,9 @@ class DigitsCNN(torch.nn.Module):
             torch.nn.MaxPool2d(stride=2, kernel_size=2),
         )
         self.dense = torch.nn.Sequential(
-            torch.nn.Linear((image_size // 2) ** 2 * c2, hidden),
+            torch.nn.Linear((IMAGE_SIDE // 2) ** 2 * c2, hidden),
             torch.nn.ReLU(),
-            torch.nn.Dropout(p=dropout),
+            torch.nn.Dropout(p=0.5),
             torch.nn.Linear(hidden, classes),
         )
 
@@ -65,11 +65,9 @@ def cnn(
     hidden: int = 1024,
     classes: int = 10,
     *,
-    image_size: int = 28,
-    dropout: float = 0.5,
     seed: int = 0,
 ) -> DigitsCNN:
-    """The article's CNN for ``image_size``² single-channel images, seeded; the defaults are its layer sizes
+    """The article's CNN for 28×28 single-channel images (MNIST's), seeded; the defaults are its layer sizes
     (25.8 M parameters, almost all in the first dense layer). Narrower ``channels``/``hidden`` train in seconds on a
     CPU."""
     channels = whole_numbers(
@@ -80,16 +78,5 @@ def cnn(
             f"channels={channels!r}: channels are the two convolutions' output channels, two whole "
             "numbers ≥ 1, e.g. cnn(channels=(64, 128))."
         )
-    image_size = whole_number(
-        image_size,
-        "image_size",
-        minimum=2,
-        example="cnn(image_size=28)",
-        what="the side of the square input in pixels, even: the 2×2 pool halves it",
-    )
-    if image_size % 2:
-        raise ValueError(
-            f"image_size={image_size}: the 2×2 pool halves the image, so its side is even, e.g. cnn(image_size=28)."
-        )
     torch.manual_seed(seed)
-    return DigitsCNN(tuple(channels), hidden, classes, image_size, dropout)
+    return DigitsCNN(tuple(channels), hidden, classes)

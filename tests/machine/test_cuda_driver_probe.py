@@ -49,7 +49,6 @@ from gpulab.machine.cuda import cuda_state
 from gpulab.placement.setter import CudaAlreadyStarted, set_visible_devices
 from gpulab.checkup.report import environment_report
 from gpulab.machine.software import TorchFacts
-from gpulab.ranks.fork_server import choose_start_method
 
 # described torch facts: the report must not import torch itself where the steps have not
 TORCH = TorchFacts("2.11.0+cu130", "13.0", "9.19.0", True, 1, False, True, "2.28.9", False)
@@ -76,15 +75,10 @@ for step in sys.argv[1:]:
                 setter = "refused: " + str(exc)
         report = environment_report("colab-T4", torch=TORCH)
         row = next(c for c in report.findings if c.what.startswith("CUDA not yet started"))
-        try:
-            choose_start_method("fork")
-        except ValueError as exc:  # the launcher always refuses fork; it quotes this process's state when it has one
-            fork = str(exc)
         print(json.dumps(dict(
             see=step[4:], torch="torch" in sys.modules, read=state.variable_read, state=str(state), setter=setter,
             warned=[str(w.message) for w in said if w.category.__name__ == "CudaStartUnverified"],
             report=[row.mark, row.what, row.meaning], driver_row=report.cuda.driver.summary,
-            fork=fork,
             cuinit_calls=lib.stub_cuinit_calls() if lib is not None and hasattr(lib, "stub_cuinit_calls") else None,
         )), flush=True)
 """
@@ -170,7 +164,6 @@ def test_a_loaded_driver_that_was_not_initialised_lets_the_variable_be_set(stubs
     )
     assert loaded["driver_row"].startswith("loaded, not initialised (")
     assert loaded["cuinit_calls"] == 0  # asking the driver started nothing
-    assert "Here:" not in loaded["fork"] and "start_method='fork' is refused" in loaded["fork"]
 
     done = seen["initialised"]
     assert done["read"] is True and done["cuinit_calls"] == 1
@@ -185,7 +178,6 @@ def test_a_loaded_driver_that_was_not_initialised_lets_the_variable_be_set(stubs
         and "Restart the kernel and run this cell first" in done["setter"]
     )
     assert done["report"][:2] == ["✘", "CUDA not yet started in this kernel"]
-    assert "Here: The CUDA driver in this process says it has started" in done["fork"]
 
 
 def test_a_failed_first_call_counts_as_read_only_where_a_driver_is_loaded(stubs):

@@ -32,7 +32,6 @@ def test_cpu_bandwidth_sweep_measures_host_copies() -> None:
     ("kwargs", "match"),
     [
         ({"pinned": (True,)}, "pass pinned=\\(False,\\)"),
-        ({"directions": ("up",)}, "use 'h2d'"),
         ({"sizes_bytes": []}, "positive byte counts"),
     ],
 )

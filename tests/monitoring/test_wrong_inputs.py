@@ -28,12 +28,9 @@ WRONG = [
     ({"machine": "workshop-8", "gpus": 3}, TypeError, r"gpus=3: gpus takes a list of physical GPU numbers.*gpus=\[3\]"),
     ({"machine": "workshop-8", "gpus": [9]}, ValueError, r"cannot watch GPU\(s\) \[9\]: NVML sees 8 GPU\(s\)"),
     ({"machine": 5}, TypeError, r"machine=5 is a int, not a machine to read"),
-    ({"capacity": 0}, ValueError, r"capacity=0: capacity must be a whole number ≥ 1"),
-    ({"capacity": 10**9}, ValueError, r"capacity=1,000,000,000 readings would reserve too much memory up front"),
     ({"live": "yes"}, ValueError, r"live= takes True, False or 'auto'"),
     ({"show": "no"}, TypeError, r"show='no': show takes True or False"),
     ({"clock": 5}, TypeError, r"clock=5 is a int, not something to call"),
-    ({"render_interval_s": 0.1}, ValueError, r"render_interval_s=0.1 would redraw more than twice a second"),
 ]
 
 
@@ -62,9 +59,8 @@ def test_junk_options_are_refused_with_our_message(a, b, c):
     for call in (
         lambda: Monitor(a),
         lambda: Monitor("t", machine=a, gpus=b, interval_s=c),
-        lambda: Monitor("t", capacity=a, live=b, show=c),
+        lambda: Monitor("t", live=b, show=c),
         lambda: Monitor("t", clock=a, sleep=b),
-        lambda: gpulab.monitor("t", process_interval_s=a, render_interval_s=b),
     ):
         try:
             call()

@@ -147,7 +147,7 @@ def test_waiting_uses_the_injected_clock(tmp_path):
     clock = FakeClock()
     held = reserve_gpus(3, W8, reservations=tmp_path)
     with pytest.raises(NoFreeGpu):
-        reserve_gpus(1, W8, reservations=tmp_path, wait_s=3.0, poll_s=1.0, clock=clock, sleep=clock.sleep)
+        reserve_gpus(1, W8, reservations=tmp_path, wait_s=3.0, clock=clock, sleep=clock.sleep)
     assert clock() == pytest.approx(1003.0)  # polled until the deadline, then gave up
     held.release()
 

@@ -139,11 +139,12 @@ def test_interrupting_the_launch_stops_every_rank(whole_group):
 def test_spawn_works_with_a_function_defined_in_the_main_module():
     # macOS and Windows have no fork server: each rank is a fresh Python that imports torch itself.
     proc = start("""
-    import gpulab.ranks.launcher as L
+    import gpulab.ranks.launch_plan, gpulab.ranks.launcher as L
+    gpulab.ranks.launch_plan.choose_start_method = lambda: "spawn"  # as on macOS and Windows
     def where():
         import os, torch.distributed as dist
         return dist.get_rank(), os.environ["WORLD_SIZE"]
-    print(L.launch(where, 2, all_ranks=True, start_method="spawn"), L.last_launch().start_method)
+    print(L.launch(where, 2, all_ranks=True), L.last_launch().start_method)
     """)
     out, err = finish(proc, 240)
     assert out.strip() == "[(0, '2'), (1, '2')] spawn", err

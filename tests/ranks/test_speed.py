@@ -4,20 +4,22 @@ from __future__ import annotations
 
 import pytest
 
+from gpulab.machine.host import host_info
 from gpulab.ranks.speed import RankSpeedup, SpeedRow, rank_speedup, train_rate
 
 
 def test_every_setup_is_measured_and_the_ratio_is_ddp_2_over_1(no_process_left):
-    result = rank_speedup((64,), epochs=1, images=256, cores=2)
+    result = rank_speedup((64,), epochs=1, images=256)
+    cores = host_info().usable_cores
     assert [(r.setup, r.world_size, r.threads_per_rank, r.batch_per_rank) for r in result.rows] == [
-        ("1 process", 1, 2, 64),
+        ("1 process", 1, cores, 64),
         ("DDP", 1, 1, 64),
         ("DDP", 2, 1, 64),
     ]
     assert all(r.samples_per_s > 0 for r in result.rows)
     assert result.ratio(64) == result.rows[2].samples_per_s / result.rows[1].samples_per_s
     text = str(result)
-    assert "digits MLP, cpu, 2 usable cores" in text and "batch 64 per rank: 2 DDP ranks ÷ 1 = " in text
+    assert f"digits MLP, cpu, {cores} usable cores" in text and "batch 64 per rank: 2 DDP ranks ÷ 1 = " in text
     assert "<table" in result._repr_html_()
 
 
@@ -61,7 +63,7 @@ def test_ranks_whose_model_stays_on_the_cpu_use_gloo_even_where_a_gpu_is_seen(mo
     from gpulab.ranks.launcher import last_launch
 
     monkeypatch.setattr(gpulab.machine.cuda, "cuda_gpu_count", lambda: 1)
-    result = rank_speedup((32,), epochs=1, images=64, cores=2)
+    result = rank_speedup((32,), epochs=1, images=64)
     assert [(r.setup, r.world_size) for r in result.rows] == [("1 process", 1), ("DDP", 1), ("DDP", 2)]
     assert last_launch().backend == "gloo"
 

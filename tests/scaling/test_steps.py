@@ -38,7 +38,7 @@ def test_on_2_ranks_the_all_reduce_is_timed_and_compute_plus_tail_is_the_step(no
 
 
 def test_the_sweep_the_ceiling_and_the_link_are_measured_and_predicted(no_process_left):
-    ceiling = machine_ceiling(matmul_size=64, chunks=3)
+    ceiling = machine_ceiling(chunks=3)
     link = gloo_link(launches=2)
     # only that they were measured: how fast either runs depends on what else this machine does meanwhile (a ceiling
     # above 2 is a disturbed 1-process run; benchmarks/bench_scaling.py reports how steady the numbers are)
@@ -115,17 +115,10 @@ def test_the_exposed_part_is_what_the_spans_cover_after_the_last_gradient():
         (
             lambda: machine_ceiling(SMALL, chunks=3),
             ValueError,
-            r"machine_ceiling times StepPlan\(width=32, .*'s own steps, so matmul_size, chunks and per_chunk .* do not "
-            "apply",
-        ),
-        (
-            lambda: machine_ceiling(matmul_size=0),
-            ValueError,
-            r"matmul_size=0: matmul_size \(the matmuls' side\) must be a whole number ≥ 1 \(e.g. "
-            r"machine_ceiling\(matmul_size=512\)\)",
+            r"machine_ceiling times StepPlan\(width=32, .*'s own steps, so chunks \(of the matmuls timed without a "
+            r"plan\) does not apply",
         ),
         (lambda: machine_ceiling(chunks=2.5), TypeError, r"chunks=2.5 is a float; chunks \(how many chunks of matmuls"),
-        (lambda: machine_ceiling(per_chunk=-1), ValueError, r"per_chunk \(the matmuls in one chunk\) must be"),
         (
             lambda: Ceiling(0.01, 0),
             ValueError,

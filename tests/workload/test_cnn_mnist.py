@@ -66,11 +66,6 @@ def test_the_articles_cnn_has_its_layer_sizes_names_and_seed():
     [
         ({"channels": (8,)}, r"channels=\(8,\): .* two whole numbers ≥ 1, e.g. cnn\(channels=\(64, 128\)\)"),
         ({"channels": (8, 0)}, r"channels holds 0: .* are ≥ 1"),
-        (
-            {"image_size": 27},
-            r"image_size=27: the 2×2 pool halves the image, so its side is even, e.g. "
-            r"cnn\(image_size=28\)",
-        ),
     ],
 )
 def test_a_cnn_that_cannot_be_built_is_refused_with_the_reason(kwargs, match):
@@ -80,7 +75,7 @@ def test_a_cnn_that_cannot_be_built_is_refused_with_the_reason(kwargs, match):
 
 def test_accuracy_switches_dropout_off_and_puts_the_mode_back():
     data = load_digits(flat=False, size=28)
-    model = cnn((2, 4), 8, dropout=0.9).train()
+    model = cnn((2, 4), 8).train()  # dropout 0.5: each training-mode pass differs
     scores = {accuracy(model, data.test, batch_size=100) for _ in range(3)}
     assert len(scores) == 1 and model.training
     with pytest.raises(ValueError, match="accuracy of no images: the data set is empty"):
