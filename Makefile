@@ -73,11 +73,9 @@ format: $(STAMP)
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
-# The tests marked slow (a chapter run once more, or minutes of their own); .ci/run runs them after make test. On
-# make test's workers: the chapters' Run All in JupyterLab (one file, one worker) beside the Hub, the storms and the
-# hangs, which spend much of their time waiting.
+# The tests marked slow (a chapter run once more, or minutes of their own); .ci/run runs them after make test.
 test-slow: $(STAMP)
-	$(TEST_ENV) $(PY) -m pytest $(XDIST) -m slow tests
+	$(TEST_ENV) $(PY) -m pytest -m slow tests
 
 # The course on a real SLURM cluster: two nodes on this machine, the batch file submitted unchanged with sbatch, and
 # a JupyterHub whose servers are SLURM jobs (deploy/batchspawner_config.py) (tools/test_cluster.py, tests/cluster/).
